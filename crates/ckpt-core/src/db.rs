@@ -1,0 +1,144 @@
+//! The project database: schema, migrations, and connection setup.
+//!
+//! Migrations are append-only: each entry of `MIGRATIONS` runs once, in
+//! order, and `PRAGMA user_version` records how many have run. A database
+//! written by a newer ckpt (more migrations than we know) is refused.
+
+use std::path::Path;
+
+use rusqlite::Connection;
+
+use crate::error::{Error, Result};
+
+const MIGRATIONS: &[&str] = &[
+    // 1: the initial schema.
+    "
+    CREATE TABLE meta (
+        key   TEXT PRIMARY KEY,
+        value BLOB NOT NULL
+    );
+    -- Content store. `data` holds the zstd-compressed bytes of small blobs;
+    -- NULL means the blob is a file in the object directory.
+    CREATE TABLE blobs (
+        hash       BLOB PRIMARY KEY,
+        size       INTEGER NOT NULL,
+        csize      INTEGER NOT NULL,
+        created_ns INTEGER NOT NULL,
+        data       BLOB
+    );
+    -- Hash cache: the last captured state of every path in the tree, with
+    -- the stat fields used to notice change. kind/mode/data/size encode a
+    -- State (see state.rs). `racy` marks entries whose mtime was not older
+    -- than the scan that recorded them: they are re-hashed next time.
+    CREATE TABLE files (
+        path     BLOB PRIMARY KEY,
+        kind     INTEGER NOT NULL,
+        mode     INTEGER NOT NULL,
+        data     BLOB,
+        size     INTEGER NOT NULL,
+        mtime_ns INTEGER NOT NULL,
+        ctime_ns INTEGER NOT NULL,
+        ino      INTEGER NOT NULL,
+        dev      INTEGER NOT NULL,
+        racy     INTEGER NOT NULL
+    ) WITHOUT ROWID;
+    CREATE TABLE turns (
+        id         INTEGER PRIMARY KEY,
+        started_ns INTEGER NOT NULL,
+        ended_ns   INTEGER,
+        label      TEXT,
+        agent      TEXT,
+        session    TEXT,
+        -- 'open' | 'closed' | 'rewound'
+        status     TEXT NOT NULL,
+        rewound_by INTEGER
+    );
+    -- pre_*: the path's state when the turn first changed it.
+    -- post_*: its state at turn end (NULL kind while open).
+    CREATE TABLE turn_entries (
+        turn      INTEGER NOT NULL REFERENCES turns(id),
+        path      BLOB NOT NULL,
+        pre_kind  INTEGER NOT NULL,
+        pre_mode  INTEGER NOT NULL,
+        pre_data  BLOB,
+        pre_size  INTEGER NOT NULL,
+        post_kind INTEGER,
+        post_mode INTEGER,
+        post_data BLOB,
+        post_size INTEGER,
+        PRIMARY KEY (turn, path)
+    ) WITHOUT ROWID;
+    CREATE INDEX turn_entries_path ON turn_entries(path, turn);
+    -- Rewind journal. A rewind is written here, with every action, before
+    -- any file is touched. status: 'pending' (being applied), 'applied',
+    -- 'redoing', 'redone'.
+    CREATE TABLE rewinds (
+        id         INTEGER PRIMARY KEY,
+        created_ns INTEGER NOT NULL,
+        turn       INTEGER NOT NULL,
+        turns      TEXT NOT NULL,
+        status     TEXT NOT NULL
+    );
+    CREATE TABLE rewind_actions (
+        rewind    INTEGER NOT NULL REFERENCES rewinds(id),
+        seq       INTEGER NOT NULL,
+        path      BLOB NOT NULL,
+        cur_kind  INTEGER NOT NULL,
+        cur_mode  INTEGER NOT NULL,
+        cur_data  BLOB,
+        cur_size  INTEGER NOT NULL,
+        tgt_kind  INTEGER NOT NULL,
+        tgt_mode  INTEGER NOT NULL,
+        tgt_data  BLOB,
+        tgt_size  INTEGER NOT NULL,
+        PRIMARY KEY (rewind, seq)
+    ) WITHOUT ROWID;
+    ",
+];
+
+/// Opens (creating) the database at `path` and brings its schema up to date.
+pub fn open(path: &Path) -> Result<Connection> {
+    let mut conn = Connection::open(path)?;
+    conn.busy_timeout(std::time::Duration::from_secs(10))?;
+    conn.pragma_update(None, "journal_mode", "WAL")?;
+    // FULL: a committed transaction survives power loss; we commit once per
+    // batch, so this is one WAL fsync per batch, not per file.
+    conn.pragma_update(None, "synchronous", "FULL")?;
+    conn.pragma_update(None, "foreign_keys", "ON")?;
+    migrate(&mut conn)?;
+    Ok(conn)
+}
+
+fn migrate(conn: &mut Connection) -> Result<()> {
+    let known = MIGRATIONS.len() as i64;
+    let found: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
+    if found > known {
+        return Err(Error::SchemaTooNew { found, known });
+    }
+    for (i, sql) in MIGRATIONS.iter().enumerate().skip(found as usize) {
+        let tx = conn.transaction()?;
+        tx.execute_batch(sql)?;
+        tx.pragma_update(None, "user_version", (i + 1) as i64)?;
+        tx.commit()?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn migrates_once_and_refuses_newer_schema() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db.sqlite");
+        drop(open(&path).unwrap());
+        // Reopening runs nothing again.
+        let conn = open(&path).unwrap();
+        let v: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0)).unwrap();
+        assert_eq!(v, MIGRATIONS.len() as i64);
+        conn.pragma_update(None, "user_version", 99).unwrap();
+        drop(conn);
+        assert!(matches!(open(&path), Err(Error::SchemaTooNew { found: 99, .. })));
+    }
+}

@@ -1,0 +1,60 @@
+//! Errors of the core library. Every IO error names the path and the action.
+
+use std::path::PathBuf;
+
+/// What went wrong in a core operation.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("{action} {path}: {source}")]
+    Io {
+        action: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("database: {0}")]
+    Db(#[from] rusqlite::Error),
+    #[error("unsafe path {path:?}: {reason}")]
+    UnsafePath { path: String, reason: &'static str },
+    #[error("blob {hash} is corrupt: {reason}")]
+    CorruptBlob { hash: String, reason: String },
+    #[error("blob {0} is missing from the store")]
+    MissingBlob(String),
+    #[error("no turn {0} in this project")]
+    UnknownTurn(i64),
+    #[error("turn {0} was already rewound")]
+    TurnRewound(i64),
+    #[error("no turn is open")]
+    NoOpenTurn,
+    #[error("nothing to redo")]
+    NothingToRedo,
+    #[error("store {store} belongs to {found}, not {expected}")]
+    WrongProject {
+        store: PathBuf,
+        found: PathBuf,
+        expected: PathBuf,
+    },
+    #[error("database schema version {found} is newer than this ckpt understands ({known})")]
+    SchemaTooNew { found: i64, known: i64 },
+    #[error("{0}")]
+    Invalid(String),
+    #[error("injected failure after {0} operations")]
+    Injected(usize),
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Attaches the action and path to an IO error.
+pub(crate) trait IoContext<T> {
+    fn ctx(self, action: &'static str, path: impl Into<PathBuf>) -> Result<T>;
+}
+
+impl<T> IoContext<T> for std::io::Result<T> {
+    fn ctx(self, action: &'static str, path: impl Into<PathBuf>) -> Result<T> {
+        self.map_err(|source| Error::Io {
+            action,
+            path: path.into(),
+            source,
+        })
+    }
+}

@@ -1,0 +1,34 @@
+//! ckpt-core: the synchronous engine behind ckpt.
+//!
+//! It keeps a project's every file in a content-addressed store backed by a
+//! hash cache, records per-turn pre-images of what changed, and rewinds turns
+//! exactly (and redoes rewinds), writing only inside the project root and
+//! never touching `.git`. It knows nothing of sockets, async or printing; the
+//! daemon feeds it "these paths may have changed" and turn boundaries.
+//!
+//! ```no_run
+//! use ckpt_core::{Options, Project, RewindOptions, TurnMeta};
+//! # fn main() -> ckpt_core::Result<()> {
+//! let mut p = Project::open("/data/ckpt/p1".as_ref(), "/src/app".as_ref(), Options::default())?;
+//! p.reconcile()?; // baseline
+//! let turn = p.turn_start(TurnMeta::default())?;
+//! // ... the agent edits files; the daemon calls p.check_paths(..) or p.reconcile() ...
+//! p.turn_end()?;
+//! p.rewind(turn, RewindOptions::default())?;
+//! p.redo(false)?;
+//! # Ok(()) }
+//! ```
+
+mod db;
+mod error;
+mod model;
+mod project;
+mod relpath;
+mod state;
+mod store;
+
+pub use error::{Error, Result};
+pub use model::*;
+pub use project::Project;
+pub use relpath::RelPath;
+pub use state::{Hash, Kind, State};

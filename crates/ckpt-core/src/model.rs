@@ -1,0 +1,234 @@
+//! Plain data the core hands to its callers: options, reports, turn records.
+
+use serde::{Deserialize, Serialize};
+
+use crate::relpath::RelPath;
+use crate::state::State;
+
+/// Files whose name starts with this, at a project's root, are the daemon's
+/// barrier cookies: never captured, never restored.
+pub const COOKIE_PREFIX: &str = ".ckpt-cookie-";
+
+/// Directory names never descended into, wherever they are: dependency and
+/// build output that tools regenerate. `.git` is handled separately and can
+/// never be configured back in.
+pub const DEFAULT_EXCLUDES: &[&str] = &[
+    "node_modules",
+    "target",
+    ".venv",
+    "venv",
+    "__pycache__",
+    ".mypy_cache",
+    ".pytest_cache",
+    ".ruff_cache",
+    ".tox",
+    ".gradle",
+    ".next",
+    ".nuxt",
+    ".turbo",
+    ".parcel-cache",
+    ".cache",
+    ".hg",
+    ".svn",
+    ".jj",
+];
+
+/// How a project is captured. The defaults suit a source tree.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Files larger than this are recorded as skipped, not stored.
+    pub max_file_size: u64,
+    /// zstd level for stored blobs.
+    pub compression_level: i32,
+    /// Blobs up to this many compressed bytes live inside the database;
+    /// larger ones are files in the object directory.
+    pub inline_max: usize,
+    /// Worker threads for hashing and compressing (1 = the caller's thread only).
+    pub threads: usize,
+    /// Directory names excluded in addition to [`DEFAULT_EXCLUDES`].
+    pub extra_excludes: Vec<String>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            max_file_size: 16 << 20,
+            compression_level: 3,
+            inline_max: 64 << 10,
+            threads: 2,
+            extra_excludes: Vec::new(),
+        }
+    }
+}
+
+/// Who opened a turn and why.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct TurnMeta {
+    pub label: Option<String>,
+    pub agent: Option<String>,
+    pub session: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum TurnStatus {
+    Open,
+    Closed,
+    Rewound,
+}
+
+/// How a path changed over a turn (or between two states).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ChangeKind {
+    Added,
+    Modified,
+    Deleted,
+    /// The content on one side could not be captured.
+    Skipped,
+}
+
+impl ChangeKind {
+    pub fn between(before: &State, after: &State) -> ChangeKind {
+        match (before, after) {
+            (State::Skipped { .. }, _) | (_, State::Skipped { .. }) => ChangeKind::Skipped,
+            (State::Absent, _) => ChangeKind::Added,
+            (_, State::Absent) => ChangeKind::Deleted,
+            _ => ChangeKind::Modified,
+        }
+    }
+}
+
+/// One path a turn touched: its state when the turn first changed it, and at
+/// the end of the turn (`None` while the turn is open).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct TurnEntry {
+    pub path: RelPath,
+    pub pre: State,
+    pub post: Option<State>,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Counts {
+    pub added: u64,
+    pub modified: u64,
+    pub deleted: u64,
+    pub skipped: u64,
+}
+
+/// A turn as listed by `log`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct TurnInfo {
+    pub id: i64,
+    pub started_ns: i64,
+    pub ended_ns: Option<i64>,
+    pub meta: TurnMeta,
+    pub status: TurnStatus,
+    pub counts: Counts,
+}
+
+/// A turn with its entries (`show`, `turn-end`).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct TurnDetail {
+    pub info: TurnInfo,
+    pub entries: Vec<TurnEntry>,
+}
+
+/// What a scan or a path check found.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct ScanReport {
+    /// Entries looked at (files, dirs, links).
+    pub entries: u64,
+    /// Entries whose state changed and were re-captured.
+    pub changed: u64,
+    /// Bytes read and hashed.
+    pub bytes_hashed: u64,
+    /// Paths present but not captured, with the reason.
+    pub skipped: Vec<(RelPath, String)>,
+}
+
+/// What a rewind (or redo) does to one path.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Action {
+    pub path: RelPath,
+    /// The path's state now (captured, so the rewind can be redone).
+    pub current: State,
+    /// The state it is given.
+    pub target: State,
+}
+
+/// A path edited after the agent's last turn touched it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Conflict {
+    pub path: RelPath,
+    /// What the last turn left there.
+    pub expected: State,
+    /// What is there now.
+    pub current: State,
+}
+
+/// A rewind or redo, planned or done.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RewindPlan {
+    /// The turn rewound to (for a redo: the turn the undone rewind targeted).
+    pub turn: i64,
+    /// Turns this undoes (or, for a redo, brings back).
+    pub turns: Vec<i64>,
+    pub actions: Vec<Action>,
+    pub conflicts: Vec<Conflict>,
+    /// Paths that cannot be restored because their target was not captured.
+    pub skipped: Vec<(RelPath, String)>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub enum RewindOutcome {
+    /// Nothing was changed: the plan, as asked.
+    DryRun(RewindPlan),
+    /// Conflicts and no force: nothing was changed.
+    Refused(RewindPlan),
+    /// Done; `rewind_id` names the journal record.
+    Applied { rewind_id: i64, plan: RewindPlan },
+}
+
+/// Options of one rewind.
+#[derive(Default)]
+pub struct RewindOptions {
+    /// Restrict to these paths (and paths below them).
+    pub paths: Vec<RelPath>,
+    pub dry_run: bool,
+    pub force: bool,
+    /// Test hook, called before each filesystem operation with its index;
+    /// an error aborts the apply there as if the process had died.
+    pub before_op: Option<Box<dyn FnMut(usize) -> crate::Result<()> + Send>>,
+}
+
+/// What start-up recovery did with an interrupted rewind or redo.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RecoveryReport {
+    pub rewind_id: i64,
+    pub redo: bool,
+    pub paths: usize,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ProjectStatus {
+    pub root: std::path::PathBuf,
+    pub open_turn: Option<i64>,
+    pub turns: u64,
+    /// Entries in the hash cache (files, dirs, links).
+    pub entries: u64,
+    /// Entries present but not captured.
+    pub skipped: u64,
+    /// Bytes the blob store takes (compressed, inline and files).
+    pub store_bytes: u64,
+    pub blobs: u64,
+}
+
+/// One path's unified diff within a turn.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct FileDiff {
+    pub path: RelPath,
+    pub kind: ChangeKind,
+    /// Unified diff text; `None` for binary or skipped content.
+    pub unified: Option<String>,
+    /// Why there is no text diff.
+    pub note: Option<String>,
+}

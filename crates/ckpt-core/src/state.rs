@@ -1,0 +1,118 @@
+//! What a path is at one moment: the unit that pre-images, post-images and
+//! rewind targets are made of.
+
+use serde::{Deserialize, Serialize};
+
+/// SHA-256 of a file's raw bytes; names a blob in the store.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Hash(pub [u8; 32]);
+
+impl Hash {
+    pub fn of(data: &[u8]) -> Hash {
+        use sha2::Digest;
+        Hash(sha2::Sha256::digest(data).into())
+    }
+
+    pub fn to_hex(&self) -> String {
+        self.0.iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    pub fn from_slice(bytes: &[u8]) -> Option<Hash> {
+        Some(Hash(bytes.try_into().ok()?))
+    }
+}
+
+impl std::fmt::Debug for Hash {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", &self.to_hex()[..12])
+    }
+}
+
+impl std::fmt::Display for Hash {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.to_hex())
+    }
+}
+
+/// The content-relevant state of one path.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub enum State {
+    /// Nothing exists at the path.
+    Absent,
+    /// A regular file whose bytes are the blob `hash`; `mode` holds the
+    /// permission bits (`0o7777` mask).
+    File { hash: Hash, size: u64, mode: u32 },
+    /// A directory.
+    Dir { mode: u32 },
+    /// A symbolic link with this (raw, never followed) target.
+    Symlink { target: Vec<u8> },
+    /// Something exists but its content was not captured (too large,
+    /// unreadable, a socket…); it cannot be restored.
+    Skipped { reason: String },
+}
+
+/// Short kind names used in reports and the database.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub enum Kind {
+    Absent,
+    File,
+    Dir,
+    Symlink,
+    Skipped,
+}
+
+impl State {
+    pub fn kind(&self) -> Kind {
+        match self {
+            State::Absent => Kind::Absent,
+            State::File { .. } => Kind::File,
+            State::Dir { .. } => Kind::Dir,
+            State::Symlink { .. } => Kind::Symlink,
+            State::Skipped { .. } => Kind::Skipped,
+        }
+    }
+
+    pub fn is_absent(&self) -> bool {
+        matches!(self, State::Absent)
+    }
+
+    pub fn is_dir(&self) -> bool {
+        matches!(self, State::Dir { .. })
+    }
+
+    pub fn hash(&self) -> Option<Hash> {
+        match self {
+            State::File { hash, .. } => Some(*hash),
+            _ => None,
+        }
+    }
+
+    /// Database encoding: (kind code, mode, data). `data` is the blob hash for
+    /// files, the link target for symlinks and the reason for skipped paths.
+    pub(crate) fn encode(&self) -> (i64, i64, Option<Vec<u8>>, i64) {
+        match self {
+            State::Absent => (0, 0, None, 0),
+            State::File { hash, size, mode } => (1, *mode as i64, Some(hash.0.to_vec()), *size as i64),
+            State::Dir { mode } => (2, *mode as i64, None, 0),
+            State::Symlink { target } => (3, 0, Some(target.clone()), 0),
+            State::Skipped { reason } => (4, 0, Some(reason.clone().into_bytes()), 0),
+        }
+    }
+
+    pub(crate) fn decode(kind: i64, mode: i64, data: Option<Vec<u8>>, size: i64) -> Option<State> {
+        Some(match kind {
+            0 => State::Absent,
+            1 => State::File {
+                hash: Hash::from_slice(data.as_deref()?)?,
+                size: size as u64,
+                mode: mode as u32,
+            },
+            2 => State::Dir { mode: mode as u32 },
+            3 => State::Symlink { target: data? },
+            4 => State::Skipped {
+                reason: String::from_utf8_lossy(data.as_deref()?).into_owned(),
+            },
+            _ => return None,
+        })
+    }
+}
