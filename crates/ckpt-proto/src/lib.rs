@@ -1,1 +1,33 @@
-//! placeholder
+//! ckpt-proto: the wire protocol between `ckptctl` and `ckptd`.
+//!
+//! A connection carries frames: a `u32` big-endian length, then that many
+//! bytes of JSON. The first request on every connection is
+//! [`Request::Hello`] carrying [`PROTOCOL_VERSION`]; the daemon answers with
+//! [`Response::Hello`] or, for a version it does not speak, an
+//! [`ErrorKind::Version`] error. Domain failures travel as data
+//! ([`Response::Error`]), never as a dropped connection.
+//!
+//! The types here are the protocol's own: the daemon converts the core's
+//! types to them, so this crate stays tiny and the client never links the
+//! core.
+//!
+//! ```
+//! use ckpt_proto::{read_frame, write_frame, Request, PROTOCOL_VERSION};
+//! let mut buf = Vec::new();
+//! write_frame(&mut buf, &Request::Hello { version: PROTOCOL_VERSION, client: String::new() }).unwrap();
+//! let back: Request = read_frame(&mut buf.as_slice()).unwrap();
+//! assert!(matches!(back, Request::Hello { version: PROTOCOL_VERSION, .. }));
+//! ```
+
+mod frame;
+pub mod paths;
+mod types;
+mod wirepath;
+
+pub use frame::{decode_body, decode_len, encode, read_frame, write_frame, FrameError, MAX_FRAME};
+pub use types::*;
+pub use wirepath::WirePath;
+
+/// Bumped on every incompatible change of the request or response types.
+/// Fields added with `#[serde(default)]` do not need a bump.
+pub const PROTOCOL_VERSION: u32 = 1;

@@ -1,0 +1,25 @@
+//! Where the daemon's socket and data live by default. Shared so that the
+//! client, when it starts a daemon itself, points it at the same places.
+
+use std::path::PathBuf;
+
+/// `$XDG_RUNTIME_DIR/ckpt/ckptd.sock`; without a runtime dir (macOS, a bare
+/// session), `<temp dir>/ckpt-<uid>/ckptd.sock` (the daemon creates that
+/// directory 0700 and checks its owner).
+pub fn default_socket() -> PathBuf {
+    let runtime = directories::BaseDirs::new().and_then(|b| b.runtime_dir().map(|p| p.to_path_buf()));
+    match runtime {
+        Some(dir) => dir.join("ckpt").join("ckptd.sock"),
+        None => {
+            // SAFETY: geteuid has no preconditions and cannot fail.
+            let uid = unsafe { libc::geteuid() };
+            std::env::temp_dir().join(format!("ckpt-{uid}")).join("ckptd.sock")
+        }
+    }
+}
+
+/// The `directories` data dir joined with `ckpt` (`$XDG_DATA_HOME/ckpt` on
+/// Linux, `~/Library/Application Support/ckpt` on macOS).
+pub fn default_data_dir() -> Option<PathBuf> {
+    directories::BaseDirs::new().map(|b| b.data_dir().join("ckpt"))
+}

@@ -1,0 +1,445 @@
+//! Requests, responses and the plain data they carry.
+//!
+//! Every reply about one project names it (`project`, its root) and carries
+//! `degraded` when capture for it cannot be fully trusted, so a client can
+//! warn on every command.
+
+use serde::{Deserialize, Serialize};
+
+use crate::WirePath;
+
+/// What a client asks. Per-project requests carry `dir`: an absolute
+/// directory inside the project (the client's cwd or `-C DIR`); the daemon
+/// picks the watched project whose root contains it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub enum Request {
+    /// Must be the first request on a connection.
+    Hello {
+        version: u32,
+        #[serde(default)]
+        client: String,
+    },
+    /// Watch a tree. With `discover`, `dir` is a starting point: the root is
+    /// the git top-level containing it, else `dir` itself.
+    Watch {
+        dir: WirePath,
+        #[serde(default)]
+        discover: bool,
+    },
+    /// Stop watching; with `drop_data`, delete the project's store too.
+    Unwatch {
+        dir: WirePath,
+        #[serde(default)]
+        drop_data: bool,
+    },
+    Projects,
+    TurnStart {
+        dir: WirePath,
+        #[serde(default)]
+        label: Option<String>,
+        #[serde(default)]
+        agent: Option<String>,
+        #[serde(default)]
+        session: Option<String>,
+        /// Watch the project (root discovered from `dir`) if it is not yet.
+        #[serde(default)]
+        auto_watch: bool,
+    },
+    TurnEnd {
+        dir: WirePath,
+    },
+    Sync {
+        dir: WirePath,
+    },
+    Log {
+        dir: WirePath,
+        #[serde(default)]
+        limit: Option<usize>,
+    },
+    Show {
+        dir: WirePath,
+        turn: i64,
+    },
+    /// `paths` are absolute (the client resolves them against its cwd).
+    Diff {
+        dir: WirePath,
+        turn: i64,
+        #[serde(default)]
+        paths: Vec<WirePath>,
+    },
+    Rewind {
+        dir: WirePath,
+        turn: i64,
+        #[serde(default)]
+        paths: Vec<WirePath>,
+        #[serde(default)]
+        dry_run: bool,
+        #[serde(default)]
+        force: bool,
+    },
+    Redo {
+        dir: WirePath,
+        #[serde(default)]
+        dry_run: bool,
+        #[serde(default)]
+        force: bool,
+    },
+    Status,
+}
+
+/// What the daemon answers: exactly one response per request.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub enum Response {
+    Hello(HelloReply),
+    Error { kind: ErrorKind, message: String },
+    Watched(Watched),
+    Unwatched(Unwatched),
+    Projects(ProjectList),
+    TurnStarted(TurnStarted),
+    TurnEnded(TurnEnded),
+    Synced(Synced),
+    Log(LogReply),
+    Show(ShowReply),
+    Diff(DiffReply),
+    /// A rewind or a redo, planned, refused or applied.
+    Rewind(RewindReply),
+    Status(StatusReply),
+}
+
+/// Kinds of failure; `ckptctl` maps them to exit codes (1, or 3 for
+/// [`ErrorKind::Conflicts`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    /// The frame could not be read (too large, not JSON, not a request).
+    BadFrame,
+    /// The request is well-formed but not acceptable (bad path, bad order).
+    BadRequest,
+    /// Client and daemon speak different protocol versions.
+    Version,
+    /// No watched project contains the directory.
+    NotWatched,
+    UnknownTurn,
+    TurnRewound,
+    NoOpenTurn,
+    NothingToRedo,
+    /// Paths were edited after the agent; refused.
+    Conflicts,
+    /// The project's root is gone or its store cannot be opened.
+    ProjectUnavailable,
+    /// A filesystem or store failure.
+    Io,
+    /// A bug or an unexpected state in the daemon.
+    Internal,
+    /// A kind this client does not know (from a newer daemon).
+    #[serde(other)]
+    Other,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct HelloReply {
+    pub version: u32,
+    /// The daemon's package version.
+    #[serde(default)]
+    pub daemon_version: String,
+    #[serde(default)]
+    pub pid: u32,
+}
+
+/// One path's state: what pre-images, post-images and rewind targets are made of.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum State {
+    Absent,
+    File { hash: String, size: u64, mode: u32 },
+    Dir { mode: u32 },
+    Symlink { target: WirePath },
+    Skipped { reason: String },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ChangeKind {
+    Added,
+    Modified,
+    Deleted,
+    Skipped,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TurnStatus {
+    Open,
+    Closed,
+    Rewound,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Counts {
+    pub added: u64,
+    pub modified: u64,
+    pub deleted: u64,
+    pub skipped: u64,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct TurnInfo {
+    pub id: i64,
+    /// Unix time in nanoseconds.
+    pub started_ns: i64,
+    #[serde(default)]
+    pub ended_ns: Option<i64>,
+    #[serde(default)]
+    pub label: Option<String>,
+    #[serde(default)]
+    pub agent: Option<String>,
+    #[serde(default)]
+    pub session: Option<String>,
+    pub status: TurnStatus,
+    pub counts: Counts,
+}
+
+/// One path a turn touched.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct TurnEntry {
+    pub path: WirePath,
+    /// How it changed; `None` while the turn is open and the end state unknown.
+    #[serde(default)]
+    pub change: Option<ChangeKind>,
+    pub pre: State,
+    #[serde(default)]
+    pub post: Option<State>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct TurnDetail {
+    pub info: TurnInfo,
+    pub entries: Vec<TurnEntry>,
+}
+
+/// A path present but not captured (or not restorable), and why.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Skipped {
+    pub path: WirePath,
+    pub reason: String,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct ScanSummary {
+    pub entries: u64,
+    pub changed: u64,
+    pub bytes_hashed: u64,
+    #[serde(default)]
+    pub skipped: Vec<Skipped>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Watched {
+    pub project: WirePath,
+    pub id: String,
+    /// It was watched already; nothing was scanned.
+    pub already: bool,
+    pub scan: ScanSummary,
+    pub elapsed_ms: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub degraded: Option<String>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Unwatched {
+    pub project: WirePath,
+    pub dropped_data: bool,
+}
+
+/// How the daemon stands with one project.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Health {
+    /// Watching; every change is captured.
+    Ok,
+    /// Capture cannot be fully trusted (see `degraded`); barriers fall back
+    /// to full scans.
+    Degraded,
+    /// Opening or recovering at start-up.
+    Loading,
+    /// The root or the store is unusable; requests for it fail.
+    Unavailable,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ProjectInfo {
+    pub root: WirePath,
+    pub id: String,
+    pub health: Health,
+    #[serde(default)]
+    pub degraded: Option<String>,
+    #[serde(default)]
+    pub open_turn: Option<i64>,
+    #[serde(default)]
+    pub turns: u64,
+    /// Entries in the hash cache (files, dirs, links).
+    #[serde(default)]
+    pub entries: u64,
+    #[serde(default)]
+    pub skipped: u64,
+    #[serde(default)]
+    pub store_bytes: u64,
+    #[serde(default)]
+    pub blobs: u64,
+    /// Paths queued by the watcher and not yet checked.
+    #[serde(default)]
+    pub backlog: u64,
+    /// A long operation holds the project; the numbers are from before it.
+    #[serde(default)]
+    pub busy: bool,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ProjectList {
+    pub projects: Vec<ProjectInfo>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct TurnStarted {
+    pub project: WirePath,
+    pub turn: i64,
+    /// The project was not watched; this request watched it first.
+    #[serde(default)]
+    pub watched_now: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub degraded: Option<String>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct TurnEnded {
+    pub project: WirePath,
+    pub turn: TurnDetail,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub degraded: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BarrierMethod {
+    /// The cookie came through the watcher.
+    Cookie,
+    /// A full stat-scan (degraded, or the cookie timed out).
+    Scan,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Synced {
+    pub project: WirePath,
+    pub method: BarrierMethod,
+    pub elapsed_ms: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub degraded: Option<String>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct LogReply {
+    pub project: WirePath,
+    pub turns: Vec<TurnInfo>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub degraded: Option<String>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ShowReply {
+    pub project: WirePath,
+    pub turn: TurnDetail,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub degraded: Option<String>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct FileDiff {
+    pub path: WirePath,
+    pub kind: ChangeKind,
+    /// Unified diff text; `None` for binary or skipped content.
+    #[serde(default)]
+    pub unified: Option<String>,
+    #[serde(default)]
+    pub note: Option<String>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct DiffReply {
+    pub project: WirePath,
+    pub turn: i64,
+    pub files: Vec<FileDiff>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub degraded: Option<String>,
+}
+
+/// What one rewind action does to a path, seen from the user.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ActionKind {
+    /// Given back its earlier content (or mode, or link target).
+    Restore,
+    /// Removed: it did not exist before.
+    Delete,
+    /// Brought back: it had been deleted.
+    Recreate,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Action {
+    pub path: WirePath,
+    pub action: ActionKind,
+    pub current: State,
+    pub target: State,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Conflict {
+    pub path: WirePath,
+    pub expected: State,
+    pub current: State,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    DryRun,
+    /// Conflicts and no force: nothing was changed.
+    Refused,
+    Applied,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RewindReply {
+    pub project: WirePath,
+    /// A redo rather than a rewind.
+    pub redo: bool,
+    pub outcome: Outcome,
+    #[serde(default)]
+    pub rewind_id: Option<i64>,
+    /// The turn rewound to (for a redo: the turn the undone rewind targeted).
+    pub turn: i64,
+    /// Turns undone (or, for a redo, brought back).
+    pub turns: Vec<i64>,
+    pub actions: Vec<Action>,
+    pub conflicts: Vec<Conflict>,
+    pub skipped: Vec<Skipped>,
+    pub elapsed_ms: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub degraded: Option<String>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct DaemonInfo {
+    pub pid: u32,
+    pub version: String,
+    pub protocol: u32,
+    pub uptime_s: u64,
+    pub socket: WirePath,
+    pub data_dir: WirePath,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct StatusReply {
+    pub daemon: DaemonInfo,
+    pub projects: Vec<ProjectInfo>,
+}
