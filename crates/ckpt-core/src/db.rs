@@ -135,10 +135,15 @@ mod tests {
         drop(open(&path).unwrap());
         // Reopening runs nothing again.
         let conn = open(&path).unwrap();
-        let v: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0)).unwrap();
+        let v: i64 = conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .unwrap();
         assert_eq!(v, MIGRATIONS.len() as i64);
         conn.pragma_update(None, "user_version", 99).unwrap();
         drop(conn);
-        assert!(matches!(open(&path), Err(Error::SchemaTooNew { found: 99, .. })));
+        assert!(matches!(
+            open(&path),
+            Err(Error::SchemaTooNew { found: 99, .. })
+        ));
     }
 }

@@ -19,16 +19,24 @@
 //! # Ok(()) }
 //! ```
 
+mod cache;
+mod capture;
+mod confined;
 mod db;
+mod diff;
 mod error;
 mod model;
 mod project;
 mod relpath;
+mod rewind;
+mod scan;
 mod state;
 mod store;
+mod turns;
 
 pub use error::{Error, Result};
 pub use model::*;
-pub use project::Project;
+pub use project::{Project, DB_FILE, OBJECTS_DIR};
 pub use relpath::RelPath;
+pub use scan::IGNORE_FILE;
 pub use state::{Hash, Kind, State};

@@ -9,6 +9,15 @@ use crate::state::State;
 /// barrier cookies: never captured, never restored.
 pub const COOKIE_PREFIX: &str = ".ckpt-cookie-";
 
+/// Temp files ckpt writes while restoring start with this; never captured.
+pub const TEMP_PREFIX: &str = ".ckpt-tmp-";
+
+/// Whether a file name is one of ckpt's own (cookie or temp file), which are
+/// never captured or restored. Cheap enough for the event path.
+pub fn is_internal_name(name: &[u8]) -> bool {
+    name.starts_with(COOKIE_PREFIX.as_bytes()) || name.starts_with(TEMP_PREFIX.as_bytes())
+}
+
 /// Directory names never descended into, wherever they are: dependency and
 /// build output that tools regenerate. `.git` is handled separately and can
 /// never be configured back in.

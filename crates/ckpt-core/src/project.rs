@@ -3,36 +3,110 @@
 
 use std::path::{Path, PathBuf};
 
-use rusqlite::Connection;
+use rusqlite::{Connection, OptionalExtension};
 
-use crate::error::Result;
+use crate::confined::Root;
+use crate::db;
+use crate::error::{Error, IoContext, Result};
 use crate::model::*;
 use crate::relpath::RelPath;
+use crate::scan::Excludes;
 use crate::state::Hash;
 use crate::store::BlobStore;
+
+/// The database file inside a project's store directory.
+pub const DB_FILE: &str = "ckpt.db";
+/// The directory of large blobs inside a project's store directory.
+pub const OBJECTS_DIR: &str = "objects";
+
+pub(crate) fn now_ns() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as i64)
+}
 
 /// A project tree and its store. Not `Sync`: one caller at a time (the daemon
 /// serializes access per project).
 pub struct Project {
     pub(crate) root: PathBuf,
+    pub(crate) root_fs: Root,
     pub(crate) conn: Connection,
     pub(crate) store: BlobStore,
     pub(crate) opts: Options,
+    pub(crate) excludes: Excludes,
 }
 
 impl Project {
     /// Opens the store in `store_dir` for the tree at `root`, creating both
     /// the store and its record of `root` the first time. Refuses a store
-    /// that belongs to another root.
+    /// that belongs to another root. `root` should be canonical.
     pub fn open(store_dir: &Path, root: &Path, opts: Options) -> Result<Project> {
-        let _ = (store_dir, root, opts);
-        todo!()
+        Self::open_inner(store_dir, Some(root), opts)
     }
 
     /// Opens an existing store, reading the root it belongs to.
     pub fn open_existing(store_dir: &Path, opts: Options) -> Result<Project> {
-        let _ = (store_dir, opts);
-        todo!()
+        Self::open_inner(store_dir, None, opts)
+    }
+
+    fn open_inner(store_dir: &Path, root: Option<&Path>, opts: Options) -> Result<Project> {
+        use std::os::unix::ffi::OsStrExt;
+        if root.is_some() {
+            std::fs::create_dir_all(store_dir).ctx("create store directory", store_dir)?;
+        } else if !store_dir.join(DB_FILE).is_file() {
+            return Err(Error::Invalid(format!(
+                "{} holds no ckpt store",
+                store_dir.display()
+            )));
+        }
+        let conn = db::open(&store_dir.join(DB_FILE))?;
+        let recorded: Option<Vec<u8>> = conn
+            .query_row("SELECT value FROM meta WHERE key = 'root'", [], |r| {
+                r.get(0)
+            })
+            .optional()?;
+        let root = match (root, recorded) {
+            (Some(root), Some(found)) => {
+                let found = PathBuf::from(std::ffi::OsStr::from_bytes(&found));
+                if found != root {
+                    return Err(Error::WrongProject {
+                        store: store_dir.to_path_buf(),
+                        found,
+                        expected: root.to_path_buf(),
+                    });
+                }
+                found
+            }
+            (Some(root), None) => {
+                conn.execute(
+                    "INSERT INTO meta (key, value) VALUES ('root', ?1)",
+                    [root.as_os_str().as_bytes()],
+                )?;
+                root.to_path_buf()
+            }
+            (None, Some(found)) => PathBuf::from(std::ffi::OsStr::from_bytes(&found)),
+            (None, None) => {
+                return Err(Error::Invalid(format!(
+                    "{} records no project root",
+                    store_dir.display()
+                )))
+            }
+        };
+        let root_fs = Root::open(&root).ctx("open project root", &root)?;
+        let store = BlobStore::open(
+            &store_dir.join(OBJECTS_DIR),
+            opts.compression_level,
+            opts.inline_max,
+        )?;
+        let excludes = Excludes::load(&root, &opts.extra_excludes);
+        Ok(Project {
+            root,
+            root_fs,
+            conn,
+            store,
+            opts,
+            excludes,
+        })
     }
 
     pub fn root(&self) -> &Path {
@@ -40,79 +114,31 @@ impl Project {
     }
 
     /// Whether a path is outside capture: `.git`, excluded directories,
-    /// barrier cookies, `.ckptignore` matches. The daemon drops events for
-    /// such paths.
+    /// barrier cookies and temp files, `.ckptignore` matches. The daemon may
+    /// drop events for such paths; `check_paths` ignores them anyway.
     pub fn is_excluded(&self, path: &RelPath, is_dir: bool) -> bool {
-        let _ = (path, is_dir);
-        todo!()
-    }
-
-    /// Full stat-compare scan of the tree against the hash cache; captures
-    /// every change. The first call is the baseline.
-    pub fn reconcile(&mut self) -> Result<ScanReport> {
-        todo!()
-    }
-
-    /// Re-checks these paths (and, for a new or removed directory, everything
-    /// below it); captures what changed.
-    pub fn check_paths(&mut self, paths: impl IntoIterator<Item = RelPath>) -> Result<ScanReport> {
-        let _ = paths.into_iter();
-        todo!()
-    }
-
-    /// Opens a new turn, closing an open one first. Call after a barrier.
-    pub fn turn_start(&mut self, meta: TurnMeta) -> Result<i64> {
-        let _ = meta;
-        todo!()
-    }
-
-    /// Closes the open turn, recording post-images. Call after a barrier.
-    pub fn turn_end(&mut self) -> Result<TurnDetail> {
-        todo!()
-    }
-
-    pub fn open_turn(&self) -> Result<Option<i64>> {
-        todo!()
-    }
-
-    /// Turns, newest first.
-    pub fn log(&self, limit: usize) -> Result<Vec<TurnInfo>> {
-        let _ = limit;
-        todo!()
-    }
-
-    pub fn show(&self, turn: i64) -> Result<TurnDetail> {
-        let _ = turn;
-        todo!()
-    }
-
-    /// Unified diffs of a turn, pre-image to post-image (to the current state
-    /// while the turn is open), for all its paths or the given ones.
-    pub fn diff(&self, turn: i64, paths: &[RelPath]) -> Result<Vec<FileDiff>> {
-        let _ = (turn, paths);
-        todo!()
-    }
-
-    /// Restores the state from just before `turn`, undoing it and every later
-    /// live turn. Closes an open turn first. Call after a barrier.
-    pub fn rewind(&mut self, turn: i64, opts: RewindOptions) -> Result<RewindOutcome> {
-        let _ = (turn, opts);
-        todo!()
-    }
-
-    /// Undoes the last rewind exactly. Refuses on conflicts unless `force`.
-    pub fn redo(&mut self, opts: RewindOptions) -> Result<RewindOutcome> {
-        let _ = opts;
-        todo!()
-    }
-
-    /// Finishes a journaled rewind or redo that was interrupted.
-    pub fn recover(&mut self) -> Result<Option<RecoveryReport>> {
-        todo!()
+        self.excludes.is_excluded(path, is_dir)
     }
 
     pub fn status(&self) -> Result<ProjectStatus> {
-        todo!()
+        let (entries, skipped): (i64, i64) = self.conn.query_row(
+            "SELECT count(*), coalesce(sum(kind = 4), 0) FROM files",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )?;
+        let turns: i64 = self
+            .conn
+            .query_row("SELECT count(*) FROM turns", [], |r| r.get(0))?;
+        let (blobs, store_bytes) = self.store.usage(&self.conn)?;
+        Ok(ProjectStatus {
+            root: self.root.clone(),
+            open_turn: self.open_turn()?,
+            turns: turns as u64,
+            entries: entries as u64,
+            skipped: skipped as u64,
+            store_bytes,
+            blobs,
+        })
     }
 
     /// The verified bytes of a stored blob.

@@ -88,7 +88,8 @@ impl RelPath {
 
     /// Whether `self` is `other` or lies below it.
     pub fn starts_with(&self, other: &RelPath) -> bool {
-        self.0 == other.0 || (self.0.starts_with(&other.0) && self.0.get(other.0.len()) == Some(&b'/'))
+        self.0 == other.0
+            || (self.0.starts_with(&other.0) && self.0.get(other.0.len()) == Some(&b'/'))
     }
 
     /// The components, as raw names.
@@ -160,7 +161,11 @@ mod tests {
             b"sub/.git/HEAD",
             b"a\0b",
         ] {
-            assert!(RelPath::new(bad).is_err(), "{:?} accepted", String::from_utf8_lossy(bad));
+            assert!(
+                RelPath::new(bad).is_err(),
+                "{:?} accepted",
+                String::from_utf8_lossy(bad)
+            );
         }
     }
 
@@ -176,7 +181,11 @@ mod tests {
             b"..hidden",
             b"a/.github/x",
         ] {
-            assert!(RelPath::new(good).is_ok(), "{:?} refused", String::from_utf8_lossy(good));
+            assert!(
+                RelPath::new(good).is_ok(),
+                "{:?} refused",
+                String::from_utf8_lossy(good)
+            );
         }
     }
 
@@ -187,6 +196,8 @@ mod tests {
         assert_eq!(p.depth(), 3);
         assert!(p.starts_with(&RelPath::new("a/b").unwrap()));
         assert!(!p.starts_with(&RelPath::new("a/bc").unwrap()));
-        assert!(!RelPath::new("a/bc").unwrap().starts_with(&RelPath::new("a/b").unwrap()));
+        assert!(!RelPath::new("a/bc")
+            .unwrap()
+            .starts_with(&RelPath::new("a/b").unwrap()));
     }
 }

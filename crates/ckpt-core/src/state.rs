@@ -92,7 +92,9 @@ impl State {
     pub(crate) fn encode(&self) -> (i64, i64, Option<Vec<u8>>, i64) {
         match self {
             State::Absent => (0, 0, None, 0),
-            State::File { hash, size, mode } => (1, *mode as i64, Some(hash.0.to_vec()), *size as i64),
+            State::File { hash, size, mode } => {
+                (1, *mode as i64, Some(hash.0.to_vec()), *size as i64)
+            }
             State::Dir { mode } => (2, *mode as i64, None, 0),
             State::Symlink { target } => (3, 0, Some(target.clone()), 0),
             State::Skipped { reason } => (4, 0, Some(reason.clone().into_bytes()), 0),

@@ -1,0 +1,101 @@
+//! Unified diffs of a turn's changes.
+
+use crate::cache;
+use crate::error::Result;
+use crate::model::{ChangeKind, FileDiff};
+use crate::project::Project;
+use crate::relpath::RelPath;
+use crate::state::State;
+
+/// Content that is not shown as text: has a NUL byte early on, or is not UTF-8.
+fn is_binary(data: &[u8]) -> bool {
+    data[..data.len().min(8000)].contains(&0) || std::str::from_utf8(data).is_err()
+}
+
+impl Project {
+    /// Unified diffs of a turn, pre-image to post-image (to the current state
+    /// while the turn is open), for all its paths or those at or below `paths`.
+    pub fn diff(&self, turn: i64, paths: &[RelPath]) -> Result<Vec<FileDiff>> {
+        let detail = self.show(turn)?;
+        let mut out = Vec::new();
+        for e in detail.entries {
+            if !paths.is_empty() && !paths.iter().any(|p| e.path.starts_with(p)) {
+                continue;
+            }
+            let post = match e.post {
+                Some(p) => p,
+                None => cache::state(&self.conn, &e.path)?,
+            };
+            if post == e.pre {
+                continue;
+            }
+            out.push(self.diff_one(e.path, &e.pre, &post)?);
+        }
+        Ok(out)
+    }
+
+    fn diff_one(&self, path: RelPath, pre: &State, post: &State) -> Result<FileDiff> {
+        let kind = ChangeKind::between(pre, post);
+        let text = |s: &State| -> Result<Option<Vec<u8>>> {
+            Ok(match s {
+                State::Absent | State::Dir { .. } => Some(Vec::new()),
+                State::File { hash, .. } => Some(self.read_blob(hash)?),
+                State::Symlink { target } => {
+                    let mut t = b"-> ".to_vec();
+                    t.extend_from_slice(target);
+                    t.push(b'\n');
+                    Some(t)
+                }
+                State::Skipped { .. } => None,
+            })
+        };
+        let (Some(old), Some(new)) = (text(pre)?, text(post)?) else {
+            return Ok(FileDiff {
+                path,
+                kind,
+                unified: None,
+                note: Some("content not captured".into()),
+            });
+        };
+        if is_binary(&old) || is_binary(&new) {
+            let note = format!("binary file ({} -> {} bytes)", old.len(), new.len());
+            return Ok(FileDiff {
+                path,
+                kind,
+                unified: None,
+                note: Some(note),
+            });
+        }
+        let (old, new) = (String::from_utf8_lossy(&old), String::from_utf8_lossy(&new));
+        let name = path.display();
+        let (a, b) = (
+            if pre.is_absent() {
+                "/dev/null".to_string()
+            } else {
+                format!("a/{name}")
+            },
+            if post.is_absent() {
+                "/dev/null".to_string()
+            } else {
+                format!("b/{name}")
+            },
+        );
+        let mode_note = match (pre, post) {
+            (State::File { mode: m1, .. }, State::File { mode: m2, .. }) if m1 != m2 => {
+                Some(format!("mode {m1:o} -> {m2:o}"))
+            }
+            _ => None,
+        };
+        let unified = similar::TextDiff::from_lines(old.as_ref(), new.as_ref())
+            .unified_diff()
+            .context_radius(3)
+            .header(&a, &b)
+            .to_string();
+        Ok(FileDiff {
+            path,
+            kind,
+            unified: Some(unified),
+            note: mode_note,
+        })
+    }
+}

@@ -1,0 +1,574 @@
+//! Rewind and redo: plan, journal, apply, recover.
+//!
+//! A rewind is written to the journal (`rewinds`, `rewind_actions`) with
+//! every path's current and target state before any file is touched. Each
+//! action is idempotent ("make this path be that state"), so an interrupted
+//! apply is finished at the next `recover` by running the whole plan again;
+//! if that fails, the other side of every action is applied instead. Either
+//! way the tree ends exactly at one of the two states.
+
+use std::collections::BTreeMap;
+
+use rusqlite::{params, Connection, OptionalExtension};
+
+use crate::cache;
+use crate::error::{Error, Result};
+use crate::model::{Action, Conflict, RecoveryReport, RewindOptions, RewindOutcome, RewindPlan};
+use crate::project::{now_ns, Project};
+use crate::relpath::RelPath;
+use crate::state::State;
+use crate::turns;
+
+/// Which side of a journaled action to apply.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Side {
+    /// The rewind's target (rewind, or finishing one).
+    Target,
+    /// The state before the rewind (redo, or rolling a rewind back).
+    Current,
+}
+
+type Hook<'a> = &'a mut Option<Box<dyn FnMut(usize) -> Result<()> + Send>>;
+
+impl Project {
+    /// Restores the state from just before `turn`, undoing it and every later
+    /// live turn, for every path they touched (or only `opts.paths`). Closes
+    /// an open turn first. Call after a barrier.
+    pub fn rewind(&mut self, turn: i64, mut opts: RewindOptions) -> Result<RewindOutcome> {
+        self.recover()?;
+        let status: String = self
+            .conn
+            .query_row("SELECT status FROM turns WHERE id = ?1", [turn], |r| {
+                r.get(0)
+            })
+            .optional()?
+            .ok_or(Error::UnknownTurn(turn))?;
+        if status == "rewound" {
+            return Err(Error::TurnRewound(turn));
+        }
+        if self.open_turn()?.is_some() {
+            self.turn_end()?;
+        }
+        let live: Vec<i64> = self
+            .conn
+            .prepare("SELECT id FROM turns WHERE id >= ?1 AND status = 'closed' ORDER BY id")?
+            .query_map([turn], |r| r.get(0))?
+            .collect::<rusqlite::Result<_>>()?;
+        // Per path: the pre-image of the oldest turn that touched it (the
+        // target) and the post-image of the newest (what the agent left).
+        let mut touched: BTreeMap<RelPath, (State, State)> = BTreeMap::new();
+        for &t in &live {
+            for e in turns::entries(&self.conn, t)? {
+                let post = e.post.unwrap_or(State::Absent);
+                touched.entry(e.path).or_insert((e.pre, State::Absent)).1 = post;
+            }
+        }
+        if !opts.paths.is_empty() {
+            touched.retain(|p, _| opts.paths.iter().any(|want| p.starts_with(want)));
+        }
+        self.check_paths(touched.keys().cloned())?;
+        let mut plan = RewindPlan {
+            turn,
+            turns: live.clone(),
+            actions: Vec::new(),
+            conflicts: Vec::new(),
+            skipped: Vec::new(),
+        };
+        for (path, (target, expected)) in touched {
+            let current = cache::state(&self.conn, &path)?;
+            self.plan_path(&mut plan, path, current, target, &expected, opts.force);
+        }
+        self.check_dirs_empty(&mut plan, opts.force)?;
+        if opts.dry_run {
+            return Ok(RewindOutcome::DryRun(plan));
+        }
+        if !plan.conflicts.is_empty() && !opts.force {
+            return Ok(RewindOutcome::Refused(plan));
+        }
+        // A partial rewind leaves the turns live.
+        let marked = if opts.paths.is_empty() {
+            live
+        } else {
+            Vec::new()
+        };
+        let id = self.journal(&plan, &marked)?;
+        self.apply_journaled(id, Side::Target, &mut opts.before_op)?;
+        Ok(RewindOutcome::Applied {
+            rewind_id: id,
+            plan,
+        })
+    }
+
+    /// Undoes the last applied rewind exactly: every path it changed gets
+    /// back the state it had before. Refuses on conflicts (a path changed
+    /// since the rewind) unless `force`.
+    pub fn redo(&mut self, mut opts: RewindOptions) -> Result<RewindOutcome> {
+        self.recover()?;
+        let (id, turn): (i64, i64) = self
+            .conn
+            .query_row(
+                "SELECT id, turn FROM rewinds WHERE status = 'applied' ORDER BY id DESC LIMIT 1",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()?
+            .ok_or(Error::NothingToRedo)?;
+        if self.open_turn()?.is_some() {
+            self.turn_end()?;
+        }
+        let actions = load_actions(&self.conn, id)?;
+        self.check_paths(actions.iter().map(|a| a.path.clone()))?;
+        let turns: Vec<i64> = self
+            .conn
+            .prepare("SELECT id FROM turns WHERE rewound_by = ?1 ORDER BY id")?
+            .query_map([id], |r| r.get(0))?
+            .collect::<rusqlite::Result<_>>()?;
+        let mut plan = RewindPlan {
+            turn,
+            turns,
+            actions: Vec::new(),
+            conflicts: Vec::new(),
+            skipped: Vec::new(),
+        };
+        for a in actions {
+            let now = cache::state(&self.conn, &a.path)?;
+            self.plan_path(&mut plan, a.path, now, a.current, &a.target, opts.force);
+        }
+        if opts.dry_run {
+            return Ok(RewindOutcome::DryRun(plan));
+        }
+        if !plan.conflicts.is_empty() && !opts.force {
+            return Ok(RewindOutcome::Refused(plan));
+        }
+        self.conn
+            .execute("UPDATE rewinds SET status = 'redoing' WHERE id = ?1", [id])?;
+        self.apply_journaled(id, Side::Current, &mut opts.before_op)?;
+        Ok(RewindOutcome::Applied {
+            rewind_id: id,
+            plan,
+        })
+    }
+
+    /// Finishes a journaled rewind or redo that was interrupted (the process
+    /// died while applying it). Call at start-up, before anything else.
+    pub fn recover(&mut self) -> Result<Option<RecoveryReport>> {
+        let pending: Option<(i64, String)> = self
+            .conn
+            .query_row(
+                "SELECT id, status FROM rewinds WHERE status IN ('pending', 'redoing') ORDER BY id LIMIT 1",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()?;
+        let Some((id, status)) = pending else {
+            return Ok(None);
+        };
+        let side = if status == "redoing" {
+            Side::Current
+        } else {
+            Side::Target
+        };
+        let paths = load_actions(&self.conn, id)?.len();
+        tracing::info!(rewind = id, %status, paths, "finishing an interrupted rewind");
+        self.apply_journaled(id, side, &mut None)?;
+        Ok(Some(RecoveryReport {
+            rewind_id: id,
+            redo: side == Side::Current,
+            paths,
+        }))
+    }
+
+    /// Adds `path` to the plan: an action if it must change, a conflict if
+    /// someone changed it after `expected`, or a skip if its target (or
+    /// current content) was never captured.
+    fn plan_path(
+        &self,
+        plan: &mut RewindPlan,
+        path: RelPath,
+        current: State,
+        target: State,
+        expected: &State,
+        force: bool,
+    ) {
+        if current == target {
+            return;
+        }
+        if let State::Skipped { reason } = &target {
+            plan.skipped.push((
+                path,
+                format!("its earlier content was not captured: {reason}"),
+            ));
+            return;
+        }
+        if let (State::Skipped { reason }, false) = (&current, force) {
+            plan.skipped.push((
+                path,
+                format!("its current content is not captured ({reason}); left alone"),
+            ));
+            return;
+        }
+        if &current != expected {
+            plan.conflicts.push(Conflict {
+                path: path.clone(),
+                expected: expected.clone(),
+                current: current.clone(),
+            });
+        }
+        plan.actions.push(Action {
+            path,
+            current,
+            target,
+        });
+    }
+
+    /// A directory the plan removes (or turns into a file) must end up
+    /// empty: anything below it the plan does not remove is someone else's.
+    fn check_dirs_empty(&self, plan: &mut RewindPlan, force: bool) -> Result<()> {
+        let removed: std::collections::HashSet<RelPath> = plan
+            .actions
+            .iter()
+            .filter(|a| a.target.is_absent() || (a.current.is_dir() && !a.target.is_dir()))
+            .map(|a| a.path.clone())
+            .collect();
+        let mut blocked = Vec::new();
+        for a in &plan.actions {
+            if !(a.current.is_dir() && !a.target.is_dir()) {
+                continue;
+            }
+            for (child, row) in cache::below(&self.conn, &a.path)? {
+                if !removed.contains(&child) {
+                    plan.conflicts.push(Conflict {
+                        path: child,
+                        expected: State::Absent,
+                        current: row.state,
+                    });
+                    blocked.push(a.path.clone());
+                }
+            }
+        }
+        if force && !blocked.is_empty() {
+            plan.actions
+                .retain(|a| !blocked.iter().any(|b| a.path.starts_with(b)));
+            for b in blocked {
+                plan.skipped.push((
+                    b,
+                    "directory holds paths no rewound turn created; left alone".into(),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes the plan to the journal, durably, before any file is touched.
+    fn journal(&mut self, plan: &RewindPlan, marked: &[i64]) -> Result<i64> {
+        let tx = self.conn.transaction()?;
+        tx.execute(
+            "INSERT INTO rewinds (created_ns, turn, turns, status) VALUES (?1, ?2, ?3, 'pending')",
+            params![
+                now_ns(),
+                plan.turn,
+                serde_json::to_string(marked).expect("a list of ints serializes")
+            ],
+        )?;
+        let id = tx.last_insert_rowid();
+        for (seq, a) in plan.actions.iter().enumerate() {
+            let (ck, cm, cd, cs) = a.current.encode();
+            let (tk, tm, td, ts) = a.target.encode();
+            tx.execute(
+                "INSERT INTO rewind_actions (rewind, seq, path, cur_kind, cur_mode, cur_data, cur_size,
+                 tgt_kind, tgt_mode, tgt_data, tgt_size) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                params![id, seq as i64, a.path.as_bytes(), ck, cm, cd, cs, tk, tm, td, ts],
+            )?;
+        }
+        tx.commit()?;
+        Ok(id)
+    }
+
+    /// Applies one side of journaled rewind `id`, then records the outcome.
+    /// On an ordinary failure the other side is applied to what was done, so
+    /// the tree is left as it was; an injected failure (a test's simulated
+    /// crash) leaves the journal pending for `recover`.
+    fn apply_journaled(&mut self, id: i64, side: Side, hook: Hook<'_>) -> Result<()> {
+        let actions = load_actions(&self.conn, id)?;
+        let steps = ordered(&actions, side);
+        for (path, state) in &steps {
+            if let State::File { hash, .. } = state {
+                if !self.store.contains(&self.conn, hash)? {
+                    return self.fail(id, side, Error::MissingBlob(format!("{hash} (for {path})")));
+                }
+            }
+        }
+        if let Err(e) = self.run_steps(&steps, hook) {
+            if matches!(e, Error::Injected(_)) {
+                return Err(e);
+            }
+            let back = ordered(&actions, side.other());
+            if let Err(e2) = self.run_steps(&back, &mut None) {
+                tracing::error!(rewind = id, "rolling back a failed rewind failed too: {e2}");
+            }
+            self.refresh_cache(&back)?;
+            return self.fail(id, side, e);
+        }
+        if let Err(e) = self.root_fs.sync() {
+            tracing::warn!("sync after rewind: {e}");
+        }
+        let tx = self.conn.transaction()?;
+        refresh_cache_in(&tx, &self.root_fs, &steps)?;
+        match side {
+            Side::Target => {
+                let marked: String =
+                    tx.query_row("SELECT turns FROM rewinds WHERE id = ?1", [id], |r| {
+                        r.get(0)
+                    })?;
+                let marked: Vec<i64> = serde_json::from_str(&marked).unwrap_or_default();
+                for t in marked {
+                    tx.execute(
+                        "UPDATE turns SET status = 'rewound', rewound_by = ?2 WHERE id = ?1",
+                        params![t, id],
+                    )?;
+                }
+                tx.execute("UPDATE rewinds SET status = 'applied' WHERE id = ?1", [id])?;
+            }
+            Side::Current => {
+                tx.execute(
+                    "UPDATE turns SET status = 'closed', rewound_by = NULL WHERE rewound_by = ?1",
+                    [id],
+                )?;
+                tx.execute("UPDATE rewinds SET status = 'redone' WHERE id = ?1", [id])?;
+            }
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Records that applying `side` of rewind `id` failed and was undone.
+    fn fail(&mut self, id: i64, side: Side, err: Error) -> Result<()> {
+        let status = match side {
+            Side::Target => "failed",
+            Side::Current => "applied",
+        };
+        self.conn.execute(
+            "UPDATE rewinds SET status = ?2 WHERE id = ?1",
+            params![id, status],
+        )?;
+        Err(err)
+    }
+
+    fn run_steps(&self, steps: &[(RelPath, State)], hook: Hook<'_>) -> Result<()> {
+        for (i, (path, state)) in steps.iter().enumerate() {
+            if let Some(h) = hook.as_mut() {
+                h(i)?;
+            }
+            self.ensure(path, state)?;
+        }
+        Ok(())
+    }
+
+    /// Makes `path` be `state`. Idempotent.
+    fn ensure(&self, path: &RelPath, state: &State) -> Result<()> {
+        let fs = &self.root_fs;
+        let ctx = |action: &'static str| {
+            let full = self.root.join(path.as_path());
+            move |source| Error::Io {
+                action,
+                path: full,
+                source,
+            }
+        };
+        let now = fs.lstat(path).map_err(ctx("stat"))?;
+        let is_dir = now.is_some_and(|s| s.kind == crate::confined::StatKind::Dir);
+        match state {
+            State::Skipped { .. } => {}
+            State::Absent => fs.remove(path).map_err(ctx("remove"))?,
+            State::Dir { mode } => {
+                if now.is_some() && !is_dir {
+                    fs.remove(path).map_err(ctx("remove"))?;
+                }
+                fs.make_parents(path).map_err(ctx("create parents of"))?;
+                fs.make_dir(path, *mode).map_err(ctx("create directory"))?;
+            }
+            State::File { hash, mode, .. } => {
+                let data = self.store.get(&self.conn, hash)?;
+                if is_dir {
+                    fs.remove(path).map_err(ctx("remove directory"))?;
+                }
+                fs.make_parents(path).map_err(ctx("create parents of"))?;
+                fs.write_file(path, &data, *mode).map_err(ctx("write"))?;
+            }
+            State::Symlink { target } => {
+                if is_dir {
+                    fs.remove(path).map_err(ctx("remove directory"))?;
+                }
+                fs.make_parents(path).map_err(ctx("create parents of"))?;
+                fs.symlink(path, target).map_err(ctx("create symlink"))?;
+            }
+        }
+        Ok(())
+    }
+
+    fn refresh_cache(&mut self, steps: &[(RelPath, State)]) -> Result<()> {
+        let tx = self.conn.transaction()?;
+        refresh_cache_in(&tx, &self.root_fs, steps)?;
+        tx.commit()?;
+        Ok(())
+    }
+}
+
+impl Side {
+    fn other(self) -> Side {
+        match self {
+            Side::Target => Side::Current,
+            Side::Current => Side::Target,
+        }
+    }
+}
+
+/// Records what the rewind wrote, so the watcher's events for it compare
+/// as unchanged and are never mistaken for an agent's changes.
+fn refresh_cache_in(
+    conn: &Connection,
+    fs: &crate::confined::Root,
+    steps: &[(RelPath, State)],
+) -> Result<()> {
+    let stamp = now_ns();
+    for (path, state) in steps {
+        match fs.lstat(path) {
+            Ok(Some(stat)) if !matches!(state, State::Absent | State::Skipped { .. }) => {
+                cache::put(conn, path, state, &stat, stamp)?
+            }
+            // Anything else is re-examined by the next check or scan.
+            Ok(Some(_)) => {}
+            Ok(None) => cache::remove(conn, path)?,
+            Err(e) => tracing::warn!("stat {path} after rewind: {e}"),
+        }
+    }
+    Ok(())
+}
+
+/// Execution order: removals deepest first (children before their
+/// directory), then everything else shallowest first (directories before
+/// their contents).
+fn ordered(actions: &[Action], side: Side) -> Vec<(RelPath, State)> {
+    let mut steps: Vec<(RelPath, State)> = actions
+        .iter()
+        .map(|a| {
+            let state = match side {
+                Side::Target => &a.target,
+                Side::Current => &a.current,
+            };
+            (a.path.clone(), state.clone())
+        })
+        .collect();
+    steps.sort_by(|(pa, sa), (pb, sb)| {
+        let (ra, rb) = (sa.is_absent(), sb.is_absent());
+        rb.cmp(&ra).then_with(|| {
+            if ra {
+                pb.depth().cmp(&pa.depth()).then_with(|| pb.cmp(pa))
+            } else {
+                pa.depth().cmp(&pb.depth()).then_with(|| pa.cmp(pb))
+            }
+        })
+    });
+    steps
+}
+
+fn load_actions(conn: &Connection, id: i64) -> Result<Vec<Action>> {
+    let mut stmt = conn.prepare(
+        "SELECT path, cur_kind, cur_mode, cur_data, cur_size, tgt_kind, tgt_mode, tgt_data, tgt_size
+         FROM rewind_actions WHERE rewind = ?1 ORDER BY seq",
+    )?;
+    let rows = stmt.query_map([id], |r| {
+        Ok((
+            r.get::<_, Vec<u8>>(0)?,
+            (r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?),
+            (r.get(5)?, r.get(6)?, r.get(7)?, r.get(8)?),
+        ))
+    })?;
+    let mut out = Vec::new();
+    for row in rows {
+        let (path, c, t): (
+            Vec<u8>,
+            (i64, i64, Option<Vec<u8>>, i64),
+            (i64, i64, Option<Vec<u8>>, i64),
+        ) = row?;
+        let path = RelPath::new(path)?;
+        let bad = || Error::Invalid(format!("rewind {id}: undecodable action for {path}"));
+        out.push(Action {
+            current: State::decode(c.0, c.1, c.2, c.3).ok_or_else(bad)?,
+            target: State::decode(t.0, t.1, t.2, t.3).ok_or_else(bad)?,
+            path,
+        });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::fs;
+
+    use crate::model::{Options, RewindOptions, RewindOutcome, TurnMeta};
+    use crate::project::Project;
+
+    fn snapshot(root: &std::path::Path) -> Vec<(String, Vec<u8>)> {
+        let mut out = Vec::new();
+        for e in walk(root) {
+            let rel = e.strip_prefix(root).unwrap().display().to_string();
+            let md = fs::symlink_metadata(&e).unwrap();
+            let content = if md.is_file() {
+                fs::read(&e).unwrap()
+            } else if md.is_symlink() {
+                fs::read_link(&e)
+                    .unwrap()
+                    .display()
+                    .to_string()
+                    .into_bytes()
+            } else {
+                b"<dir>".to_vec()
+            };
+            out.push((rel, content));
+        }
+        out.sort();
+        out
+    }
+
+    fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+        let mut out = Vec::new();
+        for e in fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            out.push(p.clone());
+            if fs::symlink_metadata(&p).unwrap().is_dir() {
+                out.extend(walk(&p));
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn rewind_and_redo_round_trip() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("proj");
+        fs::create_dir_all(root.join("src")).unwrap();
+        fs::write(root.join("src/a.txt"), "one\n").unwrap();
+        fs::write(root.join("gone.txt"), "bye\n").unwrap();
+        let mut p = Project::open(&tmp.path().join("store"), &root, Options::default()).unwrap();
+        p.reconcile().unwrap();
+        let before = snapshot(&root);
+        let turn = p.turn_start(TurnMeta::default()).unwrap();
+        fs::write(root.join("src/a.txt"), "two\n").unwrap();
+        fs::remove_file(root.join("gone.txt")).unwrap();
+        fs::create_dir_all(root.join("new/deep")).unwrap();
+        fs::write(root.join("new/deep/f"), "x").unwrap();
+        std::os::unix::fs::symlink("src/a.txt", root.join("link")).unwrap();
+        p.reconcile().unwrap();
+        let detail = p.turn_end().unwrap();
+        assert_eq!(detail.entries.len(), 6, "{:?}", detail.entries);
+        let after = snapshot(&root);
+        let out = p.rewind(turn, RewindOptions::default()).unwrap();
+        assert!(matches!(out, RewindOutcome::Applied { .. }), "{out:?}");
+        assert_eq!(snapshot(&root), before);
+        p.reconcile().unwrap();
+        let out = p.redo(RewindOptions::default()).unwrap();
+        assert!(matches!(out, RewindOutcome::Applied { .. }), "{out:?}");
+        assert_eq!(snapshot(&root), after);
+    }
+}
