@@ -1,1 +1,41 @@
-fn main() {}
+//! `ckptd`: the per-user ckpt daemon. Runs in the foreground; SIGTERM or
+//! SIGINT shut it down cleanly. See the `ckptd` library for what it does.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Parser;
+
+/// The ckpt daemon: watches project folders and rewinds AI agent turns.
+#[derive(Parser, Debug)]
+#[command(name = "ckptd", version)]
+struct Args {
+    /// Socket path [default: $XDG_RUNTIME_DIR/ckpt/ckptd.sock].
+    #[arg(long, env = "CKPT_SOCKET", value_name = "PATH")]
+    socket: Option<PathBuf>,
+    /// Data directory [default: $XDG_DATA_HOME/ckpt].
+    #[arg(long, env = "CKPT_DATA_DIR", value_name = "DIR")]
+    data_dir: Option<PathBuf>,
+    /// More logging (-v debug, -vv trace); RUST_LOG overrides.
+    #[arg(short, long, action = clap::ArgAction::Count)]
+    verbose: u8,
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    ckptd::init_logging(args.verbose);
+    let config = match ckptd::Config::resolve(args.socket, args.data_dir) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("ckptd: {e:#}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match ckptd::run(config) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("ckptd: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,371 @@
+//! The daemon's shared state and the project lifecycle: start-up loading
+//! (recover, reconcile), watching a new tree, forgetting one.
+
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Component, Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use ckpt_core::{Options, Project, RelPath};
+use ckpt_proto::{ErrorKind, WirePath};
+use sha2::Digest;
+
+use crate::config::Config;
+use crate::error::{panic_message, ReqError, ReqResult};
+use crate::handle::{lock, ProjectHandle};
+use crate::registry::{BrokenStore, Registry};
+use crate::watcher::Watcher;
+
+pub struct Daemon {
+    pub config: Config,
+    pub registry: Arc<Registry>,
+    pub watcher: Watcher,
+    pub started: Instant,
+    /// Serializes watch and unwatch, so two requests cannot open one store twice.
+    watch_lock: Mutex<()>,
+}
+
+/// The store id of a root: the first 16 hex digits of SHA-256 of its
+/// canonical path.
+pub fn project_id(root: &Path) -> String {
+    let digest = sha2::Sha256::digest(root.as_os_str().as_bytes());
+    digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
+}
+
+pub fn core_options() -> Options {
+    Options::default()
+}
+
+impl Daemon {
+    pub fn new(config: Config) -> Arc<Daemon> {
+        let registry = Arc::new(Registry::default());
+        let watcher = Watcher::new(Arc::clone(&registry), config.hooks.fake_watch_limit);
+        Arc::new(Daemon {
+            config,
+            registry,
+            watcher,
+            started: Instant::now(),
+            watch_lock: Mutex::new(()),
+        })
+    }
+
+    pub fn projects_dir(&self) -> PathBuf {
+        self.config.data_dir.join("projects")
+    }
+
+    fn unwatched_marker(&self, id: &str) -> PathBuf {
+        self.config.data_dir.join("unwatched").join(id)
+    }
+
+    /// Reopens every stored project that was not unwatched: each recovers an
+    /// interrupted rewind and reconciles with the tree, in the background;
+    /// requests for a project wait until its turn is done.
+    pub fn load_projects(self: &Arc<Self>) {
+        let dir = self.projects_dir();
+        let entries = match std::fs::read_dir(&dir) {
+            Ok(e) => e,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return,
+            Err(e) => {
+                tracing::error!(dir = %dir.display(), error = %e, "cannot list stored projects");
+                return;
+            }
+        };
+        for entry in entries.flatten() {
+            let store_dir = entry.path();
+            let Some(id) = entry.file_name().to_str().map(str::to_string) else {
+                continue;
+            };
+            if !store_dir.is_dir() || self.unwatched_marker(&id).exists() {
+                continue;
+            }
+            let opened = std::panic::catch_unwind(|| Project::open_existing(&store_dir, core_options()));
+            let project = match opened {
+                Ok(Ok(p)) => p,
+                Ok(Err(e)) => {
+                    self.broken(id, store_dir, e.to_string());
+                    continue;
+                }
+                Err(panic) => {
+                    self.broken(id, store_dir, panic_message(panic.as_ref()));
+                    continue;
+                }
+            };
+            let h = ProjectHandle::new(id, store_dir, project);
+            if !h.root.is_dir() {
+                h.set_unavailable(Some(format!(
+                    "project root {} no longer exists",
+                    h.root.display()
+                )));
+                self.registry.insert(h);
+                continue;
+            }
+            h.set_loading(true);
+            self.registry.insert(Arc::clone(&h));
+            self.watcher.add(&h);
+            h.spawn_worker();
+            let name = format!("ckpt-load-{}", h.id);
+            let loader = Arc::clone(&h);
+            let spawned = std::thread::Builder::new().name(name).spawn(move || {
+                recover_and_reconcile(&loader);
+                loader.set_loading(false);
+            });
+            if let Err(e) = spawned {
+                h.set_loading(false);
+                h.mark_degraded(format!("cannot start loading: {e}"), false);
+            }
+        }
+    }
+
+    fn broken(&self, id: String, store_dir: PathBuf, error: String) {
+        tracing::error!(store = %store_dir.display(), %error, "cannot open stored project");
+        self.registry.add_broken(BrokenStore {
+            id,
+            store_dir,
+            error,
+        });
+    }
+
+    /// Canonicalizes a directory named by a client.
+    pub fn canonical_dir(dir: &WirePath) -> ReqResult<PathBuf> {
+        let p = dir.as_path();
+        if !p.is_absolute() {
+            return Err(ReqError::bad_request(format!(
+                "{} is not an absolute path",
+                dir.display()
+            )));
+        }
+        std::fs::canonicalize(p).map_err(|e| {
+            ReqError::new(
+                ErrorKind::NotWatched,
+                format!("cannot open directory {}: {e}", dir.display()),
+            )
+        })
+    }
+
+    /// The watched project containing `dir`.
+    pub fn project_for(&self, dir: &WirePath) -> ReqResult<Arc<ProjectHandle>> {
+        let canonical = Daemon::canonical_dir(dir)?;
+        match self.registry.containing(&canonical) {
+            Some(h) => Ok(h),
+            None => Err(ReqError::new(
+                ErrorKind::NotWatched,
+                format!(
+                    "{} is not inside a watched project (run `ckptctl watch` there first)",
+                    canonical.display()
+                ),
+            )),
+        }
+    }
+
+    /// Watches `root` (canonical): opens or creates its store, starts
+    /// watching, then takes the baseline. Returns the handle and whether it
+    /// was watched already (then nothing is scanned).
+    pub fn watch(
+        self: &Arc<Self>,
+        root: &Path,
+    ) -> ReqResult<(Arc<ProjectHandle>, Option<ckpt_core::ScanReport>)> {
+        let _serial = lock(&self.watch_lock);
+        if let Some(h) = self.registry.containing(root) {
+            return Ok((h, None));
+        }
+        self.check_watchable(root)?;
+        let id = project_id(root);
+        let store_dir = self.projects_dir().join(&id);
+        std::fs::create_dir_all(self.projects_dir()).map_err(|e| {
+            ReqError::new(
+                ErrorKind::Io,
+                format!("creating {}: {e}", self.projects_dir().display()),
+            )
+        })?;
+        let opened = std::panic::catch_unwind(|| Project::open(&store_dir, root, core_options()));
+        let project = match opened {
+            Ok(r) => r?,
+            Err(panic) => {
+                return Err(ReqError::internal(format!(
+                    "internal error in the capture engine: {}",
+                    panic_message(panic.as_ref())
+                )))
+            }
+        };
+        let _ = std::fs::remove_file(self.unwatched_marker(&id));
+        let h = ProjectHandle::new(id, store_dir, project);
+        self.registry.insert(Arc::clone(&h));
+        // Watch first, then scan: a change made during the scan is either
+        // seen by it or reported by the watcher.
+        self.watcher.add(&h);
+        h.spawn_worker();
+        let report = match h.call(|p| p.reconcile()) {
+            Ok(r) => r,
+            Err(e) => {
+                self.forget(&h);
+                return Err(e);
+            }
+        };
+        tracing::info!(root = %root.display(), entries = report.entries, "watching");
+        Ok((h, Some(report)))
+    }
+
+    fn check_watchable(&self, root: &Path) -> ReqResult<()> {
+        if root.parent().is_none() {
+            return Err(ReqError::bad_request("refusing to watch the filesystem root"));
+        }
+        let data = std::fs::canonicalize(&self.config.data_dir)
+            .unwrap_or_else(|_| self.config.data_dir.clone());
+        if data.starts_with(root) || root.starts_with(&data) {
+            return Err(ReqError::bad_request(format!(
+                "refusing to watch {}: it overlaps ckpt's data directory {}",
+                root.display(),
+                data.display()
+            )));
+        }
+        if let Some(inner) = self.registry.inside(root).first() {
+            return Err(ReqError::bad_request(format!(
+                "{} contains the watched project {}; unwatch that first",
+                root.display(),
+                inner.root.display()
+            )));
+        }
+        Ok(())
+    }
+
+    /// Stops watching a project; keeps its store unless `drop_data`.
+    pub fn unwatch(&self, h: &Arc<ProjectHandle>, drop_data: bool) -> ReqResult<()> {
+        let _serial = lock(&self.watch_lock);
+        self.forget(h);
+        if drop_data {
+            std::fs::remove_dir_all(&h.store_dir).map_err(|e| {
+                ReqError::new(
+                    ErrorKind::Io,
+                    format!("removing {}: {e}", h.store_dir.display()),
+                )
+            })?;
+            let _ = std::fs::remove_file(self.unwatched_marker(&h.id));
+        } else {
+            let marker = self.unwatched_marker(&h.id);
+            let written = marker
+                .parent()
+                .map(std::fs::create_dir_all)
+                .unwrap_or(Ok(()))
+                .and_then(|()| std::fs::write(&marker, h.root.as_os_str().as_bytes()));
+            written.map_err(|e| {
+                ReqError::new(ErrorKind::Io, format!("writing {}: {e}", marker.display()))
+            })?;
+        }
+        Ok(())
+    }
+
+    fn forget(&self, h: &Arc<ProjectHandle>) {
+        self.watcher.remove(&h.root);
+        self.registry.remove(&h.id);
+        h.stop_worker();
+    }
+
+    /// Resolves a client's absolute path to a project-relative one.
+    pub fn rel_path(h: &ProjectHandle, p: &WirePath) -> ReqResult<RelPath> {
+        let abs = normalize(p.as_path());
+        let outside = || {
+            ReqError::bad_request(format!(
+                "{} is not inside the project {}",
+                p.display(),
+                h.root.display()
+            ))
+        };
+        let rel = if abs.starts_with(&h.root) {
+            RelPath::from_abs(&h.root, &abs)
+        } else {
+            // The client's cwd may be a symlinked spelling of the root:
+            // canonicalize the longest existing ancestor.
+            let mut existing = abs.clone();
+            let mut rest = Vec::new();
+            while !existing.exists() {
+                let Some(name) = existing.file_name().map(|n| n.to_os_string()) else {
+                    return Err(outside());
+                };
+                rest.push(name);
+                if !existing.pop() {
+                    return Err(outside());
+                }
+            }
+            let mut canon = std::fs::canonicalize(&existing).map_err(|_| outside())?;
+            for name in rest.into_iter().rev() {
+                canon.push(name);
+            }
+            if !canon.starts_with(&h.root) {
+                return Err(outside());
+            }
+            RelPath::from_abs(&h.root, &canon)
+        };
+        rel.map_err(|e| ReqError::bad_request(e.to_string()))
+    }
+}
+
+/// Walks up from `dir` to the nearest directory holding `.git` (a git
+/// top-level or worktree); `dir` itself if there is none. Only the presence
+/// of `.git` is checked, nothing in it is read.
+pub fn discover_root(dir: &Path) -> PathBuf {
+    let mut cur = Some(dir);
+    while let Some(d) = cur {
+        if std::fs::symlink_metadata(d.join(".git")).is_ok() {
+            return d.to_path_buf();
+        }
+        cur = d.parent();
+    }
+    dir.to_path_buf()
+}
+
+/// Removes `.` and resolves `..` lexically.
+fn normalize(p: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in p.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}
+
+/// Start-up for one project: finish an interrupted rewind, then scan.
+fn recover_and_reconcile(h: &ProjectHandle) {
+    match h.call(|p| p.recover()) {
+        Ok(Some(r)) => tracing::warn!(
+            root = %h.root.display(), rewind = r.rewind_id, redo = r.redo, paths = r.paths,
+            "finished an interrupted rewind"
+        ),
+        Ok(None) => {}
+        Err(e) => h.mark_degraded(format!("recovering an interrupted rewind failed: {e}"), false),
+    }
+    h.reconcile_now();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn id_is_16_hex_digits_and_stable() {
+        let a = project_id(Path::new("/home/u/app"));
+        assert_eq!(a.len(), 16);
+        assert!(a.chars().all(|c| c.is_ascii_hexdigit()));
+        assert_eq!(a, project_id(Path::new("/home/u/app")));
+        assert_ne!(a, project_id(Path::new("/home/u/app2")));
+    }
+
+    #[test]
+    fn discover_finds_git_toplevel() {
+        let t = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(t.path().join("repo/.git")).unwrap();
+        std::fs::create_dir_all(t.path().join("repo/src/deep")).unwrap();
+        assert_eq!(discover_root(&t.path().join("repo/src/deep")), t.path().join("repo"));
+        std::fs::create_dir_all(t.path().join("plain/x")).unwrap();
+        assert_eq!(discover_root(&t.path().join("plain/x")), t.path().join("plain/x"));
+    }
+
+    #[test]
+    fn normalize_is_lexical() {
+        assert_eq!(normalize(Path::new("/a/./b/../c")), PathBuf::from("/a/c"));
+    }
+}

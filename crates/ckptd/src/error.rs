@@ -1,0 +1,73 @@
+//! Request failures as data: a kind the client maps to an exit code, and a
+//! message for a person.
+
+use ckpt_proto::{ErrorKind, Response};
+
+/// Why a request failed.
+#[derive(Debug, Clone)]
+pub struct ReqError {
+    pub kind: ErrorKind,
+    pub message: String,
+}
+
+pub type ReqResult<T> = Result<T, ReqError>;
+
+impl ReqError {
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> ReqError {
+        ReqError {
+            kind,
+            message: message.into(),
+        }
+    }
+
+    pub fn bad_request(message: impl Into<String>) -> ReqError {
+        ReqError::new(ErrorKind::BadRequest, message)
+    }
+
+    pub fn internal(message: impl Into<String>) -> ReqError {
+        ReqError::new(ErrorKind::Internal, message)
+    }
+}
+
+impl std::fmt::Display for ReqError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl From<ckpt_core::Error> for ReqError {
+    fn from(e: ckpt_core::Error) -> Self {
+        use ckpt_core::Error as E;
+        let kind = match &e {
+            E::UnknownTurn(_) => ErrorKind::UnknownTurn,
+            E::TurnRewound(_) => ErrorKind::TurnRewound,
+            E::NoOpenTurn => ErrorKind::NoOpenTurn,
+            E::NothingToRedo => ErrorKind::NothingToRedo,
+            E::UnsafePath { .. } | E::Invalid(_) => ErrorKind::BadRequest,
+            E::WrongProject { .. } | E::SchemaTooNew { .. } => ErrorKind::ProjectUnavailable,
+            E::Injected(_) => ErrorKind::Internal,
+            _ => ErrorKind::Io,
+        };
+        ReqError::new(kind, e.to_string())
+    }
+}
+
+impl From<ReqError> for Response {
+    fn from(e: ReqError) -> Self {
+        Response::Error {
+            kind: e.kind,
+            message: e.message,
+        }
+    }
+}
+
+/// The text of a caught panic.
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "unknown panic".to_string()
+    }
+}

@@ -1,0 +1,30 @@
+//! `diff N [PATH…]`: unified diffs of a turn, pre-image to post-image (to now
+//! while the turn is open).
+
+use std::sync::Arc;
+
+use ckpt_proto::{DiffReply, WirePath};
+
+use crate::barrier::barrier;
+use crate::convert;
+use crate::daemon::Daemon;
+use crate::error::ReqResult;
+
+pub fn handle(d: &Arc<Daemon>, dir: &WirePath, turn: i64, paths: &[WirePath]) -> ReqResult<DiffReply> {
+    let h = d.project_for(dir)?;
+    h.ensure_available()?;
+    let rels = paths
+        .iter()
+        .map(|p| Daemon::rel_path(&h, p))
+        .collect::<Result<Vec<_>, _>>()?;
+    if h.call(|p| p.open_turn())? == Some(turn) {
+        barrier(&h, d.config.barrier_timeout)?;
+    }
+    let files = h.call(|p| p.diff(turn, &rels))?;
+    Ok(DiffReply {
+        project: convert::abs(&h.root),
+        turn,
+        files: files.iter().map(convert::file_diff).collect(),
+        degraded: h.degraded_reason(),
+    })
+}

@@ -1,0 +1,60 @@
+//! Request handlers, one file each, behind one central `match`. Handlers are
+//! synchronous: the server runs them on the blocking pool, so one project's
+//! long call never holds up another project or `status`.
+
+use std::sync::Arc;
+
+use ckpt_proto::{Request, Response};
+
+use crate::daemon::Daemon;
+use crate::error::ReqError;
+
+mod diff;
+mod log;
+mod projects;
+mod rewind;
+mod show;
+mod status;
+mod sync;
+mod turn_end;
+mod turn_start;
+mod unwatch;
+mod watch;
+
+pub fn handle(d: &Arc<Daemon>, req: Request) -> Response {
+    let result = match req {
+        Request::Hello { .. } => Err(ReqError::bad_request("hello was already exchanged")),
+        Request::Watch { dir, discover } => watch::handle(d, &dir, discover).map(Response::Watched),
+        Request::Unwatch { dir, drop_data } => {
+            unwatch::handle(d, &dir, drop_data).map(Response::Unwatched)
+        }
+        Request::Projects => Ok(Response::Projects(projects::handle(d))),
+        Request::TurnStart {
+            dir,
+            label,
+            agent,
+            session,
+            auto_watch,
+        } => turn_start::handle(d, &dir, label, agent, session, auto_watch)
+            .map(Response::TurnStarted),
+        Request::TurnEnd { dir } => turn_end::handle(d, &dir).map(Response::TurnEnded),
+        Request::Sync { dir } => sync::handle(d, &dir).map(Response::Synced),
+        Request::Log { dir, limit } => log::handle(d, &dir, limit).map(Response::Log),
+        Request::Show { dir, turn } => show::handle(d, &dir, turn).map(Response::Show),
+        Request::Diff { dir, turn, paths } => diff::handle(d, &dir, turn, &paths).map(Response::Diff),
+        Request::Rewind {
+            dir,
+            turn,
+            paths,
+            dry_run,
+            force,
+        } => rewind::rewind(d, &dir, turn, &paths, dry_run, force).map(Response::Rewind),
+        Request::Redo {
+            dir,
+            dry_run,
+            force,
+        } => rewind::redo(d, &dir, dry_run, force).map(Response::Rewind),
+        Request::Status => Ok(Response::Status(status::handle(d))),
+    };
+    result.unwrap_or_else(Response::from)
+}

@@ -1,0 +1,58 @@
+//! `projects`: every watched project with its health.
+
+use std::sync::Arc;
+
+use ckpt_proto::{Health, ProjectInfo, ProjectList, WirePath};
+
+use crate::convert;
+use crate::daemon::Daemon;
+use crate::handle::ProjectHandle;
+
+pub fn handle(d: &Arc<Daemon>) -> ProjectList {
+    ProjectList {
+        projects: all(d),
+    }
+}
+
+/// Every project, including stores that could not be opened.
+pub fn all(d: &Arc<Daemon>) -> Vec<ProjectInfo> {
+    let mut out: Vec<ProjectInfo> = d.registry.all().iter().map(|h| project_info(h)).collect();
+    out.sort_by(|a, b| a.root.cmp(&b.root));
+    for b in d.registry.broken() {
+        out.push(ProjectInfo {
+            root: WirePath::from(b.store_dir.as_path()),
+            id: b.id,
+            health: Health::Unavailable,
+            degraded: Some(format!("store cannot be opened: {}", b.error)),
+            open_turn: None,
+            turns: 0,
+            entries: 0,
+            skipped: 0,
+            store_bytes: 0,
+            blobs: 0,
+            backlog: 0,
+            busy: false,
+        });
+    }
+    out
+}
+
+/// One project's line, without waiting for a long operation on it.
+pub fn project_info(h: &ProjectHandle) -> ProjectInfo {
+    let (status, busy) = h.status_nowait();
+    let s = status.as_ref();
+    ProjectInfo {
+        root: convert::abs(&h.root),
+        id: h.id.clone(),
+        health: h.health(),
+        degraded: h.degraded_reason(),
+        open_turn: s.and_then(|s| s.open_turn),
+        turns: s.map_or(0, |s| s.turns),
+        entries: s.map_or(0, |s| s.entries),
+        skipped: s.map_or(0, |s| s.skipped),
+        store_bytes: s.map_or(0, |s| s.store_bytes),
+        blobs: s.map_or(0, |s| s.blobs),
+        backlog: h.backlog(),
+        busy,
+    }
+}

@@ -1,0 +1,98 @@
+//! `rewind N` and `redo`: barrier, then the core's journaled restore. The
+//! project lock is held throughout, so events caused by our own writes queue
+//! up and are checked afterwards, finding the cache already up to date.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ckpt_core::{RewindOptions, RewindOutcome};
+use ckpt_proto::{RewindReply, WirePath};
+
+use crate::barrier::barrier;
+use crate::config::TestHooks;
+use crate::convert;
+use crate::daemon::Daemon;
+use crate::error::ReqResult;
+use crate::handle::ProjectHandle;
+
+pub fn rewind(
+    d: &Arc<Daemon>,
+    dir: &WirePath,
+    turn: i64,
+    paths: &[WirePath],
+    dry_run: bool,
+    force: bool,
+) -> ReqResult<RewindReply> {
+    let h = d.project_for(dir)?;
+    h.ensure_available()?;
+    let rels = paths
+        .iter()
+        .map(|p| Daemon::rel_path(&h, p))
+        .collect::<Result<Vec<_>, _>>()?;
+    let start = Instant::now();
+    barrier(&h, d.config.barrier_timeout)?;
+    let opts = RewindOptions {
+        paths: rels,
+        dry_run,
+        force,
+        before_op: pause_hook(&d.config.hooks),
+    };
+    let outcome = h.call(|p| p.rewind(turn, opts))?;
+    Ok(reply(&h, false, &outcome, start))
+}
+
+pub fn redo(d: &Arc<Daemon>, dir: &WirePath, dry_run: bool, force: bool) -> ReqResult<RewindReply> {
+    let h = d.project_for(dir)?;
+    h.ensure_available()?;
+    let start = Instant::now();
+    barrier(&h, d.config.barrier_timeout)?;
+    let opts = RewindOptions {
+        paths: Vec::new(),
+        dry_run,
+        force,
+        before_op: pause_hook(&d.config.hooks),
+    };
+    let outcome = h.call(|p| p.redo(opts))?;
+    Ok(reply(&h, true, &outcome, start))
+}
+
+fn reply(h: &ProjectHandle, redo: bool, outcome: &RewindOutcome, start: Instant) -> RewindReply {
+    let (kind, rewind_id, plan) = convert::outcome(outcome);
+    tracing::info!(
+        root = %h.root.display(), redo, outcome = ?kind, turn = plan.turn,
+        actions = plan.actions.len(), conflicts = plan.conflicts.len(), "rewind"
+    );
+    RewindReply {
+        project: convert::abs(&h.root),
+        redo,
+        outcome: kind,
+        rewind_id,
+        turn: plan.turn,
+        turns: plan.turns.clone(),
+        actions: plan.actions.iter().map(convert::action).collect(),
+        conflicts: plan.conflicts.iter().map(convert::conflict).collect(),
+        skipped: convert::skipped(&plan.skipped),
+        elapsed_ms: start.elapsed().as_millis() as u64,
+        degraded: h.degraded_reason(),
+    }
+}
+
+/// The test-only pause point (`CKPT_TEST_PAUSE_REWIND_AFTER=k`): before
+/// filesystem operation `k`, announce the pause and sleep for an hour, so a
+/// test can kill the daemon in the middle of a rewind.
+fn pause_hook(
+    hooks: &TestHooks,
+) -> Option<Box<dyn FnMut(usize) -> ckpt_core::Result<()> + Send>> {
+    let k = hooks.pause_rewind_after?;
+    let marker = hooks.pause_marker.clone();
+    Some(Box::new(move |i| {
+        if i == k {
+            tracing::warn!(op = i, "test pause point reached; sleeping");
+            if let Some(m) = &marker {
+                let _ = std::fs::write(m, std::process::id().to_string());
+            }
+            std::thread::sleep(Duration::from_secs(3600));
+        }
+        Ok(())
+    }))
+}

@@ -1,0 +1,21 @@
+//! `sync`: the barrier alone.
+
+use std::sync::Arc;
+
+use ckpt_proto::{Synced, WirePath};
+
+use crate::barrier::barrier;
+use crate::convert;
+use crate::daemon::Daemon;
+use crate::error::ReqResult;
+
+pub fn handle(d: &Arc<Daemon>, dir: &WirePath) -> ReqResult<Synced> {
+    let h = d.project_for(dir)?;
+    let out = barrier(&h, d.config.barrier_timeout)?;
+    Ok(Synced {
+        project: convert::abs(&h.root),
+        method: out.method,
+        elapsed_ms: out.elapsed.as_millis() as u64,
+        degraded: h.degraded_reason(),
+    })
+}

@@ -1,0 +1,45 @@
+//! `turn-start`: barrier, close any open turn, open a new one. Watches the
+//! project first when asked and it is not watched yet.
+
+use std::sync::Arc;
+
+use ckpt_core::TurnMeta;
+use ckpt_proto::{ErrorKind, TurnStarted, WirePath};
+
+use crate::barrier::barrier;
+use crate::convert;
+use crate::daemon::{discover_root, Daemon};
+use crate::error::ReqResult;
+
+pub fn handle(
+    d: &Arc<Daemon>,
+    dir: &WirePath,
+    label: Option<String>,
+    agent: Option<String>,
+    session: Option<String>,
+    auto_watch: bool,
+) -> ReqResult<TurnStarted> {
+    let (h, watched_now) = match d.project_for(dir) {
+        Ok(h) => (h, false),
+        Err(e) if e.kind == ErrorKind::NotWatched && auto_watch => {
+            let canonical = Daemon::canonical_dir(dir)?;
+            let (h, report) = d.watch(&discover_root(&canonical))?;
+            (h, report.is_some())
+        }
+        Err(e) => return Err(e),
+    };
+    barrier(&h, d.config.barrier_timeout)?;
+    let meta = TurnMeta {
+        label,
+        agent,
+        session,
+    };
+    let turn = h.call(|p| p.turn_start(meta))?;
+    tracing::info!(root = %h.root.display(), turn, "turn started");
+    Ok(TurnStarted {
+        project: convert::abs(&h.root),
+        turn,
+        watched_now,
+        degraded: h.degraded_reason(),
+    })
+}

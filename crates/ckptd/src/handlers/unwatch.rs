@@ -1,0 +1,32 @@
+//! `unwatch`: stop watching; keep or drop the store.
+
+use std::sync::Arc;
+
+use ckpt_proto::{Unwatched, WirePath};
+
+use crate::convert;
+use crate::daemon::Daemon;
+use crate::error::ReqResult;
+
+pub fn handle(d: &Arc<Daemon>, dir: &WirePath, drop_data: bool) -> ReqResult<Unwatched> {
+    let h = d.project_for(dir)?;
+    // Close an open turn so the kept history is complete; a project that is
+    // gone or broken is simply forgotten.
+    if h.ensure_available().is_ok() {
+        let open = h.call(|p| p.open_turn()).ok().flatten();
+        if open.is_some() {
+            if let Err(e) = crate::barrier::barrier(&h, d.config.barrier_timeout) {
+                tracing::warn!(root = %h.root.display(), error = %e, "barrier before unwatch");
+            }
+            if let Err(e) = h.call(|p| p.turn_end()) {
+                tracing::warn!(root = %h.root.display(), error = %e, "closing the open turn");
+            }
+        }
+    }
+    d.unwatch(&h, drop_data)?;
+    tracing::info!(root = %h.root.display(), drop_data, "unwatched");
+    Ok(Unwatched {
+        project: convert::abs(&h.root),
+        dropped_data: drop_data,
+    })
+}

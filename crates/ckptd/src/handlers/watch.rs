@@ -1,0 +1,25 @@
+//! `watch`: start watching a tree and take its baseline.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use ckpt_proto::{ScanSummary, WirePath, Watched};
+
+use crate::convert;
+use crate::daemon::{discover_root, Daemon};
+use crate::error::ReqResult;
+
+pub fn handle(d: &Arc<Daemon>, dir: &WirePath, discover: bool) -> ReqResult<Watched> {
+    let start = Instant::now();
+    let dir = Daemon::canonical_dir(dir)?;
+    let root = if discover { discover_root(&dir) } else { dir };
+    let (h, report) = d.watch(&root)?;
+    Ok(Watched {
+        project: convert::abs(&h.root),
+        id: h.id.clone(),
+        already: report.is_none(),
+        scan: report.as_ref().map(convert::scan).unwrap_or_else(ScanSummary::default),
+        elapsed_ms: start.elapsed().as_millis() as u64,
+        degraded: h.degraded_reason(),
+    })
+}

@@ -1,0 +1,140 @@
+//! ckptd: the per-user ckpt daemon, as a library with a thin `main`.
+//!
+//! It watches project folders with one `notify` watcher, feeds changed paths
+//! to each project's `ckpt_core::Project`, passes a cookie barrier before
+//! every turn boundary, and serves `ckptctl` over a private Unix socket
+//! (`ckpt_proto` frames). One daemon per socket and data dir (lock files);
+//! SIGTERM/SIGINT shut it down cleanly.
+//!
+//! ```no_run
+//! let config = ckptd::Config::resolve(
+//!     Some("/tmp/ckpt-test/ckptd.sock".into()),
+//!     Some("/tmp/ckpt-test/data".into()),
+//! )?;
+//! ckptd::run(config)?; // until SIGTERM
+//! # Ok::<(), anyhow::Error>(())
+//! ```
+
+mod barrier;
+mod config;
+mod convert;
+mod daemon;
+mod error;
+mod handle;
+mod handlers;
+mod lock;
+mod registry;
+mod server;
+mod socket;
+mod watcher;
+
+use std::os::unix::fs::DirBuilderExt;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+
+pub use config::{Config, TestHooks};
+
+/// How long shutdown waits for operations in progress (a rewind) to finish.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+
+/// Sets up `tracing` on stderr: `RUST_LOG` if set, else info/debug/trace by
+/// the number of `-v`.
+pub fn init_logging(verbose: u8) {
+    let default = match verbose {
+        0 => "info",
+        1 => "debug",
+        _ => "trace",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
+/// Runs the daemon until SIGTERM or SIGINT.
+pub fn run(config: Config) -> anyhow::Result<()> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    let result = rt.block_on(async {
+        let shutdown = async {
+            let term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate());
+            match term {
+                Ok(mut term) => {
+                    tokio::select! {
+                        _ = term.recv() => tracing::info!("SIGTERM: shutting down"),
+                        _ = tokio::signal::ctrl_c() => tracing::info!("SIGINT: shutting down"),
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot listen for SIGTERM");
+                    let _ = tokio::signal::ctrl_c().await;
+                }
+            }
+        };
+        serve(config, shutdown).await
+    });
+    rt.shutdown_timeout(Duration::from_secs(1));
+    result
+}
+
+/// Runs the daemon until `shutdown` resolves. Takes the locks, binds the
+/// socket, reopens stored projects, serves.
+pub async fn serve(
+    config: Config,
+    shutdown: impl std::future::Future<Output = ()>,
+) -> anyhow::Result<()> {
+    let socket_dir = config
+        .socket
+        .parent()
+        .context("the socket path has no parent directory")?
+        .to_path_buf();
+    socket::check_path_length(&config.socket)?;
+    socket::prepare_private_dir(&socket_dir)?;
+    let mut lock_name = config.socket.as_os_str().to_owned();
+    lock_name.push(".lock");
+    let _socket_lock = lock::LockFile::acquire(std::path::Path::new(&lock_name))?;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&config.data_dir)
+        .with_context(|| format!("creating data directory {}", config.data_dir.display()))?;
+    let _data_lock = lock::LockFile::acquire(&config.data_dir.join("ckptd.lock"))?;
+    tracing::debug!(socket_lock = %_socket_lock.path().display(), data_lock = %_data_lock.path().display(), "locked");
+    socket::reclaim_stale(&config.socket)?;
+    let listener = tokio::net::UnixListener::bind(&config.socket)
+        .with_context(|| format!("listening on {}", config.socket.display()))?;
+    socket::restrict(&config.socket)?;
+    tracing::info!(
+        socket = %config.socket.display(), data = %config.data_dir.display(),
+        pid = std::process::id(), "ckptd listening"
+    );
+
+    let socket_path = config.socket.clone();
+    let d = daemon::Daemon::new(config);
+    {
+        let d = Arc::clone(&d);
+        tokio::task::spawn_blocking(move || d.load_projects());
+    }
+    server::accept_loop(listener, Arc::clone(&d), shutdown).await;
+
+    // Stop taking requests, let operations in progress finish, stop watching.
+    let _ = std::fs::remove_file(&socket_path);
+    let deadline = Instant::now() + SHUTDOWN_GRACE;
+    let projects = d.registry.all();
+    while Instant::now() < deadline && !projects.iter().all(|h| h.is_idle()) {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    d.watcher.shutdown();
+    for h in &projects {
+        h.stop_worker();
+    }
+    tracing::info!("ckptd stopped");
+    Ok(())
+}

@@ -1,0 +1,75 @@
+//! The watched projects, found by root: longest root prefix wins.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
+
+use crate::handle::ProjectHandle;
+
+/// A store that could not be opened at start-up; listed so it is not silently
+/// forgotten.
+#[derive(Clone, Debug)]
+pub struct BrokenStore {
+    pub id: String,
+    pub store_dir: PathBuf,
+    pub error: String,
+}
+
+#[derive(Default)]
+pub struct Registry {
+    /// Sorted by root length, longest first, so the first match is the
+    /// innermost project.
+    projects: RwLock<Vec<Arc<ProjectHandle>>>,
+    broken: RwLock<Vec<BrokenStore>>,
+}
+
+impl Registry {
+    pub fn all(&self) -> Vec<Arc<ProjectHandle>> {
+        read(&self.projects).clone()
+    }
+
+    pub fn broken(&self) -> Vec<BrokenStore> {
+        read(&self.broken).clone()
+    }
+
+    pub fn add_broken(&self, b: BrokenStore) {
+        write(&self.broken).push(b);
+    }
+
+    pub fn insert(&self, h: Arc<ProjectHandle>) {
+        let mut v = write(&self.projects);
+        v.retain(|p| p.id != h.id);
+        v.push(h);
+        v.sort_by_key(|p| std::cmp::Reverse(p.root.as_os_str().len()));
+    }
+
+    pub fn remove(&self, id: &str) -> Option<Arc<ProjectHandle>> {
+        let mut v = write(&self.projects);
+        let i = v.iter().position(|p| p.id == id)?;
+        Some(v.remove(i))
+    }
+
+    /// The innermost project whose root contains `path` (or is it).
+    pub fn containing(&self, path: &Path) -> Option<Arc<ProjectHandle>> {
+        read(&self.projects)
+            .iter()
+            .find(|p| path.starts_with(&p.root))
+            .cloned()
+    }
+
+    /// Projects whose roots lie strictly inside `path`.
+    pub fn inside(&self, path: &Path) -> Vec<Arc<ProjectHandle>> {
+        read(&self.projects)
+            .iter()
+            .filter(|p| p.root != path && p.root.starts_with(path))
+            .cloned()
+            .collect()
+    }
+}
+
+fn read<T>(l: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
+    l.read().unwrap_or_else(|p| p.into_inner())
+}
+
+fn write<T>(l: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
+    l.write().unwrap_or_else(|p| p.into_inner())
+}
