@@ -24,6 +24,7 @@ mod capture;
 mod confined;
 mod db;
 mod diff;
+mod gc;
 mod error;
 mod model;
 mod project;

@@ -241,3 +241,33 @@ pub struct FileDiff {
     /// Why there is no text diff.
     pub note: Option<String>,
 }
+
+/// How much history a project keeps. Turns beyond both limits are dropped
+/// (oldest first; the open turn never), then blobs nothing refers to.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Retention {
+    /// Always keep at least this many of the newest turns.
+    pub keep_turns: usize,
+    /// Drop older turns once they are older than this many seconds.
+    pub max_age_secs: u64,
+    /// Blobs younger than this are never collected (a capture in flight may
+    /// be about to refer to them).
+    pub grace_secs: u64,
+}
+
+impl Default for Retention {
+    fn default() -> Self {
+        Retention {
+            keep_turns: 100,
+            max_age_secs: 14 * 24 * 3600,
+            grace_secs: 3600,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct GcReport {
+    pub turns_dropped: u64,
+    pub blobs_removed: u64,
+    pub bytes_freed: u64,
+}

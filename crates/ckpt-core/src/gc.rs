@@ -1,0 +1,100 @@
+//! Retention and garbage collection: drop turns past the retention policy,
+//! then the blobs that nothing (cache, turns, rewind journal) refers to.
+
+use std::collections::HashSet;
+
+use rusqlite::params;
+
+use crate::error::Result;
+use crate::model::{GcReport, Retention};
+use crate::project::{now_ns, Project};
+use crate::state::Hash;
+
+impl Project {
+    pub fn gc(&mut self, policy: &Retention) -> Result<GcReport> {
+        let now = now_ns();
+        let cutoff = now - (policy.max_age_secs as i64).saturating_mul(1_000_000_000);
+        let tx = self.conn.transaction()?;
+        // The newest `keep_turns` are kept; older ones go once past the age.
+        // Dropping turn N drops everything older than N too, so the turns
+        // that remain can always be rewound.
+        let newest_dropped: Option<i64> = tx.query_row(
+            "SELECT max(id) FROM turns WHERE status != 'open' AND started_ns < ?1
+             AND id NOT IN (SELECT id FROM turns ORDER BY id DESC LIMIT ?2)",
+            params![cutoff, policy.keep_turns as i64],
+            |r| r.get(0),
+        )?;
+        let mut report = GcReport::default();
+        if let Some(last) = newest_dropped {
+            tx.execute(
+                "DELETE FROM rewind_actions WHERE rewind IN (SELECT id FROM rewinds WHERE turn <= ?1)",
+                [last],
+            )?;
+            tx.execute("DELETE FROM rewinds WHERE turn <= ?1", [last])?;
+            tx.execute("DELETE FROM turn_entries WHERE turn <= ?1", [last])?;
+            report.turns_dropped = tx.execute("DELETE FROM turns WHERE id <= ?1", [last])? as u64;
+        }
+        tx.commit()?;
+
+        let mut referenced = HashSet::new();
+        for sql in [
+            "SELECT data FROM files WHERE kind = 1",
+            "SELECT pre_data FROM turn_entries WHERE pre_kind = 1",
+            "SELECT post_data FROM turn_entries WHERE post_kind = 1",
+            "SELECT cur_data FROM rewind_actions WHERE cur_kind = 1",
+            "SELECT tgt_data FROM rewind_actions WHERE tgt_kind = 1",
+        ] {
+            let mut stmt = self.conn.prepare(sql)?;
+            let rows = stmt.query_map([], |r| r.get::<_, Vec<u8>>(0))?;
+            for r in rows {
+                referenced.extend(Hash::from_slice(&r?));
+            }
+        }
+        let grace = (policy.grace_secs as i64).saturating_mul(1_000_000_000);
+        let (blobs, bytes) = self.store.gc(&self.conn, &referenced, grace, now)?;
+        report.blobs_removed = blobs;
+        report.bytes_freed = bytes;
+        Ok(report)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::fs;
+
+    use crate::model::{Options, Retention, RewindOptions, RewindOutcome, TurnMeta};
+    use crate::project::Project;
+
+    #[test]
+    fn gc_drops_old_turns_and_their_blobs_but_keeps_what_is_live() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("proj");
+        fs::create_dir_all(&root).unwrap();
+        fs::write(root.join("f"), "v0").unwrap();
+        let mut p = Project::open(&tmp.path().join("store"), &root, Options::default()).unwrap();
+        p.reconcile().unwrap();
+        let mut turns = Vec::new();
+        for v in 1..=3 {
+            turns.push(p.turn_start(TurnMeta::default()).unwrap());
+            fs::write(root.join("f"), format!("v{v}")).unwrap();
+            p.reconcile().unwrap();
+            p.turn_end().unwrap();
+        }
+        let blobs_before = p.status().unwrap().blobs;
+        let policy = Retention {
+            keep_turns: 1,
+            max_age_secs: 0,
+            grace_secs: 0,
+        };
+        let report = p.gc(&policy).unwrap();
+        assert_eq!(report.turns_dropped, 2);
+        // v0 and v1 were only pre-images of dropped turns.
+        assert_eq!(report.blobs_removed, 2, "{report:?}");
+        assert_eq!(p.status().unwrap().blobs, blobs_before - 2);
+        assert!(p.show(turns[0]).is_err());
+        // The kept turn still rewinds exactly.
+        let out = p.rewind(turns[2], RewindOptions::default()).unwrap();
+        assert!(matches!(out, RewindOutcome::Applied { .. }));
+        assert_eq!(fs::read(root.join("f")).unwrap(), b"v2");
+    }
+}
