@@ -1,1 +1,51 @@
-fn main() {}
+//! `ckptctl`: the thin client of ckpt. Marks turn boundaries for an AI coding
+//! agent, lists and diffs turns, rewinds and redoes them, by asking `ckptd`
+//! over its Unix socket (and starting it when none answers).
+//!
+//! ```text
+//! ckptctl watch                      # baseline the project
+//! ckptctl turn-start --label "fix the header"
+//! ...the agent edits files...
+//! ckptctl turn-end
+//! ckptctl rewind 1                   # back to before turn 1
+//! ckptctl redo                       # undo that rewind
+//! ```
+//!
+//! Exit codes: 0 ok, 1 error, 2 usage, 3 rewind refused because of conflicts.
+
+mod cli;
+mod client;
+mod commands;
+mod output;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use ckpt_proto::ErrorKind;
+
+use crate::client::DaemonError;
+
+/// Exit code of a rewind or redo refused because of conflicts.
+pub const EXIT_CONFLICTS: u8 = 3;
+
+fn main() -> ExitCode {
+    let cli = cli::Cli::parse();
+    let json = cli.global.json;
+    match commands::run(cli) {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            let (kind, code) = match e.downcast_ref::<DaemonError>() {
+                Some(d) if d.kind == ErrorKind::Conflicts => (d.kind, EXIT_CONFLICTS),
+                Some(d) => (d.kind, 1),
+                None => (ErrorKind::Other, 1),
+            };
+            let message = format!("{e:#}");
+            if json {
+                let doc = serde_json::json!({ "error": { "kind": kind, "message": message } });
+                println!("{doc}");
+            }
+            eprintln!("ckptctl: error: {message}");
+            ExitCode::from(code)
+        }
+    }
+}

@@ -28,6 +28,7 @@ mod server;
 mod socket;
 mod watcher;
 
+use std::io::IsTerminal;
 use std::os::unix::fs::DirBuilderExt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -42,9 +43,10 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 /// Sets up `tracing` on stderr: `RUST_LOG` if set, else info/debug/trace by
 /// the number of `-v`.
 pub fn init_logging(verbose: u8) {
+    // notify logs routine inotify housekeeping at info; keep it quiet.
     let default = match verbose {
-        0 => "info",
-        1 => "debug",
+        0 => "info,notify=warn",
+        1 => "debug,notify=info",
         _ => "trace",
     };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
@@ -52,6 +54,7 @@ pub fn init_logging(verbose: u8) {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
         .try_init();
 }
 

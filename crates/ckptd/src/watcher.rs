@@ -3,10 +3,11 @@
 //! `.git`, default-excluded directories) and queues the rest; each
 //! project's worker does the stat/read/hash work.
 
+use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use ckpt_core::{RelPath, COOKIE_PREFIX, DEFAULT_EXCLUDES};
+use ckpt_core::{is_internal_name, RelPath, COOKIE_PREFIX, DEFAULT_EXCLUDES};
 use notify::event::{AccessKind, AccessMode, CreateKind, ModifyKind, RenameMode};
 use notify::{Event, EventKind, RecommendedWatcher, RecursiveMode, Watcher as _};
 
@@ -169,13 +170,12 @@ impl Router {
             if !is_last && name.to_str().is_some_and(|n| DEFAULT_EXCLUDES.contains(&n)) {
                 return;
             }
-            if is_last && depth == 1 {
-                if let Some(n) = name.to_str() {
-                    if n.starts_with(COOKIE_PREFIX) {
-                        h.cookie_seen(name);
-                        return;
-                    }
+            if is_last && is_internal_name(name.as_bytes()) {
+                // Our own cookies and restore temp files: never captured.
+                if depth == 1 && name.as_bytes().starts_with(COOKIE_PREFIX.as_bytes()) {
+                    h.cookie_seen(name);
                 }
+                return;
             }
         }
         if let Ok(rel) = RelPath::from_abs(&h.root, path) {

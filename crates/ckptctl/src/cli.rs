@@ -1,0 +1,135 @@
+//! The command line, as clap derive types.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+/// Rewind what an AI coding agent did to your project, turn by turn.
+#[derive(Parser, Debug)]
+#[command(name = "ckptctl", version, propagate_version = true)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: Global,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct Global {
+    /// Print one JSON document on stdout instead of text.
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// The daemon's socket [default: $XDG_RUNTIME_DIR/ckpt/ckptd.sock].
+    #[arg(long, global = true, env = "CKPT_SOCKET", value_name = "PATH")]
+    pub socket: Option<PathBuf>,
+    /// The data dir given to a daemon this command starts [default: $XDG_DATA_HOME/ckpt].
+    #[arg(long, global = true, env = "CKPT_DATA_DIR", value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// Act on the project containing DIR instead of the current directory.
+    #[arg(short = 'C', global = true, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// Print nothing on success (errors still go to stderr).
+    #[arg(short, long, global = true)]
+    pub quiet: bool,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Watch a directory (default: the git top-level containing the current
+    /// directory, else the current directory); returns when the baseline is
+    /// complete.
+    Watch {
+        dir: Option<PathBuf>,
+    },
+    /// Stop watching a project; its history is kept unless --drop-data.
+    Unwatch {
+        dir: Option<PathBuf>,
+        /// Delete the project's stored history too.
+        #[arg(long)]
+        drop_data: bool,
+    },
+    /// List watched projects.
+    Projects,
+    /// Barrier, close any open turn, open a new one; prints its id.
+    TurnStart(TurnStartArgs),
+    /// Barrier, close the open turn; prints what it changed.
+    TurnEnd,
+    /// Wait until every change made so far has been captured.
+    Sync,
+    /// Turns, newest first.
+    Log {
+        /// How many turns to list.
+        #[arg(short = 'n', long, default_value_t = 20)]
+        limit: usize,
+    },
+    /// The paths of one turn.
+    Show {
+        turn: i64,
+    },
+    /// Unified diff of a turn (pre-image to post-image, or to now if open).
+    Diff {
+        turn: i64,
+        /// Only these paths (and what is below them).
+        paths: Vec<PathBuf>,
+    },
+    /// Restore the state from just before TURN, undoing it and every later turn.
+    Rewind {
+        turn: i64,
+        /// Only these paths (and what is below them); repeatable.
+        #[arg(long = "path", value_name = "PATH")]
+        paths: Vec<PathBuf>,
+        /// Show what would change; change nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Overwrite paths edited after the agent.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Undo the last rewind exactly.
+    Redo {
+        #[arg(long)]
+        dry_run: bool,
+        #[arg(long)]
+        force: bool,
+    },
+    /// The daemon and every project.
+    Status,
+    /// Run a command as one turn: turn-start, the command, turn-end. Exits
+    /// with the command's status.
+    Run {
+        #[command(flatten)]
+        turn: TurnStartArgs,
+        #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
+        command: Vec<std::ffi::OsString>,
+    },
+    /// Start ckptd at login (systemd user unit or launchd agent).
+    Service {
+        #[command(subcommand)]
+        action: ServiceAction,
+    },
+}
+
+#[derive(Args, Debug, Clone, Default)]
+pub struct TurnStartArgs {
+    /// What the turn is about (e.g. the prompt).
+    #[arg(long)]
+    pub label: Option<String>,
+    /// Which agent makes the turn.
+    #[arg(long)]
+    pub agent: Option<String>,
+    /// The agent's session id.
+    #[arg(long)]
+    pub session: Option<String>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum ServiceAction {
+    /// Write the unit (or plist) and enable it.
+    Install {
+        /// Only write the file; do not enable or start the service.
+        #[arg(long)]
+        no_start: bool,
+    },
+    /// Disable and remove it.
+    Uninstall,
+}

@@ -1,0 +1,214 @@
+//! Talking to the daemon: connect (starting `ckptd` if none answers), hello,
+//! one request at a time. Blocking std IO only: process start-up dominates a
+//! `ckptctl` call, so nothing heavy happens before the connection.
+
+use std::io::Read;
+use std::os::unix::net::UnixStream;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context};
+use ckpt_proto::{read_frame, write_frame, ErrorKind, FrameError, Request, Response, PROTOCOL_VERSION};
+
+use crate::cli::Global;
+
+/// How long to wait for a freshly started daemon to answer.
+const START_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// A failure the daemon reported: carried to `main` for the exit code.
+#[derive(Debug)]
+pub struct DaemonError {
+    pub kind: ErrorKind,
+    pub message: String,
+}
+
+impl std::fmt::Display for DaemonError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for DaemonError {}
+
+pub struct Client {
+    stream: UnixStream,
+    socket: PathBuf,
+}
+
+pub fn socket_path(g: &Global) -> PathBuf {
+    g.socket.clone().unwrap_or_else(ckpt_proto::paths::default_socket)
+}
+
+impl Client {
+    /// Connects and says hello; starts a daemon first if none answers
+    /// (unless `CKPT_NO_AUTOSTART=1`).
+    pub fn connect(g: &Global) -> anyhow::Result<Client> {
+        let socket = socket_path(g);
+        let stream = match UnixStream::connect(&socket) {
+            Ok(s) => s,
+            Err(e) if matches!(
+                e.kind(),
+                std::io::ErrorKind::NotFound | std::io::ErrorKind::ConnectionRefused
+            ) =>
+            {
+                if autostart_disabled() {
+                    bail!(
+                        "no ckptd is running at {} (CKPT_NO_AUTOSTART is set; start one with `ckptd`)",
+                        socket.display()
+                    );
+                }
+                start_daemon(g, &socket)?
+            }
+            Err(e) => {
+                return Err(e).with_context(|| format!("connecting to ckptd at {}", socket.display()))
+            }
+        };
+        let mut client = Client { stream, socket };
+        client.hello()?;
+        Ok(client)
+    }
+
+    fn hello(&mut self) -> anyhow::Result<()> {
+        let hello = Request::Hello {
+            version: PROTOCOL_VERSION,
+            client: format!("ckptctl {}", env!("CARGO_PKG_VERSION")),
+        };
+        match self.exchange(&hello) {
+            Ok(Response::Hello(h)) if h.version == PROTOCOL_VERSION => Ok(()),
+            Ok(Response::Hello(h)) => Err(anyhow!(DaemonError {
+                kind: ErrorKind::Version,
+                message: format!(
+                    "ckptd {} (pid {}) speaks protocol {}, this ckptctl {} speaks {PROTOCOL_VERSION}; \
+                     restart the daemon with a matching version",
+                    h.daemon_version,
+                    h.pid,
+                    h.version,
+                    env!("CARGO_PKG_VERSION")
+                ),
+            })),
+            Ok(Response::Error { kind, message }) => Err(anyhow!(DaemonError { kind, message })),
+            Ok(other) => bail!("unexpected reply to hello: {other:?}"),
+            Err(e) => Err(e).context(format!(
+                "the daemon at {} did not answer the hello in a way this ckptctl understands \
+                 (an incompatible version?)",
+                self.socket.display()
+            )),
+        }
+    }
+
+    fn exchange(&mut self, req: &Request) -> Result<Response, FrameError> {
+        write_frame(&mut self.stream, req)?;
+        read_frame(&mut self.stream)
+    }
+
+    /// Sends one request; a daemon-side failure becomes a [`DaemonError`].
+    pub fn request(&mut self, req: &Request) -> anyhow::Result<Response> {
+        match self.exchange(req) {
+            Ok(Response::Error { kind, message }) => Err(anyhow!(DaemonError { kind, message })),
+            Ok(r) => Ok(r),
+            Err(FrameError::Io(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+                bail!("ckptd closed the connection without answering (did it stop?)")
+            }
+            Err(e) => Err(e).context("talking to ckptd"),
+        }
+    }
+}
+
+fn autostart_disabled() -> bool {
+    std::env::var_os("CKPT_NO_AUTOSTART").is_some_and(|v| !v.is_empty() && v != "0")
+}
+
+/// `ckptd` next to this executable, else on PATH.
+pub fn find_ckptd() -> anyhow::Result<PathBuf> {
+    if let Ok(exe) = std::env::current_exe() {
+        if let Some(dir) = exe.parent() {
+            let beside = dir.join("ckptd");
+            if beside.is_file() {
+                return Ok(beside);
+            }
+        }
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    for dir in std::env::split_paths(&path) {
+        let cand = dir.join("ckptd");
+        if cand.is_file() {
+            return Ok(cand);
+        }
+    }
+    bail!("cannot find the ckptd executable (not next to ckptctl, not on PATH)")
+}
+
+/// Starts a detached daemon on `socket` and waits until it answers.
+fn start_daemon(g: &Global, socket: &Path) -> anyhow::Result<UnixStream> {
+    let exe = find_ckptd()?;
+    let data_dir = match &g.data_dir {
+        Some(d) => d.clone(),
+        None => ckpt_proto::paths::default_data_dir()
+            .context("cannot tell the data directory (no home directory); pass --data-dir")?,
+    };
+    std::fs::create_dir_all(&data_dir)
+        .with_context(|| format!("creating data directory {}", data_dir.display()))?;
+    let log_path = data_dir.join("ckptd.log");
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&log_path)
+        .with_context(|| format!("opening {}", log_path.display()))?;
+    let log2 = log.try_clone().context("duplicating the log file handle")?;
+    let mut cmd = Command::new(&exe);
+    cmd.arg("--socket")
+        .arg(socket)
+        .arg("--data-dir")
+        .arg(&data_dir)
+        .stdin(Stdio::null())
+        .stdout(log)
+        .stderr(log2);
+    // SAFETY: setsid is async-signal-safe; it detaches the daemon from our
+    // session and terminal so it outlives this process.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::setsid();
+            Ok(())
+        });
+    }
+    let mut child = cmd
+        .spawn()
+        .with_context(|| format!("starting {}", exe.display()))?;
+    let deadline = Instant::now() + START_TIMEOUT;
+    loop {
+        if let Ok(s) = UnixStream::connect(socket) {
+            return Ok(s);
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            // Another ckpctl may have started one at the same moment.
+            if let Ok(s) = UnixStream::connect(socket) {
+                return Ok(s);
+            }
+            bail!(
+                "ckptd exited at start-up ({status}); its log {} ends with:\n{}",
+                log_path.display(),
+                log_tail(&log_path)
+            );
+        }
+        if Instant::now() >= deadline {
+            bail!(
+                "ckptd did not answer on {} within {}s; see {}",
+                socket.display(),
+                START_TIMEOUT.as_secs(),
+                log_path.display()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+fn log_tail(path: &Path) -> String {
+    let mut text = String::new();
+    if let Ok(mut f) = std::fs::File::open(path) {
+        let _ = f.read_to_string(&mut text);
+    }
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(5)..].join("\n")
+}

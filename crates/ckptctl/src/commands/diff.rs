@@ -1,0 +1,48 @@
+//! `ckptctl diff N [PATH…]`: unified diff of a turn; binary files named.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use ckpt_proto::{Request, Response};
+
+use super::{unexpected, Ctx};
+use crate::output;
+
+pub fn run(ctx: &Ctx, turn: i64, paths: &[PathBuf]) -> anyhow::Result<u8> {
+    let paths = paths
+        .iter()
+        .map(|p| ctx.wire_path(p))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let d = match ctx.request(&Request::Diff {
+        dir: ctx.wire_dir(),
+        turn,
+        paths,
+    })? {
+        Response::Diff(d) => d,
+        other => return Err(unexpected(other)),
+    };
+    output::warn_degraded(&d.project, &d.degraded);
+    if ctx.g.json {
+        output::json(&d)?;
+        return Ok(0);
+    }
+    let mut out = std::io::stdout().lock();
+    for f in &d.files {
+        match &f.unified {
+            Some(text) => {
+                if let Some(note) = &f.note {
+                    writeln!(out, "# {}: {note}", f.path)?;
+                }
+                out.write_all(text.as_bytes())?;
+                if !text.is_empty() && !text.ends_with('\n') {
+                    writeln!(out)?;
+                }
+            }
+            None => {
+                let note = f.note.as_deref().unwrap_or("no text diff");
+                writeln!(out, "Binary files a/{0} and b/{0} differ ({note})", f.path)?;
+            }
+        }
+    }
+    Ok(0)
+}

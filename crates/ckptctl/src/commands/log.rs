@@ -1,0 +1,39 @@
+//! `ckptctl log [-n N]`: turns, newest first.
+
+use ckpt_proto::{Request, Response};
+
+use super::{unexpected, Ctx};
+use crate::output;
+
+pub fn run(ctx: &Ctx, limit: usize) -> anyhow::Result<u8> {
+    let l = match ctx.request(&Request::Log {
+        dir: ctx.wire_dir(),
+        limit: Some(limit),
+    })? {
+        Response::Log(l) => l,
+        other => return Err(unexpected(other)),
+    };
+    output::warn_degraded(&l.project, &l.degraded);
+    if ctx.g.json {
+        output::json(&l)?;
+        return Ok(0);
+    }
+    if l.turns.is_empty() {
+        println!("no turns yet in {}", l.project);
+        return Ok(0);
+    }
+    println!("{:>5}  {:<19}  {:<7}  {:<16}  LABEL", "TURN", "STARTED", "STATE", "CHANGES");
+    for t in &l.turns {
+        let label = t.label.as_deref().unwrap_or("").replace('\n', " ");
+        let label: String = label.chars().take(60).collect();
+        println!(
+            "{:>5}  {:<19}  {:<7}  {:<16}  {}",
+            t.id,
+            output::time(t.started_ns),
+            output::status(t.status),
+            output::counts(&t.counts),
+            label
+        );
+    }
+    Ok(0)
+}

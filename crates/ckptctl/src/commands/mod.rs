@@ -1,0 +1,98 @@
+//! One file per subcommand, behind one central `match`.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use ckpt_proto::{Request, Response, WirePath};
+
+use crate::cli::{Cli, Command, Global};
+use crate::client::Client;
+
+mod diff;
+mod log;
+mod projects;
+mod rewind;
+mod run;
+mod service;
+mod show;
+mod status;
+mod sync;
+mod turn_end;
+mod turn_start;
+mod unwatch;
+mod watch;
+
+/// What every command gets: the global flags and the directory it acts in.
+pub struct Ctx {
+    pub g: Global,
+    /// Absolute: `-C DIR` or the current directory.
+    pub dir: PathBuf,
+}
+
+impl Ctx {
+    pub fn connect(&self) -> anyhow::Result<Client> {
+        Client::connect(&self.g)
+    }
+
+    /// Connects, sends one request, returns the reply.
+    pub fn request(&self, req: &Request) -> anyhow::Result<Response> {
+        self.connect()?.request(req)
+    }
+
+    pub fn wire_dir(&self) -> WirePath {
+        WirePath::from(self.dir.as_path())
+    }
+
+    /// An absolute wire path for a path the user typed, relative to the cwd
+    /// (not to `-C`, just as a shell would resolve it).
+    pub fn wire_path(&self, p: &Path) -> anyhow::Result<WirePath> {
+        Ok(WirePath::from(absolute(p)?))
+    }
+}
+
+pub fn absolute(p: &Path) -> anyhow::Result<PathBuf> {
+    if p.is_absolute() {
+        return Ok(p.to_path_buf());
+    }
+    Ok(std::env::current_dir()
+        .context("reading the current directory")?
+        .join(p))
+}
+
+/// Runs the command; returns the exit code.
+pub fn run(cli: Cli) -> anyhow::Result<u8> {
+    let dir = match &cli.global.dir {
+        Some(d) => absolute(d)?,
+        None => std::env::current_dir().context("reading the current directory")?,
+    };
+    let ctx = Ctx {
+        g: cli.global,
+        dir,
+    };
+    match cli.command {
+        Command::Watch { dir } => watch::run(&ctx, dir.as_deref()),
+        Command::Unwatch { dir, drop_data } => unwatch::run(&ctx, dir.as_deref(), drop_data),
+        Command::Projects => projects::run(&ctx),
+        Command::TurnStart(args) => turn_start::run(&ctx, args),
+        Command::TurnEnd => turn_end::run(&ctx),
+        Command::Sync => sync::run(&ctx),
+        Command::Log { limit } => log::run(&ctx, limit),
+        Command::Show { turn } => show::run(&ctx, turn),
+        Command::Diff { turn, paths } => diff::run(&ctx, turn, &paths),
+        Command::Rewind {
+            turn,
+            paths,
+            dry_run,
+            force,
+        } => rewind::rewind(&ctx, turn, &paths, dry_run, force),
+        Command::Redo { dry_run, force } => rewind::redo(&ctx, dry_run, force),
+        Command::Status => status::run(&ctx),
+        Command::Run { turn, command } => run::run(&ctx, turn, &command),
+        Command::Service { action } => service::run(&ctx, action),
+    }
+}
+
+/// The reply was not the one the request calls for.
+pub fn unexpected(r: Response) -> anyhow::Error {
+    anyhow::anyhow!("unexpected reply from ckptd: {r:?}")
+}

@@ -1,0 +1,59 @@
+//! `ckptctl projects`: watched projects with their health.
+
+use ckpt_proto::{Health, ProjectInfo, Request, Response};
+
+use super::{unexpected, Ctx};
+use crate::output;
+
+pub fn run(ctx: &Ctx) -> anyhow::Result<u8> {
+    let list = match ctx.request(&Request::Projects)? {
+        Response::Projects(p) => p,
+        other => return Err(unexpected(other)),
+    };
+    if ctx.g.json {
+        output::json(&list)?;
+    } else if list.projects.is_empty() {
+        println!("no watched projects (`ckptctl watch` in a project starts)");
+    } else {
+        for p in &list.projects {
+            print_project(p);
+        }
+    }
+    Ok(0)
+}
+
+pub fn health(h: Health) -> &'static str {
+    match h {
+        Health::Ok => "ok",
+        Health::Degraded => "DEGRADED",
+        Health::Loading => "loading",
+        Health::Unavailable => "UNAVAILABLE",
+    }
+}
+
+/// Two lines or so per project, shared with `status`.
+pub fn print_project(p: &ProjectInfo) {
+    let mut line = format!(
+        "{}  {}  {} entries  {} stored",
+        p.root,
+        health(p.health),
+        p.entries,
+        output::bytes(p.store_bytes)
+    );
+    if let Some(t) = p.open_turn {
+        line.push_str(&format!("  turn {t} open"));
+    }
+    if p.backlog > 0 {
+        line.push_str(&format!("  backlog {}", p.backlog));
+    }
+    if p.skipped > 0 {
+        line.push_str(&format!("  {} not captured", p.skipped));
+    }
+    if p.busy {
+        line.push_str("  (busy)");
+    }
+    println!("{line}");
+    if let Some(why) = &p.degraded {
+        println!("    {}: {why}", health(p.health).to_lowercase());
+    }
+}

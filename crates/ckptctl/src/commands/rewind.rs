@@ -1,0 +1,109 @@
+//! `ckptctl rewind N` and `ckptctl redo`: print what was (or would be)
+//! restored, deleted, recreated; exit 3 when conflicts refused it.
+
+use std::path::PathBuf;
+
+use ckpt_proto::{ActionKind, Outcome, Request, Response, RewindReply};
+
+use super::{unexpected, Ctx};
+use crate::output;
+use crate::EXIT_CONFLICTS;
+
+pub fn rewind(ctx: &Ctx, turn: i64, paths: &[PathBuf], dry_run: bool, force: bool) -> anyhow::Result<u8> {
+    let paths = paths
+        .iter()
+        .map(|p| ctx.wire_path(p))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let reply = ctx.request(&Request::Rewind {
+        dir: ctx.wire_dir(),
+        turn,
+        paths,
+        dry_run,
+        force,
+    })?;
+    finish(ctx, reply)
+}
+
+pub fn redo(ctx: &Ctx, dry_run: bool, force: bool) -> anyhow::Result<u8> {
+    let reply = ctx.request(&Request::Redo {
+        dir: ctx.wire_dir(),
+        dry_run,
+        force,
+    })?;
+    finish(ctx, reply)
+}
+
+fn finish(ctx: &Ctx, reply: Response) -> anyhow::Result<u8> {
+    let r = match reply {
+        Response::Rewind(r) => r,
+        other => return Err(unexpected(other)),
+    };
+    output::warn_degraded(&r.project, &r.degraded);
+    if ctx.g.json {
+        output::json(&r)?;
+    } else if !ctx.g.quiet || r.outcome == Outcome::Refused {
+        print(&r);
+    }
+    Ok(if r.outcome == Outcome::Refused {
+        EXIT_CONFLICTS
+    } else {
+        0
+    })
+}
+
+fn turns(list: &[i64]) -> String {
+    list.iter().map(i64::to_string).collect::<Vec<_>>().join(", ")
+}
+
+fn print(r: &RewindReply) {
+    let what = if r.redo {
+        format!("redo of the rewind to before turn {} (turns {})", r.turn, turns(&r.turns))
+    } else {
+        format!("rewind to before turn {} (undoing turns {})", r.turn, turns(&r.turns))
+    };
+    let would = r.outcome != Outcome::Applied;
+    match r.outcome {
+        Outcome::Applied => println!("{what}: {} paths in {} ms", r.actions.len(), r.elapsed_ms),
+        Outcome::DryRun => println!("dry run of the {what}: nothing changed"),
+        Outcome::Refused => eprintln!("{what} refused: nothing changed"),
+    }
+    for a in &r.actions {
+        let verb = match (a.action, would) {
+            (ActionKind::Restore, false) => "restored ",
+            (ActionKind::Delete, false) => "deleted  ",
+            (ActionKind::Recreate, false) => "recreated",
+            (ActionKind::Restore, true) => "would restore ",
+            (ActionKind::Delete, true) => "would delete  ",
+            (ActionKind::Recreate, true) => "would recreate",
+        };
+        let line = format!("  {verb}  {}", a.path);
+        if r.outcome == Outcome::Refused {
+            eprintln!("{line}");
+        } else {
+            println!("{line}");
+        }
+    }
+    for s in &r.skipped {
+        println!("  skipped    {}  ({})", s.path, s.reason);
+    }
+    for c in &r.conflicts {
+        eprintln!(
+            "  conflict   {}: edited after the agent (expected {}, found {})",
+            c.path,
+            output::state(&c.expected),
+            output::state(&c.current)
+        );
+    }
+    if r.outcome == Outcome::Refused {
+        eprintln!(
+            "{} path(s) changed after the agent's last turn touched them; \
+             use --force to overwrite them, or --path to rewind other paths only",
+            r.conflicts.len()
+        );
+    } else if !r.conflicts.is_empty() {
+        println!("  ({} conflicting path(s) overwritten: --force)", r.conflicts.len());
+    }
+    if r.outcome == Outcome::Applied && !r.redo {
+        println!("`ckptctl redo` puts it back");
+    }
+}

@@ -1,0 +1,49 @@
+//! `ckptctl run -- CMD…`: one turn around a command. The command's own
+//! output stays on stdout; the turn summary goes to stderr.
+
+use std::ffi::OsString;
+use std::os::unix::process::ExitStatusExt;
+
+use anyhow::Context;
+
+use super::{turn_end, turn_start, Ctx};
+use crate::cli::TurnStartArgs;
+use crate::output;
+
+pub fn run(ctx: &Ctx, mut args: TurnStartArgs, command: &[OsString]) -> anyhow::Result<u8> {
+    let (program, rest) = command
+        .split_first()
+        .context("no command given (ckptctl run -- CMD ARGS…)")?;
+    if args.label.is_none() {
+        let words: Vec<String> = command.iter().map(|a| a.to_string_lossy().into_owned()).collect();
+        args.label = Some(words.join(" "));
+    }
+    let started = turn_start::start(ctx, args)?;
+    if !ctx.g.quiet && !ctx.g.json {
+        eprintln!("ckptctl: turn {} started", started.turn);
+    }
+    let status = std::process::Command::new(program)
+        .args(rest)
+        .current_dir(&ctx.dir)
+        .status();
+    // Close the turn whether or not the command could run.
+    let ended = turn_end::end(ctx)?;
+    let status = status.with_context(|| format!("running {}", program.to_string_lossy()))?;
+    let code = match (status.code(), status.signal()) {
+        (Some(c), _) => c,
+        (None, Some(sig)) => 128 + sig,
+        (None, None) => 1,
+    };
+    if ctx.g.json {
+        let doc = serde_json::json!({
+            "project": started.project,
+            "turn": ended.turn,
+            "exit_code": code,
+        });
+        output::json(&doc)?;
+    } else if !ctx.g.quiet {
+        let info = &ended.turn.info;
+        eprintln!("ckptctl: turn {} closed: {}", info.id, output::counts_long(&info.counts));
+    }
+    Ok(u8::try_from(code.clamp(0, 255)).unwrap_or(1))
+}

@@ -1,0 +1,187 @@
+//! `ckptctl service install|uninstall`: start ckptd at login, as a systemd
+//! user unit (Linux) or a launchd LaunchAgent (macOS). The templates live in
+//! the repository's `systemd/` and `launchd/` directories.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{bail, Context};
+
+use super::Ctx;
+use crate::cli::ServiceAction;
+use crate::client::find_ckptd;
+use crate::output;
+
+const SYSTEMD_TEMPLATE: &str = include_str!("../../../../systemd/ckptd.service");
+const LAUNCHD_TEMPLATE: &str = include_str!("../../../../launchd/dev.ckpt.ckptd.plist");
+const LAUNCHD_LABEL: &str = "dev.ckpt.ckptd";
+
+pub fn run(ctx: &Ctx, action: ServiceAction) -> anyhow::Result<u8> {
+    let target = Target::detect()?;
+    let path = target.path()?;
+    match action {
+        ServiceAction::Install { no_start } => {
+            let ckptd = find_ckptd()?;
+            let ckptd = std::fs::canonicalize(&ckptd).unwrap_or(ckptd);
+            let text = target.render(ctx, &ckptd)?;
+            if let Some(dir) = path.parent() {
+                std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+            }
+            std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+            let started = if no_start { Ok(()) } else { target.enable(&path) };
+            report(ctx, "installed", &path, &started)?;
+        }
+        ServiceAction::Uninstall => {
+            let stopped = target.disable(&path);
+            match std::fs::remove_file(&path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e).with_context(|| format!("removing {}", path.display())),
+            }
+            if target == Target::Systemd {
+                let _ = systemctl(&["daemon-reload"]);
+            }
+            report(ctx, "removed", &path, &stopped)?;
+        }
+    }
+    Ok(0)
+}
+
+fn report(ctx: &Ctx, what: &str, path: &Path, service: &anyhow::Result<()>) -> anyhow::Result<()> {
+    if let Err(e) = service {
+        eprintln!("ckptctl: warning: {e:#}");
+    }
+    if ctx.g.json {
+        output::json(&serde_json::json!({
+            "file": path.to_string_lossy(),
+            "action": what,
+            "service_manager_ok": service.is_ok(),
+        }))?;
+    } else if !ctx.g.quiet {
+        println!("{what} {}", path.display());
+    }
+    Ok(())
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Target {
+    Systemd,
+    Launchd,
+}
+
+impl Target {
+    fn detect() -> anyhow::Result<Target> {
+        if cfg!(target_os = "macos") {
+            Ok(Target::Launchd)
+        } else if cfg!(target_os = "linux") {
+            Ok(Target::Systemd)
+        } else {
+            bail!("no service manager support on this platform; run `ckptd` from your session start-up")
+        }
+    }
+
+    fn path(self) -> anyhow::Result<PathBuf> {
+        let home = std::env::var_os("HOME")
+            .map(PathBuf::from)
+            .context("HOME is not set")?;
+        Ok(match self {
+            Target::Systemd => std::env::var_os("XDG_CONFIG_HOME")
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+                .unwrap_or_else(|| home.join(".config"))
+                .join("systemd/user/ckptd.service"),
+            Target::Launchd => home
+                .join("Library/LaunchAgents")
+                .join(format!("{LAUNCHD_LABEL}.plist")),
+        })
+    }
+
+    /// Explicit `--socket` / `--data-dir` (or their variables) are baked in,
+    /// so the service listens where this ckptctl looks.
+    fn render(self, ctx: &Ctx, ckptd: &Path) -> anyhow::Result<String> {
+        let mut args: Vec<String> = Vec::new();
+        if let Some(s) = &ctx.g.socket {
+            args.push("--socket".into());
+            args.push(super::absolute(s)?.to_string_lossy().into_owned());
+        }
+        if let Some(d) = &ctx.g.data_dir {
+            args.push("--data-dir".into());
+            args.push(super::absolute(d)?.to_string_lossy().into_owned());
+        }
+        let exe = ckptd.to_string_lossy();
+        Ok(match self {
+            Target::Systemd => {
+                let quoted: String = args.iter().map(|a| format!(" \"{}\"", a.replace('"', "\\\""))).collect();
+                SYSTEMD_TEMPLATE
+                    .replace("@CKPTD@", &format!("\"{exe}\""))
+                    .replace("@ARGS@", &quoted)
+            }
+            Target::Launchd => {
+                let log = ctx
+                    .g
+                    .data_dir
+                    .clone()
+                    .or_else(ckpt_proto::paths::default_data_dir)
+                    .map(|d| d.join("ckptd.log"))
+                    .unwrap_or_else(|| PathBuf::from("/tmp/ckptd.log"));
+                let items: String = args
+                    .iter()
+                    .map(|a| format!("\n        <string>{}</string>", xml_escape(a)))
+                    .collect();
+                LAUNCHD_TEMPLATE
+                    .replace("@CKPTD@", &xml_escape(&exe))
+                    .replace("@ARGS@", &items)
+                    .replace("@LOG@", &xml_escape(&log.to_string_lossy()))
+            }
+        })
+    }
+
+    fn enable(self, path: &Path) -> anyhow::Result<()> {
+        match self {
+            Target::Systemd => {
+                systemctl(&["daemon-reload"])?;
+                systemctl(&["enable", "--now", "ckptd.service"])
+            }
+            Target::Launchd => launchctl(&["load", "-w", &path.to_string_lossy()]),
+        }
+    }
+
+    fn disable(self, path: &Path) -> anyhow::Result<()> {
+        match self {
+            Target::Systemd => systemctl(&["disable", "--now", "ckptd.service"]),
+            Target::Launchd => launchctl(&["unload", "-w", &path.to_string_lossy()]),
+        }
+    }
+}
+
+fn systemctl(args: &[&str]) -> anyhow::Result<()> {
+    let mut full = vec!["--user"];
+    full.extend_from_slice(args);
+    tool("systemctl", &full)
+}
+
+fn launchctl(args: &[&str]) -> anyhow::Result<()> {
+    tool("launchctl", args)
+}
+
+fn tool(name: &str, args: &[&str]) -> anyhow::Result<()> {
+    let out = Command::new(name)
+        .args(args)
+        .output()
+        .with_context(|| format!("running `{name} {}`", args.join(" ")))?;
+    if !out.status.success() {
+        bail!(
+            "`{name} {}` failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(())
+}
+
+fn xml_escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}

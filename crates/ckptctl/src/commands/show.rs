@@ -1,0 +1,44 @@
+//! `ckptctl show N`: the paths of one turn.
+
+use ckpt_proto::{Request, Response};
+
+use super::{unexpected, Ctx};
+use crate::output;
+
+pub fn run(ctx: &Ctx, turn: i64) -> anyhow::Result<u8> {
+    let s = match ctx.request(&Request::Show {
+        dir: ctx.wire_dir(),
+        turn,
+    })? {
+        Response::Show(s) => s,
+        other => return Err(unexpected(other)),
+    };
+    output::warn_degraded(&s.project, &s.degraded);
+    if ctx.g.json {
+        output::json(&s)?;
+        return Ok(0);
+    }
+    let i = &s.turn.info;
+    let ended = i
+        .ended_ns
+        .map(|e| format!(", ended {}", output::time(e)))
+        .unwrap_or_default();
+    println!(
+        "turn {} ({}), started {}{ended}",
+        i.id,
+        output::status(i.status),
+        output::time(i.started_ns)
+    );
+    if let Some(l) = &i.label {
+        println!("label:   {l}");
+    }
+    if let Some(a) = &i.agent {
+        println!("agent:   {a}");
+    }
+    if let Some(se) = &i.session {
+        println!("session: {se}");
+    }
+    println!("{}", output::counts_long(&i.counts));
+    output::entries(&s.turn.entries);
+    Ok(0)
+}

@@ -1,0 +1,26 @@
+//! `ckptctl sync`: the barrier alone.
+
+use ckpt_proto::{BarrierMethod, Request, Response};
+
+use super::{unexpected, Ctx};
+use crate::output;
+
+pub fn run(ctx: &Ctx) -> anyhow::Result<u8> {
+    let s = match ctx.request(&Request::Sync {
+        dir: ctx.wire_dir(),
+    })? {
+        Response::Synced(s) => s,
+        other => return Err(unexpected(other)),
+    };
+    output::warn_degraded(&s.project, &s.degraded);
+    if ctx.g.json {
+        output::json(&s)?;
+    } else if !ctx.g.quiet {
+        let how = match s.method {
+            BarrierMethod::Cookie => "watcher",
+            BarrierMethod::Scan => "full scan",
+        };
+        println!("{} in sync ({how}, {} ms)", s.project, s.elapsed_ms);
+    }
+    Ok(0)
+}

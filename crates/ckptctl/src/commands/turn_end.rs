@@ -1,0 +1,37 @@
+//! `ckptctl turn-end`: barrier, close the open turn, print what it changed.
+
+use ckpt_proto::{Request, Response, TurnEnded};
+
+use super::{unexpected, Ctx};
+use crate::output;
+
+pub fn run(ctx: &Ctx) -> anyhow::Result<u8> {
+    let t = end(ctx)?;
+    if ctx.g.json {
+        output::json(&t)?;
+    } else if !ctx.g.quiet {
+        print(&t);
+    }
+    Ok(0)
+}
+
+pub fn end(ctx: &Ctx) -> anyhow::Result<TurnEnded> {
+    let t = match ctx.request(&Request::TurnEnd {
+        dir: ctx.wire_dir(),
+    })? {
+        Response::TurnEnded(t) => t,
+        other => return Err(unexpected(other)),
+    };
+    output::warn_degraded(&t.project, &t.degraded);
+    Ok(t)
+}
+
+pub fn print(t: &TurnEnded) {
+    let info = &t.turn.info;
+    println!(
+        "turn {} closed: {}",
+        info.id,
+        output::counts_long(&info.counts)
+    );
+    output::entries(&t.turn.entries);
+}

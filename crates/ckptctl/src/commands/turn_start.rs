@@ -1,0 +1,36 @@
+//! `ckptctl turn-start`: barrier, close any open turn, open a new one.
+//! Watches the project first if it is not watched yet.
+
+use ckpt_proto::{Request, Response, TurnStarted};
+
+use super::{unexpected, Ctx};
+use crate::cli::TurnStartArgs;
+use crate::output;
+
+pub fn run(ctx: &Ctx, args: TurnStartArgs) -> anyhow::Result<u8> {
+    let t = start(ctx, args)?;
+    if ctx.g.json {
+        output::json(&t)?;
+    } else if !ctx.g.quiet {
+        if t.watched_now {
+            eprintln!("ckptctl: now watching {}", t.project);
+        }
+        println!("turn {}", t.turn);
+    }
+    Ok(0)
+}
+
+pub fn start(ctx: &Ctx, args: TurnStartArgs) -> anyhow::Result<TurnStarted> {
+    let t = match ctx.request(&Request::TurnStart {
+        dir: ctx.wire_dir(),
+        label: args.label,
+        agent: args.agent,
+        session: args.session,
+        auto_watch: true,
+    })? {
+        Response::TurnStarted(t) => t,
+        other => return Err(unexpected(other)),
+    };
+    output::warn_degraded(&t.project, &t.degraded);
+    Ok(t)
+}

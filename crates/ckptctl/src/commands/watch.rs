@@ -1,0 +1,102 @@
+//! `ckptctl watch [DIR]`: watch a tree; returns once the baseline is taken.
+//! On a terminal, a spinner on stderr shows that the scan is going on.
+
+use std::io::{IsTerminal, Write};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ckpt_proto::{Request, Response};
+
+use super::{Ctx, absolute, unexpected};
+use crate::output;
+
+pub fn run(ctx: &Ctx, dir: Option<&Path>) -> anyhow::Result<u8> {
+    let (dir, discover) = match dir {
+        Some(d) => (absolute(d)?, false),
+        None => (ctx.dir.clone(), true),
+    };
+    let mut client = ctx.connect()?;
+    let show_progress = !ctx.g.json && !ctx.g.quiet && std::io::stderr().is_terminal();
+    let spinner = show_progress.then(|| Spinner::start(format!("scanning {}", dir.display())));
+    let reply = client.request(&Request::Watch {
+        dir: dir.as_path().into(),
+        discover,
+    });
+    if let Some(s) = spinner {
+        s.stop();
+    }
+    let w = match reply? {
+        Response::Watched(w) => w,
+        other => return Err(unexpected(other)),
+    };
+    output::warn_degraded(&w.project, &w.degraded);
+    if ctx.g.json {
+        output::json(&w)?;
+    } else if !ctx.g.quiet {
+        if w.already {
+            println!("already watching {}", w.project);
+        } else {
+            println!(
+                "watching {}: {} entries, {} hashed in {:.1}s",
+                w.project,
+                w.scan.entries,
+                output::bytes(w.scan.bytes_hashed),
+                w.elapsed_ms as f64 / 1000.0
+            );
+            if !w.scan.skipped.is_empty() {
+                println!("{} not captured:", w.scan.skipped.len());
+                for s in w.scan.skipped.iter().take(20) {
+                    println!("  {}  ({})", s.path, s.reason);
+                }
+                if w.scan.skipped.len() > 20 {
+                    println!("  … and {} more", w.scan.skipped.len() - 20);
+                }
+            }
+        }
+    }
+    Ok(0)
+}
+
+/// A one-line spinner with elapsed time, on stderr.
+struct Spinner {
+    stop: Arc<AtomicBool>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl Spinner {
+    fn start(message: String) -> Spinner {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&stop);
+        let thread = std::thread::spawn(move || {
+            let frames = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
+            let start = Instant::now();
+            let mut i = 0;
+            // Quick baselines finish before the spinner would even show.
+            std::thread::sleep(Duration::from_millis(150));
+            while !flag.load(Ordering::Relaxed) {
+                let mut err = std::io::stderr().lock();
+                let _ = write!(
+                    err,
+                    "\r\x1b[2K{} {message}… {:.1}s",
+                    frames[i % frames.len()],
+                    start.elapsed().as_secs_f64()
+                );
+                let _ = err.flush();
+                drop(err);
+                i += 1;
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            if i > 0 {
+                let _ = write!(std::io::stderr(), "\r\x1b[2K");
+            }
+        });
+        Spinner { stop, thread }
+    }
+
+    fn stop(self) {
+        self.stop.store(true, Ordering::Relaxed);
+        let _ = self.thread.join();
+    }
+}

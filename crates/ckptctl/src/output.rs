@@ -1,0 +1,126 @@
+//! Printing: JSON documents, human tables, sizes, times, warnings.
+
+use ckpt_proto::{Counts, State, TurnEntry, TurnStatus, WirePath};
+use serde::Serialize;
+
+/// Prints one JSON document on stdout.
+pub fn json<T: Serialize>(value: &T) -> anyhow::Result<()> {
+    println!("{}", serde_json::to_string_pretty(value)?);
+    Ok(())
+}
+
+/// Every reply about a project may say capture is degraded: always tell.
+pub fn warn_degraded(project: &WirePath, degraded: &Option<String>) {
+    if let Some(reason) = degraded {
+        eprintln!("ckptctl: warning: capture for {project} is degraded: {reason}");
+    }
+}
+
+pub fn bytes(n: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = n as f64;
+    let mut unit = 0;
+    while v >= 1024.0 && unit + 1 < UNITS.len() {
+        v /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{n} B")
+    } else {
+        format!("{v:.1} {}", UNITS[unit])
+    }
+}
+
+pub fn duration(secs: u64) -> String {
+    let (d, h, m, s) = (secs / 86400, secs / 3600 % 24, secs / 60 % 60, secs % 60);
+    if d > 0 {
+        format!("{d}d {h}h")
+    } else if h > 0 {
+        format!("{h}h {m}m")
+    } else if m > 0 {
+        format!("{m}m {s}s")
+    } else {
+        format!("{s}s")
+    }
+}
+
+/// Local wall-clock time of a Unix timestamp in nanoseconds.
+pub fn time(ns: i64) -> String {
+    let secs = ns.div_euclid(1_000_000_000) as libc::time_t;
+    // SAFETY: localtime_r writes only into `tm`, which lives on our stack.
+    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+    let ok = unsafe { !libc::localtime_r(&secs, &mut tm).is_null() };
+    if !ok {
+        return format!("@{secs}");
+    }
+    format!(
+        "{:04}-{:02}-{:02} {:02}:{:02}:{:02}",
+        tm.tm_year + 1900,
+        tm.tm_mon + 1,
+        tm.tm_mday,
+        tm.tm_hour,
+        tm.tm_min,
+        tm.tm_sec
+    )
+}
+
+pub fn status(s: TurnStatus) -> &'static str {
+    match s {
+        TurnStatus::Open => "open",
+        TurnStatus::Closed => "closed",
+        TurnStatus::Rewound => "rewound",
+    }
+}
+
+pub fn counts(c: &Counts) -> String {
+    let mut s = format!("+{} ~{} -{}", c.added, c.modified, c.deleted);
+    if c.skipped > 0 {
+        s.push_str(&format!(" !{}", c.skipped));
+    }
+    s
+}
+
+pub fn counts_long(c: &Counts) -> String {
+    format!(
+        "{} added, {} modified, {} deleted, {} skipped",
+        c.added, c.modified, c.deleted, c.skipped
+    )
+}
+
+/// A short description of a state: `file 1.2 KiB`, `absent`, `dir`, …
+pub fn state(s: &State) -> String {
+    match s {
+        State::Absent => "absent".into(),
+        State::File { size, hash, .. } => {
+            format!("file {} ({})", bytes(*size), &hash[..hash.len().min(12)])
+        }
+        State::Dir { .. } => "directory".into(),
+        State::Symlink { target } => format!("symlink -> {target}"),
+        State::Skipped { reason } => format!("not captured ({reason})"),
+    }
+}
+
+/// One line per entry of a turn: change letter, path, skip reason.
+pub fn entries(list: &[TurnEntry]) {
+    for e in list {
+        let letter = match e.change {
+            Some(ckpt_proto::ChangeKind::Added) => "A",
+            Some(ckpt_proto::ChangeKind::Modified) => "M",
+            Some(ckpt_proto::ChangeKind::Deleted) => "D",
+            Some(ckpt_proto::ChangeKind::Skipped) => "S",
+            None => "*",
+        };
+        let dir = matches!(e.post.as_ref().unwrap_or(&e.pre), State::Dir { .. })
+            || (matches!(e.pre, State::Dir { .. }) && matches!(e.post, Some(State::Absent)));
+        let slash = if dir { "/" } else { "" };
+        let reason = [Some(&e.pre), e.post.as_ref()]
+            .into_iter()
+            .flatten()
+            .find_map(|s| match s {
+                State::Skipped { reason } => Some(format!("  ({reason})")),
+                _ => None,
+            })
+            .unwrap_or_default();
+        println!("  {letter}  {}{slash}{reason}", e.path);
+    }
+}

@@ -1,0 +1,249 @@
+//! The daemon's front door: locks, sockets, frames, versions, clean exits.
+
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::time::Duration;
+
+use ckpt_e2e::*;
+use ckpt_proto::{write_frame, ErrorKind, Request, Response, PROTOCOL_VERSION};
+
+#[test]
+fn second_daemon_is_refused_naming_the_holder() {
+    let env = Env::new();
+    let first = env.start_daemon();
+    let mut second = env.spawn_daemon(&[]);
+    let status = wait_timeout(&mut second, Duration::from_secs(30)).expect("second ckptd exits");
+    assert!(!status.success(), "second daemon must fail");
+    let log = std::fs::read_to_string(env.log_path()).unwrap();
+    assert!(
+        log.contains(&format!("pid {}", first.pid())) && log.contains("already running"),
+        "second daemon must name the running pid:\n{log}"
+    );
+    // The first one is untouched and still answers.
+    hello(&env.socket).expect("first daemon still answers");
+}
+
+#[test]
+fn stale_socket_is_reclaimed() {
+    let env = Env::new();
+    std::fs::create_dir_all(env.socket.parent().unwrap()).unwrap();
+    std::fs::set_permissions(env.socket.parent().unwrap(), std::fs::Permissions::from_mode(0o700))
+        .unwrap();
+    // A socket file nobody listens on, as a crashed daemon leaves behind.
+    drop(UnixListener::bind(&env.socket).unwrap());
+    assert!(env.socket.exists());
+    assert!(UnixStream::connect(&env.socket).is_err());
+    let _d = env.start_daemon();
+    hello(&env.socket).expect("new daemon answers on the reclaimed socket");
+}
+
+#[test]
+fn live_socket_is_never_stolen() {
+    let env = Env::new();
+    let dir = env.socket.parent().unwrap();
+    std::fs::create_dir_all(dir).unwrap();
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+    // Someone (not holding our lock) listens on the socket path.
+    let listener = UnixListener::bind(&env.socket).unwrap();
+    let mut d = env.spawn_daemon(&[]);
+    let status = wait_timeout(&mut d, Duration::from_secs(30)).expect("ckptd exits");
+    assert!(!status.success());
+    let log = std::fs::read_to_string(env.log_path()).unwrap();
+    assert!(log.contains("already listening"), "{log}");
+    // The listener still owns its socket.
+    let _client = UnixStream::connect(&env.socket).expect("socket still served");
+    let (_conn, _) = listener.accept().expect("listener still accepts");
+}
+
+#[test]
+fn socket_dir_is_private() {
+    let env = Env::new();
+    let _d = env.start_daemon();
+    let dir = env.socket.parent().unwrap();
+    let mode = std::fs::metadata(dir).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o700, "socket dir mode {mode:o}");
+}
+
+#[test]
+fn loose_socket_dir_is_refused() {
+    let env = Env::new();
+    let dir = env.socket.parent().unwrap();
+    std::fs::create_dir_all(dir).unwrap();
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let mut d = env.spawn_daemon(&[]);
+    let status = wait_timeout(&mut d, Duration::from_secs(30)).expect("ckptd exits");
+    assert!(!status.success());
+    let log = std::fs::read_to_string(env.log_path()).unwrap();
+    assert!(log.contains("must be private"), "{log}");
+}
+
+#[test]
+fn garbage_and_oversized_frames_get_errors_while_others_are_served() {
+    let env = Env::new();
+    let _d = env.start_daemon();
+    let proj = env.dir("p");
+    std::fs::write(proj.join("a"), "a").unwrap();
+    env.ctl_ok(&proj, &["watch"]);
+
+    // Garbage body after a proper hello: an error reply, and the connection
+    // keeps working because the framing is intact.
+    let mut bad = hello(&env.socket).unwrap();
+    send_raw(&mut bad, &[0, 0, 0, 9]);
+    send_raw(&mut bad, b"\xffgarbage!");
+    match recv(&mut bad) {
+        Response::Error { kind, message } => {
+            assert_eq!(kind, ErrorKind::BadFrame);
+            assert!(message.contains("malformed"), "{message}");
+        }
+        other => panic!("expected an error, got {other:?}"),
+    }
+    write_frame(&mut bad, &Request::Status).unwrap();
+    assert!(matches!(recv(&mut bad), Response::Status(_)));
+
+    // Meanwhile another client is served normally.
+    env.ctl_ok(&proj, &["sync"]);
+
+    // An oversized frame: error, then the connection is closed.
+    let mut big = hello(&env.socket).unwrap();
+    send_raw(&mut big, &u32::MAX.to_be_bytes());
+    match recv(&mut big) {
+        Response::Error { kind, message } => {
+            assert_eq!(kind, ErrorKind::BadFrame);
+            assert!(message.contains("exceeds"), "{message}");
+        }
+        other => panic!("expected an error, got {other:?}"),
+    }
+    assert!(closed(&mut big), "connection closed after an oversized frame");
+
+    // A truncated frame: the daemon drops that connection only.
+    let mut cut = hello(&env.socket).unwrap();
+    send_raw(&mut cut, &[0, 0, 1, 0, b'{']);
+    drop(cut);
+
+    // Garbage before any hello: an error and a closed connection.
+    let mut raw = UnixStream::connect(&env.socket).unwrap();
+    send_raw(&mut raw, &[0, 0, 0, 4, b'n', b'o', b'p', b'e']);
+    assert!(matches!(recv(&mut raw), Response::Error { kind: ErrorKind::BadFrame, .. }));
+    assert!(closed(&mut raw));
+
+    // A request before the hello is refused too.
+    let mut early = UnixStream::connect(&env.socket).unwrap();
+    write_frame(&mut early, &Request::Status).unwrap();
+    match recv(&mut early) {
+        Response::Error { kind, message } => {
+            assert_eq!(kind, ErrorKind::BadFrame);
+            assert!(message.contains("Hello"), "{message}");
+        }
+        other => panic!("expected an error, got {other:?}"),
+    }
+
+    // Still alive and well for everyone.
+    env.ctl_ok(&proj, &["status"]);
+    let out = env.ctl(&proj, &["sync"]);
+    assert!(out.status.success(), "{out:?}");
+}
+
+#[test]
+fn version_mismatch_is_refused_clearly() {
+    let env = Env::new();
+    let _d = env.start_daemon();
+    let mut s = UnixStream::connect(&env.socket).unwrap();
+    write_frame(
+        &mut s,
+        &Request::Hello {
+            version: PROTOCOL_VERSION + 41,
+            client: "future".into(),
+        },
+    )
+    .unwrap();
+    match recv(&mut s) {
+        Response::Error { kind, message } => {
+            assert_eq!(kind, ErrorKind::Version);
+            assert!(message.contains("protocol"), "{message}");
+            assert!(message.contains(&(PROTOCOL_VERSION + 41).to_string()), "{message}");
+        }
+        other => panic!("expected a version error, got {other:?}"),
+    }
+}
+
+#[test]
+fn ckptctl_reports_a_daemon_of_another_protocol_version() {
+    let env = Env::new();
+    let dir = env.socket.parent().unwrap();
+    std::fs::create_dir_all(dir).unwrap();
+    // A fake daemon from the future: answers every hello with version 99.
+    let listener = UnixListener::bind(&env.socket).unwrap();
+    let server = std::thread::spawn(move || {
+        let (mut conn, _) = listener.accept().unwrap();
+        let _: Request = ckpt_proto::read_frame(&mut conn).unwrap();
+        let reply = Response::Hello(ckpt_proto::HelloReply {
+            version: 99,
+            daemon_version: "9.9.9".into(),
+            pid: 4242,
+        });
+        write_frame(&mut conn, &reply).unwrap();
+    });
+    let out = env.ctl(env.path(), &["status"]);
+    server.join().unwrap();
+    assert_eq!(out.code(), 1, "{out:?}");
+    assert!(
+        out.stderr.contains("protocol 99") && out.stderr.contains(&format!("speaks {PROTOCOL_VERSION}")),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn no_daemon_and_no_autostart_is_a_clear_error() {
+    let env = Env::new();
+    let out = env.ctl(env.path(), &["status"]);
+    assert_eq!(out.code(), 1, "{out:?}");
+    assert!(out.stderr.contains("no ckptd is running"), "{}", out.stderr);
+    let out = env.ctl(env.path(), &["--json", "status"]);
+    assert_eq!(out.code(), 1);
+    assert!(out.json()["error"]["message"].as_str().unwrap().contains("no ckptd"));
+}
+
+#[test]
+fn autostart_spawns_a_daemon_on_the_same_socket_and_data_dir() {
+    let env = Env::new();
+    let proj = env.dir("p");
+    std::fs::write(proj.join("f"), "1").unwrap();
+    let out = run(env.ctl_cmd(&proj, &["--json", "status"]).env_remove("CKPT_NO_AUTOSTART"));
+    assert!(out.status.success(), "{out:?}");
+    let status = out.json();
+    let pid = status["daemon"]["pid"].as_i64().unwrap() as i32;
+    assert_eq!(status["daemon"]["socket"], env.socket.to_str().unwrap());
+    assert_eq!(status["daemon"]["data_dir"], env.data.to_str().unwrap());
+    // Its log went to the data dir.
+    assert!(env.data.join("ckptd.log").exists());
+    // It keeps running for the next call.
+    let again = env.ctl_json(&proj, &["status"]);
+    assert_eq!(again["daemon"]["pid"].as_i64().unwrap() as i32, pid);
+    // SAFETY: stopping the daemon this test started.
+    unsafe { libc::kill(pid, libc::SIGTERM) };
+    wait_for("the autostarted daemon to exit", Duration::from_secs(30), || {
+        // SAFETY: signal 0 only probes whether the pid exists.
+        unsafe { libc::kill(pid, 0) != 0 }
+    });
+}
+
+#[test]
+fn sigterm_shuts_down_cleanly() {
+    let env = Env::new();
+    let d = env.start_daemon();
+    let status = d.terminate();
+    assert!(status.success(), "ckptd exit status {status}");
+    assert!(!env.socket.exists(), "socket removed on shutdown");
+    // And a new daemon starts on the same socket and data dir.
+    let _d2 = env.start_daemon();
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let env = Env::new();
+    let out = env.ctl(env.path(), &["rewind"]);
+    assert_eq!(out.code(), 2, "{out:?}");
+    let out = env.ctl(env.path(), &["no-such-command"]);
+    assert_eq!(out.code(), 2, "{out:?}");
+}
