@@ -1,0 +1,197 @@
+//! What the watcher must not miss: bursts in new directories, the usual
+//! editor and tool dances, odd names; and what it must ignore: our own
+//! cookies and writes.
+
+use ckpt_e2e::*;
+
+#[test]
+fn burst_of_new_nested_directories_is_captured() {
+    let env = Env::new();
+    let _d = env.start_daemon();
+    let proj = env.git_repo("p", &[("README", b"r\n")]);
+    env.ctl_ok(&proj, &["watch"]);
+    let before = snapshot_work(&proj);
+    env.ctl_ok(&proj, &["turn-start"]);
+    sh(&proj, "mkdir -p a/b/c && echo x > a/b/c/f");
+    sh(
+        &proj,
+        "for i in $(seq 1 40); do mkdir -p n$i/b/c/d && echo $i > n$i/b/c/d/f && echo $i > n$i/top; done",
+    );
+    let ended = env.ctl_json(&proj, &["turn-end"]);
+    let paths: Vec<&str> = ended["turn"]["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["path"].as_str().unwrap())
+        .collect();
+    for p in ["a", "a/b", "a/b/c", "a/b/c/f"] {
+        assert!(paths.contains(&p), "{p} not captured: {paths:?}");
+    }
+    for i in 1..=40 {
+        let f = format!("n{i}/b/c/d/f");
+        assert!(paths.contains(&f.as_str()), "{f} not captured");
+    }
+    env.ctl_ok(&proj, &["rewind", "1"]);
+    assert_same_tree("burst rewound", &before, &snapshot_work(&proj));
+}
+
+#[test]
+fn editor_and_tool_dances_are_captured_and_rewound() {
+    let env = Env::new();
+    let _d = env.start_daemon();
+    let proj = env.git_repo(
+        "p",
+        &[
+            ("main.c", b"int main() { return 0; }\n"),
+            ("conf.ini", b"[a]\nx=1\n"),
+            ("data/list.txt", b"one\ntwo\n"),
+            ("mv-me.txt", b"moving\n"),
+        ],
+    );
+    env.ctl_ok(&proj, &["watch"]);
+    let before = snapshot_work(&proj);
+    env.ctl_ok(&proj, &["turn-start", "--label", "editors"]);
+    sh(
+        &proj,
+        r#"
+        # vim's backup dance: copy to f~, rename the new file over, drop the backup
+        cp main.c main.c~ && printf 'int main() { return 1; }\n' > .main.c.new && mv .main.c.new main.c && rm main.c~
+        # write-then-rename atomic save
+        printf '[a]\nx=2\n' > conf.ini.tmp.123 && mv conf.ini.tmp.123 conf.ini
+        sed -i 's/two/TWO/' data/list.txt
+        mv mv-me.txt data/moved.txt
+        cp data/list.txt data/copy.txt
+        ln -s data/copy.txt link-to-copy
+        printf '\0\1\2binary' > blob.bin
+        "#,
+    );
+    let after = snapshot_work(&proj);
+    let ended = env.ctl_json(&proj, &["turn-end"]);
+    let entries = ended["turn"]["entries"].as_array().unwrap();
+    let paths: Vec<&str> = entries.iter().map(|e| e["path"].as_str().unwrap()).collect();
+    for p in ["main.c", "conf.ini", "data/list.txt", "mv-me.txt", "data/moved.txt", "data/copy.txt", "link-to-copy", "blob.bin"] {
+        assert!(paths.contains(&p), "{p} not in {paths:?}");
+    }
+    for gone in ["main.c~", ".main.c.new", "conf.ini.tmp.123"] {
+        assert!(!paths.contains(&gone), "transient {gone} should not be a change: {paths:?}");
+    }
+    let diff = env.ctl_ok(&proj, &["diff", "1"]);
+    assert!(diff.contains("-int main() { return 0; }") && diff.contains("+int main() { return 1; }"), "{diff}");
+    assert!(diff.contains("blob.bin") && diff.contains("binary"), "binary named, not dumped: {diff}");
+
+    env.ctl_ok(&proj, &["rewind", "1"]);
+    assert_same_tree("dances rewound", &before, &snapshot_work(&proj));
+    env.ctl_ok(&proj, &["redo"]);
+    assert_same_tree("dances redone", &after, &snapshot_work(&proj));
+}
+
+#[test]
+fn non_utf8_names_survive_the_round_trip() {
+    let env = Env::new();
+    let _d = env.start_daemon();
+    let proj = env.dir("p");
+    std::fs::write(proj.join("plain"), "p").unwrap();
+    env.ctl_ok(&proj, &["watch"]);
+    let before = snapshot_work(&proj);
+    env.ctl_ok(&proj, &["turn-start"]);
+    sh(&proj, "printf 'x' > \"$(printf 'caf\\351')\" && echo gone > plain");
+    let ended = env.ctl_json(&proj, &["turn-end"]);
+    let entries = ended["turn"]["entries"].as_array().unwrap();
+    // A non-UTF-8 name travels as raw bytes.
+    assert!(
+        entries.iter().any(|e| e["path"] == serde_json::json!([99, 97, 102, 0xe9])),
+        "{entries:#?}"
+    );
+    env.ctl_ok(&proj, &["rewind", "1"]);
+    assert_same_tree("non-utf8 rewound", &before, &snapshot_work(&proj));
+}
+
+#[test]
+fn turn_start_watches_an_unwatched_project_and_cookies_leave_no_trace() {
+    let env = Env::new();
+    let _d = env.start_daemon();
+    let proj = env.git_repo("p", &[("src/lib.rs", b"pub fn f() {}\n")]);
+    let before = snapshot_work(&proj);
+    // From a subdirectory: the git top-level becomes the project.
+    let started = env.ctl_json(&proj.join("src"), &["turn-start", "--label", "auto"]);
+    assert_eq!(started["turn"], 1);
+    assert_eq!(started["watched_now"], true);
+    assert_eq!(started["project"], proj.canonicalize().unwrap().to_str().unwrap());
+    sh(&proj, "echo 'pub fn g() {}' >> src/lib.rs");
+    for _ in 0..5 {
+        env.ctl_ok(&proj, &["sync"]);
+    }
+    let ended = env.ctl_json(&proj, &["turn-end"]);
+    let entries = ended["turn"]["entries"].as_array().unwrap();
+    assert_eq!(entries.len(), 1, "{entries:#?}");
+    assert_eq!(entries[0]["path"], "src/lib.rs");
+    // No cookie is left behind, and none was ever captured.
+    assert!(list(&proj).iter().all(|p| !p.contains(".ckpt-")), "{:?}", list(&proj));
+    env.ctl_ok(&proj, &["rewind", "1"]);
+    assert_same_tree("auto-watched rewound", &before, &snapshot_work(&proj));
+    // Between turns, changes belong to no turn.
+    sh(&proj, "echo between > between.txt");
+    env.ctl_ok(&proj, &["turn-start"]);
+    let ended = env.ctl_json(&proj, &["turn-end"]);
+    assert_eq!(ended["turn"]["entries"].as_array().unwrap().len(), 0);
+}
+
+#[test]
+fn run_wraps_a_command_as_one_turn() {
+    let env = Env::new();
+    let _d = env.start_daemon();
+    let proj = env.git_repo("p", &[("f", b"1\n")]);
+    env.ctl_ok(&proj, &["watch"]);
+    let before = snapshot_work(&proj);
+    let out = env.ctl(&proj, &["run", "--", "sh", "-c", "echo 2 > f && echo out && exit 7"]);
+    assert_eq!(out.code(), 7, "exit status of the command: {out:?}");
+    assert_eq!(out.stdout, "out\n", "the command's stdout is untouched");
+    let log = env.ctl_json(&proj, &["log"]);
+    let t = &log["turns"][0];
+    assert_eq!(t["status"], "closed");
+    assert_eq!(t["label"], "sh -c echo 2 > f && echo out && exit 7");
+    assert_eq!(t["counts"]["modified"], 1);
+    env.ctl_ok(&proj, &["rewind", "1"]);
+    assert_same_tree("run rewound", &before, &snapshot_work(&proj));
+}
+
+#[test]
+fn projects_status_and_unwatch() {
+    let env = Env::new();
+    let d = env.start_daemon();
+    let a = env.git_repo("a", &[("x", b"x")]);
+    let b = env.dir("b");
+    std::fs::write(b.join("y"), "y").unwrap();
+    env.ctl_ok(&a, &["watch"]);
+    env.ctl_ok(&b, &["watch"]);
+    let again = env.ctl_json(&b, &["watch"]);
+    assert_eq!(again["already"], true);
+    env.ctl_ok(&a, &["turn-start"]);
+
+    let st = env.ctl_json(&a, &["status"]);
+    assert_eq!(st["daemon"]["pid"].as_i64().unwrap() as i32, d.pid());
+    let projects = st["projects"].as_array().unwrap();
+    assert_eq!(projects.len(), 2);
+    let pa = projects.iter().find(|p| p["root"].as_str().unwrap().ends_with("/a")).unwrap();
+    assert_eq!(pa["health"], "ok");
+    assert_eq!(pa["open_turn"], 1);
+    assert!(pa["entries"].as_u64().unwrap() >= 1);
+    assert!(pa["store_bytes"].as_u64().unwrap() > 0);
+    let human = env.ctl_ok(&a, &["projects"]);
+    assert!(human.contains("/a  ok") && human.contains("turn 1 open"), "{human}");
+
+    // Unwatch keeping data: the history comes back with the next watch.
+    env.ctl_ok(&a, &["unwatch"]);
+    let out = env.ctl(&a, &["log"]);
+    assert_eq!(out.code(), 1, "{out:?}");
+    env.ctl_ok(&a, &["watch"]);
+    let log = env.ctl_json(&a, &["log"]);
+    assert_eq!(log["turns"].as_array().unwrap().len(), 1, "history kept");
+    // Unwatch dropping data: a fresh start.
+    let id = env.ctl_json(&b, &["watch"])["id"].as_str().unwrap().to_string();
+    assert!(env.data.join("projects").join(&id).exists());
+    env.ctl_ok(&b, &["unwatch", "--drop-data"]);
+    assert!(!env.data.join("projects").join(&id).exists(), "store deleted");
+    let projects = env.ctl_json(&a, &["projects"]);
+    assert_eq!(projects["projects"].as_array().unwrap().len(), 1);
+}

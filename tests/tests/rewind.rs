@@ -1,0 +1,182 @@
+//! Rewind and redo through `ckptctl`: several turns, conflicts (exit 3 and
+//! nothing changed), `--force`, `--dry-run`, `--path`, and clear errors.
+
+use std::path::Path;
+
+use ckpt_e2e::*;
+
+/// A watched repo with three closed turns; returns the tree before each turn
+/// and after the last.
+fn three_turns(env: &Env) -> (std::path::PathBuf, Vec<Tree>) {
+    let proj = env.git_repo(
+        "app",
+        &[
+            ("a.txt", b"a0\n"),
+            ("b.txt", b"b0\n"),
+            ("lib/c.rs", b"fn c() {}\n"),
+        ],
+    );
+    env.ctl_ok(&proj, &["watch"]);
+    let mut states = vec![snapshot_work(&proj)];
+    let turns = [
+        "echo a1 > a.txt && echo new > n1.txt",
+        "sed -i 's/b0/b2/' b.txt && rm lib/c.rs && mkdir -p lib/deep && echo d > lib/deep/d.rs",
+        "echo a3 >> a.txt && mv n1.txt renamed.txt && chmod +x b.txt",
+    ];
+    for (i, script) in turns.iter().enumerate() {
+        let started = env.ctl_json(&proj, &["turn-start", "--label", &format!("step {}", i + 1)]);
+        assert_eq!(started["turn"], i as i64 + 1);
+        sh(&proj, script);
+        env.ctl_ok(&proj, &["turn-end"]);
+        states.push(snapshot_work(&proj));
+    }
+    (proj, states)
+}
+
+#[test]
+fn multi_turn_rewind_then_redo() {
+    let env = Env::new();
+    let _d = env.start_daemon();
+    let (proj, states) = three_turns(&env);
+
+    // Rewind turn 2 undoes turns 2 and 3, keeps turn 1.
+    let r = env.ctl_json(&proj, &["rewind", "2"]);
+    assert_eq!(r["outcome"], "applied");
+    assert_eq!(r["turns"], serde_json::json!([2, 3]));
+    assert_same_tree("rewound to before turn 2", &states[1], &snapshot_work(&proj));
+    let log = env.ctl_json(&proj, &["log"]);
+    let status: Vec<&str> = log["turns"].as_array().unwrap().iter().map(|t| t["status"].as_str().unwrap()).collect();
+    assert_eq!(status, ["rewound", "rewound", "closed"]);
+
+    // Redo puts back exactly what was there.
+    env.ctl_ok(&proj, &["redo"]);
+    assert_same_tree("redo", &states[3], &snapshot_work(&proj));
+
+    // Then all the way back to the start.
+    env.ctl_ok(&proj, &["rewind", "1"]);
+    assert_same_tree("rewound to before turn 1", &states[0], &snapshot_work(&proj));
+
+    // A rewound turn cannot be rewound again.
+    let out = env.ctl(&proj, &["rewind", "3"]);
+    assert_eq!(out.code(), 1, "{out:?}");
+    assert!(out.stderr.contains("already rewound"), "{}", out.stderr);
+    assert_same_tree("refused re-rewind", &states[0], &snapshot_work(&proj));
+
+    // Nothing to redo twice.
+    env.ctl_ok(&proj, &["redo"]);
+    assert_same_tree("second redo", &states[3], &snapshot_work(&proj));
+    let again = env.ctl(&proj, &["redo"]);
+    assert_eq!(again.code(), 1, "{again:?}");
+    assert!(again.stderr.contains("nothing to redo"), "{}", again.stderr);
+}
+
+#[test]
+fn conflicts_refuse_with_exit_3_and_change_nothing_until_forced() {
+    let env = Env::new();
+    let _d = env.start_daemon();
+    let (proj, states) = three_turns(&env);
+
+    // The user edits a file the agent touched, after the agent.
+    sh(&proj, "echo 'my own edit' >> a.txt");
+    let edited = snapshot_work(&proj);
+
+    let out = env.ctl(&proj, &["rewind", "1"]);
+    assert_eq!(out.code(), 3, "{out:?}");
+    assert!(out.stderr.contains("conflict") && out.stderr.contains("a.txt"), "{}", out.stderr);
+    assert!(out.stderr.contains("--force"), "{}", out.stderr);
+    assert_same_tree("refused rewind", &edited, &snapshot_work(&proj));
+
+    let out = env.ctl(&proj, &["--json", "rewind", "1"]);
+    assert_eq!(out.code(), 3);
+    let doc = out.json();
+    assert_eq!(doc["outcome"], "refused");
+    assert_eq!(doc["conflicts"][0]["path"], "a.txt");
+    assert_same_tree("refused rewind (json)", &edited, &snapshot_work(&proj));
+
+    // --dry-run shows the plan and changes nothing.
+    let dry = env.ctl_ok(&proj, &["rewind", "1", "--dry-run", "--force"]);
+    assert!(dry.contains("would restore") && dry.contains("a.txt"), "{dry}");
+    assert!(dry.contains("would delete") && dry.contains("lib/deep"), "{dry}");
+    assert!(dry.contains("would recreate") && dry.contains("lib/c.rs"), "{dry}");
+    assert_same_tree("dry run", &edited, &snapshot_work(&proj));
+
+    // --force overwrites; redo brings back even the user's edit.
+    env.ctl_ok(&proj, &["rewind", "1", "--force"]);
+    assert_same_tree("forced rewind", &states[0], &snapshot_work(&proj));
+    env.ctl_ok(&proj, &["redo"]);
+    assert_same_tree("redo after force", &edited, &snapshot_work(&proj));
+}
+
+#[test]
+fn dry_run_changes_nothing() {
+    let env = Env::new();
+    let _d = env.start_daemon();
+    let (proj, states) = three_turns(&env);
+    let plan = env.ctl_json(&proj, &["rewind", "2", "--dry-run"]);
+    assert_eq!(plan["outcome"], "dry_run");
+    let paths: Vec<&str> = plan["actions"].as_array().unwrap().iter().map(|a| a["path"].as_str().unwrap()).collect();
+    for p in ["a.txt", "b.txt", "lib/c.rs", "lib/deep", "lib/deep/d.rs", "n1.txt", "renamed.txt"] {
+        assert!(paths.contains(&p), "{p} missing from plan {paths:?}");
+    }
+    assert_same_tree("dry run", &states[3], &snapshot_work(&proj));
+    // And the turns are still live.
+    let log = env.ctl_json(&proj, &["log"]);
+    assert!(log["turns"].as_array().unwrap().iter().all(|t| t["status"] == "closed"));
+}
+
+#[test]
+fn path_limited_rewind_touches_only_that_path() {
+    let env = Env::new();
+    let _d = env.start_daemon();
+    let (proj, states) = three_turns(&env);
+
+    // From a subdirectory, a relative --path, as a person would type it.
+    let lib = proj.join("lib");
+    env.ctl_ok(&lib, &["rewind", "2", "--path", "c.rs"]);
+    let now = snapshot_work(&proj);
+    assert_eq!(std::fs::read(proj.join("lib/c.rs")).unwrap(), b"fn c() {}\n");
+    // Everything else is as the last turn left it.
+    let mut expected = states[3].clone();
+    expected.insert(b"lib/c.rs".to_vec(), states[0][&b"lib/c.rs".to_vec()].clone());
+    assert_same_tree("--path rewind", &expected, &now);
+
+    // A path outside the project is refused clearly.
+    let out = env.ctl(&proj, &["rewind", "2", "--path", "/etc/passwd"]);
+    assert_eq!(out.code(), 1, "{out:?}");
+    assert!(out.stderr.contains("not inside the project"), "{}", out.stderr);
+}
+
+#[test]
+fn unknown_turn_and_unwatched_directory_are_clear_errors() {
+    let env = Env::new();
+    let _d = env.start_daemon();
+    let (proj, states) = three_turns(&env);
+
+    for args in [&["rewind", "42"][..], &["show", "42"], &["diff", "42"]] {
+        let out = env.ctl(&proj, args);
+        assert_eq!(out.code(), 1, "{args:?}: {out:?}");
+        assert!(out.stderr.contains("no turn 42"), "{args:?}: {}", out.stderr);
+    }
+    let out = env.ctl(&proj, &["--json", "rewind", "42"]);
+    assert_eq!(out.json()["error"]["kind"], "unknown_turn");
+    assert_same_tree("after errors", &states[3], &snapshot_work(&proj));
+
+    let elsewhere = env.dir("elsewhere");
+    for args in [&["log"][..], &["turn-end"], &["sync"], &["rewind", "1"], &["redo"]] {
+        let out = env.ctl(&elsewhere, args);
+        assert_eq!(out.code(), 1, "{args:?}: {out:?}");
+        assert!(out.stderr.contains("not inside a watched project"), "{args:?}: {}", out.stderr);
+    }
+    let out = env.ctl(&elsewhere, &["--json", "log"]);
+    assert_eq!(out.json()["error"]["kind"], "not_watched");
+
+    // turn-end without an open turn.
+    let out = env.ctl(&proj, &["turn-end"]);
+    assert_eq!(out.code(), 1);
+    assert!(out.stderr.contains("no turn is open"), "{}", out.stderr);
+
+    // -C points commands at another directory.
+    let log = env.ctl_json(&elsewhere, &["-C", proj.to_str().unwrap(), "log"]);
+    assert_eq!(log["turns"].as_array().unwrap().len(), 3);
+    assert!(Path::new(log["project"].as_str().unwrap()).ends_with("app"));
+}
