@@ -90,12 +90,26 @@ pub(crate) fn state(conn: &Connection, path: &RelPath) -> Result<State> {
     Ok(get(conn, path)?.map_or(State::Absent, |r| r.state))
 }
 
-/// Every row strictly below `dir`.
-pub(crate) fn below(conn: &Connection, dir: &RelPath) -> Result<Vec<(RelPath, CacheRow)>> {
+/// Key bounds of the rows strictly below `dir`: `dir/` < path < `dir0`.
+fn bounds(dir: &RelPath) -> (Vec<u8>, Vec<u8>) {
     let mut lo = dir.as_bytes().to_vec();
     lo.push(b'/');
     let mut hi = dir.as_bytes().to_vec();
     hi.push(b'/' + 1);
+    (lo, hi)
+}
+
+pub(crate) fn remove_below(conn: &Connection, dir: &RelPath) -> Result<()> {
+    conn.execute(
+        "DELETE FROM files WHERE path > ?1 AND path < ?2",
+        bounds(dir),
+    )?;
+    Ok(())
+}
+
+/// Every row strictly below `dir`.
+pub(crate) fn below(conn: &Connection, dir: &RelPath) -> Result<Vec<(RelPath, CacheRow)>> {
+    let (lo, hi) = bounds(dir);
     let mut stmt = conn.prepare_cached(&format!(
         "SELECT {COLS} FROM files WHERE path > ?1 AND path < ?2"
     ))?;

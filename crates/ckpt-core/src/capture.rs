@@ -10,9 +10,9 @@ use crate::error::Result;
 use crate::model::ScanReport;
 use crate::project::{now_ns, Project};
 use crate::relpath::RelPath;
-use crate::scan::{self, Excludes, IGNORE_FILE};
-use crate::state::State;
-use crate::store::{BlobStore, Prepared};
+use crate::scan::{self, Excludes, CACHE_TAG, IGNORE_FILE};
+use crate::state::{Hash, State};
+use crate::store::Prepared;
 use crate::turns;
 
 /// Raw bytes read per write batch: bounds memory on big trees while keeping
@@ -32,6 +32,8 @@ struct Captured {
     path: RelPath,
     old: Option<CacheRow>,
     new: Option<(State, Stat)>,
+    /// The bytes read, kept only until we know whether the store has them.
+    content: Option<Vec<u8>>,
     blob: Option<Prepared>,
 }
 
@@ -110,6 +112,13 @@ impl Project {
                 .root_fs
                 .lstat(&path)
                 .map_err(|e| io_err("stat", &self.root_fs, &path, e))?;
+            if path.file_name() == CACHE_TAG && stat.is_some_and(|s| s.kind == StatKind::File) {
+                if let Some(dir) = path.parent() {
+                    self.excludes.note_tagged(&dir);
+                    // Tagged now: its contents leave the cache (not deleted).
+                    cache::remove_below(&self.conn, &dir)?;
+                }
+            }
             if self
                 .excludes
                 .is_excluded(&path, stat.is_some_and(|s| s.kind == StatKind::Dir))
@@ -138,6 +147,10 @@ impl Project {
                         },
                     );
                 }
+            }
+            if is_dir && !same_dir && self.root.join(path.as_path()).join(CACHE_TAG).is_file() {
+                self.excludes.note_tagged(&path);
+                continue;
             }
             if is_dir && !same_dir {
                 // A new directory: files created in it before we could watch
@@ -193,13 +206,25 @@ impl Project {
                 end += 1;
             }
             let batch: Vec<Seen> = seen.drain(..end).collect();
-            let captured = read_batch(
-                &self.root_fs,
-                &self.store,
-                batch,
-                self.opts.max_file_size,
-                self.opts.threads,
-            );
+            let (fs, max, threads) = (&self.root_fs, self.opts.max_file_size, self.opts.threads);
+            let mut captured = par_map(batch, threads, |s| read_one(fs, s, max));
+            // Compress only content the store does not have yet: touching,
+            // rewinding and redoing mostly produce known blobs.
+            let mut fresh = std::collections::HashSet::new();
+            let mut to_store = Vec::new();
+            for (i, c) in captured.iter_mut().enumerate() {
+                if let (Some(data), Some((State::File { hash, .. }, _))) =
+                    (c.content.take(), &c.new)
+                {
+                    if fresh.insert(*hash) && !self.store.contains(&self.conn, hash)? {
+                        to_store.push((i, data));
+                    }
+                }
+            }
+            let store = &self.store;
+            for (i, blob) in par_map(to_store, threads, |(i, data)| (i, store.prepare(&data))) {
+                captured[i].blob = Some(blob);
+            }
             self.write_batch(captured, scan_start, report)?;
         }
         Ok(())
@@ -241,25 +266,19 @@ impl Project {
     }
 }
 
-/// Reads, hashes and compresses a batch on `threads` threads.
-fn read_batch(
-    root: &Root,
-    store: &BlobStore,
-    batch: Vec<Seen>,
-    max_size: u64,
-    threads: usize,
-) -> Vec<Captured> {
-    let threads = threads.clamp(1, 16).min(batch.len().div_ceil(8).max(1));
+/// `items.map(f)` on up to `threads` scoped threads, keeping the order.
+fn par_map<T: Send, R: Send>(items: Vec<T>, threads: usize, f: impl Fn(T) -> R + Sync) -> Vec<R> {
+    let threads = threads.clamp(1, 16).min(items.len().div_ceil(8).max(1));
     if threads == 1 {
-        return batch
-            .into_iter()
-            .map(|s| read_one(root, store, s, max_size))
-            .collect();
+        return items.into_iter().map(f).collect();
     }
-    let mut chunks: Vec<Vec<Seen>> = (0..threads).map(|_| Vec::new()).collect();
-    for (i, s) in batch.into_iter().enumerate() {
-        chunks[i % threads].push(s);
+    let n = items.len();
+    let mut chunks: Vec<Vec<(usize, T)>> = (0..threads).map(|_| Vec::new()).collect();
+    for (i, item) in items.into_iter().enumerate() {
+        chunks[i % threads].push((i, item));
     }
+    let f = &f;
+    let mut out: Vec<Option<R>> = (0..n).map(|_| None).collect();
     std::thread::scope(|scope| {
         let handles: Vec<_> = chunks
             .into_iter()
@@ -267,24 +286,29 @@ fn read_batch(
                 scope.spawn(move || {
                     chunk
                         .into_iter()
-                        .map(|s| read_one(root, store, s, max_size))
+                        .map(|(i, t)| (i, f(t)))
                         .collect::<Vec<_>>()
                 })
             })
             .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| h.join().expect("capture worker panicked"))
-            .collect()
-    })
+        for h in handles {
+            for (i, r) in h.join().expect("capture worker panicked") {
+                out[i] = Some(r);
+            }
+        }
+    });
+    out.into_iter()
+        .map(|r| r.expect("every item mapped"))
+        .collect()
 }
 
-fn read_one(root: &Root, store: &BlobStore, seen: Seen, max_size: u64) -> Captured {
+fn read_one(root: &Root, seen: Seen, max_size: u64) -> Captured {
     let Seen { path, stat, old } = seen;
     let mut out = Captured {
         path,
         old,
         new: None,
+        content: None,
         blob: None,
     };
     let Some(stat) = stat else {
@@ -305,22 +329,16 @@ fn read_one(root: &Root, store: &BlobStore, seen: Seen, max_size: u64) -> Captur
         )),
         StatKind::File => match root.read_file(&out.path) {
             Ok((data, st)) => {
-                let blob = store.prepare(&data);
                 let state = State::File {
-                    hash: blob.hash,
+                    hash: Hash::of(&data),
                     size: data.len() as u64,
                     mode: st.mode,
                 };
-                out.blob = Some(blob);
+                let size = data.len() as u64;
+                out.content = Some(data);
                 // The stat of the file we read, so a change made while we
                 // read it is seen next time.
-                out.new = Some((
-                    state,
-                    Stat {
-                        size: data.len() as u64,
-                        ..st
-                    },
-                ));
+                out.new = Some((state, Stat { size, ..st }));
                 return out;
             }
             Err(e) if e.kind() == io::ErrorKind::NotFound => return out,

@@ -20,10 +20,11 @@ pub fn is_internal_name(name: &[u8]) -> bool {
 
 /// Directory names never descended into, wherever they are: dependency and
 /// build output that tools regenerate. `.git` is handled separately and can
-/// never be configured back in.
+/// never be configured back in. Build directories with a common name (Cargo's
+/// `target`) are recognized by their `CACHEDIR.TAG` instead, so a source
+/// folder that happens to be called `target` is still captured.
 pub const DEFAULT_EXCLUDES: &[&str] = &[
     "node_modules",
-    "target",
     ".venv",
     "venv",
     "__pycache__",

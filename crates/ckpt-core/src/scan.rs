@@ -13,13 +13,20 @@ use crate::relpath::RelPath;
 /// The project's ignore file (gitignore syntax), read from the root only.
 pub const IGNORE_FILE: &str = ".ckptignore";
 
+/// A directory holding this file is a cache or build output
+/// (<https://bford.info/cachedir/>; Cargo tags `target/` with it): excluded.
+pub const CACHE_TAG: &str = "CACHEDIR.TAG";
+
 /// What is never captured: `.git` (file or directory), built-in dependency and
 /// build directories, ckpt's own cookies and temp files, and `.ckptignore`
-/// matches. Gitignored files such as `.env` are captured.
+/// matches, and directories tagged with `CACHEDIR.TAG`. Gitignored files such
+/// as `.env` are captured.
 #[derive(Clone)]
 pub(crate) struct Excludes {
-    names: HashSet<Vec<u8>>,
+    names: Arc<HashSet<Vec<u8>>>,
     ignore: Option<Gitignore>,
+    /// Tagged directories found so far (by walks and by events).
+    tagged: Arc<Mutex<HashSet<Vec<u8>>>>,
 }
 
 impl Excludes {
@@ -41,7 +48,19 @@ impl Excludes {
                 Gitignore::empty()
             })
         });
-        Excludes { names, ignore }
+        Excludes {
+            names: Arc::new(names),
+            ignore,
+            tagged: Arc::default(),
+        }
+    }
+
+    /// Records that `dir` holds a `CACHEDIR.TAG`: excluded from now on.
+    pub fn note_tagged(&self, dir: &RelPath) {
+        self.tagged
+            .lock()
+            .expect("tag set poisoned")
+            .insert(dir.as_bytes().to_vec());
     }
 
     fn name_excluded(&self, name: &[u8]) -> bool {
@@ -54,6 +73,19 @@ impl Excludes {
         if path.components().any(|c| self.name_excluded(c.as_bytes())) {
             return true;
         }
+        let tagged = self.tagged.lock().expect("tag set poisoned");
+        if !tagged.is_empty() {
+            let bytes = path.as_bytes();
+            let below_tagged = bytes
+                .iter()
+                .enumerate()
+                .filter(|(_, &b)| b == b'/')
+                .any(|(i, _)| tagged.contains(&bytes[..i]));
+            if below_tagged || (is_dir && tagged.contains(bytes)) {
+                return true;
+            }
+        }
+        drop(tagged);
         match &self.ignore {
             Some(gi) => gi
                 .matched_path_or_any_parents(path.as_path(), is_dir)
@@ -84,7 +116,7 @@ pub(crate) fn walk(
         Some(rel) => root.join(rel.as_path()),
         None => root.to_path_buf(),
     };
-    let excl = Arc::new(excludes.clone());
+    let excl = excludes.clone();
     let filter_root = root.to_path_buf();
     let walker = ignore::WalkBuilder::new(&top)
         .standard_filters(false)
@@ -95,8 +127,13 @@ pub(crate) fn walk(
             if e.depth() == 0 {
                 return true;
             }
+            let is_dir = e.file_type().is_some_and(|t| t.is_dir());
             match RelPath::from_abs(&filter_root, e.path()) {
-                Ok(rel) => !excl.is_excluded(&rel, e.file_type().is_some_and(|t| t.is_dir())),
+                Ok(rel) if is_dir && e.path().join(CACHE_TAG).is_file() => {
+                    excl.note_tagged(&rel);
+                    false
+                }
+                Ok(rel) => !excl.is_excluded(&rel, is_dir),
                 Err(_) => false,
             }
         })
