@@ -357,3 +357,108 @@ fn io_err(action: &'static str, root: &Root, path: &RelPath, source: io::Error) 
         source,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::fs;
+
+    use crate::model::{Options, TurnMeta};
+    use crate::project::Project;
+    use crate::relpath::RelPath;
+
+    fn setup() -> (tempfile::TempDir, std::path::PathBuf, Project) {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("proj");
+        fs::create_dir_all(root.join("src/target")).unwrap();
+        fs::write(root.join("src/target/x.rs"), "source, not build output").unwrap();
+        fs::create_dir_all(root.join("target/debug")).unwrap();
+        fs::write(
+            root.join("target/CACHEDIR.TAG"),
+            "Signature: 8a477f597d28d172789f06886806bc55",
+        )
+        .unwrap();
+        fs::write(root.join("target/debug/bin"), "built").unwrap();
+        fs::create_dir_all(root.join("node_modules/x")).unwrap();
+        fs::write(root.join("node_modules/x/i.js"), "dep").unwrap();
+        fs::write(root.join(".ckptignore"), "*.log\n/scratch/\n").unwrap();
+        fs::write(root.join("a.log"), "log").unwrap();
+        fs::create_dir_all(root.join("scratch")).unwrap();
+        fs::write(root.join("scratch/s"), "s").unwrap();
+        fs::write(root.join(".env"), "SECRET=1").unwrap();
+        let p = Project::open(&tmp.path().join("store"), &root, Options::default()).unwrap();
+        (tmp, root, p)
+    }
+
+    fn cached(p: &Project) -> Vec<String> {
+        let mut v: Vec<String> = crate::cache::all(&p.conn)
+            .unwrap()
+            .into_keys()
+            .map(|k| k.display())
+            .collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn excludes_tagged_build_dirs_dependencies_and_ckptignore_but_not_dotenv() {
+        let (_tmp, _root, mut p) = setup();
+        p.reconcile().unwrap();
+        assert_eq!(
+            cached(&p),
+            [
+                ".ckptignore",
+                ".env",
+                "src",
+                "src/target",
+                "src/target/x.rs"
+            ],
+        );
+        for (path, dir) in [
+            ("target/debug/bin", false),
+            ("node_modules/x", true),
+            ("a.log", false),
+            ("scratch/s", false),
+        ] {
+            assert!(p.is_excluded(&RelPath::new(path).unwrap(), dir), "{path}");
+        }
+        assert!(!p.is_excluded(&RelPath::new("src/target/x.rs").unwrap(), false));
+    }
+
+    #[test]
+    fn a_dir_tagged_later_leaves_the_cache_without_counting_as_deleted() {
+        let (_tmp, root, mut p) = setup();
+        p.reconcile().unwrap();
+        let turn = p.turn_start(TurnMeta::default()).unwrap();
+        fs::write(
+            root.join("src/target/CACHEDIR.TAG"),
+            "Signature: 8a477f597d28d172789f06886806bc55",
+        )
+        .unwrap();
+        p.check_paths([RelPath::new("src/target/CACHEDIR.TAG").unwrap()])
+            .unwrap();
+        assert_eq!(cached(&p), [".ckptignore", ".env", "src", "src/target"]);
+        assert!(p.turn_end().unwrap().entries.is_empty());
+        assert!(p.show(turn).unwrap().entries.is_empty());
+    }
+
+    #[test]
+    fn events_for_a_new_directory_capture_its_whole_subtree() {
+        let (_tmp, root, mut p) = setup();
+        p.reconcile().unwrap();
+        let turn = p.turn_start(TurnMeta::default()).unwrap();
+        fs::create_dir_all(root.join("new/a/b")).unwrap();
+        fs::write(root.join("new/a/b/f"), "x").unwrap();
+        // Only the top directory's event arrives (the rest were created
+        // before a watch could be added).
+        p.check_paths([RelPath::new("new").unwrap()]).unwrap();
+        let paths: Vec<String> = p
+            .turn_end()
+            .unwrap()
+            .entries
+            .iter()
+            .map(|e| e.path.display())
+            .collect();
+        assert_eq!(paths, ["new", "new/a", "new/a/b", "new/a/b/f"]);
+        let _ = turn;
+    }
+}
