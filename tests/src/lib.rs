@@ -10,7 +10,7 @@
 //! use ckpt_e2e::Env;
 //! let env = Env::new();
 //! let _daemon = env.start_daemon();
-//! let proj = env.git_project("app");
+//! let proj = env.git_repo("app", &[("a.txt", b"a\n")]);
 //! env.ctl_ok(&proj, &["watch"]);
 //! ```
 
@@ -113,13 +113,20 @@ pub fn wait_for(what: &str, timeout: Duration, mut cond: impl FnMut() -> bool) {
 /// Runs `script` with `sh -c` in `dir` (the agent's or the user's hands);
 /// panics if it fails.
 pub fn sh(dir: &Path, script: &str) {
-    let out = run(Command::new("sh").arg("-c").arg(script).current_dir(dir).envs(git_env(dir)));
+    let out = run(Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .current_dir(dir)
+        .envs(git_env(dir)));
     assert!(out.status.success(), "sh -c {script:?} failed: {out:?}");
 }
 
 /// Runs git in `dir` with a fixed identity and no user config.
 pub fn git(dir: &Path, args: &[&str]) -> Out {
-    let out = run(Command::new("git").args(args).current_dir(dir).envs(git_env(dir)));
+    let out = run(Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .envs(git_env(dir)));
     assert!(out.status.success(), "git {args:?} failed: {out:?}");
     out
 }
@@ -195,7 +202,15 @@ fn walk(root: &Path, dir: &Path, in_git: bool, out: &mut Tree) {
         let mode = meta.permissions().mode() & 0o7777;
         if meta.file_type().is_symlink() {
             let target = std::fs::read_link(&path).expect("readlink");
-            out.insert(rel, (Node::Symlink { target: target.as_os_str().as_bytes().to_vec() }, mtime));
+            out.insert(
+                rel,
+                (
+                    Node::Symlink {
+                        target: target.as_os_str().as_bytes().to_vec(),
+                    },
+                    mtime,
+                ),
+            );
         } else if meta.is_dir() {
             // A directory's mtime changes whenever an entry is added, even by
             // a temp file that is gone again; compare it only inside .git.
@@ -321,7 +336,11 @@ impl Env {
             if let Some(status) = d.child.try_wait().expect("try_wait") {
                 panic!("ckptd exited at start-up ({status}):\n{}", d.log_text());
             }
-            assert!(Instant::now() < deadline, "ckptd did not answer:\n{}", d.log_text());
+            assert!(
+                Instant::now() < deadline,
+                "ckptd did not answer:\n{}",
+                d.log_text()
+            );
             std::thread::sleep(Duration::from_millis(5));
         }
     }
@@ -341,7 +360,10 @@ impl Env {
             .arg(&self.data)
             .env_remove("CKPT_SOCKET")
             .env_remove("CKPT_DATA_DIR")
-            .env("RUST_LOG", std::env::var("RUST_LOG").unwrap_or_else(|_| "debug,notify=info".into()))
+            .env(
+                "RUST_LOG",
+                std::env::var("RUST_LOG").unwrap_or_else(|_| "debug,notify=info".into()),
+            )
             .stdin(Stdio::null())
             .stdout(log)
             .stderr(log2);

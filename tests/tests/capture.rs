@@ -68,16 +68,37 @@ fn editor_and_tool_dances_are_captured_and_rewound() {
     let after = snapshot_work(&proj);
     let ended = env.ctl_json(&proj, &["turn-end"]);
     let entries = ended["turn"]["entries"].as_array().unwrap();
-    let paths: Vec<&str> = entries.iter().map(|e| e["path"].as_str().unwrap()).collect();
-    for p in ["main.c", "conf.ini", "data/list.txt", "mv-me.txt", "data/moved.txt", "data/copy.txt", "link-to-copy", "blob.bin"] {
+    let paths: Vec<&str> = entries
+        .iter()
+        .map(|e| e["path"].as_str().unwrap())
+        .collect();
+    for p in [
+        "main.c",
+        "conf.ini",
+        "data/list.txt",
+        "mv-me.txt",
+        "data/moved.txt",
+        "data/copy.txt",
+        "link-to-copy",
+        "blob.bin",
+    ] {
         assert!(paths.contains(&p), "{p} not in {paths:?}");
     }
     for gone in ["main.c~", ".main.c.new", "conf.ini.tmp.123"] {
-        assert!(!paths.contains(&gone), "transient {gone} should not be a change: {paths:?}");
+        assert!(
+            !paths.contains(&gone),
+            "transient {gone} should not be a change: {paths:?}"
+        );
     }
     let diff = env.ctl_ok(&proj, &["diff", "1"]);
-    assert!(diff.contains("-int main() { return 0; }") && diff.contains("+int main() { return 1; }"), "{diff}");
-    assert!(diff.contains("blob.bin") && diff.contains("binary"), "binary named, not dumped: {diff}");
+    assert!(
+        diff.contains("-int main() { return 0; }") && diff.contains("+int main() { return 1; }"),
+        "{diff}"
+    );
+    assert!(
+        diff.contains("blob.bin") && diff.contains("binary"),
+        "binary named, not dumped: {diff}"
+    );
 
     env.ctl_ok(&proj, &["rewind", "1"]);
     assert_same_tree("dances rewound", &before, &snapshot_work(&proj));
@@ -94,12 +115,17 @@ fn non_utf8_names_survive_the_round_trip() {
     env.ctl_ok(&proj, &["watch"]);
     let before = snapshot_work(&proj);
     env.ctl_ok(&proj, &["turn-start"]);
-    sh(&proj, "printf 'x' > \"$(printf 'caf\\351')\" && echo gone > plain");
+    sh(
+        &proj,
+        "printf 'x' > \"$(printf 'caf\\351')\" && echo gone > plain",
+    );
     let ended = env.ctl_json(&proj, &["turn-end"]);
     let entries = ended["turn"]["entries"].as_array().unwrap();
     // A non-UTF-8 name travels as raw bytes.
     assert!(
-        entries.iter().any(|e| e["path"] == serde_json::json!([99, 97, 102, 0xe9])),
+        entries
+            .iter()
+            .any(|e| e["path"] == serde_json::json!([99, 97, 102, 0xe9])),
         "{entries:#?}"
     );
     env.ctl_ok(&proj, &["rewind", "1"]);
@@ -116,7 +142,10 @@ fn turn_start_watches_an_unwatched_project_and_cookies_leave_no_trace() {
     let started = env.ctl_json(&proj.join("src"), &["turn-start", "--label", "auto"]);
     assert_eq!(started["turn"], 1);
     assert_eq!(started["watched_now"], true);
-    assert_eq!(started["project"], proj.canonicalize().unwrap().to_str().unwrap());
+    assert_eq!(
+        started["project"],
+        proj.canonicalize().unwrap().to_str().unwrap()
+    );
     sh(&proj, "echo 'pub fn g() {}' >> src/lib.rs");
     for _ in 0..5 {
         env.ctl_ok(&proj, &["sync"]);
@@ -126,7 +155,11 @@ fn turn_start_watches_an_unwatched_project_and_cookies_leave_no_trace() {
     assert_eq!(entries.len(), 1, "{entries:#?}");
     assert_eq!(entries[0]["path"], "src/lib.rs");
     // No cookie is left behind, and none was ever captured.
-    assert!(list(&proj).iter().all(|p| !p.contains(".ckpt-")), "{:?}", list(&proj));
+    assert!(
+        list(&proj).iter().all(|p| !p.contains(".ckpt-")),
+        "{:?}",
+        list(&proj)
+    );
     env.ctl_ok(&proj, &["rewind", "1"]);
     assert_same_tree("auto-watched rewound", &before, &snapshot_work(&proj));
     // Between turns, changes belong to no turn.
@@ -143,7 +176,10 @@ fn run_wraps_a_command_as_one_turn() {
     let proj = env.git_repo("p", &[("f", b"1\n")]);
     env.ctl_ok(&proj, &["watch"]);
     let before = snapshot_work(&proj);
-    let out = env.ctl(&proj, &["run", "--", "sh", "-c", "echo 2 > f && echo out && exit 7"]);
+    let out = env.ctl(
+        &proj,
+        &["run", "--", "sh", "-c", "echo 2 > f && echo out && exit 7"],
+    );
     assert_eq!(out.code(), 7, "exit status of the command: {out:?}");
     assert_eq!(out.stdout, "out\n", "the command's stdout is untouched");
     let log = env.ctl_json(&proj, &["log"]);
@@ -172,13 +208,19 @@ fn projects_status_and_unwatch() {
     assert_eq!(st["daemon"]["pid"].as_i64().unwrap() as i32, d.pid());
     let projects = st["projects"].as_array().unwrap();
     assert_eq!(projects.len(), 2);
-    let pa = projects.iter().find(|p| p["root"].as_str().unwrap().ends_with("/a")).unwrap();
+    let pa = projects
+        .iter()
+        .find(|p| p["root"].as_str().unwrap().ends_with("/a"))
+        .unwrap();
     assert_eq!(pa["health"], "ok");
     assert_eq!(pa["open_turn"], 1);
     assert!(pa["entries"].as_u64().unwrap() >= 1);
     assert!(pa["store_bytes"].as_u64().unwrap() > 0);
     let human = env.ctl_ok(&a, &["projects"]);
-    assert!(human.contains("/a  ok") && human.contains("turn 1 open"), "{human}");
+    assert!(
+        human.contains("/a  ok") && human.contains("turn 1 open"),
+        "{human}"
+    );
 
     // Unwatch keeping data: the history comes back with the next watch.
     env.ctl_ok(&a, &["unwatch"]);
@@ -188,10 +230,16 @@ fn projects_status_and_unwatch() {
     let log = env.ctl_json(&a, &["log"]);
     assert_eq!(log["turns"].as_array().unwrap().len(), 1, "history kept");
     // Unwatch dropping data: a fresh start.
-    let id = env.ctl_json(&b, &["watch"])["id"].as_str().unwrap().to_string();
+    let id = env.ctl_json(&b, &["watch"])["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
     assert!(env.data.join("projects").join(&id).exists());
     env.ctl_ok(&b, &["unwatch", "--drop-data"]);
-    assert!(!env.data.join("projects").join(&id).exists(), "store deleted");
+    assert!(
+        !env.data.join("projects").join(&id).exists(),
+        "store deleted"
+    );
     let projects = env.ctl_json(&a, &["projects"]);
     assert_eq!(projects["projects"].as_array().unwrap().len(), 1);
 }

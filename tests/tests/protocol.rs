@@ -27,8 +27,11 @@ fn second_daemon_is_refused_naming_the_holder() {
 fn stale_socket_is_reclaimed() {
     let env = Env::new();
     std::fs::create_dir_all(env.socket.parent().unwrap()).unwrap();
-    std::fs::set_permissions(env.socket.parent().unwrap(), std::fs::Permissions::from_mode(0o700))
-        .unwrap();
+    std::fs::set_permissions(
+        env.socket.parent().unwrap(),
+        std::fs::Permissions::from_mode(0o700),
+    )
+    .unwrap();
     // A socket file nobody listens on, as a crashed daemon leaves behind.
     drop(UnixListener::bind(&env.socket).unwrap());
     assert!(env.socket.exists());
@@ -113,7 +116,10 @@ fn garbage_and_oversized_frames_get_errors_while_others_are_served() {
         }
         other => panic!("expected an error, got {other:?}"),
     }
-    assert!(closed(&mut big), "connection closed after an oversized frame");
+    assert!(
+        closed(&mut big),
+        "connection closed after an oversized frame"
+    );
 
     // A truncated frame: the daemon drops that connection only.
     let mut cut = hello(&env.socket).unwrap();
@@ -123,7 +129,13 @@ fn garbage_and_oversized_frames_get_errors_while_others_are_served() {
     // Garbage before any hello: an error and a closed connection.
     let mut raw = UnixStream::connect(&env.socket).unwrap();
     send_raw(&mut raw, &[0, 0, 0, 4, b'n', b'o', b'p', b'e']);
-    assert!(matches!(recv(&mut raw), Response::Error { kind: ErrorKind::BadFrame, .. }));
+    assert!(matches!(
+        recv(&mut raw),
+        Response::Error {
+            kind: ErrorKind::BadFrame,
+            ..
+        }
+    ));
     assert!(closed(&mut raw));
 
     // A request before the hello is refused too.
@@ -160,7 +172,10 @@ fn version_mismatch_is_refused_clearly() {
         Response::Error { kind, message } => {
             assert_eq!(kind, ErrorKind::Version);
             assert!(message.contains("protocol"), "{message}");
-            assert!(message.contains(&(PROTOCOL_VERSION + 41).to_string()), "{message}");
+            assert!(
+                message.contains(&(PROTOCOL_VERSION + 41).to_string()),
+                "{message}"
+            );
         }
         other => panic!("expected a version error, got {other:?}"),
     }
@@ -187,7 +202,8 @@ fn ckptctl_reports_a_daemon_of_another_protocol_version() {
     server.join().unwrap();
     assert_eq!(out.code(), 1, "{out:?}");
     assert!(
-        out.stderr.contains("protocol 99") && out.stderr.contains(&format!("speaks {PROTOCOL_VERSION}")),
+        out.stderr.contains("protocol 99")
+            && out.stderr.contains(&format!("speaks {PROTOCOL_VERSION}")),
         "{}",
         out.stderr
     );
@@ -201,7 +217,10 @@ fn no_daemon_and_no_autostart_is_a_clear_error() {
     assert!(out.stderr.contains("no ckptd is running"), "{}", out.stderr);
     let out = env.ctl(env.path(), &["--json", "status"]);
     assert_eq!(out.code(), 1);
-    assert!(out.json()["error"]["message"].as_str().unwrap().contains("no ckptd"));
+    assert!(out.json()["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("no ckptd"));
 }
 
 #[test]
@@ -209,7 +228,9 @@ fn autostart_spawns_a_daemon_on_the_same_socket_and_data_dir() {
     let env = Env::new();
     let proj = env.dir("p");
     std::fs::write(proj.join("f"), "1").unwrap();
-    let out = run(env.ctl_cmd(&proj, &["--json", "status"]).env_remove("CKPT_NO_AUTOSTART"));
+    let out = run(env
+        .ctl_cmd(&proj, &["--json", "status"])
+        .env_remove("CKPT_NO_AUTOSTART"));
     assert!(out.status.success(), "{out:?}");
     let status = out.json();
     let pid = status["daemon"]["pid"].as_i64().unwrap() as i32;
@@ -222,10 +243,14 @@ fn autostart_spawns_a_daemon_on_the_same_socket_and_data_dir() {
     assert_eq!(again["daemon"]["pid"].as_i64().unwrap() as i32, pid);
     // SAFETY: stopping the daemon this test started.
     unsafe { libc::kill(pid, libc::SIGTERM) };
-    wait_for("the autostarted daemon to exit", Duration::from_secs(30), || {
-        // SAFETY: signal 0 only probes whether the pid exists.
-        unsafe { libc::kill(pid, 0) != 0 }
-    });
+    wait_for(
+        "the autostarted daemon to exit",
+        Duration::from_secs(30),
+        || {
+            // SAFETY: signal 0 only probes whether the pid exists.
+            unsafe { libc::kill(pid, 0) != 0 }
+        },
+    );
 }
 
 #[test]

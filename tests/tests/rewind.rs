@@ -24,7 +24,10 @@ fn three_turns(env: &Env) -> (std::path::PathBuf, Vec<Tree>) {
         "echo a3 >> a.txt && mv n1.txt renamed.txt && chmod +x b.txt",
     ];
     for (i, script) in turns.iter().enumerate() {
-        let started = env.ctl_json(&proj, &["turn-start", "--label", &format!("step {}", i + 1)]);
+        let started = env.ctl_json(
+            &proj,
+            &["turn-start", "--label", &format!("step {}", i + 1)],
+        );
         assert_eq!(started["turn"], i as i64 + 1);
         sh(&proj, script);
         env.ctl_ok(&proj, &["turn-end"]);
@@ -43,9 +46,18 @@ fn multi_turn_rewind_then_redo() {
     let r = env.ctl_json(&proj, &["rewind", "2"]);
     assert_eq!(r["outcome"], "applied");
     assert_eq!(r["turns"], serde_json::json!([2, 3]));
-    assert_same_tree("rewound to before turn 2", &states[1], &snapshot_work(&proj));
+    assert_same_tree(
+        "rewound to before turn 2",
+        &states[1],
+        &snapshot_work(&proj),
+    );
     let log = env.ctl_json(&proj, &["log"]);
-    let status: Vec<&str> = log["turns"].as_array().unwrap().iter().map(|t| t["status"].as_str().unwrap()).collect();
+    let status: Vec<&str> = log["turns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["status"].as_str().unwrap())
+        .collect();
     assert_eq!(status, ["rewound", "rewound", "closed"]);
 
     // Redo puts back exactly what was there.
@@ -54,7 +66,11 @@ fn multi_turn_rewind_then_redo() {
 
     // Then all the way back to the start.
     env.ctl_ok(&proj, &["rewind", "1"]);
-    assert_same_tree("rewound to before turn 1", &states[0], &snapshot_work(&proj));
+    assert_same_tree(
+        "rewound to before turn 1",
+        &states[0],
+        &snapshot_work(&proj),
+    );
 
     // A rewound turn cannot be rewound again.
     let out = env.ctl(&proj, &["rewind", "3"]);
@@ -82,7 +98,11 @@ fn conflicts_refuse_with_exit_3_and_change_nothing_until_forced() {
 
     let out = env.ctl(&proj, &["rewind", "1"]);
     assert_eq!(out.code(), 3, "{out:?}");
-    assert!(out.stderr.contains("conflict") && out.stderr.contains("a.txt"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("conflict") && out.stderr.contains("a.txt"),
+        "{}",
+        out.stderr
+    );
     assert!(out.stderr.contains("--force"), "{}", out.stderr);
     assert_same_tree("refused rewind", &edited, &snapshot_work(&proj));
 
@@ -95,9 +115,18 @@ fn conflicts_refuse_with_exit_3_and_change_nothing_until_forced() {
 
     // --dry-run shows the plan and changes nothing.
     let dry = env.ctl_ok(&proj, &["rewind", "1", "--dry-run", "--force"]);
-    assert!(dry.contains("would restore") && dry.contains("a.txt"), "{dry}");
-    assert!(dry.contains("would delete") && dry.contains("lib/deep"), "{dry}");
-    assert!(dry.contains("would recreate") && dry.contains("lib/c.rs"), "{dry}");
+    assert!(
+        dry.contains("would restore") && dry.contains("a.txt"),
+        "{dry}"
+    );
+    assert!(
+        dry.contains("would delete") && dry.contains("lib/deep"),
+        "{dry}"
+    );
+    assert!(
+        dry.contains("would recreate") && dry.contains("lib/c.rs"),
+        "{dry}"
+    );
     assert_same_tree("dry run", &edited, &snapshot_work(&proj));
 
     // --force overwrites; redo brings back even the user's edit.
@@ -114,14 +143,31 @@ fn dry_run_changes_nothing() {
     let (proj, states) = three_turns(&env);
     let plan = env.ctl_json(&proj, &["rewind", "2", "--dry-run"]);
     assert_eq!(plan["outcome"], "dry_run");
-    let paths: Vec<&str> = plan["actions"].as_array().unwrap().iter().map(|a| a["path"].as_str().unwrap()).collect();
-    for p in ["a.txt", "b.txt", "lib/c.rs", "lib/deep", "lib/deep/d.rs", "n1.txt", "renamed.txt"] {
+    let paths: Vec<&str> = plan["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["path"].as_str().unwrap())
+        .collect();
+    for p in [
+        "a.txt",
+        "b.txt",
+        "lib/c.rs",
+        "lib/deep",
+        "lib/deep/d.rs",
+        "n1.txt",
+        "renamed.txt",
+    ] {
         assert!(paths.contains(&p), "{p} missing from plan {paths:?}");
     }
     assert_same_tree("dry run", &states[3], &snapshot_work(&proj));
     // And the turns are still live.
     let log = env.ctl_json(&proj, &["log"]);
-    assert!(log["turns"].as_array().unwrap().iter().all(|t| t["status"] == "closed"));
+    assert!(log["turns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|t| t["status"] == "closed"));
 }
 
 #[test]
@@ -134,16 +180,26 @@ fn path_limited_rewind_touches_only_that_path() {
     let lib = proj.join("lib");
     env.ctl_ok(&lib, &["rewind", "2", "--path", "c.rs"]);
     let now = snapshot_work(&proj);
-    assert_eq!(std::fs::read(proj.join("lib/c.rs")).unwrap(), b"fn c() {}\n");
+    assert_eq!(
+        std::fs::read(proj.join("lib/c.rs")).unwrap(),
+        b"fn c() {}\n"
+    );
     // Everything else is as the last turn left it.
     let mut expected = states[3].clone();
-    expected.insert(b"lib/c.rs".to_vec(), states[0][&b"lib/c.rs".to_vec()].clone());
+    expected.insert(
+        b"lib/c.rs".to_vec(),
+        states[0][&b"lib/c.rs".to_vec()].clone(),
+    );
     assert_same_tree("--path rewind", &expected, &now);
 
     // A path outside the project is refused clearly.
     let out = env.ctl(&proj, &["rewind", "2", "--path", "/etc/passwd"]);
     assert_eq!(out.code(), 1, "{out:?}");
-    assert!(out.stderr.contains("not inside the project"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("not inside the project"),
+        "{}",
+        out.stderr
+    );
 }
 
 #[test]
@@ -155,17 +211,31 @@ fn unknown_turn_and_unwatched_directory_are_clear_errors() {
     for args in [&["rewind", "42"][..], &["show", "42"], &["diff", "42"]] {
         let out = env.ctl(&proj, args);
         assert_eq!(out.code(), 1, "{args:?}: {out:?}");
-        assert!(out.stderr.contains("no turn 42"), "{args:?}: {}", out.stderr);
+        assert!(
+            out.stderr.contains("no turn 42"),
+            "{args:?}: {}",
+            out.stderr
+        );
     }
     let out = env.ctl(&proj, &["--json", "rewind", "42"]);
     assert_eq!(out.json()["error"]["kind"], "unknown_turn");
     assert_same_tree("after errors", &states[3], &snapshot_work(&proj));
 
     let elsewhere = env.dir("elsewhere");
-    for args in [&["log"][..], &["turn-end"], &["sync"], &["rewind", "1"], &["redo"]] {
+    for args in [
+        &["log"][..],
+        &["turn-end"],
+        &["sync"],
+        &["rewind", "1"],
+        &["redo"],
+    ] {
         let out = env.ctl(&elsewhere, args);
         assert_eq!(out.code(), 1, "{args:?}: {out:?}");
-        assert!(out.stderr.contains("not inside a watched project"), "{args:?}: {}", out.stderr);
+        assert!(
+            out.stderr.contains("not inside a watched project"),
+            "{args:?}: {}",
+            out.stderr
+        );
     }
     let out = env.ctl(&elsewhere, &["--json", "log"]);
     assert_eq!(out.json()["error"]["kind"], "not_watched");

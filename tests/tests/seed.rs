@@ -6,7 +6,13 @@ use ckpt_e2e::*;
 
 fn styles_212() -> String {
     (1..=212)
-        .map(|i| format!(".rule-{i} {{ color: #{:06x}; padding: {}px; }}\n", i * 4099, i % 17))
+        .map(|i| {
+            format!(
+                ".rule-{i} {{ color: #{:06x}; padding: {}px; }}\n",
+                i * 4099,
+                i % 17
+            )
+        })
         .collect()
 }
 
@@ -31,12 +37,19 @@ fn seed_scenario_rewinds_the_agent_turn_exactly() {
         &[
             ("index.html", INDEX.as_bytes()),
             ("styles.css", styles.as_bytes()),
-            ("app.js", b"document.getElementById('app').textContent = 'hi';\n"),
+            (
+                "app.js",
+                b"document.getElementById('app').textContent = 'hi';\n",
+            ),
             ("legacy.js", b"// old code nobody uses\nvar x = 1;\n"),
             (".gitignore", b".env\n"),
         ],
     );
-    std::fs::write(proj.join(".env"), "API_URL=https://api.example.com\nSECRET=s3cr3t\n").unwrap();
+    std::fs::write(
+        proj.join(".env"),
+        "API_URL=https://api.example.com\nSECRET=s3cr3t\n",
+    )
+    .unwrap();
     // The user's own uncommitted work, before any agent runs.
     sh(&proj, "sed -i 's#<title>Shop</title>#<title>My Shop</title>#' index.html && echo '# notes' > notes.md");
 
@@ -45,9 +58,21 @@ fn seed_scenario_rewinds_the_agent_turn_exactly() {
     let before = snapshot_work(&proj);
     let git_before = snapshot_git(&proj);
 
-    let started = env.ctl_json(&proj, &["turn-start", "--label", "restyle the shop", "--agent", "claude"]);
+    let started = env.ctl_json(
+        &proj,
+        &[
+            "turn-start",
+            "--label",
+            "restyle the shop",
+            "--agent",
+            "claude",
+        ],
+    );
     assert_eq!(started["turn"], 1);
-    assert_eq!(started["project"], proj.canonicalize().unwrap().to_str().unwrap());
+    assert_eq!(
+        started["project"],
+        proj.canonicalize().unwrap().to_str().unwrap()
+    );
 
     // The agent's turn, all through real tools.
     sh(
@@ -62,7 +87,13 @@ fn seed_scenario_rewinds_the_agent_turn_exactly() {
         mkdir -p src/components/ui && echo 'export default 1;' > src/components/ui/button.js
         "#,
     );
-    assert_eq!(std::fs::read_to_string(proj.join("styles.css")).unwrap().lines().count(), 41);
+    assert_eq!(
+        std::fs::read_to_string(proj.join("styles.css"))
+            .unwrap()
+            .lines()
+            .count(),
+        41
+    );
     let after = snapshot_work(&proj);
 
     let ended = env.ctl_json(&proj, &["turn-end"]);
@@ -74,13 +105,27 @@ fn seed_scenario_rewinds_the_agent_turn_exactly() {
             .map(|e| e["change"].as_str().unwrap().to_string())
     };
     for p in ["styles.css", "index.html", "app.js", ".env"] {
-        assert_eq!(kind_of(p).as_deref(), Some("modified"), "{p} in {entries:#?}");
+        assert_eq!(
+            kind_of(p).as_deref(),
+            Some("modified"),
+            "{p} in {entries:#?}"
+        );
     }
-    for p in ["theme.css", "src", "src/components", "src/components/ui", "src/components/ui/button.js"] {
+    for p in [
+        "theme.css",
+        "src",
+        "src/components",
+        "src/components/ui",
+        "src/components/ui/button.js",
+    ] {
         assert_eq!(kind_of(p).as_deref(), Some("added"), "{p} in {entries:#?}");
     }
     assert_eq!(kind_of("legacy.js").as_deref(), Some("deleted"));
-    assert_eq!(kind_of("notes.md"), None, "the user's file is not the agent's");
+    assert_eq!(
+        kind_of("notes.md"),
+        None,
+        "the user's file is not the agent's"
+    );
     assert!(entries.iter().all(|e| {
         let p = e["path"].as_str().unwrap();
         !p.starts_with(".git/") && !p.starts_with(".ckpt-")
@@ -88,11 +133,20 @@ fn seed_scenario_rewinds_the_agent_turn_exactly() {
 
     // The human view names the same things.
     let shown = env.ctl_ok(&proj, &["show", "1"]);
-    assert!(shown.contains("M  styles.css") && shown.contains("D  legacy.js"), "{shown}");
+    assert!(
+        shown.contains("M  styles.css") && shown.contains("D  legacy.js"),
+        "{shown}"
+    );
     assert!(shown.contains("A  src/components/ui/button.js"), "{shown}");
     let diff = env.ctl_ok(&proj, &["diff", "1", "index.html"]);
-    assert!(diff.contains("+  <link rel=\"stylesheet\" href=\"theme.css\">"), "{diff}");
-    assert!(!diff.contains("styles.css\n+++"), "diff limited to the path: {diff}");
+    assert!(
+        diff.contains("+  <link rel=\"stylesheet\" href=\"theme.css\">"),
+        "{diff}"
+    );
+    assert!(
+        !diff.contains("styles.css\n+++"),
+        "diff limited to the path: {diff}"
+    );
 
     let rewound = env.ctl_json(&proj, &["rewind", "1"]);
     assert_eq!(rewound["outcome"], "applied");
@@ -101,9 +155,17 @@ fn seed_scenario_rewinds_the_agent_turn_exactly() {
     // The user's own work is there, byte for byte.
     let index = std::fs::read_to_string(proj.join("index.html")).unwrap();
     assert!(index.contains("<title>My Shop</title>") && !index.contains("theme.css"));
-    assert_eq!(std::fs::read_to_string(proj.join("notes.md")).unwrap(), "# notes\n");
-    assert_eq!(std::fs::read_to_string(proj.join("styles.css")).unwrap(), styles);
-    assert!(std::fs::read_to_string(proj.join(".env")).unwrap().contains("api.example.com"));
+    assert_eq!(
+        std::fs::read_to_string(proj.join("notes.md")).unwrap(),
+        "# notes\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(proj.join("styles.css")).unwrap(),
+        styles
+    );
+    assert!(std::fs::read_to_string(proj.join(".env"))
+        .unwrap()
+        .contains("api.example.com"));
 
     let redone = env.ctl_json(&proj, &["redo"]);
     assert_eq!(redone["outcome"], "applied");

@@ -112,7 +112,10 @@ mod tests {
         )
         .unwrap();
         let mut r = buf.as_slice();
-        assert!(matches!(read_frame::<_, Request>(&mut r).unwrap(), Request::Status));
+        assert!(matches!(
+            read_frame::<_, Request>(&mut r).unwrap(),
+            Request::Status
+        ));
         match read_frame::<_, Response>(&mut r).unwrap() {
             Response::Error { kind, message } => {
                 assert_eq!(kind, ErrorKind::UnknownTurn);
@@ -136,15 +139,27 @@ mod tests {
     #[test]
     fn truncated_and_garbage_frames_are_errors() {
         let mut r: &[u8] = &[0, 0, 0, 10, b'{'];
-        assert!(matches!(read_frame::<_, Request>(&mut r), Err(FrameError::Io(_))));
+        assert!(matches!(
+            read_frame::<_, Request>(&mut r),
+            Err(FrameError::Io(_))
+        ));
         let mut r: &[u8] = &[0, 0, 0, 3, b'x', b'y', b'z'];
-        assert!(matches!(read_frame::<_, Request>(&mut r), Err(FrameError::Json(_))));
+        assert!(matches!(
+            read_frame::<_, Request>(&mut r),
+            Err(FrameError::Json(_))
+        ));
     }
 
     #[test]
     fn unknown_error_kinds_from_a_newer_daemon_still_decode() {
         let r: Response =
             serde_json::from_str(r#"{"Error":{"kind":"something_new","message":"m"}}"#).unwrap();
-        assert!(matches!(r, Response::Error { kind: ErrorKind::Other, .. }));
+        assert!(matches!(
+            r,
+            Response::Error {
+                kind: ErrorKind::Other,
+                ..
+            }
+        ));
     }
 }

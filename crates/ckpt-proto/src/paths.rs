@@ -7,13 +7,16 @@ use std::path::PathBuf;
 /// session), `<temp dir>/ckpt-<uid>/ckptd.sock` (the daemon creates that
 /// directory 0700 and checks its owner).
 pub fn default_socket() -> PathBuf {
-    let runtime = directories::BaseDirs::new().and_then(|b| b.runtime_dir().map(|p| p.to_path_buf()));
+    let runtime =
+        directories::BaseDirs::new().and_then(|b| b.runtime_dir().map(|p| p.to_path_buf()));
     match runtime {
         Some(dir) => dir.join("ckpt").join("ckptd.sock"),
         None => {
             // SAFETY: geteuid has no preconditions and cannot fail.
             let uid = unsafe { libc::geteuid() };
-            std::env::temp_dir().join(format!("ckpt-{uid}")).join("ckptd.sock")
+            std::env::temp_dir()
+                .join(format!("ckpt-{uid}"))
+                .join("ckptd.sock")
         }
     }
 }

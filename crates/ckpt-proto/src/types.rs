@@ -91,7 +91,10 @@ pub enum Request {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub enum Response {
     Hello(HelloReply),
-    Error { kind: ErrorKind, message: String },
+    Error {
+        kind: ErrorKind,
+        message: String,
+    },
     Watched(Watched),
     Unwatched(Unwatched),
     Projects(ProjectList),

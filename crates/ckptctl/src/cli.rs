@@ -38,9 +38,7 @@ pub enum Command {
     /// Watch a directory (default: the git top-level containing the current
     /// directory, else the current directory); returns when the baseline is
     /// complete.
-    Watch {
-        dir: Option<PathBuf>,
-    },
+    Watch { dir: Option<PathBuf> },
     /// Stop watching a project; its history is kept unless --drop-data.
     Unwatch {
         dir: Option<PathBuf>,
@@ -63,9 +61,7 @@ pub enum Command {
         limit: usize,
     },
     /// The paths of one turn.
-    Show {
-        turn: i64,
-    },
+    Show { turn: i64 },
     /// Unified diff of a turn (pre-image to post-image, or to now if open).
     Diff {
         turn: i64,

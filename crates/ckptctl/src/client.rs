@@ -10,7 +10,9 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context};
-use ckpt_proto::{read_frame, write_frame, ErrorKind, FrameError, Request, Response, PROTOCOL_VERSION};
+use ckpt_proto::{
+    read_frame, write_frame, ErrorKind, FrameError, Request, Response, PROTOCOL_VERSION,
+};
 
 use crate::cli::Global;
 
@@ -38,7 +40,9 @@ pub struct Client {
 }
 
 pub fn socket_path(g: &Global) -> PathBuf {
-    g.socket.clone().unwrap_or_else(ckpt_proto::paths::default_socket)
+    g.socket
+        .clone()
+        .unwrap_or_else(ckpt_proto::paths::default_socket)
 }
 
 impl Client {
@@ -48,10 +52,11 @@ impl Client {
         let socket = socket_path(g);
         let stream = match UnixStream::connect(&socket) {
             Ok(s) => s,
-            Err(e) if matches!(
-                e.kind(),
-                std::io::ErrorKind::NotFound | std::io::ErrorKind::ConnectionRefused
-            ) =>
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::NotFound | std::io::ErrorKind::ConnectionRefused
+                ) =>
             {
                 if autostart_disabled() {
                     bail!(
@@ -62,7 +67,8 @@ impl Client {
                 start_daemon(g, &socket)?
             }
             Err(e) => {
-                return Err(e).with_context(|| format!("connecting to ckptd at {}", socket.display()))
+                return Err(e)
+                    .with_context(|| format!("connecting to ckptd at {}", socket.display()))
             }
         };
         let mut client = Client { stream, socket };

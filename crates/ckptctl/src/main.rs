@@ -20,8 +20,8 @@ mod output;
 
 use std::process::ExitCode;
 
-use clap::Parser;
 use ckpt_proto::ErrorKind;
+use clap::Parser;
 
 use crate::client::DaemonError;
 

@@ -3,7 +3,7 @@
 
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::Instant;
 
 use ckpt_core::{Options, Project, RelPath};
@@ -23,6 +23,10 @@ pub struct Daemon {
     pub started: Instant,
     /// Serializes watch and unwatch, so two requests cannot open one store twice.
     watch_lock: Mutex<()>,
+    /// Set once every stored project is registered (not yet recovered);
+    /// requests wait for it so none sees a half-filled registry.
+    registered: Mutex<bool>,
+    registered_cv: Condvar,
 }
 
 /// The store id of a root: the first 16 hex digits of SHA-256 of its
@@ -46,7 +50,25 @@ impl Daemon {
             watcher,
             started: Instant::now(),
             watch_lock: Mutex::new(()),
+            registered: Mutex::new(false),
+            registered_cv: Condvar::new(),
         })
+    }
+
+    /// Waits until start-up has registered every stored project.
+    pub fn wait_registered(&self) {
+        let mut done = lock(&self.registered);
+        while !*done {
+            done = self
+                .registered_cv
+                .wait(done)
+                .unwrap_or_else(|p| p.into_inner());
+        }
+    }
+
+    fn set_registered(&self) {
+        *lock(&self.registered) = true;
+        self.registered_cv.notify_all();
     }
 
     pub fn projects_dir(&self) -> PathBuf {
@@ -57,10 +79,38 @@ impl Daemon {
         self.config.data_dir.join("unwatched").join(id)
     }
 
+    /// The daemon's own record of a store's root, so a store whose root is
+    /// gone (and so cannot be opened) can still be named.
+    fn root_record(&self, id: &str) -> PathBuf {
+        self.config.data_dir.join("roots").join(id)
+    }
+
+    fn read_root_record(&self, id: &str) -> Option<PathBuf> {
+        let bytes = std::fs::read(self.root_record(id)).ok()?;
+        Some(PathBuf::from(std::ffi::OsStr::from_bytes(&bytes)))
+    }
+
+    fn write_root_record(&self, id: &str, root: &Path) {
+        let path = self.root_record(id);
+        let written = path
+            .parent()
+            .map(std::fs::create_dir_all)
+            .unwrap_or(Ok(()))
+            .and_then(|()| std::fs::write(&path, root.as_os_str().as_bytes()));
+        if let Err(e) = written {
+            tracing::warn!(path = %path.display(), error = %e, "cannot record the project root");
+        }
+    }
+
     /// Reopens every stored project that was not unwatched: each recovers an
     /// interrupted rewind and reconciles with the tree, in the background;
     /// requests for a project wait until its turn is done.
     pub fn load_projects(self: &Arc<Self>) {
+        self.register_stored();
+        self.set_registered();
+    }
+
+    fn register_stored(self: &Arc<Self>) {
         let dir = self.projects_dir();
         let entries = match std::fs::read_dir(&dir) {
             Ok(e) => e,
@@ -78,7 +128,8 @@ impl Daemon {
             if !store_dir.is_dir() || self.unwatched_marker(&id).exists() {
                 continue;
             }
-            let opened = std::panic::catch_unwind(|| Project::open_existing(&store_dir, core_options()));
+            let opened =
+                std::panic::catch_unwind(|| Project::open_existing(&store_dir, core_options()));
             let project = match opened {
                 Ok(Ok(p)) => p,
                 Ok(Err(e)) => {
@@ -101,11 +152,13 @@ impl Daemon {
             }
             h.set_loading(true);
             self.registry.insert(Arc::clone(&h));
-            self.watcher.add(&h);
             h.spawn_worker();
             let name = format!("ckpt-load-{}", h.id);
             let loader = Arc::clone(&h);
+            let me = Arc::clone(self);
             let spawned = std::thread::Builder::new().name(name).spawn(move || {
+                // Watch first, then scan: nothing changed in between is lost.
+                me.watcher.add(&loader);
                 recover_and_reconcile(&loader);
                 loader.set_loading(false);
             });
@@ -117,12 +170,37 @@ impl Daemon {
     }
 
     fn broken(&self, id: String, store_dir: PathBuf, error: String) {
+        let root = self.read_root_record(&id);
+        let error = match &root {
+            Some(r) if !r.exists() => format!("project root {} no longer exists", r.display()),
+            _ => format!("store cannot be opened: {error}"),
+        };
         tracing::error!(store = %store_dir.display(), %error, "cannot open stored project");
         self.registry.add_broken(BrokenStore {
             id,
             store_dir,
+            root,
             error,
         });
+    }
+
+    /// Forgets a store that could not be opened at start-up.
+    pub fn unwatch_broken(&self, b: &BrokenStore, drop_data: bool) -> ReqResult<()> {
+        let _serial = lock(&self.watch_lock);
+        self.registry.remove_broken(&b.id);
+        if drop_data {
+            std::fs::remove_dir_all(&b.store_dir).map_err(|e| {
+                ReqError::new(
+                    ErrorKind::Io,
+                    format!("removing {}: {e}", b.store_dir.display()),
+                )
+            })?;
+            let _ = std::fs::remove_file(self.root_record(&b.id));
+            let _ = std::fs::remove_file(self.unwatched_marker(&b.id));
+        } else {
+            self.write_unwatched_marker(&b.id, b.root.as_deref().unwrap_or(&b.store_dir))?;
+        }
+        Ok(())
     }
 
     /// Canonicalizes a directory named by a client.
@@ -188,6 +266,7 @@ impl Daemon {
             }
         };
         let _ = std::fs::remove_file(self.unwatched_marker(&id));
+        self.write_root_record(&id, root);
         let h = ProjectHandle::new(id, store_dir, project);
         self.registry.insert(Arc::clone(&h));
         // Watch first, then scan: a change made during the scan is either
@@ -207,7 +286,9 @@ impl Daemon {
 
     fn check_watchable(&self, root: &Path) -> ReqResult<()> {
         if root.parent().is_none() {
-            return Err(ReqError::bad_request("refusing to watch the filesystem root"));
+            return Err(ReqError::bad_request(
+                "refusing to watch the filesystem root",
+            ));
         }
         let data = std::fs::canonicalize(&self.config.data_dir)
             .unwrap_or_else(|_| self.config.data_dir.clone());
@@ -240,18 +321,22 @@ impl Daemon {
                 )
             })?;
             let _ = std::fs::remove_file(self.unwatched_marker(&h.id));
+            let _ = std::fs::remove_file(self.root_record(&h.id));
         } else {
-            let marker = self.unwatched_marker(&h.id);
-            let written = marker
-                .parent()
-                .map(std::fs::create_dir_all)
-                .unwrap_or(Ok(()))
-                .and_then(|()| std::fs::write(&marker, h.root.as_os_str().as_bytes()));
-            written.map_err(|e| {
-                ReqError::new(ErrorKind::Io, format!("writing {}: {e}", marker.display()))
-            })?;
+            self.write_unwatched_marker(&h.id, &h.root)?;
         }
         Ok(())
+    }
+
+    fn write_unwatched_marker(&self, id: &str, root: &Path) -> ReqResult<()> {
+        let marker = self.unwatched_marker(id);
+        let written = marker
+            .parent()
+            .map(std::fs::create_dir_all)
+            .unwrap_or(Ok(()))
+            .and_then(|()| std::fs::write(&marker, root.as_os_str().as_bytes()));
+        written
+            .map_err(|e| ReqError::new(ErrorKind::Io, format!("writing {}: {e}", marker.display())))
     }
 
     fn forget(&self, h: &Arc<ProjectHandle>) {
@@ -336,7 +421,10 @@ fn recover_and_reconcile(h: &ProjectHandle) {
             "finished an interrupted rewind"
         ),
         Ok(None) => {}
-        Err(e) => h.mark_degraded(format!("recovering an interrupted rewind failed: {e}"), false),
+        Err(e) => h.mark_degraded(
+            format!("recovering an interrupted rewind failed: {e}"),
+            false,
+        ),
     }
     h.reconcile_now();
 }
@@ -359,9 +447,15 @@ mod tests {
         let t = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(t.path().join("repo/.git")).unwrap();
         std::fs::create_dir_all(t.path().join("repo/src/deep")).unwrap();
-        assert_eq!(discover_root(&t.path().join("repo/src/deep")), t.path().join("repo"));
+        assert_eq!(
+            discover_root(&t.path().join("repo/src/deep")),
+            t.path().join("repo")
+        );
         std::fs::create_dir_all(t.path().join("plain/x")).unwrap();
-        assert_eq!(discover_root(&t.path().join("plain/x")), t.path().join("plain/x"));
+        assert_eq!(
+            discover_root(&t.path().join("plain/x")),
+            t.path().join("plain/x")
+        );
     }
 
     #[test]

@@ -16,6 +16,9 @@ use ckpt_proto::{ErrorKind, Health};
 
 use crate::error::{panic_message, ReqError, ReqResult};
 
+/// How often an idle worker checks that the project root still exists.
+const ROOT_CHECK_INTERVAL: Duration = Duration::from_secs(2);
+
 /// Locks a mutex, carrying on after a panic elsewhere poisoned it: the data
 /// behind our mutexes stays consistent (the core's own state is transactional).
 pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -133,7 +136,10 @@ impl ProjectHandle {
 
     /// Whether no operation holds the project right now.
     pub fn is_idle(&self) -> bool {
-        !matches!(self.core.try_lock(), Err(std::sync::TryLockError::WouldBlock))
+        !matches!(
+            self.core.try_lock(),
+            Err(std::sync::TryLockError::WouldBlock)
+        )
     }
 
     // ---- health ----
@@ -216,6 +222,7 @@ impl ProjectHandle {
     /// Fails when requests cannot be served for this project.
     pub fn ensure_available(&self) -> ReqResult<()> {
         self.wait_loaded();
+        self.check_root();
         match self.unavailable() {
             Some(reason) => Err(ReqError::new(
                 ErrorKind::ProjectUnavailable,
@@ -270,7 +277,10 @@ impl ProjectHandle {
     pub fn spawn_worker(self: &Arc<Self>) {
         let me = Arc::clone(self);
         let name = format!("ckpt-worker-{}", &self.id);
-        match std::thread::Builder::new().name(name).spawn(move || me.worker_loop()) {
+        match std::thread::Builder::new()
+            .name(name)
+            .spawn(move || me.worker_loop())
+        {
             Ok(j) => *lock(&self.worker) = Some(j),
             Err(e) => self.mark_degraded(format!("cannot start the capture worker: {e}"), true),
         }
@@ -289,7 +299,17 @@ impl ProjectHandle {
             let (batch, seq, reconcile) = {
                 let mut q = lock(&self.queue);
                 while q.pending.is_empty() && !q.reconcile_needed && !q.stop {
-                    q = self.cond.wait(q).unwrap_or_else(|p| p.into_inner());
+                    let (g, timeout) = self
+                        .cond
+                        .wait_timeout(q, ROOT_CHECK_INTERVAL)
+                        .unwrap_or_else(|p| p.into_inner());
+                    q = g;
+                    if timeout.timed_out() {
+                        // A deleted root sends no event while we hold it open.
+                        drop(q);
+                        self.check_root();
+                        q = lock(&self.queue);
+                    }
                 }
                 if q.stop {
                     return;
@@ -312,6 +332,7 @@ impl ProjectHandle {
                     }
                 }
             }
+            self.check_root();
             let mut q = lock(&self.queue);
             q.processed = q.processed.max(seq);
             drop(q);
@@ -321,13 +342,23 @@ impl ProjectHandle {
         }
     }
 
-    /// A full stat-scan; clears a passing degradation when it succeeds.
-    pub fn reconcile_now(&self) -> bool {
-        if !self.root.is_dir() {
+    /// Marks the project unavailable when its root is gone; true if it is there.
+    pub fn check_root(&self) -> bool {
+        if self.root.is_dir() {
+            return true;
+        }
+        if self.unavailable().is_none() {
             self.set_unavailable(Some(format!(
                 "project root {} no longer exists",
                 self.root.display()
             )));
+        }
+        false
+    }
+
+    /// A full stat-scan; clears a passing degradation when it succeeds.
+    pub fn reconcile_now(&self) -> bool {
+        if !self.check_root() {
             return false;
         }
         match self.call(|p| p.reconcile()) {
@@ -345,11 +376,7 @@ impl ProjectHandle {
     }
 
     fn capture_failed(&self, e: &ReqError) {
-        if !self.root.is_dir() {
-            self.set_unavailable(Some(format!(
-                "project root {} no longer exists",
-                self.root.display()
-            )));
+        if !self.check_root() {
             return;
         }
         let mut h = lock(&self.health);

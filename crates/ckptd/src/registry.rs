@@ -11,6 +11,8 @@ use crate::handle::ProjectHandle;
 pub struct BrokenStore {
     pub id: String,
     pub store_dir: PathBuf,
+    /// The root it belongs to, when the daemon's own record knows it.
+    pub root: Option<PathBuf>,
     pub error: String,
 }
 
@@ -33,6 +35,12 @@ impl Registry {
 
     pub fn add_broken(&self, b: BrokenStore) {
         write(&self.broken).push(b);
+    }
+
+    pub fn remove_broken(&self, id: &str) -> Option<BrokenStore> {
+        let mut v = write(&self.broken);
+        let i = v.iter().position(|b| b.id == id)?;
+        Some(v.remove(i))
     }
 
     pub fn insert(&self, h: Arc<ProjectHandle>) {

@@ -71,7 +71,11 @@ async fn serve_connection(stream: UnixStream, d: Arc<Daemon>) {
             }
             Err(e @ FrameError::Json(_)) => {
                 let msg = format!("{e} (expected a request; is the client the same version?)");
-                if send(&mut wr, &error(ErrorKind::BadFrame, msg)).await.is_err() || !greeted {
+                if send(&mut wr, &error(ErrorKind::BadFrame, msg))
+                    .await
+                    .is_err()
+                    || !greeted
+                {
                     return;
                 }
                 continue;
@@ -89,7 +93,10 @@ async fn serve_connection(stream: UnixStream, d: Arc<Daemon>) {
         let d2 = Arc::clone(&d);
         let reply = match tokio::task::spawn_blocking(move || handlers::handle(&d2, req)).await {
             Ok(r) => r,
-            Err(e) => error(ErrorKind::Internal, format!("internal error handling the request: {e}")),
+            Err(e) => error(
+                ErrorKind::Internal,
+                format!("internal error handling the request: {e}"),
+            ),
         };
         if send(&mut wr, &reply).await.is_err() {
             return;
@@ -147,7 +154,9 @@ async fn send(wr: &mut OwnedWriteHalf, reply: &Response) -> std::io::Result<()> 
         Err(e) => {
             let fallback = error(
                 ErrorKind::Internal,
-                format!("the reply could not be sent ({e}); narrow the request (e.g. diff one path)"),
+                format!(
+                    "the reply could not be sent ({e}); narrow the request (e.g. diff one path)"
+                ),
             );
             encode(&fallback).map_err(|e| std::io::Error::other(e.to_string()))?
         }

@@ -58,7 +58,10 @@ pub fn reclaim_stale(path: &Path) -> anyhow::Result<()> {
         Err(e) => return Err(e).with_context(|| format!("checking {}", path.display())),
     };
     if !meta.file_type().is_socket() {
-        bail!("{} exists and is not a socket; not touching it", path.display());
+        bail!(
+            "{} exists and is not a socket; not touching it",
+            path.display()
+        );
     }
     match std::os::unix::net::UnixStream::connect(path) {
         Ok(_) => bail!(

@@ -148,7 +148,10 @@ impl Router {
             return;
         };
         if rel.as_os_str().is_empty() {
-            if matches!(kind, EventKind::Remove(_) | EventKind::Modify(ModifyKind::Name(_))) {
+            if matches!(
+                kind,
+                EventKind::Remove(_) | EventKind::Modify(ModifyKind::Name(_))
+            ) {
                 h.mark_degraded(
                     format!("the project root {} was removed or moved", h.root.display()),
                     true,

@@ -22,7 +22,10 @@ pub fn run(ctx: &Ctx, limit: usize) -> anyhow::Result<u8> {
         println!("no turns yet in {}", l.project);
         return Ok(0);
     }
-    println!("{:>5}  {:<19}  {:<7}  {:<16}  LABEL", "TURN", "STARTED", "STATE", "CHANGES");
+    println!(
+        "{:>5}  {:<19}  {:<7}  {:<16}  LABEL",
+        "TURN", "STARTED", "STATE", "CHANGES"
+    );
     for t in &l.turns {
         let label = t.label.as_deref().unwrap_or("").replace('\n', " ");
         let label: String = label.chars().take(60).collect();

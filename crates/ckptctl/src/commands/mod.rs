@@ -65,10 +65,7 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
         Some(d) => absolute(d)?,
         None => std::env::current_dir().context("reading the current directory")?,
     };
-    let ctx = Ctx {
-        g: cli.global,
-        dir,
-    };
+    let ctx = Ctx { g: cli.global, dir };
     match cli.command {
         Command::Watch { dir } => watch::run(&ctx, dir.as_deref()),
         Command::Unwatch { dir, drop_data } => unwatch::run(&ctx, dir.as_deref(), drop_data),

@@ -9,7 +9,13 @@ use super::{unexpected, Ctx};
 use crate::output;
 use crate::EXIT_CONFLICTS;
 
-pub fn rewind(ctx: &Ctx, turn: i64, paths: &[PathBuf], dry_run: bool, force: bool) -> anyhow::Result<u8> {
+pub fn rewind(
+    ctx: &Ctx,
+    turn: i64,
+    paths: &[PathBuf],
+    dry_run: bool,
+    force: bool,
+) -> anyhow::Result<u8> {
     let paths = paths
         .iter()
         .map(|p| ctx.wire_path(p))
@@ -52,14 +58,25 @@ fn finish(ctx: &Ctx, reply: Response) -> anyhow::Result<u8> {
 }
 
 fn turns(list: &[i64]) -> String {
-    list.iter().map(i64::to_string).collect::<Vec<_>>().join(", ")
+    list.iter()
+        .map(i64::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn print(r: &RewindReply) {
     let what = if r.redo {
-        format!("redo of the rewind to before turn {} (turns {})", r.turn, turns(&r.turns))
+        format!(
+            "redo of the rewind to before turn {} (turns {})",
+            r.turn,
+            turns(&r.turns)
+        )
     } else {
-        format!("rewind to before turn {} (undoing turns {})", r.turn, turns(&r.turns))
+        format!(
+            "rewind to before turn {} (undoing turns {})",
+            r.turn,
+            turns(&r.turns)
+        )
     };
     let would = r.outcome != Outcome::Applied;
     match r.outcome {
@@ -101,7 +118,10 @@ fn print(r: &RewindReply) {
             r.conflicts.len()
         );
     } else if !r.conflicts.is_empty() {
-        println!("  ({} conflicting path(s) overwritten: --force)", r.conflicts.len());
+        println!(
+            "  ({} conflicting path(s) overwritten: --force)",
+            r.conflicts.len()
+        );
     }
     if r.outcome == Outcome::Applied && !r.redo {
         println!("`ckptctl redo` puts it back");

@@ -15,7 +15,10 @@ pub fn run(ctx: &Ctx, mut args: TurnStartArgs, command: &[OsString]) -> anyhow::
         .split_first()
         .context("no command given (ckptctl run -- CMD ARGS…)")?;
     if args.label.is_none() {
-        let words: Vec<String> = command.iter().map(|a| a.to_string_lossy().into_owned()).collect();
+        let words: Vec<String> = command
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
         args.label = Some(words.join(" "));
     }
     let started = turn_start::start(ctx, args)?;
@@ -43,7 +46,11 @@ pub fn run(ctx: &Ctx, mut args: TurnStartArgs, command: &[OsString]) -> anyhow::
         output::json(&doc)?;
     } else if !ctx.g.quiet {
         let info = &ended.turn.info;
-        eprintln!("ckptctl: turn {} closed: {}", info.id, output::counts_long(&info.counts));
+        eprintln!(
+            "ckptctl: turn {} closed: {}",
+            info.id,
+            output::counts_long(&info.counts)
+        );
     }
     Ok(u8::try_from(code.clamp(0, 255)).unwrap_or(1))
 }

@@ -25,10 +25,15 @@ pub fn run(ctx: &Ctx, action: ServiceAction) -> anyhow::Result<u8> {
             let ckptd = std::fs::canonicalize(&ckptd).unwrap_or(ckptd);
             let text = target.render(ctx, &ckptd)?;
             if let Some(dir) = path.parent() {
-                std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+                std::fs::create_dir_all(dir)
+                    .with_context(|| format!("creating {}", dir.display()))?;
             }
             std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
-            let started = if no_start { Ok(()) } else { target.enable(&path) };
+            let started = if no_start {
+                Ok(())
+            } else {
+                target.enable(&path)
+            };
             report(ctx, "installed", &path, &started)?;
         }
         ServiceAction::Uninstall => {
@@ -111,7 +116,10 @@ impl Target {
         let exe = ckptd.to_string_lossy();
         Ok(match self {
             Target::Systemd => {
-                let quoted: String = args.iter().map(|a| format!(" \"{}\"", a.replace('"', "\\\""))).collect();
+                let quoted: String = args
+                    .iter()
+                    .map(|a| format!(" \"{}\"", a.replace('"', "\\\"")))
+                    .collect();
                 SYSTEMD_TEMPLATE
                     .replace("@CKPTD@", &format!("\"{exe}\""))
                     .replace("@ARGS@", &quoted)

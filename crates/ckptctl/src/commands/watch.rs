@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use ckpt_proto::{Request, Response};
 
-use super::{Ctx, absolute, unexpected};
+use super::{absolute, unexpected, Ctx};
 use crate::output;
 
 pub fn run(ctx: &Ctx, dir: Option<&Path>) -> anyhow::Result<u8> {

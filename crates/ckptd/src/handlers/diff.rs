@@ -10,7 +10,12 @@ use crate::convert;
 use crate::daemon::Daemon;
 use crate::error::ReqResult;
 
-pub fn handle(d: &Arc<Daemon>, dir: &WirePath, turn: i64, paths: &[WirePath]) -> ReqResult<DiffReply> {
+pub fn handle(
+    d: &Arc<Daemon>,
+    dir: &WirePath,
+    turn: i64,
+    paths: &[WirePath],
+) -> ReqResult<DiffReply> {
     let h = d.project_for(dir)?;
     h.ensure_available()?;
     let rels = paths

@@ -22,6 +22,7 @@ mod unwatch;
 mod watch;
 
 pub fn handle(d: &Arc<Daemon>, req: Request) -> Response {
+    d.wait_registered();
     let result = match req {
         Request::Hello { .. } => Err(ReqError::bad_request("hello was already exchanged")),
         Request::Watch { dir, discover } => watch::handle(d, &dir, discover).map(Response::Watched),
@@ -41,7 +42,9 @@ pub fn handle(d: &Arc<Daemon>, req: Request) -> Response {
         Request::Sync { dir } => sync::handle(d, &dir).map(Response::Synced),
         Request::Log { dir, limit } => log::handle(d, &dir, limit).map(Response::Log),
         Request::Show { dir, turn } => show::handle(d, &dir, turn).map(Response::Show),
-        Request::Diff { dir, turn, paths } => diff::handle(d, &dir, turn, &paths).map(Response::Diff),
+        Request::Diff { dir, turn, paths } => {
+            diff::handle(d, &dir, turn, &paths).map(Response::Diff)
+        }
         Request::Rewind {
             dir,
             turn,

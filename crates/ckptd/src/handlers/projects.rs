@@ -9,9 +9,7 @@ use crate::daemon::Daemon;
 use crate::handle::ProjectHandle;
 
 pub fn handle(d: &Arc<Daemon>) -> ProjectList {
-    ProjectList {
-        projects: all(d),
-    }
+    ProjectList { projects: all(d) }
 }
 
 /// Every project, including stores that could not be opened.
@@ -20,10 +18,10 @@ pub fn all(d: &Arc<Daemon>) -> Vec<ProjectInfo> {
     out.sort_by(|a, b| a.root.cmp(&b.root));
     for b in d.registry.broken() {
         out.push(ProjectInfo {
-            root: WirePath::from(b.store_dir.as_path()),
+            root: WirePath::from(b.root.as_deref().unwrap_or(&b.store_dir)),
             id: b.id,
             health: Health::Unavailable,
-            degraded: Some(format!("store cannot be opened: {}", b.error)),
+            degraded: Some(b.error),
             open_turn: None,
             turns: 0,
             entries: 0,
@@ -39,6 +37,7 @@ pub fn all(d: &Arc<Daemon>) -> Vec<ProjectInfo> {
 
 /// One project's line, without waiting for a long operation on it.
 pub fn project_info(h: &ProjectHandle) -> ProjectInfo {
+    h.check_root();
     let (status, busy) = h.status_nowait();
     let s = status.as_ref();
     ProjectInfo {

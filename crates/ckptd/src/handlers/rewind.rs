@@ -80,9 +80,7 @@ fn reply(h: &ProjectHandle, redo: bool, outcome: &RewindOutcome, start: Instant)
 /// The test-only pause point (`CKPT_TEST_PAUSE_REWIND_AFTER=k`): before
 /// filesystem operation `k`, announce the pause and sleep for an hour, so a
 /// test can kill the daemon in the middle of a rewind.
-fn pause_hook(
-    hooks: &TestHooks,
-) -> Option<Box<dyn FnMut(usize) -> ckpt_core::Result<()> + Send>> {
+fn pause_hook(hooks: &TestHooks) -> Option<Box<dyn FnMut(usize) -> ckpt_core::Result<()> + Send>> {
     let k = hooks.pause_rewind_after?;
     let marker = hooks.pause_marker.clone();
     Some(Box::new(move |i| {

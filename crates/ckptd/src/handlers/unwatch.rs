@@ -2,14 +2,35 @@
 
 use std::sync::Arc;
 
-use ckpt_proto::{Unwatched, WirePath};
+use ckpt_proto::{ErrorKind, Unwatched, WirePath};
 
 use crate::convert;
 use crate::daemon::Daemon;
 use crate::error::ReqResult;
 
 pub fn handle(d: &Arc<Daemon>, dir: &WirePath, drop_data: bool) -> ReqResult<Unwatched> {
-    let h = d.project_for(dir)?;
+    let h = match d.project_for(dir) {
+        Ok(h) => h,
+        Err(e) if e.kind == ErrorKind::NotWatched => {
+            // A store that could not be opened (its root vanished and came back).
+            let canonical = Daemon::canonical_dir(dir)?;
+            let Some(b) = d
+                .registry
+                .broken()
+                .into_iter()
+                .find(|b| b.root.as_deref().is_some_and(|r| canonical.starts_with(r)))
+            else {
+                return Err(e);
+            };
+            d.unwatch_broken(&b, drop_data)?;
+            let root = b.root.unwrap_or(b.store_dir);
+            return Ok(Unwatched {
+                project: convert::abs(&root),
+                dropped_data: drop_data,
+            });
+        }
+        Err(e) => return Err(e),
+    };
     // Close an open turn so the kept history is complete; a project that is
     // gone or broken is simply forgotten.
     if h.ensure_available().is_ok() {

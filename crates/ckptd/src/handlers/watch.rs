@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use ckpt_proto::{ScanSummary, WirePath, Watched};
+use ckpt_proto::{ScanSummary, Watched, WirePath};
 
 use crate::convert;
 use crate::daemon::{discover_root, Daemon};
@@ -18,7 +18,10 @@ pub fn handle(d: &Arc<Daemon>, dir: &WirePath, discover: bool) -> ReqResult<Watc
         project: convert::abs(&h.root),
         id: h.id.clone(),
         already: report.is_none(),
-        scan: report.as_ref().map(convert::scan).unwrap_or_else(ScanSummary::default),
+        scan: report
+            .as_ref()
+            .map(convert::scan)
+            .unwrap_or_else(ScanSummary::default),
         elapsed_ms: start.elapsed().as_millis() as u64,
         degraded: h.degraded_reason(),
     })
