@@ -66,10 +66,23 @@ impl Out {
 
 /// Runs a command to completion with a timeout; output captured.
 pub fn run(cmd: &mut Command) -> Out {
+    run_with_input(cmd, None)
+}
+
+/// Like [`run`], with `input` as the command's stdin.
+pub fn run_with_input(cmd: &mut Command, input: Option<&[u8]>) -> Out {
     let tmp = tempfile::tempdir().expect("temp dir for output");
     let (o, e) = (tmp.path().join("out"), tmp.path().join("err"));
+    let stdin = match input {
+        Some(bytes) => {
+            let i = tmp.path().join("in");
+            std::fs::write(&i, bytes).expect("stdin file");
+            Stdio::from(std::fs::File::open(&i).expect("open stdin file"))
+        }
+        None => Stdio::null(),
+    };
     let mut child = cmd
-        .stdin(Stdio::null())
+        .stdin(stdin)
         .stdout(std::fs::File::create(&o).expect("stdout file"))
         .stderr(std::fs::File::create(&e).expect("stderr file"))
         .spawn()

@@ -243,3 +243,46 @@ fn projects_status_and_unwatch() {
     let projects = env.ctl_json(&a, &["projects"]);
     assert_eq!(projects["projects"].as_array().unwrap().len(), 1);
 }
+
+#[test]
+fn claude_code_hooks_mark_turns_from_their_stdin_json() {
+    let env = Env::new();
+    let _d = env.start_daemon();
+    let proj = env.git_repo("p", &[("f", b"1\n")]);
+    let before = snapshot_work(&proj);
+    let canonical = proj.canonicalize().unwrap();
+    // Hooks run from wherever the agent runs them; the JSON names the cwd.
+    let prompt = serde_json::json!({
+        "session_id": "sess-42",
+        "transcript_path": "/dev/null",
+        "cwd": canonical,
+        "hook_event_name": "UserPromptSubmit",
+        "prompt": "make f say 2",
+    });
+    let out = run_with_input(
+        &mut env.ctl_cmd(
+            env.path(),
+            &["turn-start", "--from-hook", "--agent", "claude-code"],
+        ),
+        Some(prompt.to_string().as_bytes()),
+    );
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(out.stdout, "", "nothing may reach the agent's context");
+    sh(&proj, "echo 2 > f");
+    let stop =
+        serde_json::json!({"session_id": "sess-42", "cwd": canonical, "hook_event_name": "Stop"});
+    let out = run_with_input(
+        &mut env.ctl_cmd(env.path(), &["turn-end", "--from-hook"]),
+        Some(stop.to_string().as_bytes()),
+    );
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(out.stdout, "");
+    let log = env.ctl_json(&proj, &["log"]);
+    let t = &log["turns"][0];
+    assert_eq!(t["label"], "make f say 2");
+    assert_eq!(t["session"], "sess-42");
+    assert_eq!(t["agent"], "claude-code");
+    assert_eq!(t["counts"]["modified"], 1);
+    env.ctl_ok(&proj, &["rewind", "1"]);
+    assert_same_tree("hook turn rewound", &before, &snapshot_work(&proj));
+}

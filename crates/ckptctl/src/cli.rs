@@ -51,7 +51,12 @@ pub enum Command {
     /// Barrier, close any open turn, open a new one; prints its id.
     TurnStart(TurnStartArgs),
     /// Barrier, close the open turn; prints what it changed.
-    TurnEnd,
+    TurnEnd {
+        /// Called from an agent hook: read the hook's JSON on stdin (its
+        /// `cwd`) and print nothing on success.
+        #[arg(long)]
+        from_hook: bool,
+    },
     /// Wait until every change made so far has been captured.
     Sync,
     /// Turns, newest first.
@@ -116,6 +121,12 @@ pub struct TurnStartArgs {
     /// The agent's session id.
     #[arg(long)]
     pub session: Option<String>,
+    /// Called from an agent hook (Claude Code, Gemini CLI, Cursor…): read the
+    /// hook's JSON on stdin (`prompt` → label, `session_id` → session, `cwd`
+    /// → project) and print nothing on success, so nothing is added to the
+    /// agent's context.
+    #[arg(long)]
+    pub from_hook: bool,
 }
 
 #[derive(Subcommand, Debug)]

@@ -242,7 +242,7 @@ impl Daemon {
         self: &Arc<Self>,
         root: &Path,
     ) -> ReqResult<(Arc<ProjectHandle>, Option<ckpt_core::ScanReport>)> {
-        let _serial = lock(&self.watch_lock);
+        let serial = lock(&self.watch_lock);
         if let Some(h) = self.registry.containing(root) {
             return Ok((h, None));
         }
@@ -269,6 +269,9 @@ impl Daemon {
         self.write_root_record(&id, root);
         let h = ProjectHandle::new(id, store_dir, project);
         self.registry.insert(Arc::clone(&h));
+        // From here on a second request finds the project and waits for the
+        // baseline on its lock; other projects need not wait for it.
+        drop(serial);
         // Watch first, then scan: a change made during the scan is either
         // seen by it or reported by the watcher.
         self.watcher.add(&h);

@@ -9,15 +9,18 @@ use std::path::PathBuf;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use ckpt_core::{Project, ProjectStatus, RelPath};
+use ckpt_core::{Project, ProjectStatus, RelPath, Retention};
 use ckpt_proto::{ErrorKind, Health};
 
 use crate::error::{panic_message, ReqError, ReqResult};
 
 /// How often an idle worker checks that the project root still exists.
 const ROOT_CHECK_INTERVAL: Duration = Duration::from_secs(2);
+
+/// How often an idle project's retention policy is applied.
+const GC_INTERVAL: Duration = Duration::from_secs(3600);
 
 /// Locks a mutex, carrying on after a panic elsewhere poisoned it: the data
 /// behind our mutexes stays consistent (the core's own state is transactional).
@@ -75,6 +78,7 @@ pub struct ProjectHandle {
     status_cache: Mutex<Option<ProjectStatus>>,
     pub cookie_counter: AtomicU64,
     worker: Mutex<Option<JoinHandle<()>>>,
+    last_gc: Mutex<Option<Instant>>,
 }
 
 impl ProjectHandle {
@@ -91,6 +95,7 @@ impl ProjectHandle {
             status_cache: Mutex::new(None),
             cookie_counter: AtomicU64::new(0),
             worker: Mutex::new(None),
+            last_gc: Mutex::new(None),
         })
     }
 
@@ -307,7 +312,9 @@ impl ProjectHandle {
                     if timeout.timed_out() {
                         // A deleted root sends no event while we hold it open.
                         drop(q);
-                        self.check_root();
+                        if self.check_root() {
+                            self.maybe_gc();
+                        }
                         q = lock(&self.queue);
                     }
                 }
@@ -339,6 +346,28 @@ impl ProjectHandle {
             self.cond.notify_all();
             // Let a burst settle a little so batches are not one path each.
             std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    /// Applies the retention policy when the project is idle, at most once
+    /// per [`GC_INTERVAL`] (and once soon after start-up).
+    fn maybe_gc(&self) {
+        {
+            let mut last = lock(&self.last_gc);
+            if last.is_some_and(|t| t.elapsed() < GC_INTERVAL) {
+                return;
+            }
+            *last = Some(Instant::now());
+        }
+        match self.call(|p| p.gc(&Retention::default())) {
+            Ok(r) if r.turns_dropped > 0 || r.blobs_removed > 0 => tracing::info!(
+                root = %self.root.display(), turns = r.turns_dropped, blobs = r.blobs_removed,
+                bytes = r.bytes_freed, "retention applied"
+            ),
+            Ok(_) => {}
+            Err(e) => {
+                tracing::warn!(root = %self.root.display(), error = %e, "garbage collection failed")
+            }
         }
     }
 

@@ -9,6 +9,7 @@ use crate::cli::{Cli, Command, Global};
 use crate::client::Client;
 
 mod diff;
+mod hook;
 mod log;
 mod projects;
 mod rewind;
@@ -70,8 +71,8 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Watch { dir } => watch::run(&ctx, dir.as_deref()),
         Command::Unwatch { dir, drop_data } => unwatch::run(&ctx, dir.as_deref(), drop_data),
         Command::Projects => projects::run(&ctx),
-        Command::TurnStart(args) => turn_start::run(&ctx, args),
-        Command::TurnEnd => turn_end::run(&ctx),
+        Command::TurnStart(args) => turn_start::run(ctx, args),
+        Command::TurnEnd { from_hook } => turn_end::run(ctx, from_hook),
         Command::Sync => sync::run(&ctx),
         Command::Log { limit } => log::run(&ctx, limit),
         Command::Show { turn } => show::run(&ctx, turn),

@@ -5,7 +5,15 @@ use ckpt_proto::{Request, Response, TurnEnded};
 use super::{unexpected, Ctx};
 use crate::output;
 
-pub fn run(ctx: &Ctx) -> anyhow::Result<u8> {
+pub fn run(mut ctx: Ctx, from_hook: bool) -> anyhow::Result<u8> {
+    if from_hook {
+        let input = super::hook::read_stdin()?;
+        if let (Some(cwd), None) = (input.cwd, &ctx.g.dir) {
+            ctx.dir = super::absolute(&cwd)?;
+        }
+        ctx.g.quiet = true;
+    }
+    let ctx = &ctx;
     let t = end(ctx)?;
     if ctx.g.json {
         output::json(&t)?;

@@ -7,7 +7,17 @@ use super::{unexpected, Ctx};
 use crate::cli::TurnStartArgs;
 use crate::output;
 
-pub fn run(ctx: &Ctx, args: TurnStartArgs) -> anyhow::Result<u8> {
+pub fn run(mut ctx: Ctx, mut args: TurnStartArgs) -> anyhow::Result<u8> {
+    if args.from_hook {
+        let input = super::hook::read_stdin()?;
+        args.label = args.label.or(input.prompt);
+        args.session = args.session.or(input.session);
+        if let (Some(cwd), None) = (input.cwd, &ctx.g.dir) {
+            ctx.dir = super::absolute(&cwd)?;
+        }
+        ctx.g.quiet = true;
+    }
+    let ctx = &ctx;
     let t = start(ctx, args)?;
     if ctx.g.json {
         output::json(&t)?;
