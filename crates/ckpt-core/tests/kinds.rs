@@ -1,0 +1,199 @@
+//! File kinds and names: empty, binary, modes, symlinks (dangling too), odd
+//! and non-UTF-8 names, files over the size cap, file ↔ directory changes.
+//! All captured and restored byte-exactly, or skipped with a reason.
+
+mod common;
+
+use ckpt_core::{Options, State};
+use common::*;
+
+const NON_UTF8: &[u8] = b"\xff\xfe";
+
+#[test]
+fn odd_kinds_and_names_rewind_and_redo_exactly() {
+    let fx = Fx::new();
+    let all_bytes: Vec<u8> = (0..=255u8).cycle().take(1000).collect();
+    fx.write("empty", "");
+    fx.write("becomes-empty", "soon nothing\n");
+    fx.write("binary.bin", &all_bytes);
+    fx.write("run.sh", "#!/bin/sh\necho run\n");
+    fx.chmod("run.sh", 0o755);
+    fx.write("plain.txt", "mode only\n");
+    fx.write("private.key", "secret\n");
+    fx.chmod("private.key", 0o600);
+    fx.symlink("binary.bin", "link");
+    fx.symlink("does/not/exist", "dangling");
+    fx.symlink("../../outside/of/root", "dangling-up");
+    fx.write("résumé ü 日本.txt", "unicode\n");
+    fx.write("with space.txt", "spaces\n");
+    fx.write("-rf", "leading dash\n");
+    fx.write("new\nline", "newline in name\n");
+    fx.write(NON_UTF8, "not utf-8\n");
+    fx.write(
+        [b"dir-\xc3\x28/".as_slice(), NON_UTF8].concat(),
+        "non-UTF-8 dir and file\n",
+    );
+    fx.write("x", "x is a file\n");
+    fx.write("y/a", "y/a\n");
+    fx.write("y/b/c", "y/b/c\n");
+    fx.write("l2f", "target of a link that becomes a file\n");
+    fx.mkdir("emptydir");
+    fx.mkdir("locked-dir");
+    fx.chmod("locked-dir", 0o700);
+
+    let mut p = fx.open();
+    sync(&mut p);
+    let before = fx.tree();
+    let t = start(&mut p, "odd");
+
+    fx.write("empty", "now something\n");
+    fx.write("becomes-empty", "");
+    let mut bin2 = all_bytes.clone();
+    bin2[500] ^= 0xff;
+    bin2.extend_from_slice(&[0, 0, 0]);
+    fx.write("binary.bin", &bin2);
+    fx.write("run.sh", "#!/bin/sh\necho changed\n");
+    fx.chmod("run.sh", 0o644);
+    fx.chmod("plain.txt", 0o755);
+    fx.chmod("locked-dir", 0o755);
+    fx.rm("link");
+    fx.symlink("run.sh", "link");
+    fx.rm("dangling");
+    fx.symlink("also/dangling", "new-dangling");
+    fx.write("résumé ü 日本.txt", "unicode, edited\n");
+    fx.rm("with space.txt");
+    fx.write("-rf", "leading dash, edited\n");
+    fx.write("new\nline", "newline in name, edited\n");
+    fx.write(NON_UTF8, "not utf-8, edited\n");
+    fx.write(b"\x80new\xff", "new non-UTF-8 name\n");
+    fx.rm_rf(b"dir-\xc3\x28");
+    fx.rm_rf("emptydir");
+    // file -> directory, directory -> file, symlink -> file, file -> symlink
+    fx.rm("x");
+    fx.write("x/1", "x/1\n");
+    fx.write("x/sub/2", "x/sub/2\n");
+    fx.rm_rf("y");
+    fx.write("y", "y is a file now\n");
+    fx.rm("dangling-up");
+    fx.write("dangling-up", "a file where a link was\n");
+    fx.rm("l2f");
+    fx.symlink("x/1", "l2f");
+    end(&mut p);
+    let after = fx.tree();
+
+    // Every change above is an entry of the turn.
+    let paths = entry_paths(&p, t);
+    for want in [
+        &b"empty"[..],
+        b"becomes-empty",
+        b"binary.bin",
+        b"run.sh",
+        b"plain.txt",
+        b"locked-dir",
+        b"link",
+        b"dangling",
+        b"new-dangling",
+        "résumé ü 日本.txt".as_bytes(),
+        b"with space.txt",
+        b"-rf",
+        b"new\nline",
+        NON_UTF8,
+        b"\x80new\xff",
+        b"dir-\xc3\x28",
+        b"dir-\xc3\x28/\xff\xfe",
+        b"emptydir",
+        b"x",
+        b"x/1",
+        b"x/sub",
+        b"x/sub/2",
+        b"y",
+        b"y/a",
+        b"y/b",
+        b"y/b/c",
+        b"dangling-up",
+        b"l2f",
+    ] {
+        assert!(
+            paths.contains(want),
+            "turn misses {}; has {:?}",
+            show_path(want),
+            paths.iter().map(|p| show_path(p)).collect::<Vec<_>>()
+        );
+    }
+
+    let plan = rewind(&mut p, t);
+    assert!(plan.skipped.is_empty(), "{:?}", plan.skipped);
+    assert_tree(&before, &fx.tree(), "after rewind");
+    redo(&mut p);
+    assert_tree(&after, &fx.tree(), "after redo");
+    rewind(&mut p, t);
+    assert_tree(&before, &fx.tree(), "after a second rewind");
+}
+
+#[test]
+fn files_over_the_size_cap_are_skipped_with_a_reason_and_never_clobbered() {
+    let fx = Fx::with_opts(Options {
+        max_file_size: 4096,
+        ..test_opts()
+    });
+    let mut rng = Rng::new(9);
+    fx.write("big.bin", rng.bytes(8192));
+    fx.write("big-deleted.bin", rng.bytes(6000));
+    fx.write("small.txt", "small\n");
+    let mut p = fx.open();
+    let report = p.reconcile().expect("baseline");
+    let skipped: Vec<String> = report.skipped.iter().map(|(p, _)| p.display()).collect();
+    assert!(
+        skipped.contains(&"big.bin".to_string())
+            && skipped.contains(&"big-deleted.bin".to_string()),
+        "baseline reports the files over the cap: {:?}",
+        report.skipped
+    );
+    assert!(report.skipped.iter().all(|(_, why)| !why.is_empty()));
+    assert!(p.status().expect("status").skipped >= 2);
+
+    let before = fx.tree();
+    let t = start(&mut p, "big");
+    let agent_big = rng.bytes(9000);
+    fx.write("big.bin", &agent_big);
+    fx.rm("big-deleted.bin");
+    fx.write("small.txt", "small, edited\n");
+    end(&mut p);
+    let after = fx.tree();
+
+    let detail = p.show(t).expect("show");
+    for name in ["big.bin", "big-deleted.bin"] {
+        let e = detail
+            .entries
+            .iter()
+            .find(|e| e.path == rp(name))
+            .unwrap_or_else(|| panic!("the turn does not mention {name}: {:#?}", detail.entries));
+        match &e.pre {
+            State::Skipped { reason } => assert!(!reason.is_empty(), "{name}: empty reason"),
+            other => panic!("{name}: pre-image {other:?}, expected skipped"),
+        }
+    }
+    assert!(detail.info.counts.skipped >= 1, "{:?}", detail.info.counts);
+
+    let plan = rewind(&mut p, t);
+    let skipped: Vec<String> = plan.skipped.iter().map(|(p, _)| p.display()).collect();
+    assert!(
+        skipped.contains(&"big.bin".to_string())
+            && skipped.contains(&"big-deleted.bin".to_string()),
+        "the rewind reports what it cannot restore: {:?}",
+        plan.skipped
+    );
+    assert!(plan.skipped.iter().all(|(_, why)| !why.is_empty()));
+    assert_eq!(fx.read("big.bin"), agent_big, "big.bin was clobbered");
+    assert!(
+        !fx.abs("big-deleted.bin").exists(),
+        "big-deleted.bin cannot come back"
+    );
+    let mut want = before.clone();
+    want.insert(b"big.bin".to_vec(), after[b"big.bin".as_slice()].clone());
+    want.remove(b"big-deleted.bin".as_slice());
+    assert_tree(&want, &fx.tree(), "after rewind");
+
+    redo(&mut p);
+    assert_tree(&after, &fx.tree(), "after redo");
+}

@@ -1,0 +1,480 @@
+//! Turns, rewinds and redos over several turns: oldest pre-image wins, redo is
+//! exact, conflicts refuse, between-turn changes belong to no turn.
+
+mod common;
+
+use ckpt_core::{Error, Project, RewindOptions, RewindOutcome, TurnStatus};
+use common::*;
+
+/// Three turns over overlapping files, with a snapshot before each.
+struct Three {
+    fx: Fx,
+    p: Project,
+    turns: [i64; 3],
+    /// `before[i]`: the tree when turn `i` started; `before[3]`: after the last.
+    before: [Tree; 4],
+}
+
+fn three_turns() -> Three {
+    let fx = Fx::new();
+    fx.write("a.txt", "a v0\n");
+    fx.write("c.txt", "c v0\n");
+    fx.write("keep.txt", "nobody touches this\n");
+    fx.write("lib/util.rs", "pub fn util() {}\n");
+    let mut p = fx.open();
+    sync(&mut p);
+
+    let b0 = fx.tree();
+    let t1 = start(&mut p, "one");
+    fx.write("a.txt", "a v1\n");
+    fx.write("b.txt", "b v1\n");
+    fx.write("lib/util.rs", "pub fn util() { one() }\n");
+    end(&mut p);
+
+    let b1 = fx.tree();
+    let t2 = start(&mut p, "two");
+    fx.write("a.txt", "a v2 — longer now\n");
+    fx.write("b.txt", "b v2\n");
+    fx.rm("c.txt");
+    fx.chmod("lib/util.rs", 0o755);
+    end(&mut p);
+
+    let b2 = fx.tree();
+    let t3 = start(&mut p, "three");
+    fx.write("a.txt", "a3\n");
+    fx.write("c.txt", "c reborn\n");
+    fx.rm("b.txt");
+    fx.write("lib/new/mod.rs", "mod x;\n");
+    fx.rm("lib/util.rs");
+    end(&mut p);
+    let b3 = fx.tree();
+
+    // Every turn changed something, so the snapshots are all distinct.
+    assert_ne!(b0, b1);
+    assert_ne!(b1, b2);
+    assert_ne!(b2, b3);
+    Three {
+        fx,
+        p,
+        turns: [t1, t2, t3],
+        before: [b0, b1, b2, b3],
+    }
+}
+
+#[test]
+fn rewinding_the_first_of_three_overlapping_turns_restores_the_oldest_pre_images() {
+    let Three {
+        fx,
+        mut p,
+        turns,
+        before,
+    } = three_turns();
+    let plan = rewind(&mut p, turns[0]);
+    assert_eq!(
+        plan.turns
+            .iter()
+            .copied()
+            .collect::<std::collections::BTreeSet<_>>(),
+        std::collections::BTreeSet::from(turns)
+    );
+    assert_tree(&before[0], &fx.tree(), "rewind of turn 1");
+    let st = statuses(&p);
+    for t in turns {
+        assert_eq!(st[&t], TurnStatus::Rewound, "turn {t}");
+    }
+}
+
+#[test]
+fn rewinding_the_second_turn_keeps_the_first_turns_work() {
+    let Three {
+        fx,
+        mut p,
+        turns,
+        before,
+    } = three_turns();
+    let plan = rewind(&mut p, turns[1]);
+    assert!(!plan.turns.contains(&turns[0]), "{:?}", plan.turns);
+    assert_tree(&before[1], &fx.tree(), "rewind of turn 2");
+    assert_eq!(fx.read("a.txt"), b"a v1\n");
+    assert_eq!(fx.read("b.txt"), b"b v1\n");
+    let st = statuses(&p);
+    assert_eq!(st[&turns[0]], TurnStatus::Closed);
+    assert_eq!(st[&turns[1]], TurnStatus::Rewound);
+    assert_eq!(st[&turns[2]], TurnStatus::Rewound);
+}
+
+#[test]
+fn rewinding_the_last_turn_only_undoes_it() {
+    let Three {
+        fx,
+        mut p,
+        turns,
+        before,
+    } = three_turns();
+    rewind(&mut p, turns[2]);
+    assert_tree(&before[2], &fx.tree(), "rewind of turn 3");
+}
+
+#[test]
+fn redo_gives_back_the_exact_pre_rewind_tree_and_revives_the_turns() {
+    let Three {
+        fx,
+        mut p,
+        turns,
+        before,
+    } = three_turns();
+    for (i, &t) in turns.iter().enumerate() {
+        rewind(&mut p, t);
+        assert_tree(&before[i], &fx.tree(), &format!("rewind of turn {}", i + 1));
+        let st = statuses(&p);
+        for (j, &u) in turns.iter().enumerate() {
+            let want = if j >= i {
+                TurnStatus::Rewound
+            } else {
+                TurnStatus::Closed
+            };
+            assert_eq!(
+                st[&u],
+                want,
+                "after rewinding turn {}, turn {}",
+                i + 1,
+                j + 1
+            );
+        }
+        redo(&mut p);
+        assert_tree(
+            &before[3],
+            &fx.tree(),
+            &format!("redo after rewinding turn {}", i + 1),
+        );
+        let st = statuses(&p);
+        for &u in &turns {
+            assert_eq!(st[&u], TurnStatus::Closed, "after redo, turn {u}");
+        }
+    }
+    // Nothing left to redo.
+    sync(&mut p);
+    assert!(matches!(
+        p.redo(RewindOptions::default()),
+        Err(Error::NothingToRedo)
+    ));
+}
+
+#[test]
+fn a_rewound_turn_cannot_be_rewound_again_and_an_unknown_turn_is_an_error() {
+    let Three {
+        fx, mut p, turns, ..
+    } = three_turns();
+    rewind(&mut p, turns[1]);
+    let tree = fx.tree();
+    sync(&mut p);
+    assert!(
+        matches!(p.rewind(turns[2], RewindOptions::default()), Err(Error::TurnRewound(t)) if t == turns[2]),
+        "rewinding an already rewound turn must fail with TurnRewound"
+    );
+    assert!(matches!(
+        p.rewind(9999, RewindOptions::default()),
+        Err(Error::UnknownTurn(9999))
+    ));
+    assert_tree(&tree, &fx.tree(), "failed rewinds change nothing");
+}
+
+#[test]
+fn a_new_turn_after_a_rewind_can_itself_be_rewound() {
+    let Three {
+        fx,
+        mut p,
+        turns,
+        before,
+    } = three_turns();
+    rewind(&mut p, turns[1]);
+    let b = fx.tree();
+    let t4 = start(&mut p, "four");
+    fx.write("a.txt", "a v4\n");
+    fx.write("d.txt", "d\n");
+    end(&mut p);
+    rewind(&mut p, t4);
+    assert_tree(&b, &fx.tree(), "rewind of the turn after a rewind");
+    assert_tree(&before[1], &fx.tree(), "still the tree before turn 2");
+    // Turn 1 is still live and can be rewound.
+    rewind(&mut p, turns[0]);
+    assert_tree(&before[0], &fx.tree(), "rewind of turn 1 afterwards");
+}
+
+#[test]
+fn dry_run_returns_the_plan_and_changes_nothing() {
+    let Three {
+        fx,
+        mut p,
+        turns,
+        before,
+    } = three_turns();
+    sync(&mut p);
+    let out = p
+        .rewind(
+            turns[0],
+            RewindOptions {
+                dry_run: true,
+                ..Default::default()
+            },
+        )
+        .expect("dry run");
+    let RewindOutcome::DryRun(plan) = out else {
+        panic!("expected DryRun, got {out:#?}")
+    };
+    assert_tree(&before[3], &fx.tree(), "after dry run");
+    // b.txt was created by turn 1 and deleted by turn 3: already as it was,
+    // so an action for it (if any) must be a no-op.
+    let mut paths: Vec<String> = plan
+        .actions
+        .iter()
+        .filter(|a| a.current != a.target)
+        .map(|a| a.path.display())
+        .collect();
+    paths.sort();
+    assert_eq!(
+        paths,
+        ["a.txt", "c.txt", "lib/new", "lib/new/mod.rs", "lib/util.rs"],
+        "planned actions"
+    );
+    assert!(plan
+        .actions
+        .iter()
+        .all(|a| a.current != a.target || a.path == rp("b.txt")));
+    assert!(plan.conflicts.is_empty(), "{:?}", plan.conflicts);
+    // The dry run did not mark anything.
+    assert!(statuses(&p).values().all(|s| *s == TurnStatus::Closed));
+}
+
+#[test]
+fn partial_rewind_restores_only_the_given_paths() {
+    let Three {
+        fx,
+        mut p,
+        turns,
+        before,
+    } = three_turns();
+    sync(&mut p);
+    let plan = applied(
+        p.rewind(
+            turns[0],
+            RewindOptions {
+                paths: vec![rp("a.txt"), rp("lib")],
+                ..Default::default()
+            },
+        )
+        .expect("partial rewind"),
+    );
+    for a in &plan.actions {
+        assert!(
+            a.path.starts_with(&rp("a.txt")) || a.path.starts_with(&rp("lib")),
+            "action outside the requested paths: {}",
+            a.path
+        );
+    }
+    let mut want = before[3].clone();
+    for (k, v) in &before[0] {
+        if k.as_slice() == b"a.txt" || k.starts_with(b"lib/") {
+            want.insert(k.clone(), v.clone());
+        }
+    }
+    want.retain(|k, _| !k.starts_with(b"lib/") || before[0].contains_key(k));
+    assert_tree(&want, &fx.tree(), "after partial rewind");
+}
+
+#[test]
+fn conflicting_user_edit_refuses_then_force_proceeds_and_redo_restores_the_edit() {
+    let fx = Fx::new();
+    fx.write("main.rs", "fn main() {}\n");
+    fx.write("other.rs", "// other\n");
+    let mut p = fx.open();
+    sync(&mut p);
+    let before = fx.tree();
+    let t = start(&mut p, "agent");
+    fx.write("main.rs", "fn main() { agent(); }\n");
+    fx.write("other.rs", "// other, by the agent\n");
+    fx.write("added.rs", "// new\n");
+    end(&mut p);
+
+    // The user edits one of the agent's files after the turn.
+    fx.write("main.rs", "fn main() { agent(); user(); }\n");
+    let edited = fx.tree();
+
+    sync(&mut p);
+    let plan = refused(p.rewind(t, RewindOptions::default()).expect("rewind"));
+    let conflicts: Vec<String> = plan.conflicts.iter().map(|c| c.path.display()).collect();
+    assert_eq!(conflicts, ["main.rs"]);
+    let c = &plan.conflicts[0];
+    assert_ne!(c.expected, c.current);
+    assert_tree(&edited, &fx.tree(), "a refused rewind changes nothing");
+    assert_eq!(
+        statuses(&p)[&t],
+        TurnStatus::Closed,
+        "a refused rewind marks nothing"
+    );
+
+    rewind_forced(&mut p, t);
+    assert_tree(&before, &fx.tree(), "after forced rewind");
+
+    redo(&mut p);
+    assert_tree(&edited, &fx.tree(), "redo brings the user's edit back");
+}
+
+#[test]
+fn changes_between_turns_belong_to_no_turn() {
+    let fx = Fx::new();
+    fx.write("a.txt", "a0\n");
+    fx.write("b.txt", "b0\n");
+    fx.write("shared.txt", "s0\n");
+    let mut p = fx.open();
+    sync(&mut p);
+
+    let t1 = start(&mut p, "one");
+    fx.write("a.txt", "a1\n");
+    fx.write("shared.txt", "s1 (turn 1)\n");
+    end(&mut p);
+
+    // The user, between turns: edits a file no turn touched, creates one, and
+    // edits a file turn 1 touched and turn 2 will touch.
+    fx.write("b.txt", "b by the user\n");
+    fx.write("user-new.txt", "mine\n");
+    fx.write("shared.txt", "s (user)\n");
+
+    let t2 = start(&mut p, "two");
+    let before_t2 = fx.tree();
+    fx.write("a.txt", "a2\n");
+    fx.write("shared.txt", "s2 (turn 2)\n");
+    fx.write("d.txt", "d2\n");
+    end(&mut p);
+
+    let mut want_t2 = ["a.txt", "d.txt", "shared.txt"]
+        .map(|s| s.as_bytes().to_vec())
+        .to_vec();
+    want_t2.sort();
+    assert_eq!(entry_paths(&p, t2).into_iter().collect::<Vec<_>>(), want_t2);
+    let mut want_t1 = ["a.txt", "shared.txt"]
+        .map(|s| s.as_bytes().to_vec())
+        .to_vec();
+    want_t1.sort();
+    assert_eq!(entry_paths(&p, t1).into_iter().collect::<Vec<_>>(), want_t1);
+
+    rewind(&mut p, t2);
+    assert_tree(&before_t2, &fx.tree(), "rewind of turn 2");
+    assert_eq!(fx.read("b.txt"), b"b by the user\n");
+    assert_eq!(fx.read("user-new.txt"), b"mine\n");
+    assert_eq!(
+        fx.read("shared.txt"),
+        b"s (user)\n",
+        "turn 2's pre-image is the user's version"
+    );
+}
+
+#[test]
+fn reopening_the_store_keeps_turns_and_rewinds_still_work() {
+    let fx = Fx::new();
+    fx.write("a.txt", "a0\n");
+    let mut p = fx.open();
+    sync(&mut p);
+    let before = fx.tree();
+    let t = start(&mut p, "one");
+    fx.write("a.txt", "a1\n");
+    fx.write("n/b.txt", "b1\n");
+    end(&mut p);
+    let after = fx.tree();
+    drop(p);
+
+    let mut p = Project::open_existing(&fx.store, fx.opts.clone()).expect("open_existing");
+    assert_eq!(
+        std::fs::canonicalize(p.root()).unwrap(),
+        std::fs::canonicalize(&fx.root).unwrap()
+    );
+    let log = p.log(10).expect("log");
+    assert_eq!(log.len(), 1);
+    assert_eq!(log[0].id, t);
+    assert_eq!(log[0].meta.label.as_deref(), Some("one"));
+    assert!(p.open_turn().expect("open_turn").is_none());
+    rewind(&mut p, t);
+    assert_tree(&before, &fx.tree(), "rewind after reopen");
+    drop(p);
+
+    let mut p = fx.open();
+    redo(&mut p);
+    assert_tree(&after, &fx.tree(), "redo after another reopen");
+}
+
+#[test]
+fn a_store_refuses_another_root() {
+    let fx = Fx::new();
+    let mut p = fx.open();
+    sync(&mut p);
+    drop(p);
+    let other = fx.tmp.path().join("other-root");
+    std::fs::create_dir(&other).unwrap();
+    assert!(matches!(
+        Project::open(&fx.store, &other, fx.opts.clone()),
+        Err(Error::WrongProject { .. })
+    ));
+}
+
+#[test]
+fn open_turn_log_and_status_follow_the_turns() {
+    let fx = Fx::new();
+    fx.write("a.txt", "a\n");
+    let mut p = fx.open();
+    sync(&mut p);
+    assert!(p.open_turn().unwrap().is_none());
+    let t1 = start(&mut p, "first");
+    assert_eq!(p.open_turn().unwrap(), Some(t1));
+    assert_eq!(p.status().unwrap().open_turn, Some(t1));
+    fx.write("a.txt", "a1\n");
+    fx.write("b.txt", "b1\n");
+    // turn_start closes an open turn first.
+    let t2 = start(&mut p, "second");
+    assert_ne!(t1, t2);
+    assert_eq!(statuses(&p)[&t1], TurnStatus::Closed);
+    let d1 = p.show(t1).unwrap();
+    assert_eq!(d1.entries.len(), 2);
+    assert!(
+        d1.entries.iter().all(|e| e.post.is_some()),
+        "closed turn has post-images"
+    );
+    assert_eq!(d1.info.counts.added, 1);
+    assert_eq!(d1.info.counts.modified, 1);
+    end(&mut p);
+    assert!(matches!(p.turn_end(), Err(Error::NoOpenTurn)));
+    let log = p.log(10).unwrap();
+    assert_eq!(
+        log.iter().map(|t| t.id).collect::<Vec<_>>(),
+        [t2, t1],
+        "newest first"
+    );
+    assert_eq!(p.log(1).unwrap().len(), 1);
+    let st = p.status().unwrap();
+    assert_eq!(st.turns, 2);
+    assert_eq!(st.entries, 2, "a.txt and b.txt");
+    assert!(st.blobs >= 3, "a, a1, b1 stored: {st:?}");
+    assert!(st.store_bytes > 0);
+}
+
+#[test]
+fn diff_shows_the_turns_change() {
+    let fx = Fx::new();
+    fx.write("a.txt", "one\ntwo\nthree\n");
+    fx.write("bin", [0u8, 1, 2, 255]);
+    let mut p = fx.open();
+    sync(&mut p);
+    let t = start(&mut p, "edit");
+    fx.write("a.txt", "one\n2\nthree\n");
+    fx.write("bin", [0u8, 1, 3, 255]);
+    end(&mut p);
+    let diffs = p.diff(t, &[]).expect("diff");
+    assert_eq!(diffs.len(), 2);
+    let a = diffs
+        .iter()
+        .find(|d| d.path == rp("a.txt"))
+        .expect("a.txt diff");
+    let text = a.unified.as_deref().expect("text diff");
+    assert!(text.contains("-two") && text.contains("+2"), "{text}");
+    let only = p.diff(t, &[rp("a.txt")]).expect("diff of one path");
+    assert_eq!(only.len(), 1);
+}
