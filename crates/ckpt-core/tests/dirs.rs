@@ -161,3 +161,33 @@ fn a_directory_the_user_removed_between_turns_is_recreated_for_a_restored_file()
     redo(&mut p);
     assert_tree(&tree, &fx.tree(), "redo");
 }
+
+/// `rm -r d && mkdir d` between two checks. ext4 (and tmpfs) hand the new
+/// directory the inode number the old one just freed, so the inode alone
+/// cannot tell that `d` was replaced; `check_paths` promises to re-examine
+/// everything below a replaced directory all the same.
+#[test]
+fn check_paths_sees_a_directory_replaced_under_the_same_inode_number() {
+    use std::os::unix::fs::MetadataExt;
+    let fx = Fx::new();
+    fx.write("d/a", "a\n");
+    fx.write("d/b", "b\n");
+    let mut p = fx.open();
+    sync(&mut p);
+    let before = fx.tree();
+    let ino = |fx: &Fx| std::fs::symlink_metadata(fx.abs("d")).unwrap().ino();
+    let old = ino(&fx);
+    let t = start(&mut p, "replace d");
+    fx.rm_rf("d");
+    fx.mkdir("d");
+    fx.write("d/c", "c\n");
+    eprintln!("inode number reused: {}", ino(&fx) == old);
+    // What the watcher reports for the new directory and the new file.
+    p.check_paths([rp("d"), rp("d/c")]).expect("check_paths");
+    let detail = p.turn_end().expect("turn_end");
+    let mut got: Vec<String> = detail.entries.iter().map(|e| e.path.display()).collect();
+    got.sort();
+    assert_eq!(got, ["d/a", "d/b", "d/c"], "turn entries");
+    rewind(&mut p, t);
+    assert_tree(&before, &fx.tree(), "after rewind");
+}

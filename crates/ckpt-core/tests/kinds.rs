@@ -37,6 +37,8 @@ fn odd_kinds_and_names_rewind_and_redo_exactly() {
     fx.write("y/a", "y/a\n");
     fx.write("y/b/c", "y/b/c\n");
     fx.write("l2f", "target of a link that becomes a file\n");
+    fx.write("d2l/inner.txt", "a directory that becomes a symlink\n");
+    fx.symlink("y", "l2d");
     fx.mkdir("emptydir");
     fx.mkdir("locked-dir");
     fx.chmod("locked-dir", 0o700);
@@ -78,6 +80,11 @@ fn odd_kinds_and_names_rewind_and_redo_exactly() {
     fx.write("dangling-up", "a file where a link was\n");
     fx.rm("l2f");
     fx.symlink("x/1", "l2f");
+    // directory -> symlink (to a directory), symlink -> directory
+    fx.rm_rf("d2l");
+    fx.symlink("x", "d2l");
+    fx.rm("l2d");
+    fx.write("l2d/file", "a symlink that became a directory\n");
     end(&mut p);
     let after = fx.tree();
 
@@ -112,6 +119,10 @@ fn odd_kinds_and_names_rewind_and_redo_exactly() {
         b"y/b/c",
         b"dangling-up",
         b"l2f",
+        b"d2l",
+        b"d2l/inner.txt",
+        b"l2d",
+        b"l2d/file",
     ] {
         assert!(
             paths.contains(want),
@@ -196,4 +207,73 @@ fn files_over_the_size_cap_are_skipped_with_a_reason_and_never_clobbered() {
 
     redo(&mut p);
     assert_tree(&after, &fx.tree(), "after redo");
+}
+
+#[test]
+fn a_fifo_is_skipped_with_a_reason_and_never_blocks_capture() {
+    use std::os::unix::ffi::OsStrExt;
+    let fx = Fx::new();
+    fx.write("pipe", "a file that becomes a fifo\n");
+    let mut p = fx.open();
+    sync(&mut p);
+    let t = start(&mut p, "fifo");
+    fx.rm("pipe");
+    let path = std::ffi::CString::new(fx.abs("pipe").as_os_str().as_bytes()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(path.as_ptr(), 0o644) }, 0, "mkfifo");
+    let new = std::ffi::CString::new(fx.abs("new-pipe").as_os_str().as_bytes()).unwrap();
+    // SAFETY: as above.
+    assert_eq!(unsafe { libc::mkfifo(new.as_ptr(), 0o644) }, 0, "mkfifo");
+    fx.write("plain.txt", "plain\n");
+    // Capturing must not open the fifos for reading (that would block).
+    let detail = end(&mut p);
+    for name in ["pipe", "new-pipe"] {
+        let e = detail
+            .entries
+            .iter()
+            .find(|e| e.path == rp(name))
+            .unwrap_or_else(|| panic!("{name} not in the turn: {:#?}", detail.entries));
+        assert!(
+            matches!(&e.post, Some(State::Skipped { reason }) if !reason.is_empty()),
+            "{name}: post-image {:?}",
+            e.post
+        );
+    }
+    let plan = rewind(&mut p, t);
+    assert!(!fx.abs("plain.txt").exists(), "the rest is rewound");
+    let skipped: Vec<String> = plan.skipped.iter().map(|(p, _)| p.display()).collect();
+    for name in ["pipe", "new-pipe"] {
+        assert!(
+            skipped.contains(&name.to_string()),
+            "{name}: uncaptured current content is left alone and reported: {:?}",
+            plan.skipped
+        );
+    }
+    let ft = std::fs::symlink_metadata(fx.abs("pipe"))
+        .unwrap()
+        .file_type();
+    use std::os::unix::fs::FileTypeExt;
+    assert!(ft.is_fifo(), "the fifo was left alone");
+    redo(&mut p);
+    assert_eq!(fx.read("plain.txt"), b"plain\n");
+}
+
+#[test]
+fn rewinding_an_open_turn_closes_it_first() {
+    let fx = Fx::new();
+    fx.write("a.txt", "a0\n");
+    let mut p = fx.open();
+    sync(&mut p);
+    let before = fx.tree();
+    let t = start(&mut p, "open");
+    fx.write("a.txt", "a1\n");
+    fx.write("b.txt", "b1\n");
+    let after = fx.tree();
+    // No turn_end: the daemon's barrier, then rewind.
+    let plan = rewind(&mut p, t);
+    assert_eq!(plan.actions.len(), 2, "{plan:#?}");
+    assert_tree(&before, &fx.tree(), "rewind of an open turn");
+    assert!(p.open_turn().unwrap().is_none());
+    redo(&mut p);
+    assert_tree(&after, &fx.tree(), "redo");
 }

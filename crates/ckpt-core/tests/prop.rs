@@ -171,7 +171,33 @@ fn make_parents(root: &Path, name: &'static str) -> Option<Vec<&'static str>> {
 
 /// Applies `op` if it makes sense on the current tree; returns the paths a
 /// watcher would report (empty if the operation was skipped or failed).
-fn apply(root: &Path, op: &Op) -> Vec<&'static str> {
+///
+/// Like inotify on a recursively watched tree: removing a directory reports
+/// everything that was below it too; a rename reports its two ends only.
+fn apply(root: &Path, op: &Op) -> Vec<String> {
+    let mut below = Vec::new();
+    if let Op::Rmdir(n) = *op {
+        if parents_ok(root, n) && lstat(root, n).is_some_and(|m| m.file_type().is_dir()) {
+            below = snapshot_all(&root.join(n))
+                .into_keys()
+                .map(|k| {
+                    format!(
+                        "{n}/{}",
+                        String::from_utf8(k).expect("test names are UTF-8")
+                    )
+                })
+                .collect();
+        }
+    }
+    let reported = apply_op(root, op);
+    if reported.is_empty() {
+        return Vec::new();
+    }
+    below.extend(reported.into_iter().map(String::from));
+    below
+}
+
+fn apply_op(root: &Path, op: &Op) -> Vec<&'static str> {
     let is_file = |n: &str| lstat(root, n).is_some_and(|m| m.file_type().is_file());
     let ok = |r: std::io::Result<()>, paths: Vec<&'static str>| {
         if r.is_ok() {
@@ -277,7 +303,7 @@ fn check_tree(expected: &Tree, actual: &Tree, what: &str) -> Res {
     }
 }
 
-fn barrier_now(p: &mut Project, how: Barrier, touched: &mut Vec<&'static str>, what: &str) -> Res {
+fn barrier_now(p: &mut Project, how: Barrier, touched: &mut Vec<String>, what: &str) -> Res {
     let r = match how {
         Barrier::Scan => p.reconcile(),
         Barrier::Events => p.check_paths(touched.iter().map(rp)),
@@ -373,7 +399,7 @@ fn run(script: &Script, stats: &mut Stats) -> Res {
     }
     let mut p = fx.open();
     p.reconcile().map_err(|e| format!("baseline: {e}"))?;
-    let mut touched: Vec<&'static str> = Vec::new();
+    let mut touched: Vec<String> = Vec::new();
     let mut turns: Vec<TurnRec> = Vec::new();
     for (n, ph) in script.phases.iter().enumerate() {
         for op in &ph.between {

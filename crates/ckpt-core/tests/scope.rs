@@ -1,6 +1,6 @@
 //! What is outside capture stays outside: `.git` directories and files at any
-//! depth, dependency and build folders, `.ckptignore` matches, barrier
-//! cookies. A turn never records them and a rewind never touches them.
+//! depth, dependency folders, directories tagged with `CACHEDIR.TAG`,
+//! `.ckptignore` matches, barrier cookies. A turn never records them and a rewind never touches them.
 
 mod common;
 
@@ -17,7 +17,14 @@ fn excluded_paths_are_neither_recorded_nor_restored() {
     fx.write("build/out.js", "built\n");
     fx.write("node_modules/pkg/index.js", "module.exports = 1\n");
     fx.write("web/node_modules/pkg/index.js", "nested dependency\n");
+    // Build output marked as a cache (cargo writes this tag into target/).
+    fx.write(
+        "target/CACHEDIR.TAG",
+        "Signature: 8a477f597d28d172789f06886806bc55\n",
+    );
     fx.write("target/debug/app", "binary\n");
+    // A directory merely named like build output is ordinary content.
+    fx.write("docs/target/page.md", "a page\n");
     fx.write("sub/file.txt", "submodule work tree file\n");
     fx.write("sub/.git/HEAD", "ref: refs/heads/main\n");
     fx.write("wt/.git", "gitdir: /somewhere/else\n");
@@ -31,6 +38,8 @@ fn excluded_paths_are_neither_recorded_nor_restored() {
         ("node_modules", true, true),
         ("web/node_modules", true, true),
         ("target", true, true),
+        ("target/debug/app", false, true),
+        ("docs/target", true, false),
         ("app.log", false, true),
         ("build", true, true),
         (".ckpt-cookie-42", false, true),
@@ -57,6 +66,7 @@ fn excluded_paths_are_neither_recorded_nor_restored() {
         "nested dependency, updated\n",
     );
     fx.write("target/debug/app", "binary 2\n");
+    fx.write("docs/target/page.md", "a page, edited\n");
     fx.write("sub/.git/HEAD", "ref: refs/heads/agent\n");
     fx.write("sub/.git/new", "new\n");
     fx.write("wt/.git", "gitdir: /elsewhere\n");
@@ -67,7 +77,12 @@ fn excluded_paths_are_neither_recorded_nor_restored() {
     let sub_git_after = snapshot_all(&fx.abs("sub/.git"));
 
     let got = entry_paths(&p, t);
-    let want: BTreeSet<Vec<u8>> = byte_set([&b"src.js"[..], b"sub/file.txt", b"wt/code.rs"]);
+    let want: BTreeSet<Vec<u8>> = byte_set([
+        &b"src.js"[..],
+        b"sub/file.txt",
+        b"wt/code.rs",
+        b"docs/target/page.md",
+    ]);
     assert_eq!(
         got.iter().map(|p| show_path(p)).collect::<Vec<_>>(),
         want.iter().map(|p| show_path(p)).collect::<Vec<_>>(),
@@ -76,7 +91,12 @@ fn excluded_paths_are_neither_recorded_nor_restored() {
 
     rewind(&mut p, t);
     let mut expect = after.clone();
-    for k in ["src.js", "sub/file.txt", "wt/code.rs"] {
+    for k in [
+        "src.js",
+        "sub/file.txt",
+        "wt/code.rs",
+        "docs/target/page.md",
+    ] {
         expect.insert(k.as_bytes().to_vec(), before[k.as_bytes()].clone());
     }
     assert_tree(&expect, &fx.tree(), "after rewind");

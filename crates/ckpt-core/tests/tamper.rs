@@ -240,10 +240,14 @@ fn corrupt_blob_case(corrupt: impl FnOnce(&Fx, Hash)) {
 
 #[test]
 fn corrupt_inline_blob_is_never_written() {
-    // A valid zstd frame of other bytes: decompresses fine, hash mismatches.
+    // A valid zstd frame (with its content size, as the store writes them)
+    // of other bytes of the same length: the header and size agree with the
+    // row, and only the content hash tells it apart.
     corrupt_blob_case(|fx, hash| {
         let conn = Connection::open(fx.db_path()).expect("open db");
-        let evil = zstd::encode_all(&b"EVIL CONTENT\n"[..], 3).unwrap();
+        let evil_bytes = b"EVIL BYTES\n";
+        assert_eq!(evil_bytes.len(), M_ORIG.len());
+        let evil = zstd::bulk::compress(evil_bytes, 3).unwrap();
         let n = conn
             .execute(
                 "UPDATE blobs SET data = ?1 WHERE hash = ?2 AND data IS NOT NULL",
@@ -310,8 +314,10 @@ fn corrupt_object_file_is_never_written() {
         .store
         .join("objects")
         .join(String::from_utf8_lossy(found[0]).as_ref());
-    let evil = zstd::encode_all(&b"EVIL CONTENT\n"[..], 3).unwrap();
-    std::fs::write(&path, evil).unwrap();
+    // Same length, one byte different, framed as the store frames blobs.
+    let mut evil_bytes = big.clone();
+    evil_bytes[1000] ^= 0xff;
+    std::fs::write(&path, zstd::bulk::compress(&evil_bytes, 3).unwrap()).unwrap();
 
     let before = fx.tree();
     let mut p = fx.open();
