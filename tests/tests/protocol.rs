@@ -272,3 +272,36 @@ fn usage_errors_exit_2() {
     let out = env.ctl(env.path(), &["no-such-command"]);
     assert_eq!(out.code(), 2, "{out:?}");
 }
+
+#[test]
+fn connections_from_another_user_are_refused() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: needs root to run a client as another user");
+        return;
+    }
+    let env = Env::new();
+    let _d = env.start_daemon();
+    // Open the way to the socket on purpose (the daemon never does), so that
+    // only the peer-credential check stands between another user and it.
+    for dir in [env.path(), env.socket.parent().unwrap()] {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    std::fs::set_permissions(&env.socket, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let mut cmd = env.ctl_cmd(std::path::Path::new("/"), &["status"]);
+    std::os::unix::process::CommandExt::uid(&mut cmd, 65534);
+    let out = run(&mut cmd);
+    assert_eq!(out.code(), 1, "{out:?}");
+    assert!(
+        !out.stdout.contains("ckptd"),
+        "another user must get nothing: {out:?}"
+    );
+    let log = std::fs::read_to_string(env.log_path()).unwrap();
+    assert!(
+        log.contains("refusing a connection from another user"),
+        "{log}"
+    );
+    // Our own user is still served.
+    let st = env.ctl_json(env.path(), &["status"]);
+    assert!(st["daemon"]["pid"].is_number());
+}

@@ -100,7 +100,8 @@ impl ProjectHandle {
     }
 
     /// Runs `f` on the core project, holding its lock. A panic in the core
-    /// becomes an internal error instead of taking the daemon down.
+    /// becomes an internal error instead of taking the daemon down. (The
+    /// status cache is refreshed by `status_nowait`, off the hot path.)
     pub fn call<T>(&self, f: impl FnOnce(&mut Project) -> ckpt_core::Result<T>) -> ReqResult<T> {
         let mut guard = lock(&self.core);
         let result = std::panic::catch_unwind(AssertUnwindSafe(|| f(&mut guard)));
@@ -111,10 +112,6 @@ impl ProjectHandle {
                 panic_message(payload.as_ref())
             ))),
         };
-        let status = std::panic::catch_unwind(AssertUnwindSafe(|| guard.status()));
-        if let Ok(Ok(s)) = status {
-            *lock(&self.status_cache) = Some(s);
-        }
         out
     }
 

@@ -186,3 +186,120 @@ impl Router {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use notify::event::{AccessKind, Flag, RemoveKind};
+
+    fn setup() -> (tempfile::TempDir, Arc<Registry>, Arc<ProjectHandle>, Router) {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().join("root");
+        std::fs::create_dir_all(&root).unwrap();
+        let root = root.canonicalize().unwrap();
+        let store = t.path().join("store");
+        let p = ckpt_core::Project::open(&store, &root, ckpt_core::Options::default()).unwrap();
+        let h = ProjectHandle::new("id".into(), store, p);
+        let registry = Arc::new(Registry::default());
+        registry.insert(Arc::clone(&h));
+        let router = Router {
+            registry: Arc::clone(&registry),
+        };
+        (t, registry, h, router)
+    }
+
+    fn pending(h: &ProjectHandle) -> Vec<String> {
+        let mut v: Vec<String> = lock(&h.queue).pending.iter().map(|p| p.display()).collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn queues_content_events_and_drops_the_rest() {
+        let (_t, _r, h, router) = setup();
+        let ev = |kind: EventKind, rel: &str| Ok(Event::new(kind).add_path(h.root.join(rel)));
+        let modify = EventKind::Modify(ModifyKind::Any);
+        router.handle(ev(modify, "src/a.rs"));
+        router.handle(ev(
+            EventKind::Access(AccessKind::Close(AccessMode::Write)),
+            "w",
+        ));
+        router.handle(ev(
+            EventKind::Access(AccessKind::Open(AccessMode::Any)),
+            "opened",
+        ));
+        router.handle(ev(
+            EventKind::Access(AccessKind::Close(AccessMode::Read)),
+            "read",
+        ));
+        router.handle(ev(modify, ".git/index"));
+        router.handle(ev(modify, "sub/.git/HEAD"));
+        router.handle(ev(modify, "node_modules/x/index.js"));
+        router.handle(ev(modify, "node_modules"));
+        router.handle(ev(modify, ".ckpt-tmp-123"));
+        router.handle(ev(EventKind::Create(CreateKind::Folder), "newdir"));
+        // Outside every project.
+        router.handle(Ok(Event::new(modify).add_path("/elsewhere/file".into())));
+        assert_eq!(pending(&h), ["newdir", "node_modules", "src/a.rs", "w"]);
+        assert_eq!(
+            lock(&h.queue).recheck.len(),
+            1,
+            "new dirs are checked again at the next cookie"
+        );
+    }
+
+    #[test]
+    fn cookies_mark_the_queue_position_and_release_rechecks() {
+        let (_t, _r, h, router) = setup();
+        let name = format!("{COOKIE_PREFIX}1-0");
+        lock(&h.queue).cookies_expected.insert(name.clone().into());
+        router.handle(Ok(
+            Event::new(EventKind::Create(CreateKind::Folder)).add_path(h.root.join("d"))
+        ));
+        lock(&h.queue).pending.clear();
+        router.handle(Ok(
+            Event::new(EventKind::Create(CreateKind::File)).add_path(h.root.join(&name))
+        ));
+        let q = lock(&h.queue);
+        assert_eq!(
+            q.cookies_seen.get(std::ffi::OsStr::new(&name)),
+            Some(&q.enqueued)
+        );
+        assert!(
+            q.pending.iter().any(|p| p.display() == "d"),
+            "recheck queued before the cookie"
+        );
+        assert!(q.recheck.is_empty());
+        drop(q);
+        // An unexpected cookie (another daemon's, or a late delete) is ignored.
+        router.handle(Ok(
+            Event::new(EventKind::Remove(RemoveKind::File)).add_path(h.root.join(&name))
+        ));
+        assert!(lock(&h.queue).cookies_seen.len() == 1);
+    }
+
+    #[test]
+    fn overflow_degrades_until_a_full_scan_and_watch_limit_stays() {
+        let (_t, _r, h, router) = setup();
+        router.handle(Ok(Event::new(EventKind::Other).set_flag(Flag::Rescan)));
+        let d = h.degraded().expect("degraded after an overflow");
+        assert!(!d.persistent && d.reason.contains("lost events"), "{d:?}");
+        assert!(lock(&h.queue).reconcile_needed, "a full scan is scheduled");
+        assert!(h.reconcile_now());
+        assert!(h.degraded().is_none(), "a successful scan ends it");
+
+        let err =
+            notify::Error::new(notify::ErrorKind::MaxFilesWatch).add_path(h.root.join("deep"));
+        router.handle(Err(err));
+        let d = h.degraded().expect("degraded at the watch limit");
+        assert!(
+            d.persistent && d.reason.contains("fs.inotify.max_user_watches"),
+            "{d:?}"
+        );
+        assert!(h.reconcile_now());
+        assert!(
+            h.degraded().is_some(),
+            "a scan does not bring the missing watches back"
+        );
+    }
+}
