@@ -15,7 +15,7 @@ fn burst_of_new_nested_directories_is_captured() {
     sh(&proj, "mkdir -p a/b/c && echo x > a/b/c/f");
     sh(
         &proj,
-        "for i in $(seq 1 40); do mkdir -p n$i/b/c/d && echo $i > n$i/b/c/d/f && echo $i > n$i/top; done",
+        "for i in $(seq 1 100); do mkdir -p n$i/b/c/d && echo $i > n$i/b/c/d/f && echo $i > n$i/top; done",
     );
     let ended = env.ctl_json(&proj, &["turn-end"]);
     let paths: Vec<&str> = ended["turn"]["entries"]
@@ -27,7 +27,7 @@ fn burst_of_new_nested_directories_is_captured() {
     for p in ["a", "a/b", "a/b/c", "a/b/c/f"] {
         assert!(paths.contains(&p), "{p} not captured: {paths:?}");
     }
-    for i in 1..=40 {
+    for i in 1..=100 {
         let f = format!("n{i}/b/c/d/f");
         assert!(paths.contains(&f.as_str()), "{f} not captured");
     }

@@ -4,14 +4,15 @@
 
 use std::collections::{HashMap, HashSet};
 use std::ffi::OsString;
+use std::os::unix::ffi::OsStrExt;
 use std::panic::AssertUnwindSafe;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use ckpt_core::{Project, ProjectStatus, RelPath, Retention};
+use ckpt_core::{is_internal_name, Project, ProjectStatus, RelPath, Retention, DEFAULT_EXCLUDES};
 use ckpt_proto::{ErrorKind, Health};
 
 use crate::error::{panic_message, ReqError, ReqResult};
@@ -36,11 +37,13 @@ pub struct Queue {
     /// value this had when its cookie arrived.
     pub enqueued: u64,
     pub processed: u64,
-    /// New directories and renamed-in paths: checked again when the next
-    /// cookie arrives, because the watcher adds its watches on a new
-    /// directory only after reporting it, and files made in that gap send
-    /// no event.
+    /// New directories and renamed-in paths: checked again, with everything
+    /// below them, when the next cookie arrives, because the watcher adds
+    /// its watches on a new directory only after reporting it, and files
+    /// made in that gap send no event.
     pub recheck: HashSet<RelPath>,
+    /// Rechecks released by a cookie: the worker walks each subtree.
+    pub deep: HashSet<RelPath>,
     pub cookies_expected: HashSet<OsString>,
     pub cookies_seen: HashMap<OsString, u64>,
     /// Run a full `reconcile` instead of the next batch.
@@ -255,7 +258,7 @@ impl ProjectHandle {
         }
         let recheck = std::mem::take(&mut q.recheck);
         for p in recheck {
-            q.pending.insert(p);
+            q.deep.insert(p);
             q.enqueued += 1;
         }
         let seq = q.enqueued;
@@ -300,7 +303,7 @@ impl ProjectHandle {
         loop {
             let (batch, seq, reconcile) = {
                 let mut q = lock(&self.queue);
-                while q.pending.is_empty() && !q.reconcile_needed && !q.stop {
+                while q.pending.is_empty() && q.deep.is_empty() && !q.reconcile_needed && !q.stop {
                     let (g, timeout) = self
                         .cond
                         .wait_timeout(q, ROOT_CHECK_INTERVAL)
@@ -319,8 +322,14 @@ impl ProjectHandle {
                     return;
                 }
                 let reconcile = std::mem::take(&mut q.reconcile_needed);
-                let batch: Vec<RelPath> = q.pending.drain().collect();
-                (batch, q.enqueued, reconcile)
+                let mut batch: Vec<RelPath> = q.pending.drain().collect();
+                let deep: Vec<RelPath> = q.deep.drain().collect();
+                let seq = q.enqueued;
+                drop(q);
+                if !reconcile {
+                    batch.extend(walk_subtrees(&self.root, deep));
+                }
+                (batch, seq, reconcile)
             };
             if self.unavailable().is_none() {
                 if reconcile {
@@ -414,4 +423,38 @@ impl ProjectHandle {
         }
         tracing::error!(root = %self.root.display(), error = %e, "capture failed");
     }
+}
+
+/// Every path at and below `dirs` (not following symlinks, skipping `.git`,
+/// default-excluded directories and ckpt's own files), for a recheck that
+/// must not trust a directory's unchanged mtime to mean its subtree is
+/// unchanged.
+fn walk_subtrees(root: &Path, dirs: Vec<RelPath>) -> Vec<RelPath> {
+    let mut out = Vec::new();
+    let mut stack = dirs;
+    while let Some(rel) = stack.pop() {
+        let abs = root.join(rel.as_path());
+        let is_dir = std::fs::symlink_metadata(&abs).is_ok_and(|m| m.is_dir());
+        out.push(rel.clone());
+        if !is_dir {
+            continue;
+        }
+        let Ok(entries) = std::fs::read_dir(&abs) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let bytes = name.as_bytes();
+            let excluded = name == ".git"
+                || is_internal_name(bytes)
+                || name.to_str().is_some_and(|n| DEFAULT_EXCLUDES.contains(&n));
+            if excluded {
+                continue;
+            }
+            if let Ok(child) = rel.join(bytes) {
+                stack.push(child);
+            }
+        }
+    }
+    out
 }

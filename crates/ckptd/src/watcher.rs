@@ -266,7 +266,7 @@ mod tests {
             Some(&q.enqueued)
         );
         assert!(
-            q.pending.iter().any(|p| p.display() == "d"),
+            q.deep.iter().any(|p| p.display() == "d"),
             "recheck queued before the cookie"
         );
         assert!(q.recheck.is_empty());
