@@ -5,13 +5,32 @@
 //! rewrites thousands of small files costs one transaction commit, not one
 //! fsync per file; large blobs are files under the object directory, written
 //! to a temp file, synced and renamed before the row that names them.
+//!
+//! Layout of the object directory: `<dir>/<first 2 hex>/<remaining 62 hex>`.
+//! Temp files are `<dir>/<first 2 hex>/.tmp-…`: a name that starts with a dot
+//! is never a blob name, and blobs are only ever found through their row, so
+//! a temp file left by a crash is never read as a blob; [`BlobStore::gc`]
+//! removes it once it is older than the grace period.
+//!
+//! `examples/store_options.rs` measures the layouts this module can use
+//! (everything in files, everything inline, hybrid thresholds).
 
+use std::collections::HashSet;
+use std::fs::{self, File, OpenOptions};
+use std::io::{ErrorKind, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
 
-use rusqlite::Connection;
+use rusqlite::types::Value;
+use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 
-use crate::error::Result;
+use crate::error::{Error, IoContext, Result};
 use crate::state::Hash;
+
+/// Prefix of temp files in the fan-out directories. Hex digits never start
+/// with a dot, so a temp file can never be taken for a blob.
+const TMP_PREFIX: &str = ".tmp-";
 
 /// A blob hashed and compressed, ready to be inserted by the writer. Making
 /// one needs no database, so it can happen on any thread.
@@ -25,42 +44,796 @@ pub struct BlobStore {
     dir: PathBuf,
     level: i32,
     inline_max: usize,
+    /// Fan-out directories known to exist durably (indexed by the hash's
+    /// first byte), so each is created and its parent synced at most once
+    /// per process.
+    fan_ready: [AtomicBool; 256],
+    /// Makes temp file names unique within this process.
+    tmp_seq: AtomicU64,
 }
 
 impl BlobStore {
     /// Opens (creating) the object directory `dir`.
     pub fn open(dir: &Path, level: i32, inline_max: usize) -> Result<BlobStore> {
-        let _ = (dir, level, inline_max);
-        todo!()
+        let range = zstd::compression_level_range();
+        if !range.contains(&level) {
+            return Err(Error::Invalid(format!(
+                "zstd level {level} is outside {}..={}",
+                range.start(),
+                range.end()
+            )));
+        }
+        let existed = dir.is_dir();
+        fs::create_dir_all(dir).ctx("create object dir", dir)?;
+        if !existed {
+            if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+                sync_dir(parent)?;
+            }
+        }
+        Ok(BlobStore {
+            dir: dir.to_path_buf(),
+            level,
+            inline_max,
+            fan_ready: std::array::from_fn(|_| AtomicBool::new(false)),
+            tmp_seq: AtomicU64::new(0),
+        })
     }
 
     /// Hashes and compresses `data`.
     pub fn prepare(&self, data: &[u8]) -> Prepared {
-        let _ = data;
-        todo!()
+        thread_local! {
+            // One compression context per thread and level: creating one per
+            // blob costs more than compressing a small file.
+            static COMPRESSOR: std::cell::RefCell<Option<(i32, zstd::bulk::Compressor<'static>)>> =
+                const { std::cell::RefCell::new(None) };
+        }
+        let compressed = COMPRESSOR.with(|cell| {
+            let mut slot = cell.borrow_mut();
+            if !matches!(&*slot, Some((level, _)) if *level == self.level) {
+                *slot = None;
+                let c = zstd::bulk::Compressor::new(self.level)
+                    .expect("a zstd context with a level checked in open");
+                *slot = Some((self.level, c));
+            }
+            let (_, c) = slot.as_mut().expect("set just above");
+            c.compress(data)
+                .expect("zstd compresses any input into a buffer it sizes itself")
+        });
+        Prepared {
+            hash: Hash::of(data),
+            size: data.len() as u64,
+            compressed,
+        }
     }
 
     /// Stores a prepared blob unless it is already stored. Call inside the
     /// writer's transaction; a large blob's file is durable before this returns.
+    ///
+    /// When the blob is already stored nothing is written, except that its
+    /// `created_ns` is moved to now (so a blob that is being referenced again
+    /// gets a fresh grace period against a concurrent [`BlobStore::gc`], as
+    /// git "freshens" objects) and a file blob whose file has gone missing is
+    /// written again.
     pub fn insert(&self, conn: &Connection, blob: &Prepared) -> Result<()> {
-        let _ = (conn, blob);
-        todo!()
+        let now = now_ns();
+        let existing: Option<bool> = conn
+            .prepare_cached("SELECT data IS NULL FROM blobs WHERE hash = ?1")?
+            .query_row([&blob.hash.0[..]], |r| r.get(0))
+            .optional()?;
+        if let Some(is_file) = existing {
+            if is_file {
+                let path = self.object_path(&blob.hash);
+                let present = fs::symlink_metadata(&path).map(|m| m.is_file());
+                match present {
+                    Ok(true) => {}
+                    Ok(false) => self.write_object(&blob.hash, &blob.compressed)?,
+                    Err(e) if e.kind() == ErrorKind::NotFound => {
+                        self.write_object(&blob.hash, &blob.compressed)?
+                    }
+                    Err(e) => return Err(e).ctx("stat blob", path),
+                }
+            }
+            conn.prepare_cached(
+                "UPDATE blobs SET created_ns = ?2 WHERE hash = ?1 AND created_ns < ?2",
+            )?
+            .execute(params![&blob.hash.0[..], now])?;
+            return Ok(());
+        }
+        let inline = blob.compressed.len() <= self.inline_max;
+        if !inline {
+            // Object first, the row that names it last.
+            self.write_object(&blob.hash, &blob.compressed)?;
+        }
+        conn.prepare_cached(
+            "INSERT INTO blobs (hash, size, csize, created_ns, data) VALUES (?1, ?2, ?3, ?4, ?5)",
+        )?
+        .execute(params![
+            &blob.hash.0[..],
+            blob.size as i64,
+            blob.compressed.len() as i64,
+            now,
+            inline.then_some(&blob.compressed[..]),
+        ])?;
+        Ok(())
     }
 
     pub fn contains(&self, conn: &Connection, hash: &Hash) -> Result<bool> {
-        let _ = (conn, hash);
-        todo!()
+        Ok(conn
+            .prepare_cached("SELECT 1 FROM blobs WHERE hash = ?1")?
+            .query_row([&hash.0[..]], |_| Ok(()))
+            .optional()?
+            .is_some())
     }
 
     /// The raw bytes of `hash`, verified against it.
     pub fn get(&self, conn: &Connection, hash: &Hash) -> Result<Vec<u8>> {
-        let _ = (conn, hash);
-        todo!()
+        let corrupt = |reason: String| Error::CorruptBlob {
+            hash: hash.to_hex(),
+            reason,
+        };
+        let row: Option<(i64, Value)> = conn
+            .prepare_cached("SELECT size, data FROM blobs WHERE hash = ?1")?
+            .query_row([&hash.0[..]], |r| Ok((r.get(0)?, r.get(1)?)))
+            .optional()?;
+        let Some((size, data)) = row else {
+            return Err(Error::MissingBlob(hash.to_hex()));
+        };
+        let compressed = match data {
+            Value::Blob(data) => data,
+            Value::Null => {
+                let path = self.object_path(hash);
+                match fs::read(&path) {
+                    Ok(data) => data,
+                    Err(e) if e.kind() == ErrorKind::NotFound => {
+                        return Err(Error::MissingBlob(hash.to_hex()))
+                    }
+                    Err(e) => return Err(e).ctx("read blob", path),
+                }
+            }
+            other => {
+                return Err(corrupt(format!(
+                    "stored data is {:?}, not a blob",
+                    other.data_type()
+                )))
+            }
+        };
+        // The frame header must agree with the row before we size a buffer
+        // from either: a damaged header must not make us allocate wildly.
+        match zstd::zstd_safe::get_frame_content_size(&compressed) {
+            Ok(Some(n)) if i64::try_from(n) == Ok(size) => {}
+            Ok(Some(n)) => return Err(corrupt(format!("frame says {n} bytes, row says {size}"))),
+            Ok(None) | Err(_) => return Err(corrupt("unreadable zstd frame header".into())),
+        }
+        let data = zstd::bulk::decompress(&compressed, size as usize)
+            .map_err(|e| corrupt(format!("decompress: {e}")))?;
+        let actual = Hash::of(&data);
+        if actual != *hash {
+            return Err(corrupt(format!("content hashes to {actual}")));
+        }
+        Ok(data)
     }
 
     /// (blob count, compressed bytes stored).
     pub fn usage(&self, conn: &Connection) -> Result<(u64, u64)> {
-        let _ = conn;
-        todo!()
+        let (count, bytes): (i64, i64) = conn.query_row(
+            "SELECT count(*), coalesce(sum(csize), 0) FROM blobs",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )?;
+        Ok((count as u64, bytes as u64))
+    }
+
+    /// Removes every blob that is not in `referenced` and was created (or
+    /// last re-inserted) more than `grace_ns` before `now_ns`; returns
+    /// (blobs removed, bytes freed).
+    ///
+    /// Runs its own transaction, so it must be called outside one: the rows
+    /// are deleted and committed first, then the files they named, so a
+    /// crash in between leaves only unnamed files, never a row without its
+    /// object. It also removes, past the same grace period, files in the
+    /// object directory that no row names: objects whose row was never
+    /// committed (counted as blobs) and temp files left by a crash (only
+    /// their bytes are counted). `referenced` must be computed by the writer
+    /// with no insert in flight.
+    ///
+    /// Bytes freed are compressed sizes; space freed by deleting inline rows
+    /// is reused by later inserts but the database file does not shrink.
+    pub fn gc(
+        &self,
+        conn: &Connection,
+        referenced: &HashSet<Hash>,
+        grace_ns: i64,
+        now_ns: i64,
+    ) -> Result<(u64, u64)> {
+        if !conn.is_autocommit() {
+            return Err(Error::Invalid(
+                "blob gc must run outside a transaction (it commits before deleting files)".into(),
+            ));
+        }
+        let cutoff = now_ns.saturating_sub(grace_ns);
+        let mut removed = 0u64;
+        let mut freed = 0u64;
+        let mut files = Vec::new();
+        {
+            let tx = rusqlite::Transaction::new_unchecked(conn, TransactionBehavior::Immediate)?;
+            let mut doomed = Vec::new();
+            {
+                let mut stmt = tx
+                    .prepare("SELECT hash, csize, data IS NULL FROM blobs WHERE created_ns < ?1")?;
+                let mut rows = stmt.query([cutoff])?;
+                while let Some(row) = rows.next()? {
+                    let raw: Vec<u8> = row.get(0)?;
+                    let Some(hash) = Hash::from_slice(&raw) else {
+                        continue; // not a name we wrote; leave it alone
+                    };
+                    if referenced.contains(&hash) {
+                        continue;
+                    }
+                    let csize: i64 = row.get(1)?;
+                    let is_file: bool = row.get(2)?;
+                    doomed.push(hash);
+                    freed += csize.max(0) as u64;
+                    if is_file {
+                        files.push(hash);
+                    }
+                }
+            }
+            {
+                let mut del = tx.prepare("DELETE FROM blobs WHERE hash = ?1")?;
+                for hash in &doomed {
+                    del.execute([&hash.0[..]])?;
+                }
+            }
+            tx.commit()?;
+            removed += doomed.len() as u64;
+        }
+        for hash in files {
+            let path = self.object_path(&hash);
+            match fs::remove_file(&path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == ErrorKind::NotFound => {}
+                Err(e) => return Err(e).ctx("remove blob", path),
+            }
+        }
+        let (n, bytes) = self.sweep_unnamed(conn, cutoff)?;
+        Ok((removed + n, freed + bytes))
+    }
+
+    /// Removes files older than `cutoff_ns` in the object directory that no
+    /// file row names (temp files, objects whose row was never committed).
+    fn sweep_unnamed(&self, conn: &Connection, cutoff_ns: i64) -> Result<(u64, u64)> {
+        let mut removed = 0u64;
+        let mut freed = 0u64;
+        let mut named =
+            conn.prepare_cached("SELECT 1 FROM blobs WHERE hash = ?1 AND data IS NULL")?;
+        for fan in fs::read_dir(&self.dir).ctx("list object dir", &self.dir)? {
+            let fan = fan.ctx("list object dir", &self.dir)?;
+            let fan_name = fan.file_name();
+            let Some(prefix) = fan_name.to_str().filter(|s| is_hex(s, 2)) else {
+                continue;
+            };
+            let fan_path = fan.path();
+            if !fan.file_type().ctx("stat", &fan_path)?.is_dir() {
+                continue;
+            }
+            for entry in fs::read_dir(&fan_path).ctx("list object dir", &fan_path)? {
+                let entry = entry.ctx("list object dir", &fan_path)?;
+                let path = entry.path();
+                let name = entry.file_name();
+                let Some(name) = name.to_str() else { continue };
+                let is_tmp = name.starts_with(TMP_PREFIX);
+                let hash = if is_hex(name, 62) {
+                    hex_hash(prefix, name)
+                } else {
+                    None
+                };
+                if !is_tmp && hash.is_none() {
+                    continue; // not ours
+                }
+                let meta = match entry.metadata() {
+                    Ok(m) => m,
+                    Err(e) if e.kind() == ErrorKind::NotFound => continue,
+                    Err(e) => return Err(e).ctx("stat", path),
+                };
+                if !meta.is_file() || mtime_ns(&meta) >= cutoff_ns {
+                    continue;
+                }
+                if let Some(hash) = hash {
+                    if named
+                        .query_row([&hash.0[..]], |_| Ok(()))
+                        .optional()?
+                        .is_some()
+                    {
+                        continue;
+                    }
+                }
+                match fs::remove_file(&path) {
+                    Ok(()) => {
+                        removed += u64::from(!is_tmp);
+                        freed += meta.len();
+                    }
+                    Err(e) if e.kind() == ErrorKind::NotFound => {}
+                    Err(e) => return Err(e).ctx("remove unnamed object", path),
+                }
+            }
+        }
+        Ok((removed, freed))
+    }
+
+    fn object_path(&self, hash: &Hash) -> PathBuf {
+        let hex = hash.to_hex();
+        self.dir.join(&hex[..2]).join(&hex[2..])
+    }
+
+    /// Makes sure the fan-out directory for `hash` exists durably.
+    fn fan_dir(&self, hash: &Hash) -> Result<PathBuf> {
+        let hex = hash.to_hex();
+        let fan = self.dir.join(&hex[..2]);
+        let ready = &self.fan_ready[hash.0[0] as usize];
+        if !ready.load(Ordering::Acquire) {
+            match fs::create_dir(&fan) {
+                Ok(()) => sync_dir(&self.dir)?,
+                Err(e) if e.kind() == ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(e).ctx("create object dir", fan),
+            }
+            ready.store(true, Ordering::Release);
+        }
+        Ok(fan)
+    }
+
+    /// Writes `compressed` as the object file of `hash`: temp file in the
+    /// fan-out dir, sync, rename into place, sync the dir (so the new name
+    /// itself survives a power loss before the row is committed).
+    fn write_object(&self, hash: &Hash, compressed: &[u8]) -> Result<()> {
+        let fan = self.fan_dir(hash)?;
+        let dest = self.object_path(hash);
+        let (tmp, mut file) = self.create_temp(&fan)?;
+        let written = file
+            .write_all(compressed)
+            .ctx("write blob", &tmp)
+            .and_then(|()| file.sync_all().ctx("sync blob", &tmp))
+            .and_then(|()| {
+                drop(file);
+                fs::rename(&tmp, &dest).ctx("rename blob into place", &dest)
+            });
+        if let Err(e) = written {
+            let _ = fs::remove_file(&tmp);
+            return Err(e);
+        }
+        sync_dir(&fan)
+    }
+
+    fn create_temp(&self, fan: &Path) -> Result<(PathBuf, File)> {
+        loop {
+            let seq = self.tmp_seq.fetch_add(1, Ordering::Relaxed);
+            let path = fan.join(format!(
+                "{TMP_PREFIX}{}-{}-{seq}",
+                std::process::id(),
+                now_ns()
+            ));
+            match OpenOptions::new().write(true).create_new(true).open(&path) {
+                Ok(f) => return Ok((path, f)),
+                Err(e) if e.kind() == ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(e).ctx("create temp blob", path),
+            }
+        }
+    }
+}
+
+fn sync_dir(dir: &Path) -> Result<()> {
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .ctx("sync dir", dir)
+}
+
+fn now_ns() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
+}
+
+fn mtime_ns(meta: &fs::Metadata) -> i64 {
+    meta.modified()
+        .ok()
+        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+        .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
+}
+
+fn is_hex(s: &str, len: usize) -> bool {
+    s.len() == len && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+fn hex_hash(prefix: &str, rest: &str) -> Option<Hash> {
+    let hex = [prefix, rest].concat();
+    let mut out = [0u8; 32];
+    for (i, byte) in out.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(hex.get(2 * i..2 * i + 2)?, 16).ok()?;
+    }
+    Some(Hash(out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HOUR: i64 = 3_600_000_000_000;
+
+    struct Fixture {
+        _dir: tempfile::TempDir,
+        conn: Connection,
+        store: BlobStore,
+        objects: PathBuf,
+    }
+
+    fn fixture(inline_max: usize) -> Fixture {
+        let dir = tempfile::tempdir().unwrap();
+        let conn = crate::db::open(&dir.path().join("db.sqlite")).unwrap();
+        let objects = dir.path().join("objects");
+        let store = BlobStore::open(&objects, 3, inline_max).unwrap();
+        Fixture {
+            _dir: dir,
+            conn,
+            store,
+            objects,
+        }
+    }
+
+    /// Bytes that zstd cannot shrink much (so a size picks inline vs file).
+    fn noise(len: usize, seed: u64) -> Vec<u8> {
+        let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        (0..len)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect()
+    }
+
+    fn put(f: &Fixture, data: &[u8]) -> Hash {
+        let p = f.store.prepare(data);
+        assert_eq!(p.hash, Hash::of(data));
+        assert_eq!(p.size, data.len() as u64);
+        f.store.insert(&f.conn, &p).unwrap();
+        p.hash
+    }
+
+    fn is_inline(f: &Fixture, hash: &Hash) -> bool {
+        f.conn
+            .query_row(
+                "SELECT data IS NOT NULL FROM blobs WHERE hash = ?1",
+                [&hash.0[..]],
+                |r| r.get(0),
+            )
+            .unwrap()
+    }
+
+    fn object_files(dir: &Path) -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        for fan in fs::read_dir(dir).unwrap() {
+            for e in fs::read_dir(fan.unwrap().path()).unwrap() {
+                out.push(e.unwrap().path());
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn round_trip_empty_small_and_large() {
+        let f = fixture(1024);
+        let empty = put(&f, b"");
+        let small = put(&f, b"fn main() {}\n");
+        let large_data = noise(64 << 10, 1);
+        let large = put(&f, &large_data);
+
+        assert!(is_inline(&f, &empty));
+        assert!(is_inline(&f, &small));
+        assert!(!is_inline(&f, &large));
+        assert_eq!(f.store.get(&f.conn, &empty).unwrap(), b"");
+        assert_eq!(f.store.get(&f.conn, &small).unwrap(), b"fn main() {}\n");
+        assert_eq!(f.store.get(&f.conn, &large).unwrap(), large_data);
+        assert!(f.store.contains(&f.conn, &large).unwrap());
+
+        // The large one is a file at <dir>/<2 hex>/<62 hex>, and the only one.
+        let hex = large.to_hex();
+        let path = f.objects.join(&hex[..2]).join(&hex[2..]);
+        assert!(path.is_file());
+        assert_eq!(object_files(&f.objects), vec![path]);
+
+        let (count, bytes) = f.store.usage(&f.conn).unwrap();
+        assert_eq!(count, 3);
+        let csum: i64 = f
+            .conn
+            .query_row("SELECT sum(csize) FROM blobs", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(bytes, csum as u64);
+        assert!(bytes > 64 << 10, "noise does not compress");
+    }
+
+    #[test]
+    fn inline_max_zero_puts_even_the_empty_blob_in_a_file() {
+        let f = fixture(0);
+        let h = put(&f, b"");
+        assert!(!is_inline(&f, &h));
+        assert_eq!(f.store.get(&f.conn, &h).unwrap(), b"");
+    }
+
+    #[test]
+    fn second_insert_adds_nothing() {
+        let f = fixture(1024);
+        let big = noise(10_000, 2);
+        put(&f, b"same");
+        put(&f, &big);
+        let before = f.store.usage(&f.conn).unwrap();
+        let files_before = object_files(&f.objects);
+        let hex = Hash::of(&big).to_hex();
+        let path = f.objects.join(&hex[..2]).join(&hex[2..]);
+        let mtime = fs::metadata(&path).unwrap().modified().unwrap();
+
+        put(&f, b"same");
+        put(&f, &big);
+        assert_eq!(f.store.usage(&f.conn).unwrap(), before);
+        assert_eq!(before.0, 2);
+        assert_eq!(object_files(&f.objects), files_before);
+        assert_eq!(
+            fs::metadata(&path).unwrap().modified().unwrap(),
+            mtime,
+            "file not rewritten"
+        );
+    }
+
+    #[test]
+    fn reinsert_rewrites_a_missing_object_file() {
+        let f = fixture(0);
+        let h = put(&f, b"will be lost");
+        let hex = h.to_hex();
+        fs::remove_file(f.objects.join(&hex[..2]).join(&hex[2..])).unwrap();
+        assert!(matches!(
+            f.store.get(&f.conn, &h),
+            Err(Error::MissingBlob(_))
+        ));
+        put(&f, b"will be lost");
+        assert_eq!(f.store.get(&f.conn, &h).unwrap(), b"will be lost");
+    }
+
+    #[test]
+    fn corrupt_inline_row_is_detected() {
+        let f = fixture(1 << 20);
+        let data = noise(2000, 3);
+        let h = put(&f, &data);
+        assert!(is_inline(&f, &h));
+        let stored = |h: &Hash| -> Vec<u8> {
+            f.conn
+                .query_row("SELECT data FROM blobs WHERE hash = ?1", [&h.0[..]], |r| {
+                    r.get(0)
+                })
+                .unwrap()
+        };
+        let before = stored(&h);
+        // Flip one byte in the middle of the compressed payload (past the
+        // frame header, so only the re-hash can notice), with SQL alone.
+        f.conn
+            .execute(
+                "UPDATE blobs SET data = CAST(
+                     substr(data, 1, length(data) / 2 - 1)
+                     || CASE WHEN substr(data, length(data) / 2, 1) = x'00' THEN x'01' ELSE x'00' END
+                     || substr(data, length(data) / 2 + 1) AS BLOB)
+                 WHERE hash = ?1",
+                [&h.0[..]],
+            )
+            .unwrap();
+        let after = stored(&h);
+        assert_eq!(after.len(), before.len());
+        assert_eq!(before.iter().zip(&after).filter(|(a, b)| a != b).count(), 1);
+        match f.store.get(&f.conn, &h) {
+            Err(Error::CorruptBlob { reason, .. }) => {
+                assert!(reason.contains("hashes to"), "{reason}")
+            }
+            other => panic!("expected CorruptBlob, got {other:?}"),
+        }
+
+        // A damaged frame header, and data that is no longer a blob at all.
+        let h2 = put(
+            &f,
+            b"second inline blob, compressible compressible compressible",
+        );
+        f.conn
+            .execute(
+                "UPDATE blobs SET data = CAST(x'00' || substr(data, 2) AS BLOB) WHERE hash = ?1",
+                [&h2.0[..]],
+            )
+            .unwrap();
+        assert!(matches!(
+            f.store.get(&f.conn, &h2),
+            Err(Error::CorruptBlob { .. })
+        ));
+        f.conn
+            .execute(
+                "UPDATE blobs SET data = 'text' WHERE hash = ?1",
+                [&h2.0[..]],
+            )
+            .unwrap();
+        assert!(matches!(
+            f.store.get(&f.conn, &h2),
+            Err(Error::CorruptBlob { .. })
+        ));
+    }
+
+    #[test]
+    fn corrupt_file_blob_is_detected() {
+        let f = fixture(0);
+        let h = put(&f, b"original content");
+        let hex = h.to_hex();
+        let path = f.objects.join(&hex[..2]).join(&hex[2..]);
+        // A valid zstd frame of other bytes of the same length: only the
+        // re-hash can catch this.
+        let other = zstd::bulk::compress(b"tampered content", 3).unwrap();
+        fs::write(&path, other).unwrap();
+        match f.store.get(&f.conn, &h) {
+            Err(Error::CorruptBlob { hash, reason }) => {
+                assert_eq!(hash, hex);
+                assert!(reason.contains("hashes to"), "{reason}");
+            }
+            other => panic!("expected CorruptBlob, got {other:?}"),
+        }
+        // Garbage that is not zstd at all.
+        fs::write(&path, b"garbage").unwrap();
+        assert!(matches!(
+            f.store.get(&f.conn, &h),
+            Err(Error::CorruptBlob { .. })
+        ));
+    }
+
+    #[test]
+    fn missing_blob_row_and_missing_file() {
+        let f = fixture(0);
+        let nowhere = Hash::of(b"never stored");
+        assert!(!f.store.contains(&f.conn, &nowhere).unwrap());
+        assert!(
+            matches!(f.store.get(&f.conn, &nowhere), Err(Error::MissingBlob(h)) if h == nowhere.to_hex())
+        );
+
+        let h = put(&f, b"file blob");
+        let hex = h.to_hex();
+        fs::remove_file(f.objects.join(&hex[..2]).join(&hex[2..])).unwrap();
+        assert!(matches!(
+            f.store.get(&f.conn, &h),
+            Err(Error::MissingBlob(_))
+        ));
+    }
+
+    #[test]
+    fn leftover_temp_file_is_never_a_blob() {
+        let f = fixture(0);
+        let h = put(&f, b"real");
+        let hex = h.to_hex();
+        let fan = f.objects.join(&hex[..2]);
+        let tmp = fan.join(format!("{TMP_PREFIX}crashed"));
+        fs::write(&tmp, b"half a blob").unwrap();
+        assert_eq!(f.store.get(&f.conn, &h).unwrap(), b"real");
+        assert_eq!(f.store.usage(&f.conn).unwrap().0, 1);
+        // gc leaves it while young, removes it past the grace period, and
+        // does not count it as a blob.
+        let keep: HashSet<Hash> = [h].into();
+        assert_eq!(f.store.gc(&f.conn, &keep, HOUR, now_ns()).unwrap(), (0, 0));
+        assert!(tmp.exists());
+        assert_eq!(
+            f.store
+                .gc(&f.conn, &keep, HOUR, now_ns() + 2 * HOUR)
+                .unwrap(),
+            (0, 11)
+        );
+        assert!(!tmp.exists());
+        assert_eq!(f.store.get(&f.conn, &h).unwrap(), b"real");
+    }
+
+    #[test]
+    fn gc_respects_referenced_and_grace() {
+        let f = fixture(100);
+        let keep_inline = put(&f, b"keep me");
+        let keep_file = put(&f, &noise(5000, 4));
+        let drop_inline = put(&f, b"drop me");
+        let drop_file_data = noise(6000, 5);
+        let drop_file = put(&f, &drop_file_data);
+        assert!(!is_inline(&f, &keep_file) && !is_inline(&f, &drop_file));
+        let referenced: HashSet<Hash> = [keep_inline, keep_file].into();
+        let now = now_ns();
+
+        // Young blobs survive even when unreferenced.
+        assert_eq!(f.store.gc(&f.conn, &referenced, HOUR, now).unwrap(), (0, 0));
+        assert_eq!(f.store.usage(&f.conn).unwrap().0, 4);
+
+        // Past the grace period only the unreferenced go, rows and files.
+        let csize = |h: &Hash| -> u64 {
+            f.conn
+                .query_row("SELECT csize FROM blobs WHERE hash = ?1", [&h.0[..]], |r| {
+                    r.get::<_, i64>(0)
+                })
+                .unwrap() as u64
+        };
+        let expect_freed = csize(&drop_inline) + csize(&drop_file);
+        let (n, freed) = f
+            .store
+            .gc(&f.conn, &referenced, HOUR, now + 2 * HOUR)
+            .unwrap();
+        assert_eq!((n, freed), (2, expect_freed));
+        assert_eq!(f.store.get(&f.conn, &keep_inline).unwrap(), b"keep me");
+        assert!(f.store.get(&f.conn, &keep_file).is_ok());
+        assert!(matches!(
+            f.store.get(&f.conn, &drop_inline),
+            Err(Error::MissingBlob(_))
+        ));
+        assert!(matches!(
+            f.store.get(&f.conn, &drop_file),
+            Err(Error::MissingBlob(_))
+        ));
+        assert_eq!(object_files(&f.objects).len(), 1);
+
+        // Storing a removed blob again works.
+        put(&f, &drop_file_data);
+        assert_eq!(f.store.get(&f.conn, &drop_file).unwrap(), drop_file_data);
+    }
+
+    #[test]
+    fn reinsert_freshens_an_old_blob_against_gc() {
+        let f = fixture(1024);
+        let h = put(&f, b"old but wanted again");
+        f.conn
+            .execute("UPDATE blobs SET created_ns = 0", [])
+            .unwrap();
+        put(&f, b"old but wanted again");
+        assert_eq!(
+            f.store
+                .gc(&f.conn, &HashSet::new(), HOUR, now_ns())
+                .unwrap(),
+            (0, 0)
+        );
+        assert!(f.store.contains(&f.conn, &h).unwrap());
+    }
+
+    #[test]
+    fn gc_removes_old_objects_that_no_row_names() {
+        let f = fixture(0);
+        let h = put(&f, b"orphan after a crash");
+        let hex = h.to_hex();
+        let path = f.objects.join(&hex[..2]).join(&hex[2..]);
+        let len = fs::metadata(&path).unwrap().len();
+        // As if the process died after the rename, before the commit.
+        f.conn.execute("DELETE FROM blobs", []).unwrap();
+        assert_eq!(
+            f.store
+                .gc(&f.conn, &HashSet::new(), HOUR, now_ns())
+                .unwrap(),
+            (0, 0)
+        );
+        assert!(path.exists());
+        assert_eq!(
+            f.store
+                .gc(&f.conn, &HashSet::new(), HOUR, now_ns() + 2 * HOUR)
+                .unwrap(),
+            (1, len)
+        );
+        assert!(!path.exists());
+    }
+
+    #[test]
+    fn gc_refuses_to_run_inside_a_transaction() {
+        let f = fixture(0);
+        f.conn.execute_batch("BEGIN").unwrap();
+        assert!(matches!(
+            f.store.gc(&f.conn, &HashSet::new(), 0, now_ns()),
+            Err(Error::Invalid(_))
+        ));
+        f.conn.execute_batch("ROLLBACK").unwrap();
+    }
+
+    #[test]
+    fn open_rejects_a_bad_level() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(matches!(
+            BlobStore::open(dir.path(), 1000, 0),
+            Err(Error::Invalid(_))
+        ));
     }
 }
