@@ -96,7 +96,7 @@ fn editor_and_tool_dances_are_captured_and_rewound() {
         "{diff}"
     );
     assert!(
-        diff.contains("blob.bin") && diff.contains("binary"),
+        diff.contains("Binary files /dev/null and b/blob.bin differ") && !diff.contains("bin\u{1}"),
         "binary named, not dumped: {diff}"
     );
 
@@ -167,6 +167,17 @@ fn turn_start_watches_an_unwatched_project_and_cookies_leave_no_trace() {
     env.ctl_ok(&proj, &["turn-start"]);
     let ended = env.ctl_json(&proj, &["turn-end"]);
     assert_eq!(ended["turn"]["entries"].as_array().unwrap().len(), 0);
+    // A turn-start while a turn is open closes it first, and says so.
+    let third = env.ctl_json(&proj, &["turn-start"]);
+    assert!(third.get("closed_turn").is_none(), "{third}");
+    let out = env.ctl(&proj, &["turn-start"]);
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        out.stderr
+            .contains(&format!("closed turn {}", third["turn"])),
+        "{}",
+        out.stderr
+    );
 }
 
 #[test]

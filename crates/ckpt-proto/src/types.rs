@@ -309,6 +309,9 @@ pub struct TurnStarted {
     /// The project was not watched; this request watched it first.
     #[serde(default)]
     pub watched_now: bool,
+    /// A turn that was still open and was closed first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub closed_turn: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub degraded: Option<String>,
 }

@@ -3,7 +3,7 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use ckpt_proto::{Request, Response};
+use ckpt_proto::{ChangeKind, Request, Response};
 
 use super::{unexpected, Ctx};
 use crate::output;
@@ -40,7 +40,20 @@ pub fn run(ctx: &Ctx, turn: i64, paths: &[PathBuf]) -> anyhow::Result<u8> {
             }
             None => {
                 let note = f.note.as_deref().unwrap_or("no text diff");
-                writeln!(out, "Binary files a/{0} and b/{0} differ ({note})", f.path)?;
+                if let Some(sizes) = note.strip_prefix("binary file") {
+                    let a = match f.kind {
+                        ChangeKind::Added => "/dev/null".to_string(),
+                        _ => format!("a/{}", f.path),
+                    };
+                    let b = match f.kind {
+                        ChangeKind::Deleted => "/dev/null".to_string(),
+                        _ => format!("b/{}", f.path),
+                    };
+                    let sizes = sizes.trim().trim_start_matches('(').trim_end_matches(')');
+                    writeln!(out, "Binary files {a} and {b} differ ({sizes})")?;
+                } else {
+                    writeln!(out, "# {}: {note}; no diff", f.path)?;
+                }
             }
         }
     }

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use ckpt_proto::{ActionKind, Outcome, Request, Response, RewindReply};
+use ckpt_proto::{ActionKind, Outcome, Request, Response, RewindReply, State};
 
 use super::{unexpected, Ctx};
 use crate::output;
@@ -93,7 +93,8 @@ fn print(r: &RewindReply) {
             (ActionKind::Delete, true) => "would delete  ",
             (ActionKind::Recreate, true) => "would recreate",
         };
-        let line = format!("  {verb}  {}", a.path);
+        let dir = matches!(a.current, State::Dir { .. }) || matches!(a.target, State::Dir { .. });
+        let line = format!("  {verb}  {}{}", a.path, if dir { "/" } else { "" });
         if r.outcome == Outcome::Refused {
             eprintln!("{line}");
         } else {

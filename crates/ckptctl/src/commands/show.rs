@@ -1,6 +1,6 @@
 //! `ckptctl show N`: the paths of one turn.
 
-use ckpt_proto::{Request, Response};
+use ckpt_proto::{Request, Response, TurnStatus};
 
 use super::{unexpected, Ctx};
 use crate::output;
@@ -40,5 +40,8 @@ pub fn run(ctx: &Ctx, turn: i64) -> anyhow::Result<u8> {
     }
     println!("{}", output::counts_long(&i.counts));
     output::entries(&s.turn.entries);
+    if i.status == TurnStatus::Open && !s.turn.entries.is_empty() {
+        println!("(the turn is open: `*` marks paths changed so far; turn-end records how)");
+    }
     Ok(0)
 }

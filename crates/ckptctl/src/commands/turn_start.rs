@@ -25,6 +25,9 @@ pub fn run(mut ctx: Ctx, mut args: TurnStartArgs) -> anyhow::Result<u8> {
         if t.watched_now {
             eprintln!("ckptctl: now watching {}", t.project);
         }
+        if let Some(prev) = t.closed_turn {
+            eprintln!("ckptctl: closed turn {prev}, which was still open");
+        }
         println!("turn {}", t.turn);
     }
     Ok(0)

@@ -34,12 +34,16 @@ pub fn handle(
         agent,
         session,
     };
-    let turn = h.call(|p| p.turn_start(meta))?;
+    let (closed_turn, turn) = h.call(|p| {
+        let open = p.open_turn()?;
+        Ok((open, p.turn_start(meta)?))
+    })?;
     tracing::info!(root = %h.root.display(), turn, "turn started");
     Ok(TurnStarted {
         project: convert::abs(&h.root),
         turn,
         watched_now,
+        closed_turn,
         degraded: h.degraded_reason(),
     })
 }
