@@ -305,3 +305,33 @@ fn connections_from_another_user_are_refused() {
     let st = env.ctl_json(env.path(), &["status"]);
     assert!(st["daemon"]["pid"].is_number());
 }
+
+#[test]
+fn concurrent_autostarts_end_with_one_daemon_serving_everyone() {
+    let env = Env::new();
+    let children: Vec<_> = (0..4)
+        .map(|_| {
+            let mut cmd = env.ctl_cmd(env.path(), &["--json", "status"]);
+            cmd.env_remove("CKPT_NO_AUTOSTART")
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped());
+            cmd.spawn().unwrap()
+        })
+        .collect();
+    let mut pids = Vec::new();
+    for c in children {
+        let out = c.wait_with_output().unwrap();
+        assert!(out.status.success(), "{out:?}");
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        pids.push(doc["daemon"]["pid"].as_i64().unwrap());
+    }
+    pids.dedup();
+    assert_eq!(pids.len(), 1, "one daemon answered everyone: {pids:?}");
+    let pid = pids[0] as i32;
+    // SAFETY: stopping the daemon this test started.
+    unsafe { libc::kill(pid, libc::SIGTERM) };
+    wait_for("the daemon to exit", Duration::from_secs(30), || {
+        // SAFETY: signal 0 only probes whether the pid exists.
+        unsafe { libc::kill(pid, 0) != 0 }
+    });
+}

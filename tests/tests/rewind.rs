@@ -60,6 +60,13 @@ fn multi_turn_rewind_then_redo() {
         .collect();
     assert_eq!(status, ["rewound", "rewound", "closed"]);
 
+    // The rewind's own writes are not mistaken for anyone's changes: a turn
+    // started right after it finds nothing changed.
+    let t = env.ctl_json(&proj, &["turn-start"]);
+    let ended = env.ctl_json(&proj, &["turn-end"]);
+    assert_eq!(ended["turn"]["entries"], serde_json::json!([]), "{ended:#}");
+    assert_eq!(t["turn"], 4);
+
     // Redo puts back exactly what was there.
     env.ctl_ok(&proj, &["redo"]);
     assert_same_tree("redo", &states[3], &snapshot_work(&proj));

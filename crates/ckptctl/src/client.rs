@@ -19,6 +19,10 @@ use crate::cli::Global;
 /// How long to wait for a freshly started daemon to answer.
 const START_TIMEOUT: Duration = Duration::from_secs(15);
 
+/// How long to keep trying after our daemon exited at start-up (another one
+/// may be starting).
+const RACE_GRACE: Duration = Duration::from_secs(3);
+
 /// A failure the daemon reported: carried to `main` for the exit code.
 #[derive(Debug)]
 pub struct DaemonError {
@@ -183,15 +187,19 @@ fn start_daemon(g: &Global, socket: &Path) -> anyhow::Result<UnixStream> {
         .spawn()
         .with_context(|| format!("starting {}", exe.display()))?;
     let deadline = Instant::now() + START_TIMEOUT;
+    let mut exited: Option<(Instant, std::process::ExitStatus)> = None;
     loop {
         if let Ok(s) = UnixStream::connect(socket) {
             return Ok(s);
         }
-        if let Ok(Some(status)) = child.try_wait() {
-            // Another ckpctl may have started one at the same moment.
-            if let Ok(s) = UnixStream::connect(socket) {
-                return Ok(s);
+        if exited.is_none() {
+            if let Ok(Some(status)) = child.try_wait() {
+                exited = Some((Instant::now(), status));
             }
+        }
+        // Our daemon may have lost the race to one that another ckptctl
+        // started at the same moment: give that one a moment to answer.
+        if let Some((_, status)) = exited.filter(|(at, _)| at.elapsed() > RACE_GRACE) {
             bail!(
                 "ckptd exited at start-up ({status}); its log {} ends with:\n{}",
                 log_path.display(),
