@@ -260,3 +260,43 @@ fn recover_with_nothing_pending_does_nothing() {
     assert!(p.recover().expect("recover").is_none());
     assert_tree(&orig, &fx.tree(), "recover without a journal");
 }
+
+/// A process killed inside a write leaves its temp file (written, not yet
+/// renamed into place) next to the file it was restoring. Recovery must not
+/// leave such half-written files in the project: ckpt never captures them
+/// (they are its own), so nothing else would ever remove them.
+#[test]
+fn recovery_removes_temp_files_a_crashed_write_left_behind() {
+    let Setup {
+        fx,
+        mut p,
+        turn,
+        target,
+        orig,
+    } = setup();
+    sync(&mut p);
+    match p.rewind(turn, fail_at(3)) {
+        Err(Error::Injected(3)) => {}
+        other => panic!("expected the injected failure, got {other:?}"),
+    }
+    drop(p);
+    // What a write killed between creating its temp file and renaming it
+    // leaves behind (the name the core's writer uses, a dead process's id).
+    let leftovers = [
+        format!("{}4194304-0", ckpt_core::TEMP_PREFIX),
+        format!("newdir/sub/{}4194304-1", ckpt_core::TEMP_PREFIX),
+    ];
+    for l in &leftovers {
+        if fx.abs(l).parent().unwrap().is_dir() {
+            fx.write(l, "half of a restored fi");
+        }
+    }
+    let mut p = fx.open();
+    p.recover().expect("recover").expect("a pending rewind");
+    let tree = fx.tree();
+    assert!(
+        tree == target || tree == orig,
+        "after recovery the tree {}",
+        describe(&tree, &target, &orig)
+    );
+}
