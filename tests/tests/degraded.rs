@@ -141,6 +141,12 @@ fn refuses_to_watch_the_data_dir_or_around_a_watched_project() {
     assert_eq!(out.code(), 1, "{out:?}");
     assert!(out.stderr.contains("data directory"), "{}", out.stderr);
 
+    let file = env.path().join("a-file");
+    std::fs::write(&file, "x").unwrap();
+    let out = env.ctl(env.path(), &["watch", file.to_str().unwrap()]);
+    assert_eq!(out.code(), 1, "{out:?}");
+    assert!(out.stderr.contains("is not a directory"), "{}", out.stderr);
+
     let outer = env.dir("outer");
     let inner = env.git_repo("outer/inner", &[("f", b"f")]);
     env.ctl_ok(&inner, &["watch"]);

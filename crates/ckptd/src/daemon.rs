@@ -288,6 +288,12 @@ impl Daemon {
     }
 
     fn check_watchable(&self, root: &Path) -> ReqResult<()> {
+        if !root.is_dir() {
+            return Err(ReqError::bad_request(format!(
+                "{} is not a directory",
+                root.display()
+            )));
+        }
         if root.parent().is_none() {
             return Err(ReqError::bad_request(
                 "refusing to watch the filesystem root",
