@@ -80,6 +80,15 @@ impl Client {
         Ok(client)
     }
 
+    /// Connects to a running daemon only (never starts one); `None` if none answers.
+    pub fn connect_existing(g: &Global) -> Option<Client> {
+        let socket = socket_path(g);
+        let stream = UnixStream::connect(&socket).ok()?;
+        let mut client = Client { stream, socket };
+        client.hello().ok()?;
+        Some(client)
+    }
+
     fn hello(&mut self) -> anyhow::Result<()> {
         let hello = Request::Hello {
             version: PROTOCOL_VERSION,

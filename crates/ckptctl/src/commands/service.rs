@@ -32,6 +32,7 @@ pub fn run(ctx: &Ctx, action: ServiceAction) -> anyhow::Result<u8> {
             let started = if no_start {
                 Ok(())
             } else {
+                stop_unmanaged_daemon(ctx);
                 target.enable(&path)
             };
             report(ctx, "installed", &path, &started)?;
@@ -50,6 +51,31 @@ pub fn run(ctx: &Ctx, action: ServiceAction) -> anyhow::Result<u8> {
         }
     }
     Ok(0)
+}
+
+/// A daemon started on demand by ckptctl would hold the lock and make the
+/// service fail: stop it (cleanly) so the service manager's one takes over.
+fn stop_unmanaged_daemon(ctx: &Ctx) {
+    let Some(mut client) = crate::client::Client::connect_existing(&ctx.g) else {
+        return;
+    };
+    let Ok(ckpt_proto::Response::Status(s)) = client.request(&ckpt_proto::Request::Status) else {
+        return;
+    };
+    drop(client);
+    let Ok(pid) = i32::try_from(s.daemon.pid) else {
+        return;
+    };
+    if !ctx.g.quiet && !ctx.g.json {
+        eprintln!("ckptctl: stopping the running ckptd (pid {pid}) so the service can take over");
+    }
+    // SAFETY: signalling a pid the daemon itself reported; SIGTERM shuts it down cleanly.
+    unsafe { libc::kill(pid, libc::SIGTERM) };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    // SAFETY: signal 0 only probes whether the pid still exists.
+    while unsafe { libc::kill(pid, 0) } == 0 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
 }
 
 fn report(ctx: &Ctx, what: &str, path: &Path, service: &anyhow::Result<()>) -> anyhow::Result<()> {
