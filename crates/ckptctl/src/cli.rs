@@ -41,6 +41,7 @@ pub enum Command {
     Watch { dir: Option<PathBuf> },
     /// Stop watching a project; its history is kept unless --drop-data.
     Unwatch {
+        /// A directory inside the project [default: the current directory].
         dir: Option<PathBuf>,
         /// Delete the project's stored history too.
         #[arg(long)]
@@ -69,12 +70,14 @@ pub enum Command {
     Show { turn: i64 },
     /// Unified diff of a turn (pre-image to post-image, or to now if open).
     Diff {
+        /// A turn id, as `ckptctl log` lists them.
         turn: i64,
         /// Only these paths (and what is below them).
         paths: Vec<PathBuf>,
     },
     /// Restore the state from just before TURN, undoing it and every later turn.
     Rewind {
+        /// The oldest turn to undo (it and every later live turn are undone).
         turn: i64,
         /// Only these paths (and what is below them); repeatable.
         #[arg(long = "path", value_name = "PATH")]
@@ -88,8 +91,10 @@ pub enum Command {
     },
     /// Undo the last rewind exactly.
     Redo {
+        /// Show what would change; change nothing.
         #[arg(long)]
         dry_run: bool,
+        /// Overwrite paths edited since the rewind.
         #[arg(long)]
         force: bool,
     },
@@ -100,6 +105,7 @@ pub enum Command {
     Run {
         #[command(flatten)]
         turn: TurnStartArgs,
+        /// The command and its arguments (after `--`).
         #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
         command: Vec<std::ffi::OsString>,
     },
