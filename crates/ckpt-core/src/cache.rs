@@ -107,6 +107,21 @@ pub(crate) fn remove_below(conn: &Connection, dir: &RelPath) -> Result<()> {
     Ok(())
 }
 
+/// The paths of the rows directly inside `dir`.
+pub(crate) fn children(conn: &Connection, dir: &RelPath) -> Result<Vec<RelPath>> {
+    let (lo, hi) = bounds(dir);
+    let skip = lo.len() as i64 + 1;
+    let mut stmt = conn.prepare_cached(
+        "SELECT path FROM files WHERE path > ?1 AND path < ?2 AND instr(substr(path, ?3), '/') = 0",
+    )?;
+    let rows = stmt.query_map(params![lo, hi, skip], |r| r.get::<_, Vec<u8>>(0))?;
+    let mut out = Vec::new();
+    for r in rows {
+        out.extend(RelPath::new(r?).ok());
+    }
+    Ok(out)
+}
+
 /// Every row strictly below `dir`.
 pub(crate) fn below(conn: &Connection, dir: &RelPath) -> Result<Vec<(RelPath, CacheRow)>> {
     let (lo, hi) = bounds(dir);

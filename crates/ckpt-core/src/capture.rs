@@ -107,7 +107,12 @@ impl Project {
         let add = |seen: &mut BTreeMap<RelPath, Seen>, s: Seen| {
             seen.entry(s.path.clone()).or_insert(s);
         };
-        for path in paths {
+        let mut done: std::collections::HashSet<RelPath> = std::collections::HashSet::new();
+        let mut work = paths;
+        while let Some(path) = work.pop() {
+            if !done.insert(path.clone()) {
+                continue;
+            }
             let stat = self
                 .root_fs
                 .lstat(&path)
@@ -119,22 +124,47 @@ impl Project {
                     cache::remove_below(&self.conn, &dir)?;
                 }
             }
-            if self
-                .excludes
-                .is_excluded(&path, stat.is_some_and(|s| s.kind == StatKind::Dir))
-            {
+            let is_dir = stat.is_some_and(|s| s.kind == StatKind::Dir);
+            if self.excludes.is_excluded(&path, is_dir) {
                 continue;
             }
             report.entries += 1;
             let old = cache::get(&self.conn, &path)?;
             let was_dir = old.as_ref().is_some_and(|o| o.stat.kind == StatKind::Dir);
-            let is_dir = stat.is_some_and(|s| s.kind == StatKind::Dir);
             let same_dir = was_dir
                 && is_dir
                 && old
                     .as_ref()
                     .zip(stat)
                     .is_some_and(|(o, s)| o.stat.ino == s.ino);
+            if same_dir
+                && old
+                    .as_ref()
+                    .zip(stat)
+                    .is_some_and(|(o, s)| !o.unchanged(&s))
+            {
+                // Same directory (or a new one that got the old inode number
+                // back): compare its entries with the cache's, one level.
+                let on_disk: std::collections::HashSet<Vec<u8>> = self
+                    .root_fs
+                    .list_dir(&path)
+                    .map_err(|e| io_err("list", &self.root_fs, &path, e))?
+                    .into_iter()
+                    .collect();
+                let cached = cache::children(&self.conn, &path)?;
+                for child in &cached {
+                    if !on_disk.contains(child.file_name().as_encoded_bytes()) {
+                        work.push(child.clone());
+                    }
+                }
+                let cached: std::collections::HashSet<&[u8]> = cached
+                    .iter()
+                    .map(|c| c.file_name().as_encoded_bytes())
+                    .collect();
+                for name in on_disk.iter().filter(|n| !cached.contains(n.as_slice())) {
+                    work.extend(path.join(name).ok());
+                }
+            }
             if was_dir && !same_dir {
                 // The directory went away or was replaced: so did its contents.
                 for (p, row) in cache::below(&self.conn, &path)? {
@@ -160,6 +190,7 @@ impl Project {
                 report.skipped.extend(walk.unreadable);
                 for (p, st) in walk.entries {
                     let old = cache::get(&self.conn, &p)?;
+                    done.insert(p.clone());
                     seen.insert(
                         p.clone(),
                         Seen {

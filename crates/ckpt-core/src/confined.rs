@@ -296,6 +296,46 @@ impl Root {
         }
     }
 
+    /// The names in directory `path` (the root when `None`), never through
+    /// a symlink. A missing directory has none.
+    pub fn list_dir_at(&self, path: Option<&RelPath>) -> io::Result<Vec<Vec<u8>>> {
+        let comps: Vec<&OsStr> = path.map(|p| p.components().collect()).unwrap_or_default();
+        let fd = match self.open_dir(&comps) {
+            Ok(fd) => fd,
+            Err(rustix::io::Errno::NOENT) | Err(rustix::io::Errno::NOTDIR) => return Ok(Vec::new()),
+            Err(e) => return Err(e.into()),
+        };
+        let mut names = Vec::new();
+        for entry in rustix::fs::Dir::read_from(&fd)? {
+            let name = entry?.file_name().to_bytes().to_vec();
+            if name != b"." && name != b".." {
+                names.push(name);
+            }
+        }
+        Ok(names)
+    }
+
+    pub fn list_dir(&self, path: &RelPath) -> io::Result<Vec<Vec<u8>>> {
+        self.list_dir_at(Some(path))
+    }
+
+    /// Removes ckpt's own temp files (a write cut short by a crash) from
+    /// directory `dir` (the root when `None`).
+    pub fn remove_temp_files(&self, dir: Option<&RelPath>) -> io::Result<()> {
+        for name in self.list_dir_at(dir)? {
+            if name.starts_with(TEMP_PREFIX.as_bytes()) {
+                let rel = match dir {
+                    Some(d) => d.join(&name),
+                    None => RelPath::new(name),
+                };
+                if let Ok(rel) = rel {
+                    self.remove(&rel)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Makes written data durable (one `syncfs` for the whole filesystem,
     /// cheaper than an fsync per restored file).
     pub fn sync(&self) -> io::Result<()> {

@@ -15,7 +15,7 @@
 //! // ... the agent edits files; the daemon calls p.check_paths(..) or p.reconcile() ...
 //! p.turn_end()?;
 //! p.rewind(turn, RewindOptions::default())?;
-//! p.redo(false)?;
+//! p.redo(RewindOptions::default())?;
 //! # Ok(()) }
 //! ```
 
@@ -24,8 +24,8 @@ mod capture;
 mod confined;
 mod db;
 mod diff;
-mod gc;
 mod error;
+mod gc;
 mod model;
 mod project;
 mod relpath;

@@ -7,7 +7,7 @@
 //! if that fails, the other side of every action is applied instead. Either
 //! way the tree ends exactly at one of the two states.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use rusqlite::{params, Connection, OptionalExtension};
 
@@ -79,6 +79,7 @@ impl Project {
             self.plan_path(&mut plan, path, current, target, &expected, opts.force);
         }
         self.check_dirs_empty(&mut plan, opts.force)?;
+        self.add_missing_parents(&mut plan)?;
         if opts.dry_run {
             return Ok(RewindOutcome::DryRun(plan));
         }
@@ -168,8 +169,16 @@ impl Project {
         } else {
             Side::Target
         };
-        let paths = load_actions(&self.conn, id)?.len();
+        let actions = load_actions(&self.conn, id)?;
+        let paths = actions.len();
         tracing::info!(rewind = id, %status, paths, "finishing an interrupted rewind");
+        // A write cut short leaves its temp file behind.
+        let dirs: HashSet<Option<RelPath>> = actions.iter().map(|a| a.path.parent()).collect();
+        for dir in dirs {
+            if let Err(e) = self.root_fs.remove_temp_files(dir.as_ref()) {
+                tracing::warn!("removing temp files after an interrupted rewind: {e}");
+            }
+        }
         self.apply_journaled(id, side, &mut None)?;
         Ok(Some(RecoveryReport {
             rewind_id: id,
@@ -221,20 +230,21 @@ impl Project {
         });
     }
 
-    /// A directory the plan removes (or turns into a file) must end up
-    /// empty: anything below it the plan does not remove is someone else's.
+    /// A directory the plan removes (or turns into something else) must end
+    /// up empty. A path below it that the plan does not remove is either
+    /// someone's own file (a conflict) or content ckpt never captures
+    /// (`node_modules`, a nested `.git`): then the directory stays, and the
+    /// plan says so.
     fn check_dirs_empty(&self, plan: &mut RewindPlan, force: bool) -> Result<()> {
-        let removed: std::collections::HashSet<RelPath> = plan
+        let removed: HashSet<RelPath> = plan
             .actions
             .iter()
-            .filter(|a| a.target.is_absent() || (a.current.is_dir() && !a.target.is_dir()))
+            .filter(|a| removes_dir(a) || a.target.is_absent())
             .map(|a| a.path.clone())
             .collect();
-        let mut blocked = Vec::new();
-        for a in &plan.actions {
-            if !(a.current.is_dir() && !a.target.is_dir()) {
-                continue;
-            }
+        let mut keep: Vec<(RelPath, &'static str)> = Vec::new();
+        for a in plan.actions.iter().filter(|a| removes_dir(a)) {
+            let mut conflict = false;
             for (child, row) in cache::below(&self.conn, &a.path)? {
                 if !removed.contains(&child) {
                     plan.conflicts.push(Conflict {
@@ -242,19 +252,93 @@ impl Project {
                         expected: State::Absent,
                         current: row.state,
                     });
-                    blocked.push(a.path.clone());
+                    conflict = true;
                 }
             }
-        }
-        if force && !blocked.is_empty() {
-            plan.actions
-                .retain(|a| !blocked.iter().any(|b| a.path.starts_with(b)));
-            for b in blocked {
-                plan.skipped.push((
-                    b,
-                    "directory holds paths no rewound turn created; left alone".into(),
+            let names = self.root_fs.list_dir(&a.path).map_err(|source| Error::Io {
+                action: "list directory",
+                path: self.root.join(a.path.as_path()),
+                source,
+            })?;
+            let uncaptured = names.iter().any(|name| match a.path.join(name) {
+                Ok(child) => {
+                    self.excludes.is_excluded(&child, false)
+                        || self.excludes.is_excluded(&child, true)
+                }
+                Err(_) => true, // `.git`
+            });
+            if uncaptured {
+                keep.push((a.path.clone(), "it holds content ckpt does not capture (an excluded directory or a .git); left in place"));
+            } else if conflict && force {
+                keep.push((
+                    a.path.clone(),
+                    "it holds paths no rewound turn created; left in place",
                 ));
             }
+        }
+        // Keeping a directory keeps every directory above it too.
+        for (dir, why) in keep {
+            let before = plan.actions.len();
+            plan.actions
+                .retain(|a| !(removes_dir(a) && dir.starts_with(&a.path)));
+            if plan.actions.len() != before {
+                plan.skipped.push((dir, why.to_string()));
+            }
+        }
+        Ok(())
+    }
+
+    /// Adds actions for missing parent directories of restored paths (say
+    /// the user removed `d/` after the turn), so that redo removes them
+    /// again. A path whose parent exists but is not a directory (a file, a
+    /// symlink) is not restored: it is reported instead.
+    fn add_missing_parents(&self, plan: &mut RewindPlan) -> Result<()> {
+        let planned: HashMap<RelPath, bool> = plan
+            .actions
+            .iter()
+            .map(|a| (a.path.clone(), a.target.is_dir()))
+            .collect();
+        let mut added: BTreeMap<RelPath, State> = BTreeMap::new();
+        let mut blocked: Vec<(RelPath, RelPath)> = Vec::new();
+        for a in plan.actions.iter().filter(|a| !a.target.is_absent()) {
+            let mut dir = a.path.parent();
+            while let Some(d) = dir {
+                if added.contains_key(&d) {
+                    break;
+                }
+                if let Some(&becomes_dir) = planned.get(&d) {
+                    if !becomes_dir {
+                        blocked.push((a.path.clone(), d));
+                    }
+                    break;
+                }
+                let current = cache::state(&self.conn, &d)?;
+                match current {
+                    State::Dir { .. } => break,
+                    State::Absent => {}
+                    _ => {
+                        blocked.push((a.path.clone(), d));
+                        break;
+                    }
+                }
+                dir = d.parent();
+                added.insert(d, current);
+            }
+        }
+        for (path, parent) in blocked {
+            plan.actions.retain(|a| a.path != path);
+            plan.conflicts.retain(|c| c.path != path);
+            plan.skipped.push((
+                path,
+                format!("its parent {parent} is not a directory; left alone"),
+            ));
+        }
+        for (path, current) in added {
+            plan.actions.push(Action {
+                path,
+                current,
+                target: State::Dir { mode: 0o755 },
+            });
         }
         Ok(())
     }
@@ -445,6 +529,12 @@ fn refresh_cache_in(
     Ok(())
 }
 
+/// Whether an action takes away a directory (removes it, or puts something
+/// else in its place).
+fn removes_dir(a: &Action) -> bool {
+    a.current.is_dir() && !a.target.is_dir()
+}
+
 /// Execution order: removals deepest first (children before their
 /// directory), then everything else shallowest first (directories before
 /// their contents).
@@ -480,23 +570,23 @@ fn load_actions(conn: &Connection, id: i64) -> Result<Vec<Action>> {
     let rows = stmt.query_map([id], |r| {
         Ok((
             r.get::<_, Vec<u8>>(0)?,
-            (r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?),
-            (r.get(5)?, r.get(6)?, r.get(7)?, r.get(8)?),
+            State::from_row(r, 1)?,
+            State::from_row(r, 5)?,
         ))
     })?;
     let mut out = Vec::new();
     for row in rows {
-        let (path, c, t): (
-            Vec<u8>,
-            (i64, i64, Option<Vec<u8>>, i64),
-            (i64, i64, Option<Vec<u8>>, i64),
-        ) = row?;
+        let (path, current, target) = row?;
         let path = RelPath::new(path)?;
-        let bad = || Error::Invalid(format!("rewind {id}: undecodable action for {path}"));
+        let (Some(current), Some(target)) = (current, target) else {
+            return Err(Error::Invalid(format!(
+                "rewind {id}: undecodable action for {path}"
+            )));
+        };
         out.push(Action {
-            current: State::decode(c.0, c.1, c.2, c.3).ok_or_else(bad)?,
-            target: State::decode(t.0, t.1, t.2, t.3).ok_or_else(bad)?,
             path,
+            current,
+            target,
         });
     }
     Ok(out)

@@ -101,6 +101,17 @@ impl State {
         }
     }
 
+    /// Reads the four columns (kind, mode, data, size) starting at `at`;
+    /// `Ok(None)` when they do not decode (a tampered or damaged row).
+    pub(crate) fn from_row(row: &rusqlite::Row, at: usize) -> rusqlite::Result<Option<State>> {
+        Ok(State::decode(
+            row.get(at)?,
+            row.get(at + 1)?,
+            row.get(at + 2)?,
+            row.get(at + 3)?,
+        ))
+    }
+
     pub(crate) fn decode(kind: i64, mode: i64, data: Option<Vec<u8>>, size: i64) -> Option<State> {
         Some(match kind {
             0 => State::Absent,

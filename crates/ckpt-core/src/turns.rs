@@ -45,33 +45,21 @@ pub(crate) fn entries(conn: &Connection, turn: i64) -> Result<Vec<TurnEntry>> {
          FROM turn_entries WHERE turn = ?1 ORDER BY path",
     )?;
     let rows = stmt.query_map([turn], |r| {
-        Ok((
-            r.get::<_, Vec<u8>>(0)?,
-            (
-                r.get::<_, i64>(1)?,
-                r.get::<_, i64>(2)?,
-                r.get::<_, Option<Vec<u8>>>(3)?,
-                r.get::<_, i64>(4)?,
-            ),
-            (
-                r.get::<_, Option<i64>>(5)?,
-                r.get::<_, Option<i64>>(6)?,
-                r.get::<_, Option<Vec<u8>>>(7)?,
-                r.get::<_, Option<i64>>(8)?,
-            ),
-        ))
+        let post = match r.get::<_, Option<i64>>(5)? {
+            Some(_) => Some(State::from_row(r, 5)?),
+            None => None,
+        };
+        Ok((r.get::<_, Vec<u8>>(0)?, State::from_row(r, 1)?, post))
     })?;
     let mut out = Vec::new();
     for row in rows {
         let (path, pre, post) = row?;
         let path = RelPath::new(path)?;
         let bad = || Error::Invalid(format!("turn {turn}: undecodable entry for {path}"));
-        let pre = State::decode(pre.0, pre.1, pre.2, pre.3).ok_or_else(bad)?;
+        let pre = pre.ok_or_else(bad)?;
         let post = match post {
-            (Some(k), m, d, s) => {
-                Some(State::decode(k, m.unwrap_or(0), d, s.unwrap_or(0)).ok_or_else(bad)?)
-            }
-            _ => None,
+            Some(p) => Some(p.ok_or_else(bad)?),
+            None => None,
         };
         out.push(TurnEntry { path, pre, post });
     }
