@@ -100,6 +100,9 @@ const MIGRATIONS: &[&str] = &[
 pub fn open(path: &Path) -> Result<Connection> {
     let mut conn = Connection::open(path)?;
     conn.busy_timeout(std::time::Duration::from_secs(10))?;
+    // Set before the first table exists, so gc can hand freed pages back to
+    // the filesystem (`PRAGMA incremental_vacuum`); a no-op later.
+    conn.pragma_update(None, "auto_vacuum", "INCREMENTAL")?;
     conn.pragma_update(None, "journal_mode", "WAL")?;
     // FULL: a committed transaction survives power loss; we commit once per
     // batch, so this is one WAL fsync per batch, not per file.
@@ -139,6 +142,8 @@ mod tests {
             .pragma_query_value(None, "user_version", |r| r.get(0))
             .unwrap();
         assert_eq!(v, MIGRATIONS.len() as i64);
+        let vacuum: i64 = conn.pragma_query_value(None, "auto_vacuum", |r| r.get(0)).unwrap();
+        assert_eq!(vacuum, 2, "incremental auto_vacuum, so gc can shrink the file");
         conn.pragma_update(None, "user_version", 99).unwrap();
         drop(conn);
         assert!(matches!(

@@ -54,6 +54,8 @@ impl Project {
         let (blobs, bytes) = self.store.gc(&self.conn, &referenced, grace, now)?;
         report.blobs_removed = blobs;
         report.bytes_freed = bytes;
+        // Give the pages of deleted inline blobs back to the filesystem.
+        self.conn.execute_batch("PRAGMA incremental_vacuum")?;
         Ok(report)
     }
 }
