@@ -241,7 +241,9 @@ fn apply_op(root: &Path, op: &Op) -> Vec<&'static str> {
             ok(r, vec![n])
         }
         Op::Delete(n) => {
-            if !parents_ok(root, n) || !lstat(root, n).is_some_and(|m| !m.file_type().is_dir()) {
+            // Files and links only: directories go with Rmdir.
+            let removable = lstat(root, n).is_some_and(|m| !m.file_type().is_dir());
+            if !parents_ok(root, n) || !removable {
                 return Vec::new();
             }
             ok(std::fs::remove_file(root.join(n)), vec![n])
