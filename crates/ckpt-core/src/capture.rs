@@ -129,6 +129,14 @@ impl Project {
                 continue;
             }
             report.entries += 1;
+            // A path in a directory the cache does not know yet: that
+            // directory is new too (its own event may never come, if it was
+            // created before a watch could be added), so check it as well.
+            if let (Some(_), Some(parent)) = (stat, path.parent()) {
+                if !done.contains(&parent) && !cache::state(&self.conn, &parent)?.is_dir() {
+                    work.push(parent);
+                }
+            }
             let old = cache::get(&self.conn, &path)?;
             let was_dir = old.as_ref().is_some_and(|o| o.stat.kind == StatKind::Dir);
             let same_dir = was_dir
@@ -491,5 +499,25 @@ mod tests {
             .collect();
         assert_eq!(paths, ["new", "new/a", "new/a/b", "new/a/b/f"]);
         let _ = turn;
+    }
+
+    #[test]
+    fn an_event_deep_in_new_directories_captures_the_whole_new_chain() {
+        let (_tmp, root, mut p) = setup();
+        p.reconcile().unwrap();
+        p.turn_start(TurnMeta::default()).unwrap();
+        fs::create_dir_all(root.join("a/b/c")).unwrap();
+        fs::write(root.join("a/b/c/f"), "x").unwrap();
+        fs::write(root.join("a/b/sibling"), "y").unwrap();
+        // Only the deepest file's event arrives.
+        p.check_paths([RelPath::new("a/b/c/f").unwrap()]).unwrap();
+        let paths: Vec<String> = p
+            .turn_end()
+            .unwrap()
+            .entries
+            .iter()
+            .map(|e| e.path.display())
+            .collect();
+        assert_eq!(paths, ["a", "a/b", "a/b/c", "a/b/c/f", "a/b/sibling"]);
     }
 }

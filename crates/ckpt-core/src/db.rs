@@ -142,8 +142,13 @@ mod tests {
             .pragma_query_value(None, "user_version", |r| r.get(0))
             .unwrap();
         assert_eq!(v, MIGRATIONS.len() as i64);
-        let vacuum: i64 = conn.pragma_query_value(None, "auto_vacuum", |r| r.get(0)).unwrap();
-        assert_eq!(vacuum, 2, "incremental auto_vacuum, so gc can shrink the file");
+        let vacuum: i64 = conn
+            .pragma_query_value(None, "auto_vacuum", |r| r.get(0))
+            .unwrap();
+        assert_eq!(
+            vacuum, 2,
+            "incremental auto_vacuum, so gc can shrink the file"
+        );
         conn.pragma_update(None, "user_version", 99).unwrap();
         drop(conn);
         assert!(matches!(

@@ -9,8 +9,16 @@ pub struct Hash(pub [u8; 32]);
 
 impl Hash {
     pub fn of(data: &[u8]) -> Hash {
-        use sha2::Digest;
-        Hash(sha2::Sha256::digest(data).into())
+        // ring's assembly runs ~1.7x faster than the sha2 crate on CPUs
+        // without SHA extensions (measured in one process on these machines),
+        // and hashing is half of a baseline's CPU time.
+        let digest = ring::digest::digest(&ring::digest::SHA256, data);
+        Hash(
+            digest
+                .as_ref()
+                .try_into()
+                .expect("SHA-256 digests are 32 bytes"),
+        )
     }
 
     pub fn to_hex(&self) -> String {
@@ -127,5 +135,46 @@ impl State {
             },
             _ => return None,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hash_is_sha256_of_the_raw_bytes() {
+        assert_eq!(
+            Hash::of(b"").to_hex(),
+            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+        );
+        assert_eq!(
+            Hash::of(b"abc").to_hex(),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+    }
+
+    #[test]
+    fn every_state_round_trips_through_its_encoding() {
+        for s in [
+            State::Absent,
+            State::File {
+                hash: Hash::of(b"x"),
+                size: 1,
+                mode: 0o755,
+            },
+            State::Dir { mode: 0o700 },
+            State::Symlink {
+                target: b"\xff/../x".to_vec(),
+            },
+            State::Skipped {
+                reason: "too big".into(),
+            },
+        ] {
+            let (k, m, d, z) = s.encode();
+            assert_eq!(State::decode(k, m, d, z), Some(s));
+        }
+        assert_eq!(State::decode(9, 0, None, 0), None);
+        assert_eq!(State::decode(1, 0, Some(vec![1, 2]), 0), None, "short hash");
     }
 }
