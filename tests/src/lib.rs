@@ -29,19 +29,35 @@ use ckpt_proto::{read_frame, write_frame, Request, Response, PROTOCOL_VERSION};
 /// hanging CI).
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(120);
 
-/// A built binary of the workspace.
+/// A built binary of the workspace. `cargo test` builds only the test
+/// harnesses of other packages, not their binaries, so the first call builds
+/// `ckptd` and `ckptctl` into the same target dir and profile.
 pub fn bin(name: &str) -> PathBuf {
+    static BUILT: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
     let exe = std::env::current_exe().expect("test executable path");
-    let dir = exe
+    let profile_dir = exe
         .parent()
         .and_then(Path::parent)
         .expect("test executable lives in <target>/<profile>/deps");
-    let path = dir.join(name);
-    assert!(
-        path.is_file(),
-        "{} is missing: run `cargo build -p ckptd -p ckptctl` (or `cargo test --workspace`)",
-        path.display()
-    );
+    let path = profile_dir.join(name);
+    let built = BUILT.get_or_init(|| {
+        let target_dir = profile_dir.parent().expect("<target>/<profile>");
+        let mut cmd = Command::new(env!("CARGO"));
+        cmd.args(["build", "--quiet", "-p", "ckptd", "-p", "ckptctl", "--target-dir"])
+            .arg(target_dir)
+            .current_dir(env!("CARGO_MANIFEST_DIR"));
+        if profile_dir.file_name().is_some_and(|p| p == "release") {
+            cmd.arg("--release");
+        }
+        match cmd.status() {
+            Ok(s) if s.success() => Ok(()),
+            other => Err(format!("building ckptd and ckptctl: {other:?}")),
+        }
+    });
+    if let Err(e) = built {
+        panic!("{e}");
+    }
+    assert!(path.is_file(), "{} is missing after the build", path.display());
     path
 }
 
