@@ -1,1 +1,383 @@
-fn main() {}
+//! ckpt-bench: ckpt against the git-snapshot technique, side by side, in one run.
+//!
+//! What it measures (issue 4): on a real source tree — by default a copy of
+//! the crate sources cargo downloaded for this workspace (~5,000 files),
+//! made into a git repository with one commit, a user's uncommitted edit, an
+//! untracked file and a gitignored `.env` — it runs each scenario against
+//!
+//! * `ckpt`: the real `ckptd` (started by the bench, isolated `CKPT_SOCKET`
+//!   and `CKPT_DATA_DIR`) and one `ckptctl … --json` process per call, exactly
+//!   as an agent hook calls it;
+//! * `git-fresh`: a shadow git repository driven through the `git` binary with
+//!   a fresh temporary index per snapshot (`add -A -f`, `write-tree`,
+//!   `commit-tree`; restore by `diff-tree` + `checkout-index`);
+//! * `git-kept`: the same with a private index kept between snapshots, the
+//!   fastest honest way to do it with git (restore by `read-tree -m -u`).
+//!
+//! Systems run interleaved (A B C, A B C, …), each on its own copy of the
+//! tree. Scenarios: `connect` (spawn and bare `ckptctl status` floors),
+//! `watch` (baseline time and store size; daemon peak RSS and idle CPU),
+//! `idle`, `small`, `fulltree`, `bigfile`, and `scale` (watch, idle and
+//! small on the tree copied 10×). Every rewind and redo is verified
+//! byte-for-byte against the state before the turn (and the user's `.git`
+//! byte-identical); a wrong result is reported as WRONG and not timed.
+//!
+//! Output: a table of medians with ckpt/git ratios, the targets of issue 4
+//! with met/missed, and (with `--json`) every sample.
+//!
+//! ```text
+//! cargo build --release --workspace          # ckptd and ckptctl next to the bench
+//! cargo run --release -p ckpt-bench -- --json bench.json
+//! cargo run --release -p ckpt-bench -- --quick          # CI smoke test, correctness only
+//! cargo run --release -p ckpt-bench -- --tree ~/src/app --scenarios idle,small
+//! ```
+//!
+//! Exit status: 0 if every scenario was right, 1 if any was WRONG or failed.
+
+mod ckpt_json;
+mod ckpt_runner;
+mod cmd;
+mod git_snap;
+mod procstat;
+mod report;
+mod scenarios;
+mod system;
+mod tree;
+mod verify;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use clap::Parser;
+use serde_json::json;
+
+use ckpt_runner::{Bins, Ckpt};
+use git_snap::{GitSnap, IndexMode};
+use report::Results;
+use scenarios::{Lab, Subject};
+use system::System;
+
+const ALL_SCENARIOS: [&str; 7] = [
+    "connect", "watch", "idle", "small", "fulltree", "bigfile", "scale",
+];
+
+#[derive(Parser, Debug)]
+#[command(about = "Benchmark ckpt against the git-snapshot technique (see issue 4)")]
+struct Args {
+    /// Project tree to copy and use (default: crate sources from cargo's registry).
+    #[arg(long)]
+    tree: Option<PathBuf>,
+    /// Small tree, one repetition: a correctness smoke test (timings are not meaningful).
+    #[arg(long)]
+    quick: bool,
+    /// Write every sample, the medians and the targets to this JSON file.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// Scenarios to run (comma-separated): connect,watch,idle,small,fulltree,bigfile,scale.
+    #[arg(long, value_delimiter = ',')]
+    scenarios: Option<Vec<String>>,
+    /// Systems to run (comma-separated): ckpt,git-fresh,git-kept.
+    #[arg(long, value_delimiter = ',')]
+    systems: Option<Vec<String>>,
+    /// Directory holding `ckptd` and `ckptctl` (default: next to this executable).
+    #[arg(long)]
+    bin_dir: Option<PathBuf>,
+    /// Repetitions per scenario (default 5; 1 with --quick).
+    #[arg(long)]
+    reps: Option<usize>,
+    /// Approximate number of files in the default tree (default 5000; 300 with --quick).
+    #[arg(long)]
+    files: Option<usize>,
+    /// Seconds of idleness over which the daemon's CPU is measured (default 10).
+    #[arg(long)]
+    idle_secs: Option<f64>,
+    /// Work here instead of a new temporary directory (kept afterwards).
+    #[arg(long)]
+    work_dir: Option<PathBuf>,
+    /// Keep the temporary directory (trees, stores, daemon logs).
+    #[arg(long)]
+    keep: bool,
+    /// Seconds after which a single command is killed and counted as failed.
+    #[arg(long, default_value_t = 600)]
+    timeout: u64,
+}
+
+fn main() -> ExitCode {
+    match real_main() {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::from(1),
+        Err(e) => {
+            eprintln!("ckpt-bench: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn subjects(
+    base: &Path,
+    work: &Path,
+    tag: &str,
+    systems: &[String],
+    bins: Option<&Bins>,
+    timeout: Duration,
+) -> Result<Vec<Subject>> {
+    let mut out = Vec::new();
+    for name in systems {
+        let dir = work.join(format!("{tag}-{name}"));
+        let root = dir.join("project");
+        tree::clone_tree(base, &root)?;
+        let sys: Box<dyn System> = match name.as_str() {
+            "ckpt" => Box::new(Ckpt::new(
+                bins.context("ckpt binaries not located")?.clone(),
+                &root,
+                &dir.join("ckpt"),
+                timeout,
+            )?),
+            "git-fresh" => Box::new(GitSnap::new(
+                IndexMode::Fresh,
+                &root,
+                &dir.join("git"),
+                timeout,
+            )?),
+            "git-kept" => Box::new(GitSnap::new(
+                IndexMode::Kept,
+                &root,
+                &dir.join("git"),
+                timeout,
+            )?),
+            other => bail!("unknown system {other:?} (ckpt, git-fresh, git-kept)"),
+        };
+        out.push(Subject::new(sys)?);
+    }
+    Ok(out)
+}
+
+fn read_trim(path: &str) -> String {
+    std::fs::read_to_string(path)
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default()
+}
+
+fn machine() -> serde_json::Value {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("model name")
+                .map(|r| r.trim_start_matches([' ', '\t', ':']).to_string())
+        })
+        .unwrap_or_default();
+    let git = std::process::Command::new("git")
+        .arg("--version")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default();
+    json!({
+        "cpu": cpu,
+        "cores": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
+        "kernel": read_trim("/proc/sys/kernel/osrelease"),
+        "git": git,
+    })
+}
+
+fn shutdown(lab: &mut Lab) {
+    for s in lab.subjects.iter_mut() {
+        s.sys.shutdown();
+    }
+}
+
+fn real_main() -> Result<bool> {
+    let args = Args::parse();
+    let started = Instant::now();
+    let quick = args.quick;
+    let reps = args.reps.unwrap_or(if quick { 1 } else { 5 }).max(1);
+    let plan = scenarios::Plan {
+        reps,
+        idle_pairs: if quick { 2 } else { 3 },
+        watch_reps: if quick { 1 } else { reps.min(3) },
+        idle_secs: args.idle_secs.unwrap_or(if quick { 1.0 } else { 10.0 }),
+    };
+    let timeout = Duration::from_secs(args.timeout);
+    let chosen: Vec<String> = args
+        .scenarios
+        .clone()
+        .unwrap_or_else(|| ALL_SCENARIOS.iter().map(|s| s.to_string()).collect());
+    for s in &chosen {
+        if !ALL_SCENARIOS.contains(&s.as_str()) {
+            bail!("unknown scenario {s:?}; known: {}", ALL_SCENARIOS.join(","));
+        }
+    }
+    let sel = |n: &str| chosen.iter().any(|c| c == n);
+    let systems: Vec<String> = args
+        .systems
+        .clone()
+        .unwrap_or_else(|| report::SYSTEMS.iter().map(|s| s.to_string()).collect());
+    let bins = if systems.iter().any(|s| s == "ckpt") {
+        Some(Bins::locate(args.bin_dir.as_deref())?)
+    } else {
+        None
+    };
+
+    let tmp;
+    let work = match &args.work_dir {
+        Some(d) => {
+            std::fs::create_dir_all(d)?;
+            d.clone()
+        }
+        None => {
+            tmp = tempfile::Builder::new().prefix("ckpt-bench-").tempdir()?;
+            if args.keep {
+                tmp.keep()
+            } else {
+                tmp.path().to_path_buf()
+            }
+        }
+    };
+    eprintln!("[bench] working in {}", work.display());
+
+    let source = match &args.tree {
+        Some(d) => tree::dir_source(d)?,
+        None => tree::registry_source(args.files.unwrap_or(if quick { 300 } else { 5000 }))?,
+    };
+    eprintln!("[bench] tree: {}", source.describe);
+    let base = work.join("base");
+    tree::build_repo(&source, &base, 1)?;
+    let user_edit = tree::user_edit_target(&base)?
+        .strip_prefix(&base)?
+        .to_path_buf();
+
+    let mut res = Results::default();
+    let mut lab = Lab {
+        prefix: "",
+        base: base.clone(),
+        user_edit: user_edit.clone(),
+        subjects: subjects(&base, &work, "1x", &systems, bins.as_ref(), timeout)?,
+    };
+    let (tree_files, tree_bytes) = lab
+        .subjects
+        .first()
+        .map(|s| (s.clean.files().len(), s.clean.bytes()))
+        .unwrap_or_default();
+    eprintln!(
+        "[bench] {} files, {:.1} MiB per copy",
+        tree_files,
+        tree_bytes as f64 / (1u64 << 20) as f64
+    );
+
+    if sel("watch") {
+        scenarios::watch(&mut lab, &mut res, plan.watch_reps);
+    } else {
+        scenarios::init_all(&mut lab);
+    }
+    if sel("connect") {
+        scenarios::connect(&mut lab, &mut res, plan.reps);
+    }
+    if sel("idle") {
+        scenarios::idle(&mut lab, &mut res, plan.reps, plan.idle_pairs);
+    }
+    if sel("small") {
+        scenarios::small(&mut lab, &mut res, plan.reps);
+    }
+    if sel("fulltree") {
+        scenarios::fulltree(&mut lab, &mut res, plan.reps);
+    }
+    if sel("bigfile") {
+        if let Some(s) = lab.subjects.first() {
+            let text = scenarios::big_text(&s.clean, s.sys.root())?;
+            scenarios::bigfile(&mut lab, &mut res, plan.reps, &text);
+        }
+    }
+    if sel("watch") {
+        scenarios::daemon_idle(&mut lab, &mut res, plan.idle_secs);
+    }
+    shutdown(&mut lab);
+    drop(lab);
+
+    let mut scale_meta = json!(null);
+    if sel("scale") {
+        let base10 = work.join("base10");
+        eprintln!("[bench] building the 10x tree");
+        tree::build_repo(&source, &base10, 10)?;
+        let mut lab10 = Lab {
+            prefix: "scale/",
+            base: base10.clone(),
+            user_edit: tree::user_edit_target(&base10)?
+                .strip_prefix(&base10)?
+                .to_path_buf(),
+            subjects: subjects(&base10, &work, "10x", &systems, bins.as_ref(), timeout)?,
+        };
+        if let Some(s) = lab10.subjects.first() {
+            scale_meta = json!({"files": s.clean.files().len(), "bytes": s.clean.bytes()});
+        }
+        scenarios::watch(&mut lab10, &mut res, 1);
+        scenarios::idle(&mut lab10, &mut res, plan.reps, plan.idle_pairs);
+        scenarios::small(&mut lab10, &mut res, plan.reps);
+        scenarios::daemon_idle(&mut lab10, &mut res, plan.idle_secs);
+        shutdown(&mut lab10);
+    }
+
+    let table = report::table(&res);
+    let targets = report::targets(&res);
+    let command: Vec<String> = std::env::args().collect();
+    println!(
+        "\nckpt-bench: {} files, {:.1} MiB (+ .git); {} repetitions; {}",
+        tree_files,
+        tree_bytes as f64 / (1u64 << 20) as f64,
+        plan.reps,
+        if quick {
+            "QUICK: correctness only, timings not meaningful"
+        } else {
+            "medians"
+        }
+    );
+    println!("{table}");
+    println!("targets (issue 4):\n{}", report::targets_text(&targets));
+    if !res.failures.is_empty() {
+        println!("failures:");
+        for f in &res.failures {
+            println!(
+                "  {} [{}] rep {}: {}: {}",
+                f.scenario, f.system, f.rep, f.kind, f.message
+            );
+        }
+    }
+    if !res.notes.is_empty() {
+        println!("notes:");
+        for n in &res.notes {
+            println!("  {n}");
+        }
+    }
+    println!("took {:.0} s", started.elapsed().as_secs_f64());
+    if let Some(out) = &args.json {
+        let meta = json!({
+            "command": command.join(" "),
+            "tree": source.describe,
+            "source_dirs": source.names,
+            "files": tree_files,
+            "bytes": tree_bytes,
+            "scale_tree": scale_meta,
+            "quick": quick,
+            "reps": plan.reps,
+            "idle_pairs": plan.idle_pairs,
+            "watch_reps": plan.watch_reps,
+            "idle_secs": plan.idle_secs,
+            "systems": systems,
+            "scenarios": chosen,
+            "machine": machine(),
+            "unix_time": std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or(0),
+        });
+        report::write_json(out, meta, &res, &targets)?;
+        eprintln!("[bench] wrote {}", out.display());
+    }
+    if args.keep || args.work_dir.is_some() {
+        eprintln!("[bench] kept {}", work.display());
+    } else {
+        std::fs::remove_dir_all(&work).ok();
+    }
+    Ok(res.failures.is_empty())
+}
