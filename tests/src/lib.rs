@@ -43,9 +43,17 @@ pub fn bin(name: &str) -> PathBuf {
     let built = BUILT.get_or_init(|| {
         let target_dir = profile_dir.parent().expect("<target>/<profile>");
         let mut cmd = Command::new(env!("CARGO"));
-        cmd.args(["build", "--quiet", "-p", "ckptd", "-p", "ckptctl", "--target-dir"])
-            .arg(target_dir)
-            .current_dir(env!("CARGO_MANIFEST_DIR"));
+        cmd.args([
+            "build",
+            "--quiet",
+            "-p",
+            "ckptd",
+            "-p",
+            "ckptctl",
+            "--target-dir",
+        ])
+        .arg(target_dir)
+        .current_dir(env!("CARGO_MANIFEST_DIR"));
         if profile_dir.file_name().is_some_and(|p| p == "release") {
             cmd.arg("--release");
         }
@@ -57,7 +65,11 @@ pub fn bin(name: &str) -> PathBuf {
     if let Err(e) = built {
         panic!("{e}");
     }
-    assert!(path.is_file(), "{} is missing after the build", path.display());
+    assert!(
+        path.is_file(),
+        "{} is missing after the build",
+        path.display()
+    );
     path
 }
 
