@@ -12,7 +12,7 @@ use crate::project::{now_ns, Project};
 use crate::relpath::RelPath;
 use crate::scan::{self, Excludes, CACHE_TAG, IGNORE_FILE};
 use crate::state::{Hash, State};
-use crate::store::Prepared;
+use crate::store::{Prepared, DELTA_MIN};
 use crate::turns;
 
 /// Raw bytes read per write batch: bounds memory on big trees while keeping
@@ -252,16 +252,34 @@ impl Project {
             let mut fresh = std::collections::HashSet::new();
             let mut to_store = Vec::new();
             for (i, c) in captured.iter_mut().enumerate() {
-                if let (Some(data), Some((State::File { hash, .. }, _))) =
-                    (c.content.take(), &c.new)
-                {
-                    if fresh.insert(*hash) && !self.store.contains(&self.conn, hash)? {
-                        to_store.push((i, data));
-                    }
+                let (Some(data), Some((State::File { hash, .. }, _))) = (c.content.take(), &c.new)
+                else {
+                    continue;
+                };
+                if !fresh.insert(*hash) || self.store.contains(&self.conn, hash)? {
+                    continue;
                 }
+                // A large file's previous version makes a good delta base.
+                let base = match c.old.as_ref().and_then(|o| o.state.hash()) {
+                    Some(old)
+                        if data.len() >= DELTA_MIN
+                            && self.store.delta_base_ok(&self.conn, &old)? =>
+                    {
+                        Some((old, self.store.get(&self.conn, &old)?))
+                    }
+                    _ => None,
+                };
+                to_store.push((i, *hash, data, base));
             }
             let store = &self.store;
-            for (i, blob) in par_map(to_store, threads, |(i, data)| (i, store.prepare(&data))) {
+            let prepared = par_map(to_store, threads, |(i, hash, data, base)| {
+                let blob = match base {
+                    Some((base_hash, base)) => store.prepare_delta(hash, &data, base_hash, &base),
+                    None => store.prepare_hashed(hash, &data),
+                };
+                (i, blob)
+            });
+            for (i, blob) in prepared {
                 captured[i].blob = Some(blob);
             }
             self.write_batch(captured, scan_start, report)?;

@@ -94,6 +94,12 @@ const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (rewind, seq)
     ) WITHOUT ROWID;
     ",
+    // 2: blobs stored as a zstd delta from an earlier version (`base`), and
+    // the length of that chain.
+    "
+    ALTER TABLE blobs ADD COLUMN base BLOB;
+    ALTER TABLE blobs ADD COLUMN depth INTEGER NOT NULL DEFAULT 0;
+    ",
 ];
 
 /// Opens (creating) the database at `path` and brings its schema up to date.

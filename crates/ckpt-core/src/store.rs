@@ -38,6 +38,23 @@ pub struct Prepared {
     pub hash: Hash,
     pub size: u64,
     pub(crate) compressed: Vec<u8>,
+    /// The blob whose raw bytes the frame was compressed against (a zstd
+    /// "prefix"): `compressed` is then a delta from it.
+    pub(crate) base: Option<Hash>,
+}
+
+/// Files at least this large are stored as a delta from their previous
+/// version when there is one: an agent that appends a line to a 2 MiB log
+/// then costs the store a few KiB per turn, not a whole compressed copy.
+pub const DELTA_MIN: usize = 64 << 10;
+
+/// Longest chain of deltas before a version is stored whole again; bounds
+/// the work of reading one blob.
+const MAX_DELTA_DEPTH: i64 = 8;
+
+/// zstd's window must span the prefix and the data.
+fn window_log(len: usize) -> u32 {
+    (usize::BITS - len.max(1 << 10).leading_zeros()).min(30)
 }
 
 pub struct BlobStore {
@@ -80,7 +97,44 @@ impl BlobStore {
     }
 
     /// Hashes and compresses `data`.
+    #[allow(dead_code)] // tests and examples/store_options.rs use it
     pub fn prepare(&self, data: &[u8]) -> Prepared {
+        self.prepare_hashed(Hash::of(data), data)
+    }
+
+    /// Compresses `data` as a delta from `base` (the raw bytes of blob
+    /// `base_hash`, an earlier version of the same file).
+    pub fn prepare_delta(&self, hash: Hash, data: &[u8], base_hash: Hash, base: &[u8]) -> Prepared {
+        use zstd::zstd_safe::{CCtx, CParameter};
+        let compress = || -> Result<Vec<u8>, usize> {
+            let mut cctx = CCtx::create();
+            cctx.set_parameter(CParameter::CompressionLevel(self.level))?;
+            cctx.set_parameter(CParameter::WindowLog(window_log(base.len() + data.len())))?;
+            // Long-distance matching finds the base's content anywhere in a
+            // large prefix (what `zstd --patch-from` does).
+            cctx.set_parameter(CParameter::EnableLongDistanceMatching(true))?;
+            cctx.set_pledged_src_size(Some(data.len() as u64))?;
+            cctx.ref_prefix(base)?;
+            let mut out = Vec::with_capacity(zstd::zstd_safe::compress_bound(data.len()));
+            cctx.compress2(&mut out, data)?;
+            Ok(out)
+        };
+        match compress() {
+            Ok(compressed) => Prepared {
+                hash,
+                size: data.len() as u64,
+                compressed,
+                base: Some(base_hash),
+            },
+            Err(code) => {
+                tracing::warn!("delta compression failed ({code}); storing whole");
+                self.prepare_hashed(hash, data)
+            }
+        }
+    }
+
+    /// Compresses `data`, whose hash the caller already knows.
+    pub fn prepare_hashed(&self, hash: Hash, data: &[u8]) -> Prepared {
         thread_local! {
             // One compression context per thread and level: creating one per
             // blob costs more than compressing a small file.
@@ -100,10 +154,21 @@ impl BlobStore {
                 .expect("zstd compresses any input into a buffer it sizes itself")
         });
         Prepared {
-            hash: Hash::of(data),
+            hash,
             size: data.len() as u64,
             compressed,
+            base: None,
         }
+    }
+
+    /// Whether a new version may be stored as a delta from `base`: it is
+    /// stored, and its chain is not too long already.
+    pub fn delta_base_ok(&self, conn: &Connection, base: &Hash) -> Result<bool> {
+        let depth: Option<i64> = conn
+            .prepare_cached("SELECT depth FROM blobs WHERE hash = ?1")?
+            .query_row([&base.0[..]], |r| r.get(0))
+            .optional()?;
+        Ok(depth.is_some_and(|d| d < MAX_DELTA_DEPTH))
     }
 
     /// Stores a prepared blob unless it is already stored. Call inside the
@@ -144,8 +209,19 @@ impl BlobStore {
             // Object first, the row that names it last.
             self.write_object(&blob.hash, &blob.compressed)?;
         }
+        let depth: i64 = match &blob.base {
+            Some(base) => conn
+                .prepare_cached("SELECT depth + 1 FROM blobs WHERE hash = ?1")?
+                .query_row([&base.0[..]], |r| r.get(0))
+                .optional()?
+                .ok_or_else(|| {
+                    Error::MissingBlob(format!("{base} (delta base of {})", blob.hash))
+                })?,
+            None => 0,
+        };
         conn.prepare_cached(
-            "INSERT INTO blobs (hash, size, csize, created_ns, data) VALUES (?1, ?2, ?3, ?4, ?5)",
+            "INSERT INTO blobs (hash, size, csize, created_ns, data, base, depth)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
         )?
         .execute(params![
             &blob.hash.0[..],
@@ -153,6 +229,8 @@ impl BlobStore {
             blob.compressed.len() as i64,
             now,
             inline.then_some(&blob.compressed[..]),
+            blob.base.map(|b| b.0.to_vec()),
+            depth,
         ])?;
         Ok(())
     }
@@ -171,11 +249,11 @@ impl BlobStore {
             hash: hash.to_hex(),
             reason,
         };
-        let row: Option<(i64, Value)> = conn
-            .prepare_cached("SELECT size, data FROM blobs WHERE hash = ?1")?
-            .query_row([&hash.0[..]], |r| Ok((r.get(0)?, r.get(1)?)))
+        let row: Option<(i64, Value, Option<Vec<u8>>)> = conn
+            .prepare_cached("SELECT size, data, base FROM blobs WHERE hash = ?1")?
+            .query_row([&hash.0[..]], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
             .optional()?;
-        let Some((size, data)) = row else {
+        let Some((size, data, base)) = row else {
             return Err(Error::MissingBlob(hash.to_hex()));
         };
         let compressed = match data {
@@ -204,8 +282,19 @@ impl BlobStore {
             Ok(Some(n)) => return Err(corrupt(format!("frame says {n} bytes, row says {size}"))),
             Ok(None) | Err(_) => return Err(corrupt("unreadable zstd frame header".into())),
         }
-        let data = zstd::bulk::decompress(&compressed, size as usize)
-            .map_err(|e| corrupt(format!("decompress: {e}")))?;
+        let data = match base {
+            None => zstd::bulk::decompress(&compressed, size as usize)
+                .map_err(|e| corrupt(format!("decompress: {e}")))?,
+            Some(base) => {
+                let base =
+                    Hash::from_slice(&base).ok_or_else(|| corrupt("bad delta base".into()))?;
+                // Verified on its own read; the chain is at most
+                // MAX_DELTA_DEPTH long.
+                let prefix = self.get(conn, &base)?;
+                decompress_delta(&compressed, &prefix, size as usize)
+                    .map_err(|code| corrupt(format!("decompress delta: zstd error {code}")))?
+            }
+        };
         let actual = Hash::of(&data);
         if actual != *hash {
             return Err(corrupt(format!("content hashes to {actual}")));
@@ -256,6 +345,7 @@ impl BlobStore {
         let mut files = Vec::new();
         {
             let tx = rusqlite::Transaction::new_unchecked(conn, TransactionBehavior::Immediate)?;
+            let referenced = &with_delta_bases(&tx, referenced)?;
             let mut doomed = Vec::new();
             {
                 let mut stmt = tx
@@ -430,6 +520,39 @@ fn now_ns() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
+}
+
+/// `referenced` plus every blob a referenced delta needs, transitively.
+fn with_delta_bases(conn: &Connection, referenced: &HashSet<Hash>) -> Result<HashSet<Hash>> {
+    let mut bases = std::collections::HashMap::new();
+    let mut stmt = conn.prepare("SELECT hash, base FROM blobs WHERE base IS NOT NULL")?;
+    let mut rows = stmt.query([])?;
+    while let Some(row) = rows.next()? {
+        let (h, b): (Vec<u8>, Vec<u8>) = (row.get(0)?, row.get(1)?);
+        if let (Some(h), Some(b)) = (Hash::from_slice(&h), Hash::from_slice(&b)) {
+            bases.insert(h, b);
+        }
+    }
+    let mut keep = referenced.clone();
+    let mut work: Vec<Hash> = referenced.iter().copied().collect();
+    while let Some(h) = work.pop() {
+        if let Some(b) = bases.get(&h) {
+            if keep.insert(*b) {
+                work.push(*b);
+            }
+        }
+    }
+    Ok(keep)
+}
+
+fn decompress_delta(compressed: &[u8], prefix: &[u8], size: usize) -> Result<Vec<u8>, usize> {
+    use zstd::zstd_safe::{DCtx, DParameter};
+    let mut dctx = DCtx::create();
+    dctx.set_parameter(DParameter::WindowLogMax(window_log(prefix.len() + size)))?;
+    dctx.ref_prefix(prefix)?;
+    let mut out = Vec::with_capacity(size);
+    dctx.decompress(&mut out, compressed)?;
+    Ok(out)
 }
 
 fn mtime_ns(meta: &fs::Metadata) -> i64 {
@@ -835,5 +958,65 @@ mod tests {
             BlobStore::open(dir.path(), 1000, 0),
             Err(Error::Invalid(_))
         ));
+    }
+
+    #[test]
+    fn deltas_round_trip_cap_their_chain_and_keep_their_bases_through_gc() {
+        let fx = fixture(64 << 10);
+        let (conn, store) = (&fx.conn, &fx.store);
+        let mut version: Vec<u8> = (0..200_000u32)
+            .flat_map(|i| format!("line {i}\n").into_bytes())
+            .collect();
+        let first = store.prepare(&version);
+        store.insert(conn, &first).unwrap();
+        let mut hashes = vec![first.hash];
+        for turn in 0..12 {
+            let prev = *hashes.last().unwrap();
+            version.extend_from_slice(format!("appended in turn {turn}\n").as_bytes());
+            let hash = Hash::of(&version);
+            let blob = if store.delta_base_ok(conn, &prev).unwrap() {
+                let base = store.get(conn, &prev).unwrap();
+                store.prepare_delta(hash, &version, prev, &base)
+            } else {
+                store.prepare_hashed(hash, &version)
+            };
+            if blob.base.is_some() {
+                assert!(
+                    blob.compressed.len() < 1000,
+                    "a delta of one line: {} bytes",
+                    blob.compressed.len()
+                );
+            }
+            store.insert(conn, &blob).unwrap();
+            hashes.push(hash);
+            assert_eq!(store.get(conn, &hash).unwrap(), version);
+        }
+        let max_depth: i64 = conn
+            .query_row("SELECT max(depth) FROM blobs", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(
+            max_depth, MAX_DELTA_DEPTH,
+            "chains stop at the cap, then start whole again"
+        );
+        // Only the newest is referenced: gc keeps its whole chain.
+        let last = *hashes.last().unwrap();
+        let referenced: HashSet<Hash> = [last].into_iter().collect();
+        store.gc(conn, &referenced, 0, i64::MAX).unwrap();
+        assert_eq!(store.get(conn, &last).unwrap(), version);
+        // A damaged base makes its deltas unreadable, never wrong.
+        let fx = fixture(64 << 10);
+        let (conn, store) = (&fx.conn, &fx.store);
+        let a = b"base content ".repeat(10_000);
+        let b = [&a[..], b"and more"].concat();
+        let pa = store.prepare(&a);
+        store.insert(conn, &pa).unwrap();
+        let pb = store.prepare_delta(Hash::of(&b), &b, pa.hash, &a);
+        store.insert(conn, &pb).unwrap();
+        conn.execute(
+            "UPDATE blobs SET data = ?1 WHERE hash = ?2",
+            params![store.prepare(b"x").compressed, &pa.hash.0[..]],
+        )
+        .unwrap();
+        assert!(store.get(conn, &pb.hash).is_err());
     }
 }
