@@ -349,7 +349,7 @@ impl Daemon {
     }
 
     fn forget(&self, h: &Arc<ProjectHandle>) {
-        self.watcher.remove(&h.root);
+        self.watcher.remove(h);
         self.registry.remove(&h.id);
         h.stop_worker();
     }

@@ -16,6 +16,7 @@ use ckpt_core::{is_internal_name, Project, ProjectStatus, RelPath, Retention, DE
 use ckpt_proto::{ErrorKind, Health};
 
 use crate::error::{panic_message, ReqError, ReqResult};
+use crate::watcher::{self, DirWatches};
 
 /// How often an idle worker checks that the project root still exists.
 const ROOT_CHECK_INTERVAL: Duration = Duration::from_secs(2);
@@ -81,6 +82,8 @@ pub struct ProjectHandle {
     status_cache: Mutex<Option<ProjectStatus>>,
     pub cookie_counter: AtomicU64,
     worker: Mutex<Option<JoinHandle<()>>>,
+    /// The directories watched for this project.
+    pub watches: Mutex<DirWatches>,
     last_gc: Mutex<Option<Instant>>,
 }
 
@@ -98,6 +101,7 @@ impl ProjectHandle {
             status_cache: Mutex::new(None),
             cookie_counter: AtomicU64::new(0),
             worker: Mutex::new(None),
+            watches: Mutex::new(DirWatches::default()),
             last_gc: Mutex::new(None),
         })
     }
@@ -336,12 +340,19 @@ impl ProjectHandle {
                     self.reconcile_now();
                 } else {
                     let n = batch.len();
-                    match self.call(|p| p.check_paths(batch)) {
+                    match self.call(|p| p.check_paths(batch.clone())) {
                         Ok(report) => tracing::debug!(
                             root = %self.root.display(), paths = n, changed = report.changed,
                             "checked paths"
                         ),
                         Err(e) => self.capture_failed(&e),
+                    }
+                    // Watches for directories that appeared. Files made in
+                    // one before its watch existed send no event: it is
+                    // checked again, whole, at the next cookie.
+                    let fresh = watcher::sync_dirs(self, &batch);
+                    if !fresh.is_empty() {
+                        lock(&self.queue).recheck.extend(fresh);
                     }
                 }
             }
@@ -400,6 +411,8 @@ impl ProjectHandle {
             Ok(report) => {
                 tracing::debug!(root = %self.root.display(), entries = report.entries,
                     changed = report.changed, "full scan");
+                // Lost events may have hidden new directories.
+                watcher::resync(self);
                 self.clear_transient();
                 true
             }

@@ -1,10 +1,14 @@
-//! One `notify` watcher for every project. The event callback does no IO: it
-//! maps each path to its project, drops what cannot matter (opens and reads,
-//! `.git`, default-excluded directories) and queues the rest; each
-//! project's worker does the stat/read/hash work.
+//! One `notify` watcher for every project, with one non-recursive watch per
+//! captured directory. The event callback does no IO: it maps each path to
+//! its project, forgets the watches of directories that went away (notify
+//! drops them itself), drops what cannot matter (opens and reads, `.git`,
+//! default-excluded directories) and queues the rest; each project's worker
+//! does the stat/read/hash work and adds watches for new directories.
 
+use std::collections::BTreeSet;
+use std::ops::Bound;
 use std::os::unix::ffi::OsStrExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use ckpt_core::{is_internal_name, RelPath, COOKIE_PREFIX, DEFAULT_EXCLUDES};
@@ -14,12 +18,43 @@ use notify::{Event, EventKind, RecommendedWatcher, RecursiveMode, Watcher as _};
 use crate::handle::{lock, ProjectHandle};
 use crate::registry::Registry;
 
+/// The file that tags a cache or build directory (the core excludes such
+/// directories; its walk applies the same test).
+const CACHE_TAG: &str = "CACHEDIR.TAG";
+
 /// The advice given when the kernel runs out of inotify watches.
 pub const WATCH_LIMIT_ADVICE: &str = "inotify watch limit reached; raise fs.inotify.max_user_watches \
      (e.g. `sudo sysctl fs.inotify.max_user_watches=524288`); falling back to full scans at turn boundaries";
 
-pub struct Watcher {
+/// The notify backend, shared by the daemon and every project's worker
+/// (which adds watches for directories that appear).
+pub struct Backend {
     inner: Mutex<Option<RecommendedWatcher>>,
+}
+
+impl Backend {
+    /// Watches one directory (not its subdirectories).
+    fn watch_dir(&self, abs: &Path) -> notify::Result<()> {
+        match lock(&self.inner).as_mut() {
+            Some(w) => w.watch(abs, RecursiveMode::NonRecursive),
+            None => Err(notify::Error::generic("the file watcher has stopped")),
+        }
+    }
+
+    fn unwatch_dir(&self, abs: &Path) {
+        if let Some(w) = lock(&self.inner).as_mut() {
+            if let Err(e) = w.unwatch(abs) {
+                tracing::trace!(dir = %abs.display(), error = %e, "unwatch");
+            }
+        }
+    }
+}
+
+/// One watcher for every project. Each *captured* directory gets its own
+/// non-recursive watch: excluded trees (`.git`, `node_modules`, tagged build
+/// directories, `.ckptignore` matches) cost no watch and send no events.
+pub struct Watcher {
+    backend: Option<Arc<Backend>>,
     fake_limit: bool,
 }
 
@@ -29,48 +64,261 @@ impl Watcher {
     pub fn new(registry: Arc<Registry>, fake_limit: bool) -> Watcher {
         let router = Router { registry };
         let config = notify::Config::default().with_follow_symlinks(false);
-        let inner = match RecommendedWatcher::new(move |res| router.handle(res), config) {
-            Ok(w) => Some(w),
+        let backend = match RecommendedWatcher::new(move |res| router.handle(res), config) {
+            Ok(w) => Some(Arc::new(Backend {
+                inner: Mutex::new(Some(w)),
+            })),
             Err(e) => {
                 tracing::error!(error = %e, "cannot start the file watcher; capture falls back to scans");
                 None
             }
         };
         Watcher {
-            inner: Mutex::new(inner),
+            backend,
             fake_limit,
         }
     }
 
-    /// Watches a project's tree (the project must already be in the
-    /// registry, so early events find it). Failures degrade the project.
+    /// Watches a project's root and every captured directory below it (the
+    /// project must already be in the registry, so early events find it).
+    /// Failures degrade the project.
     pub fn add(&self, h: &ProjectHandle) {
         if self.fake_limit {
             h.mark_degraded(WATCH_LIMIT_ADVICE.to_string(), true);
             return;
         }
-        let mut guard = lock(&self.inner);
-        let Some(w) = guard.as_mut() else {
+        let Some(backend) = &self.backend else {
             h.mark_degraded("the file watcher could not be started".into(), true);
             return;
         };
-        if let Err(e) = w.watch(&h.root, RecursiveMode::Recursive) {
-            drop(guard);
+        lock(&h.watches).backend = Some(Arc::clone(backend));
+        let root = h.root.clone();
+        if let Err(e) = add_dir(h, backend, &root) {
             h.mark_degraded(describe(&e), true);
+            return;
         }
+        watch_below(h, backend, &root);
     }
 
-    pub fn remove(&self, root: &Path) {
-        if let Some(w) = lock(&self.inner).as_mut() {
-            if let Err(e) = w.unwatch(root) {
-                tracing::debug!(root = %root.display(), error = %e, "unwatch");
+    /// Drops every watch of a project.
+    pub fn remove(&self, h: &ProjectHandle) {
+        let (backend, dirs) = {
+            let mut w = lock(&h.watches);
+            (w.backend.take(), std::mem::take(&mut w.dirs))
+        };
+        if let Some(backend) = backend {
+            // Deepest first, so notify never walks a removed parent's list.
+            for dir in dirs.iter().rev() {
+                backend.unwatch_dir(dir);
             }
         }
     }
 
     /// Stops the backend (its thread ends).
     pub fn shutdown(&self) {
-        lock(&self.inner).take();
+        if let Some(b) = &self.backend {
+            lock(&b.inner).take();
+        }
+    }
+}
+
+/// The directories of a project that have a watch, and the backend to add
+/// more with. Never held while calling the backend: the backend's thread
+/// runs the router, which updates `dirs`.
+#[derive(Default)]
+pub struct DirWatches {
+    pub backend: Option<Arc<Backend>>,
+    /// Absolute paths (root included); ordered, so a subtree is a range.
+    pub dirs: BTreeSet<PathBuf>,
+}
+
+impl DirWatches {
+    /// Forgets `dir` and everything below it.
+    pub fn drop_below(&mut self, dir: &Path) -> Vec<PathBuf> {
+        let below: Vec<PathBuf> = self
+            .dirs
+            .range::<Path, _>((Bound::Included(dir), Bound::Unbounded))
+            .take_while(|p| p.starts_with(dir))
+            .cloned()
+            .collect();
+        for p in &below {
+            self.dirs.remove(p);
+        }
+        below
+    }
+}
+
+/// Adds one directory's watch unless it has one. A vanished directory is
+/// not an error (it is gone, nothing to watch).
+fn add_dir(h: &ProjectHandle, backend: &Backend, abs: &Path) -> notify::Result<bool> {
+    if !lock(&h.watches).dirs.insert(abs.to_path_buf()) {
+        return Ok(false);
+    }
+    match backend.watch_dir(abs) {
+        Ok(()) => Ok(true),
+        Err(e) => {
+            lock(&h.watches).dirs.remove(abs);
+            match &e.kind {
+                notify::ErrorKind::PathNotFound => Ok(false),
+                notify::ErrorKind::Io(io)
+                    if matches!(
+                        io.raw_os_error(),
+                        Some(libc::ENOENT | libc::ENOTDIR | libc::EACCES | libc::ELOOP)
+                    ) =>
+                {
+                    tracing::debug!(dir = %abs.display(), error = %e, "not watched");
+                    Ok(false)
+                }
+                _ => Err(e),
+            }
+        }
+    }
+}
+
+/// Watches every captured directory below `top` (already watched): each
+/// one is watched before it is listed, so a subdirectory made meanwhile
+/// either is listed or sends its own create event. Symlinks are never
+/// followed; `Project::is_excluded` decides, plus the `CACHEDIR.TAG` test
+/// the core's walk applies. Returns how many watches were added; a watch
+/// limit degrades the project and stops.
+pub fn watch_below(h: &ProjectHandle, backend: &Backend, top: &Path) -> usize {
+    let mut added = 0;
+    let mut stack = vec![top.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        let mut children: Vec<(PathBuf, RelPath)> = Vec::new();
+        for entry in entries.flatten() {
+            if !entry.file_type().is_ok_and(|t| t.is_dir()) {
+                continue;
+            }
+            let abs = entry.path();
+            if let Ok(rel) = RelPath::from_abs(&h.root, &abs) {
+                children.push((abs, rel));
+            }
+        }
+        if children.is_empty() {
+            continue;
+        }
+        let keep = h.call(|p| {
+            Ok(children
+                .iter()
+                .map(|(_, rel)| !p.is_excluded(rel, true))
+                .collect::<Vec<bool>>())
+        });
+        let Ok(keep) = keep else {
+            continue;
+        };
+        for ((abs, _), keep) in children.into_iter().zip(keep) {
+            if !keep || abs.join(CACHE_TAG).is_file() {
+                continue;
+            }
+            match add_dir(h, backend, &abs) {
+                Ok(true) => added += 1,
+                Ok(false) => {}
+                Err(e) => {
+                    watch_failed(h, &e);
+                    return added;
+                }
+            }
+            stack.push(abs);
+        }
+    }
+    added
+}
+
+/// After the worker checked `paths`: gives every captured directory among
+/// them (new ones, renamed-in ones, whose watches the router dropped) a
+/// watch, with its subdirectories, and drops the watches of directories
+/// that became excluded (a `CACHEDIR.TAG` appeared). Returns the
+/// directories that got new watches: files made in them before the watch
+/// existed are found by rechecking them at the next cookie.
+pub fn sync_dirs(h: &ProjectHandle, paths: &[RelPath]) -> Vec<RelPath> {
+    let Some(backend) = lock(&h.watches).backend.clone() else {
+        return Vec::new();
+    };
+    if scans_only(h) {
+        return Vec::new();
+    }
+    let mut fresh = Vec::new();
+    for rel in paths {
+        let abs = h.root.join(rel.as_path());
+        if rel.file_name() == CACHE_TAG {
+            if let Some(dir) = rel.parent() {
+                let dir_abs = h.root.join(dir.as_path());
+                let watched = lock(&h.watches).dirs.contains(&dir_abs);
+                if watched && h.call(|p| Ok(p.is_excluded(&dir, true))).unwrap_or(false) {
+                    let gone = lock(&h.watches).drop_below(&dir_abs);
+                    for d in gone.iter().rev() {
+                        backend.unwatch_dir(d);
+                    }
+                }
+            }
+            continue;
+        }
+        if lock(&h.watches).dirs.contains(&abs) {
+            continue;
+        }
+        if !std::fs::symlink_metadata(&abs).is_ok_and(|m| m.is_dir()) {
+            continue;
+        }
+        // Only below a watched parent: an excluded or vanished parent's
+        // children stay unwatched.
+        let parent_watched = abs
+            .parent()
+            .is_some_and(|p| lock(&h.watches).dirs.contains(p));
+        if !parent_watched
+            || abs.join(CACHE_TAG).is_file()
+            || h.call(|p| Ok(p.is_excluded(rel, true))).unwrap_or(true)
+        {
+            continue;
+        }
+        match add_dir(h, &backend, &abs) {
+            Ok(true) => {}
+            Ok(false) => continue,
+            Err(e) => {
+                watch_failed(h, &e);
+                break;
+            }
+        }
+        watch_below(h, &backend, &abs);
+        fresh.push(rel.clone());
+    }
+    fresh
+}
+
+/// A watch could not be added (the watch limit, mostly): capture relies on
+/// full scans from now on. Already persistently degraded: nothing more to
+/// say (and no new scan to schedule, or scans and retries would loop).
+fn watch_failed(h: &ProjectHandle, e: &notify::Error) {
+    if h.degraded().is_some_and(|d| d.persistent) {
+        return;
+    }
+    h.mark_degraded(describe(e), true);
+}
+
+/// Whether adding watches is pointless: the project already relies on scans.
+fn scans_only(h: &ProjectHandle) -> bool {
+    h.degraded().is_some_and(|d| d.persistent)
+}
+
+/// After a full scan: watches whatever captured directory lacks a watch
+/// (events lost in an overflow may have hidden new directories).
+pub fn resync(h: &ProjectHandle) {
+    let Some(backend) = lock(&h.watches).backend.clone() else {
+        return;
+    };
+    if scans_only(h) {
+        return;
+    }
+    let root = h.root.clone();
+    if !lock(&h.watches).dirs.contains(&root) {
+        return;
+    }
+    let added = watch_below(h, &backend, &root);
+    if added > 0 {
+        tracing::debug!(root = %root.display(), added, "watches added after a full scan");
     }
 }
 
@@ -147,6 +395,21 @@ impl Router {
         let Ok(rel) = path.strip_prefix(&h.root) else {
             return;
         };
+        if !rel.as_os_str().is_empty()
+            && matches!(
+                kind,
+                EventKind::Remove(_)
+                    | EventKind::Create(CreateKind::Folder)
+                    | EventKind::Modify(ModifyKind::Name(
+                        RenameMode::From | RenameMode::To | RenameMode::Any
+                    ))
+            )
+        {
+            // notify drops the watches of a directory that went away (and
+            // of everything below it); one that appeared, or was renamed
+            // in, is (re)watched by the worker with its subdirectories.
+            lock(&h.watches).drop_below(path);
+        }
         if rel.as_os_str().is_empty() {
             if matches!(
                 kind,

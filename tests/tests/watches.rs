@@ -1,0 +1,265 @@
+//! One inotify watch per *captured* directory: excluded trees (`.git`,
+//! `node_modules`, tagged build directories, `.ckptignore` matches) cost no
+//! watch, and capture still follows new, renamed and removed directories.
+
+use std::path::Path;
+use std::time::Duration;
+
+use ckpt_e2e::*;
+
+/// The inotify watches the process holds, summed over its inotify
+/// descriptors (`inotify wd:` lines of `/proc/<pid>/fdinfo/<fd>`).
+fn inotify_watches(pid: i32) -> usize {
+    let mut total = 0;
+    let fds = std::fs::read_dir(format!("/proc/{pid}/fd")).expect("list the daemon's fds");
+    for fd in fds.flatten() {
+        let Ok(target) = std::fs::read_link(fd.path()) else {
+            continue;
+        };
+        if !target.to_string_lossy().contains("inotify") {
+            continue;
+        }
+        let info = format!("/proc/{pid}/fdinfo/{}", fd.file_name().to_string_lossy());
+        let Ok(text) = std::fs::read_to_string(info) else {
+            continue;
+        };
+        total += text
+            .lines()
+            .filter(|l| l.starts_with("inotify wd:"))
+            .count();
+    }
+    total
+}
+
+/// Waits until the daemon holds `n` watches; panics with the count seen.
+fn expect_watches(pid: i32, n: usize, what: &str) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let seen = inotify_watches(pid);
+        if seen == n {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{what}: the daemon holds {seen} inotify watches, expected {n}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn dirs_below(root: &Path) -> usize {
+    let mut n = 1;
+    for e in std::fs::read_dir(root).unwrap().flatten() {
+        if e.file_type().unwrap().is_dir() {
+            n += dirs_below(&e.path());
+        }
+    }
+    n
+}
+
+fn entry_paths(ended: &serde_json::Value) -> Vec<String> {
+    ended["turn"]["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["path"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// A repo with excluded trees around five captured directories (root, src,
+/// src/deep, src/deep/x, docs).
+fn project_with_excluded_trees(env: &Env) -> std::path::PathBuf {
+    let proj = env.git_repo(
+        "p",
+        &[
+            ("src/a.rs", b"a\n"),
+            ("src/deep/x/y.rs", b"y\n"),
+            ("docs/readme", b"r\n"),
+            (".ckptignore", b"scratch/\n"),
+        ],
+    );
+    sh(
+        &proj,
+        "mkdir -p node_modules/a/b/c node_modules/d/e && echo m > node_modules/a/b/c/m.js \
+         && mkdir -p .git/objects/xx && echo o > .git/objects/xx/o \
+         && mkdir -p target/debug/deps target/release/build \
+         && printf 'Signature: 8a477f597d28d172789f06886806bc55\\n' > target/CACHEDIR.TAG \
+         && mkdir -p scratch/one/two && echo s > scratch/one/two/s \
+         && mkdir -p src/node_modules/q",
+    );
+    proj
+}
+
+#[test]
+fn only_captured_directories_are_watched() {
+    let env = Env::new();
+    let d = env.start_daemon();
+    let proj = project_with_excluded_trees(&env);
+    let all = dirs_below(&proj);
+    env.ctl_ok(&proj, &["watch"]);
+    expect_watches(d.pid(), 5, "after watch");
+    assert!(all > 20, "the tree has {all} directories in all");
+
+    // New directories get watches, removed and renamed ones lose them.
+    env.ctl_ok(&proj, &["turn-start"]);
+    sh(&proj, "mkdir -p a/b/c && echo x > a/b/c/f");
+    env.ctl_ok(&proj, &["sync"]);
+    expect_watches(d.pid(), 8, "after mkdir -p a/b/c");
+    sh(&proj, "mv a z");
+    env.ctl_ok(&proj, &["sync"]);
+    expect_watches(d.pid(), 8, "after renaming a to z");
+    sh(&proj, "rm -rf z/b");
+    env.ctl_ok(&proj, &["sync"]);
+    expect_watches(d.pid(), 6, "after removing z/b");
+    sh(
+        &proj,
+        "mkdir -p node_modules/new/deeper .git/refs/x scratch/more",
+    );
+    env.ctl_ok(&proj, &["sync"]);
+    expect_watches(d.pid(), 6, "after making excluded directories");
+    env.ctl_ok(&proj, &["turn-end"]);
+
+    env.ctl_ok(&proj, &["unwatch"]);
+    expect_watches(d.pid(), 0, "after unwatch");
+}
+
+#[test]
+fn new_nested_tree_is_captured_and_then_watched() {
+    let env = Env::new();
+    let d = env.start_daemon();
+    let proj = project_with_excluded_trees(&env);
+    env.ctl_ok(&proj, &["watch"]);
+    let before = snapshot_work(&proj);
+
+    env.ctl_ok(&proj, &["turn-start"]);
+    sh(&proj, "mkdir -p a/b/c && echo x > a/b/c/f");
+    let ended = env.ctl_json(&proj, &["turn-end"]);
+    let paths = entry_paths(&ended);
+    for p in ["a", "a/b", "a/b/c", "a/b/c/f"] {
+        assert!(paths.iter().any(|e| e == p), "{p} not captured: {paths:?}");
+    }
+    expect_watches(d.pid(), 8, "the new tree is watched");
+
+    // Later turns see edits in the new tree through its own watches.
+    for i in 2..=3 {
+        env.ctl_ok(&proj, &["turn-start"]);
+        sh(
+            &proj,
+            &format!("echo {i} >> a/b/c/f && echo {i} > a/b/g{i}"),
+        );
+        let sync = env.ctl_json(&proj, &["sync"]);
+        assert_eq!(sync["method"], "cookie", "{sync:#}");
+        let ended = env.ctl_json(&proj, &["turn-end"]);
+        let paths = entry_paths(&ended);
+        assert_eq!(
+            paths,
+            ["a/b/c/f".to_string(), format!("a/b/g{i}")],
+            "turn {i}"
+        );
+    }
+    env.ctl_ok(&proj, &["rewind", "1"]);
+    assert_same_tree("new tree rewound", &before, &snapshot_work(&proj));
+}
+
+#[test]
+fn renamed_directory_is_captured_under_its_new_name() {
+    let env = Env::new();
+    let d = env.start_daemon();
+    let proj = env.git_repo(
+        "p",
+        &[
+            ("src/x", b"x0\n"),
+            ("src/sub/z", b"z0\n"),
+            ("keep.txt", b"k\n"),
+        ],
+    );
+    env.ctl_ok(&proj, &["watch"]);
+    expect_watches(d.pid(), 3, "root, src, src/sub");
+    let before = snapshot_work(&proj);
+
+    env.ctl_ok(&proj, &["turn-start"]);
+    sh(&proj, "mv src lib && echo x1 >> lib/x");
+    let ended = env.ctl_json(&proj, &["turn-end"]);
+    let paths = entry_paths(&ended);
+    for p in [
+        "src",
+        "src/x",
+        "src/sub",
+        "src/sub/z",
+        "lib",
+        "lib/x",
+        "lib/sub/z",
+    ] {
+        assert!(paths.iter().any(|e| e == p), "{p} not captured: {paths:?}");
+    }
+    expect_watches(d.pid(), 3, "root, lib, lib/sub");
+
+    // The renamed tree's watches report its new paths.
+    for i in 2..=3 {
+        env.ctl_ok(&proj, &["turn-start"]);
+        sh(
+            &proj,
+            &format!("echo x{i} >> lib/x && echo z{i} >> lib/sub/z"),
+        );
+        let sync = env.ctl_json(&proj, &["sync"]);
+        assert_eq!(sync["method"], "cookie", "{sync:#}");
+        let ended = env.ctl_json(&proj, &["turn-end"]);
+        assert_eq!(entry_paths(&ended), ["lib/sub/z", "lib/x"], "turn {i}");
+    }
+    assert_eq!(
+        std::fs::read(proj.join("lib/x")).unwrap(),
+        b"x0\nx1\nx2\nx3\n"
+    );
+
+    env.ctl_ok(&proj, &["rewind", "1"]);
+    assert_same_tree("rename rewound", &before, &snapshot_work(&proj));
+    // And the restored src is watched again.
+    expect_watches(d.pid(), 3, "root, src, src/sub after the rewind");
+    env.ctl_ok(&proj, &["turn-start"]);
+    sh(&proj, "echo again >> src/sub/z");
+    env.ctl_json(&proj, &["sync"]);
+    let ended = env.ctl_json(&proj, &["turn-end"]);
+    assert_eq!(entry_paths(&ended), ["src/sub/z"]);
+}
+
+#[test]
+fn writes_into_node_modules_are_ignored_without_degrading() {
+    let env = Env::new();
+    let d = env.start_daemon();
+    let proj = project_with_excluded_trees(&env);
+    env.ctl_ok(&proj, &["watch"]);
+    env.ctl_ok(&proj, &["turn-start"]);
+    sh(
+        &proj,
+        "for i in $(seq 1 200); do mkdir -p node_modules/p$i/lib && echo $i > node_modules/p$i/lib/i.js; done \
+         && echo changed > node_modules/a/b/c/m.js && mkdir -p target/debug/more && echo t > target/debug/more/t \
+         && echo real > src/a.rs",
+    );
+    let sync = env.ctl_json(&proj, &["sync"]);
+    assert_eq!(sync["method"], "cookie", "{sync:#}");
+    let ended = env.ctl_json(&proj, &["turn-end"]);
+    assert!(ended["degraded"].is_null(), "{ended:#}");
+    assert_eq!(entry_paths(&ended), ["src/a.rs"]);
+    let status = env.ctl_json(&proj, &["status"]);
+    assert_eq!(status["projects"][0]["health"], "ok", "{status:#}");
+    expect_watches(d.pid(), 5, "no watch for the excluded trees");
+}
+
+#[test]
+fn tagging_a_watched_directory_drops_its_watches() {
+    let env = Env::new();
+    let d = env.start_daemon();
+    let proj = env.git_repo("p", &[("a.txt", b"a\n")]);
+    env.ctl_ok(&proj, &["watch"]);
+    env.ctl_ok(&proj, &["turn-start"]);
+    sh(&proj, "mkdir -p out/x/y");
+    env.ctl_ok(&proj, &["sync"]);
+    expect_watches(d.pid(), 4, "root, out, out/x, out/x/y");
+    sh(
+        &proj,
+        "printf 'Signature: 8a477f597d28d172789f06886806bc55\\n' > out/CACHEDIR.TAG",
+    );
+    env.ctl_ok(&proj, &["sync"]);
+    expect_watches(d.pid(), 1, "the tagged tree lost its watches");
+    env.ctl_ok(&proj, &["turn-end"]);
+}
