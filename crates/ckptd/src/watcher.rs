@@ -512,6 +512,28 @@ mod tests {
     }
 
     #[test]
+    fn directories_that_go_or_come_lose_their_recorded_watches() {
+        let (_t, _r, h, router) = setup();
+        let names = ["", "a", "a/b", "a/b/c", "a-b", "ab", "c", "d", "e"];
+        lock(&h.watches)
+            .dirs
+            .extend(names.iter().map(|n| h.root.join(n)));
+        let ev = |kind: EventKind, rel: &str| Ok(Event::new(kind).add_path(h.root.join(rel)));
+        router.handle(ev(EventKind::Remove(RemoveKind::Folder), "a"));
+        router.handle(ev(EventKind::Create(CreateKind::Folder), "c"));
+        router.handle(ev(
+            EventKind::Modify(ModifyKind::Name(RenameMode::From)),
+            "d",
+        ));
+        router.handle(ev(EventKind::Modify(ModifyKind::Name(RenameMode::To)), "e"));
+        router.handle(ev(EventKind::Modify(ModifyKind::Any), "ab"));
+        router.handle(ev(EventKind::Create(CreateKind::File), "a-b"));
+        let left: Vec<PathBuf> = lock(&h.watches).dirs.iter().cloned().collect();
+        let expected: Vec<PathBuf> = ["", "a-b", "ab"].iter().map(|n| h.root.join(n)).collect();
+        assert_eq!(left, expected);
+    }
+
+    #[test]
     fn cookies_mark_the_queue_position_and_release_rechecks() {
         let (_t, _r, h, router) = setup();
         let name = format!("{COOKIE_PREFIX}1-0");
