@@ -263,3 +263,50 @@ fn tagging_a_watched_directory_drops_its_watches() {
     expect_watches(d.pid(), 1, "the tagged tree lost its watches");
     env.ctl_ok(&proj, &["turn-end"]);
 }
+
+/// Captured directories of a tree (root included), as the daemon sees them
+/// here: everything but `.git`.
+fn captured_dirs(root: &Path) -> usize {
+    let mut n = 1;
+    for e in std::fs::read_dir(root).unwrap().flatten() {
+        if e.file_type().unwrap().is_dir() && e.file_name() != ".git" {
+            n += captured_dirs(&e.path());
+        }
+    }
+    n
+}
+
+#[test]
+fn renames_and_rebuilds_in_quick_succession_leave_every_directory_watched() {
+    let env = Env::new();
+    let d = env.start_daemon();
+    let proj = env.git_repo("p", &[("t/a/b/f", b"f\n"), ("keep", b"k\n")]);
+    env.ctl_ok(&proj, &["watch"]);
+    let before = snapshot_work(&proj);
+    env.ctl_ok(&proj, &["turn-start"]);
+    sh(
+        &proj,
+        "for i in $(seq 1 40); do \
+           mv t t$i && mkdir -p t/a/b && mv t$i t/a/b/old$i && echo $i > t/a/b/old$i/a/b/f \
+           && mv t/a/b/old$i u && rm -rf u/a && mkdir -p u/n$i/m && echo $i > u/n$i/m/g \
+           && mv u t/a/b/u$i; \
+         done",
+    );
+    env.ctl_ok(&proj, &["sync"]);
+    expect_watches(d.pid(), captured_dirs(&proj), "after the churn");
+    env.ctl_ok(&proj, &["turn-end"]);
+
+    // Every directory reports edits under its current name.
+    env.ctl_ok(&proj, &["turn-start"]);
+    sh(
+        &proj,
+        "echo edit >> t/a/b/f && echo edit >> t/a/b/u40/n40/m/g",
+    );
+    let sync = env.ctl_json(&proj, &["sync"]);
+    assert_eq!(sync["method"], "cookie", "{sync:#}");
+    let ended = env.ctl_json(&proj, &["turn-end"]);
+    assert_eq!(entry_paths(&ended), ["t/a/b/f", "t/a/b/u40/n40/m/g"]);
+    env.ctl_ok(&proj, &["rewind", "1"]);
+    assert_same_tree("churn rewound", &before, &snapshot_work(&proj));
+    expect_watches(d.pid(), captured_dirs(&proj), "after the rewind");
+}
