@@ -15,9 +15,9 @@ use crate::state::{Hash, State};
 use crate::store::{Prepared, DELTA_MIN};
 use crate::turns;
 
-/// Raw bytes read per write batch: bounds memory on big trees while keeping
-/// commits (one fsync each) few.
-const BATCH_BYTES: u64 = 64 << 20;
+/// Raw bytes read per write batch: bounds the daemon's memory on big trees
+/// (a batch is held raw and compressed at once).
+const BATCH_BYTES: u64 = 8 << 20;
 
 /// A path to re-examine: its current stat (`None`: nothing there) and the
 /// cache row it is compared with.

@@ -191,9 +191,10 @@ impl Root {
         Ok(rustix::fs::readlinkat(&dir, path.file_name(), Vec::new())?.into_bytes())
     }
 
-    /// Writes `data` as `path` with `mode`: a temp file in the same directory,
-    /// then renamed over whatever file or link is there.
-    pub fn write_file(&self, path: &RelPath, data: &[u8], mode: u32) -> io::Result<()> {
+    /// Writes `data` as `path` with `mode`: a temp file in the same directory
+    /// (its data synced first when `sync`), then renamed over whatever file
+    /// or link is there.
+    pub fn write_file(&self, path: &RelPath, data: &[u8], mode: u32, sync: bool) -> io::Result<()> {
         let dir = self.parent_required(path)?;
         let tmp = temp_name();
         let fd = rustix::fs::openat(
@@ -206,7 +207,9 @@ impl Root {
             rustix::fs::fchmod(&fd, Mode::from_raw_mode(mode as _))?;
             let mut file = std::fs::File::from(fd);
             file.write_all(data)?;
-            file.flush()?;
+            if sync {
+                file.sync_data()?;
+            }
             rustix::fs::renameat(&dir, OsStr::from_bytes(&tmp), &dir, path.file_name())?;
             Ok(())
         })();

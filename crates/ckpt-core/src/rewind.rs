@@ -12,6 +12,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::cache;
+use crate::db;
 use crate::error::{Error, Result};
 use crate::model::{Action, Conflict, RecoveryReport, RewindOptions, RewindOutcome, RewindPlan};
 use crate::project::{now_ns, Project};
@@ -27,6 +28,10 @@ enum Side {
     /// The state before the rewind (redo, or rolling a rewind back).
     Current,
 }
+
+/// Rewinds of up to this many paths fsync each written file; larger ones
+/// sync the filesystem once.
+const SYNC_EACH_MAX: usize = 32;
 
 type Hook<'a> = &'a mut Option<Box<dyn FnMut(usize) -> Result<()> + Send>>;
 
@@ -141,8 +146,10 @@ impl Project {
         if !plan.conflicts.is_empty() && !opts.force {
             return Ok(RewindOutcome::Refused(plan));
         }
-        self.conn
-            .execute("UPDATE rewinds SET status = 'redoing' WHERE id = ?1", [id])?;
+        db::durably(&mut self.conn, |tx| {
+            tx.execute("UPDATE rewinds SET status = 'redoing' WHERE id = ?1", [id])?;
+            Ok(())
+        })?;
         self.apply_journaled(id, Side::Current, &mut opts.before_op)?;
         Ok(RewindOutcome::Applied {
             rewind_id: id,
@@ -345,27 +352,27 @@ impl Project {
 
     /// Writes the plan to the journal, durably, before any file is touched.
     fn journal(&mut self, plan: &RewindPlan, marked: &[i64]) -> Result<i64> {
-        let tx = self.conn.transaction()?;
-        tx.execute(
-            "INSERT INTO rewinds (created_ns, turn, turns, status) VALUES (?1, ?2, ?3, 'pending')",
-            params![
-                now_ns(),
-                plan.turn,
-                serde_json::to_string(marked).expect("a list of ints serializes")
-            ],
-        )?;
-        let id = tx.last_insert_rowid();
-        for (seq, a) in plan.actions.iter().enumerate() {
-            let (ck, cm, cd, cs) = a.current.encode();
-            let (tk, tm, td, ts) = a.target.encode();
+        db::durably(&mut self.conn, |tx| {
             tx.execute(
-                "INSERT INTO rewind_actions (rewind, seq, path, cur_kind, cur_mode, cur_data, cur_size,
-                 tgt_kind, tgt_mode, tgt_data, tgt_size) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-                params![id, seq as i64, a.path.as_bytes(), ck, cm, cd, cs, tk, tm, td, ts],
+                "INSERT INTO rewinds (created_ns, turn, turns, status) VALUES (?1, ?2, ?3, 'pending')",
+                params![
+                    now_ns(),
+                    plan.turn,
+                    serde_json::to_string(marked).expect("a list of ints serializes")
+                ],
             )?;
-        }
-        tx.commit()?;
-        Ok(id)
+            let id = tx.last_insert_rowid();
+            for (seq, a) in plan.actions.iter().enumerate() {
+                let (ck, cm, cd, cs) = a.current.encode();
+                let (tk, tm, td, ts) = a.target.encode();
+                tx.execute(
+                    "INSERT INTO rewind_actions (rewind, seq, path, cur_kind, cur_mode, cur_data, cur_size,
+                     tgt_kind, tgt_mode, tgt_data, tgt_size) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                    params![id, seq as i64, a.path.as_bytes(), ck, cm, cd, cs, tk, tm, td, ts],
+                )?;
+            }
+            Ok(id)
+        })
     }
 
     /// Applies one side of journaled rewind `id`, then records the outcome.
@@ -382,19 +389,26 @@ impl Project {
                 }
             }
         }
-        if let Err(e) = self.run_steps(&steps, hook) {
+        // Written data must be durable before the journal says "applied".
+        // A few files: fsync each (cheap, and touches nothing else); many:
+        // one syncfs (cheaper than thousands of fsyncs, but it also flushes
+        // whatever else is dirty on the filesystem).
+        let sync_each = steps.len() <= SYNC_EACH_MAX;
+        if let Err(e) = self.run_steps(&steps, hook, sync_each) {
             if matches!(e, Error::Injected(_)) {
                 return Err(e);
             }
             let back = ordered(&actions, side.other());
-            if let Err(e2) = self.run_steps(&back, &mut None) {
+            if let Err(e2) = self.run_steps(&back, &mut None, sync_each) {
                 tracing::error!(rewind = id, "rolling back a failed rewind failed too: {e2}");
             }
             self.refresh_cache(&back)?;
             return self.fail(id, side, e);
         }
-        if let Err(e) = self.root_fs.sync() {
-            tracing::warn!("sync after rewind: {e}");
+        if !sync_each {
+            if let Err(e) = self.root_fs.sync() {
+                tracing::warn!("sync after rewind: {e}");
+            }
         }
         let tx = self.conn.transaction()?;
         refresh_cache_in(&tx, &self.root_fs, &steps)?;
@@ -438,18 +452,19 @@ impl Project {
         Err(err)
     }
 
-    fn run_steps(&self, steps: &[(RelPath, State)], hook: Hook<'_>) -> Result<()> {
+    fn run_steps(&self, steps: &[(RelPath, State)], hook: Hook<'_>, sync: bool) -> Result<()> {
         for (i, (path, state)) in steps.iter().enumerate() {
             if let Some(h) = hook.as_mut() {
                 h(i)?;
             }
-            self.ensure(path, state)?;
+            self.ensure(path, state, sync)?;
         }
         Ok(())
     }
 
-    /// Makes `path` be `state`. Idempotent.
-    fn ensure(&self, path: &RelPath, state: &State) -> Result<()> {
+    /// Makes `path` be `state` (a file's data synced first if `sync`).
+    /// Idempotent.
+    fn ensure(&self, path: &RelPath, state: &State, sync: bool) -> Result<()> {
         let fs = &self.root_fs;
         let ctx = |action: &'static str| {
             let full = self.root.join(path.as_path());
@@ -477,7 +492,8 @@ impl Project {
                     fs.remove(path).map_err(ctx("remove directory"))?;
                 }
                 fs.make_parents(path).map_err(ctx("create parents of"))?;
-                fs.write_file(path, &data, *mode).map_err(ctx("write"))?;
+                fs.write_file(path, &data, *mode, sync)
+                    .map_err(ctx("write"))?;
             }
             State::Symlink { target } => {
                 if is_dir {

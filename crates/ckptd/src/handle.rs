@@ -18,10 +18,8 @@ use ckpt_proto::{ErrorKind, Health};
 use crate::error::{panic_message, ReqError, ReqResult};
 use crate::watcher::{self, DirWatches};
 
-/// How often an idle worker checks that the project root still exists.
-const ROOT_CHECK_INTERVAL: Duration = Duration::from_secs(2);
-
-/// How often an idle project's retention policy is applied.
+/// How often a project's retention policy is applied (after a batch of
+/// changes has been captured, never on a timer).
 const GC_INTERVAL: Duration = Duration::from_secs(3600);
 
 /// Locks a mutex, carrying on after a panic elsewhere poisoned it: the data
@@ -307,20 +305,11 @@ impl ProjectHandle {
         loop {
             let (batch, seq, reconcile) = {
                 let mut q = lock(&self.queue);
+                // No timeout: an idle daemon does not wake up. (A deleted
+                // root sends no event while we hold it open; every request
+                // checks the root instead.)
                 while q.pending.is_empty() && q.deep.is_empty() && !q.reconcile_needed && !q.stop {
-                    let (g, timeout) = self
-                        .cond
-                        .wait_timeout(q, ROOT_CHECK_INTERVAL)
-                        .unwrap_or_else(|p| p.into_inner());
-                    q = g;
-                    if timeout.timed_out() {
-                        // A deleted root sends no event while we hold it open.
-                        drop(q);
-                        if self.check_root() {
-                            self.maybe_gc();
-                        }
-                        q = lock(&self.queue);
-                    }
+                    q = self.cond.wait(q).unwrap_or_else(|p| p.into_inner());
                 }
                 if q.stop {
                     return;
@@ -361,6 +350,9 @@ impl ProjectHandle {
             q.processed = q.processed.max(seq);
             drop(q);
             self.cond.notify_all();
+            if self.unavailable().is_none() {
+                self.maybe_gc();
+            }
             // Let a burst settle a little so batches are not one path each.
             std::thread::sleep(Duration::from_millis(1));
         }
