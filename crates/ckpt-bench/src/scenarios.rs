@@ -452,7 +452,7 @@ pub fn daemon_idle(lab: &mut Lab, res: &mut Results, secs: f64) {
             let b = procstat::sample(pid)?;
             res.metric(&key, "peak RSS", name, b.peak_rss as f64, "bytes");
             res.metric(&key, "RSS", name, b.rss as f64, "bytes");
-            res.metric(&key, "threads", name, b.threads as f64, "count");
+            res.metric(&key, "threads", name, b.switches.len() as f64, "count");
             res.metric(
                 &key,
                 "idle CPU",
@@ -460,13 +460,20 @@ pub fn daemon_idle(lab: &mut Lab, res: &mut Results, secs: f64) {
                 (b.cpu_secs - a.cpu_secs) * 1e3,
                 "ms",
             );
-            res.metric(
-                &key,
-                "idle wake-ups",
-                name,
-                b.ctx_switches.saturating_sub(a.ctx_switches) as f64,
-                "count",
-            );
+            let per_thread = a.wakeups_until(&b);
+            let total: u64 = per_thread.values().sum();
+            res.metric(&key, "idle wake-ups", name, total as f64, "count");
+            let busy: Vec<String> = per_thread
+                .iter()
+                .filter(|(_, n)| **n > 0)
+                .map(|(t, n)| format!("{t}: {n}"))
+                .collect();
+            if !busy.is_empty() {
+                res.note(format!(
+                    "{key} [{name}] context switches in {secs:.0} s of idleness, by thread: {}",
+                    busy.join(", ")
+                ));
+            }
             res.metric(&key, "idle seconds", name, secs, "s");
             Ok(())
         })();

@@ -10,7 +10,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use anyhow::{Context, Result};
-use sha2::{Digest, Sha256};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Entry {
@@ -37,7 +36,10 @@ pub enum Scope {
 
 fn hash_file(path: &Path) -> Result<[u8; 32]> {
     let data = fs::read(path).with_context(|| format!("reading {}", path.display()))?;
-    Ok(Sha256::digest(&data).into())
+    let d = ring::digest::digest(&ring::digest::SHA256, &data);
+    let mut out = [0u8; 32];
+    out.copy_from_slice(d.as_ref());
+    Ok(out)
 }
 
 fn stat_entry(path: &Path) -> Result<(Entry, bool)> {
