@@ -161,6 +161,10 @@ fn run_reps(
                 res.fail(&key, name, "ERROR", rep, why.clone());
                 continue;
             }
+            // Start every system with nothing dirty in the page cache, so
+            // none pays for writeback of what the previous one wrote.
+            // SAFETY: sync(2) has no preconditions.
+            unsafe { libc::sync() };
             let mut log = RepLog::default();
             let out = body(s, &lab.user_edit, &mut log, rep);
             for n in s.sys.take_notes() {
@@ -211,6 +215,11 @@ pub fn watch(lab: &mut Lab, res: &mut Results, reps: usize) {
     run_reps(lab, res, "watch", reps, |s, _, log, _| {
         s.sys.prepare_fresh()?;
         timed(log, "watch", || s.sys.init())?;
+        if let Some(pid) = s.sys.daemon_pid() {
+            let p = procstat::sample(pid)?;
+            log.values
+                .push(("peak RSS after baseline", p.peak_rss as f64, "bytes"));
+        }
         let size = s.sys.store_bytes();
         log.values
             .push(("baseline store", size.total as f64, "bytes"));
