@@ -254,6 +254,7 @@ fn real_main() -> Result<bool> {
         base: base.clone(),
         user_edit: user_edit.clone(),
         subjects: subjects(&base, &work, "1x", &systems, bins.as_ref(), timeout)?,
+        flush: !quick,
     };
     let (tree_files, tree_bytes) = lab
         .subjects
@@ -307,6 +308,7 @@ fn real_main() -> Result<bool> {
                 .strip_prefix(&base10)?
                 .to_path_buf(),
             subjects: subjects(&base10, &work, "10x", &systems, bins.as_ref(), timeout)?,
+            flush: !quick,
         };
         if let Some(s) = lab10.subjects.first() {
             scale_meta = json!({"files": s.clean.files().len(), "bytes": s.clean.bytes()});

@@ -53,6 +53,9 @@ pub struct Lab {
     /// The tracked file the user edited (agents leave it alone).
     pub user_edit: PathBuf,
     pub subjects: Vec<Subject>,
+    /// `sync` before each system's repetition (off for `--quick`, where
+    /// timings do not count and a busy CI disk would make it slow).
+    pub flush: bool,
 }
 
 pub struct Plan {
@@ -163,8 +166,10 @@ fn run_reps(
             }
             // Start every system with nothing dirty in the page cache, so
             // none pays for writeback of what the previous one wrote.
-            // SAFETY: sync(2) has no preconditions.
-            unsafe { libc::sync() };
+            if lab.flush {
+                // SAFETY: sync(2) has no preconditions.
+                unsafe { libc::sync() };
+            }
             let mut log = RepLog::default();
             let out = body(s, &lab.user_edit, &mut log, rep);
             for n in s.sys.take_notes() {
