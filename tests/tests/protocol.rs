@@ -209,6 +209,36 @@ fn ckptctl_reports_a_daemon_of_another_protocol_version() {
     );
 }
 
+/// ckptctl sends its request right behind the hello; a daemon that refuses
+/// the hello and hangs up before reading the request still gets its reason
+/// shown, not a broken pipe.
+#[test]
+fn ckptctl_shows_a_refused_hello_even_when_the_daemon_hangs_up() {
+    let env = Env::new();
+    let dir = env.socket.parent().unwrap();
+    std::fs::create_dir_all(dir).unwrap();
+    let listener = UnixListener::bind(&env.socket).unwrap();
+    let server = std::thread::spawn(move || {
+        let (mut conn, _) = listener.accept().unwrap();
+        let _: Request = ckpt_proto::read_frame(&mut conn).unwrap();
+        let reply = Response::Error {
+            kind: ErrorKind::Version,
+            message: "protocol version mismatch: fake daemon".into(),
+        };
+        write_frame(&mut conn, &reply).unwrap();
+        conn.shutdown(std::net::Shutdown::Both).unwrap();
+    });
+    // A 4 MiB label cannot sit in the socket buffer: the send fails.
+    let hook = serde_json::json!({ "prompt": "x".repeat(4 << 20) }).to_string();
+    let out = run_with_input(
+        &mut env.ctl_cmd(env.path(), &["turn-start", "--from-hook"]),
+        Some(hook.as_bytes()),
+    );
+    server.join().unwrap();
+    assert_eq!(out.code(), 1, "{out:?}");
+    assert!(out.stderr.contains("fake daemon"), "{}", out.stderr);
+}
+
 #[test]
 fn no_daemon_and_no_autostart_is_a_clear_error() {
     let env = Env::new();

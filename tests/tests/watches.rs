@@ -31,6 +31,32 @@ fn inotify_watches(pid: i32) -> usize {
     total
 }
 
+/// The event masks of the process's inotify watches (`mask:` of each
+/// `inotify wd:` line in `/proc/<pid>/fdinfo/<fd>`).
+fn inotify_masks(pid: i32) -> Vec<u32> {
+    let mut masks = Vec::new();
+    for fd in std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .flatten()
+    {
+        if !std::fs::read_link(fd.path()).is_ok_and(|t| t.to_string_lossy().contains("inotify")) {
+            continue;
+        }
+        let info = format!("/proc/{pid}/fdinfo/{}", fd.file_name().to_string_lossy());
+        for line in std::fs::read_to_string(info).unwrap_or_default().lines() {
+            if !line.starts_with("inotify wd:") {
+                continue;
+            }
+            let hex = line
+                .split_whitespace()
+                .find_map(|f| f.strip_prefix("mask:"))
+                .expect("a mask field");
+            masks.push(u32::from_str_radix(hex, 16).unwrap());
+        }
+    }
+    masks
+}
+
 /// Waits until the daemon holds `n` watches; panics with the count seen.
 fn expect_watches(pid: i32, n: usize, what: &str) {
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
@@ -309,4 +335,42 @@ fn renames_and_rebuilds_in_quick_succession_leave_every_directory_watched() {
     env.ctl_ok(&proj, &["rewind", "1"]);
     assert_same_tree("churn rewound", &before, &snapshot_work(&proj));
     expect_watches(d.pid(), captured_dirs(&proj), "after the rewind");
+}
+
+/// Reads in a watched tree (a build, `grep -r`, the daemon's own hashing)
+/// must not reach the daemon: no watch asks for open, read or
+/// close-without-write events. Close-after-write is kept, and a write
+/// that shows only as that (an mmap write) is still captured.
+#[test]
+fn watches_ask_for_changes_only() {
+    const IN_ACCESS: u32 = 0x1;
+    const IN_CLOSE_WRITE: u32 = 0x8;
+    const IN_CLOSE_NOWRITE: u32 = 0x10;
+    const IN_OPEN: u32 = 0x20;
+    let env = Env::new();
+    let d = env.start_daemon();
+    let proj = project_with_excluded_trees(&env);
+    env.ctl_ok(&proj, &["watch"]);
+    expect_watches(d.pid(), 5, "after watch");
+    let masks = inotify_masks(d.pid());
+    assert_eq!(masks.len(), 5);
+    for m in masks {
+        assert_eq!(
+            m & (IN_ACCESS | IN_OPEN | IN_CLOSE_NOWRITE),
+            0,
+            "mask {m:#x}"
+        );
+        assert_ne!(m & IN_CLOSE_WRITE, 0, "mask {m:#x}");
+    }
+
+    env.ctl_ok(&proj, &["turn-start"]);
+    // Python's mmap writes through the mapping: no IN_MODIFY, only the
+    // close-after-write.
+    sh(
+        &proj,
+        "python3 -c \"import mmap; f=open('src/a.rs','r+b'); m=mmap.mmap(f.fileno(),0); m[0:1]=b'M'; m.flush(); m.close(); f.close()\"",
+    );
+    let ended = env.ctl_json(&proj, &["turn-end"]);
+    assert_eq!(entry_paths(&ended), vec!["src/a.rs".to_string()]);
+    assert_eq!(std::fs::read(proj.join("src/a.rs")).unwrap(), b"M\n");
 }

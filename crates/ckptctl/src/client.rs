@@ -41,6 +41,9 @@ impl std::error::Error for DaemonError {}
 pub struct Client {
     stream: UnixStream,
     socket: PathBuf,
+    /// The hello was sent but its reply not yet read: it is read right
+    /// after the first request is sent, saving a round trip per call.
+    hello_pending: bool,
 }
 
 pub fn socket_path(g: &Global) -> PathBuf {
@@ -50,8 +53,9 @@ pub fn socket_path(g: &Global) -> PathBuf {
 }
 
 impl Client {
-    /// Connects and says hello; starts a daemon first if none answers
-    /// (unless `CKPT_NO_AUTOSTART=1`).
+    /// Connects and sends the hello (its reply is checked with the first
+    /// request's); starts a daemon first if none answers (unless
+    /// `CKPT_NO_AUTOSTART=1`).
     pub fn connect(g: &Global) -> anyhow::Result<Client> {
         let socket = socket_path(g);
         let stream = match UnixStream::connect(&socket) {
@@ -75,8 +79,13 @@ impl Client {
                     .with_context(|| format!("connecting to ckptd at {}", socket.display()))
             }
         };
-        let mut client = Client { stream, socket };
-        client.hello()?;
+        let mut client = Client {
+            stream,
+            socket,
+            hello_pending: false,
+        };
+        write_frame(&mut client.stream, &hello_request()).context("sending the hello to ckptd")?;
+        client.hello_pending = true;
         Ok(client)
     }
 
@@ -84,17 +93,19 @@ impl Client {
     pub fn connect_existing(g: &Global) -> Option<Client> {
         let socket = socket_path(g);
         let stream = UnixStream::connect(&socket).ok()?;
-        let mut client = Client { stream, socket };
-        client.hello().ok()?;
+        let mut client = Client {
+            stream,
+            socket,
+            hello_pending: false,
+        };
+        write_frame(&mut client.stream, &hello_request()).ok()?;
+        client.check_hello().ok()?;
         Some(client)
     }
 
-    fn hello(&mut self) -> anyhow::Result<()> {
-        let hello = Request::Hello {
-            version: PROTOCOL_VERSION,
-            client: format!("ckptctl {}", env!("CARGO_PKG_VERSION")),
-        };
-        match self.exchange(&hello) {
+    /// Reads and checks the hello's reply.
+    fn check_hello(&mut self) -> anyhow::Result<()> {
+        match read_frame(&mut self.stream) {
             Ok(Response::Hello(h)) if h.version == PROTOCOL_VERSION => Ok(()),
             Ok(Response::Hello(h)) => Err(anyhow!(DaemonError {
                 kind: ErrorKind::Version,
@@ -117,14 +128,15 @@ impl Client {
         }
     }
 
-    fn exchange(&mut self, req: &Request) -> Result<Response, FrameError> {
-        write_frame(&mut self.stream, req)?;
-        read_frame(&mut self.stream)
-    }
-
     /// Sends one request; a daemon-side failure becomes a [`DaemonError`].
     pub fn request(&mut self, req: &Request) -> anyhow::Result<Response> {
-        match self.exchange(req) {
+        let sent = write_frame(&mut self.stream, req);
+        if std::mem::take(&mut self.hello_pending) {
+            // A daemon that refused the hello has closed the connection, so
+            // the send may have failed: its reason comes first.
+            self.check_hello()?;
+        }
+        match sent.and_then(|()| read_frame(&mut self.stream)) {
             Ok(Response::Error { kind, message }) => Err(anyhow!(DaemonError { kind, message })),
             Ok(r) => Ok(r),
             Err(FrameError::Io(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
@@ -132,6 +144,13 @@ impl Client {
             }
             Err(e) => Err(e).context("talking to ckptd"),
         }
+    }
+}
+
+fn hello_request() -> Request {
+    Request::Hello {
+        version: PROTOCOL_VERSION,
+        client: format!("ckptctl {}", env!("CARGO_PKG_VERSION")),
     }
 }
 

@@ -111,7 +111,7 @@ pub async fn serve(
     let _data_lock = lock::LockFile::acquire(&config.data_dir.join("ckptd.lock"))?;
     tracing::debug!(socket_lock = %_socket_lock.path().display(), data_lock = %_data_lock.path().display(), "locked");
     socket::reclaim_stale(&config.socket)?;
-    let listener = tokio::net::UnixListener::bind(&config.socket)
+    let listener = std::os::unix::net::UnixListener::bind(&config.socket)
         .with_context(|| format!("listening on {}", config.socket.display()))?;
     socket::restrict(&config.socket)?;
     tracing::info!(
@@ -125,7 +125,7 @@ pub async fn serve(
         let d = Arc::clone(&d);
         tokio::task::spawn_blocking(move || d.load_projects());
     }
-    server::accept_loop(listener, Arc::clone(&d), shutdown).await;
+    server::accept_loop(listener, socket_path.clone(), Arc::clone(&d), shutdown).await;
 
     // Stop taking requests, let operations in progress finish, stop watching.
     let _ = std::fs::remove_file(&socket_path);

@@ -3,50 +3,113 @@
 //! error reply (and, when the framing can no longer be trusted, a closed
 //! connection); other clients never notice.
 
+use std::io::{Read, Write};
+use std::os::fd::AsRawFd;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use ckpt_proto::{
     decode_body, decode_len, encode, ErrorKind, FrameError, HelloReply, Request, Response,
     PROTOCOL_VERSION,
 };
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
-use tokio::net::{UnixListener, UnixStream};
 
 use crate::daemon::Daemon;
 use crate::handlers;
 use crate::socket::euid;
 
-/// Accepts until `shutdown` resolves.
+/// Accepts until `shutdown` resolves, on a thread of its own: the kernel
+/// wakes that thread directly, where an async accept first wakes the
+/// runtime's IO driver, then the task. Each connection is served on a
+/// thread of the runtime's blocking pool.
 pub async fn accept_loop(
     listener: UnixListener,
+    socket: PathBuf,
     d: Arc<Daemon>,
     shutdown: impl std::future::Future<Output = ()>,
 ) {
-    tokio::pin!(shutdown);
-    loop {
-        tokio::select! {
-            _ = &mut shutdown => return,
-            accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => {
-                    let d = Arc::clone(&d);
-                    tokio::spawn(async move { serve_connection(stream, d).await });
+    let stopping = Arc::new(AtomicBool::new(false));
+    let rt = tokio::runtime::Handle::current();
+    let stop = Arc::clone(&stopping);
+    let spawned = std::thread::Builder::new()
+        .name("ckptd-accept".into())
+        .spawn(move || {
+            for conn in listener.incoming() {
+                if stop.load(Ordering::Acquire) {
+                    return;
                 }
-                Err(e) => {
-                    tracing::warn!(error = %e, "accept failed");
-                    // Out of file descriptors and the like: do not spin.
-                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                match conn {
+                    Ok(stream) => {
+                        let d = Arc::clone(&d);
+                        rt.spawn_blocking(move || serve_connection(stream, d));
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "accept failed");
+                        // Out of file descriptors and the like: do not spin.
+                        std::thread::sleep(std::time::Duration::from_millis(50));
+                    }
                 }
-            },
+            }
+        });
+    if let Err(e) = spawned {
+        tracing::error!(error = %e, "cannot start the accept thread");
+        return;
+    }
+    shutdown.await;
+    stopping.store(true, Ordering::Release);
+    // Wake the blocked accept so the thread sees the flag and drops the
+    // listener.
+    let _ = UnixStream::connect(&socket);
+}
+
+/// The uid of the process at the other end of `stream`.
+fn peer_uid(stream: &UnixStream) -> std::io::Result<u32> {
+    let fd = stream.as_raw_fd();
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    {
+        let mut cred = libc::ucred {
+            pid: 0,
+            uid: 0,
+            gid: 0,
+        };
+        let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+        // SAFETY: `cred` and `len` are valid for writes of `len` bytes and
+        // `fd` is an open socket owned by `stream`.
+        let rc = unsafe {
+            libc::getsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                libc::SO_PEERCRED,
+                (&mut cred as *mut libc::ucred).cast(),
+                &mut len,
+            )
+        };
+        if rc != 0 {
+            return Err(std::io::Error::last_os_error());
         }
+        Ok(cred.uid)
+    }
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    {
+        let (mut uid, mut gid) = (0, 0);
+        // SAFETY: both out-pointers are valid; `fd` is an open socket.
+        if unsafe { libc::getpeereid(fd, &mut uid, &mut gid) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(uid)
     }
 }
 
-async fn serve_connection(stream: UnixStream, d: Arc<Daemon>) {
-    match stream.peer_cred() {
-        Ok(cred) if cred.uid() == euid() => {}
-        Ok(cred) => {
-            tracing::warn!(uid = cred.uid(), "refusing a connection from another user");
+/// Serves one connection on a blocking thread: reading, handling and
+/// answering a request on the same thread spares each call two thread
+/// hand-offs (a `ckptctl` call is a few milliseconds, mostly process
+/// start-up, so every hop shows).
+fn serve_connection(mut stream: UnixStream, d: Arc<Daemon>) {
+    match peer_uid(&stream) {
+        Ok(uid) if uid == euid() => {}
+        Ok(uid) => {
+            tracing::warn!(uid, "refusing a connection from another user");
             return;
         }
         Err(e) => {
@@ -54,10 +117,9 @@ async fn serve_connection(stream: UnixStream, d: Arc<Daemon>) {
             return;
         }
     }
-    let (mut rd, mut wr) = stream.into_split();
     let mut greeted = false;
     loop {
-        let req = match read_request(&mut rd).await {
+        let req = match read_request(&mut stream) {
             Ok(Some(req)) => req,
             Ok(None) => return,
             Err(FrameError::Io(e)) => {
@@ -66,40 +128,48 @@ async fn serve_connection(stream: UnixStream, d: Arc<Daemon>) {
             }
             Err(e @ FrameError::TooLarge(_)) => {
                 // The body was not read: the stream is out of step; close.
-                let _ = send(&mut wr, &error(ErrorKind::BadFrame, e.to_string())).await;
+                let _ = send(&mut stream, &error(ErrorKind::BadFrame, e.to_string()));
                 return;
             }
             Err(e @ FrameError::Json(_)) => {
                 let msg = format!("{e} (expected a request; is the client the same version?)");
-                if send(&mut wr, &error(ErrorKind::BadFrame, msg))
-                    .await
-                    .is_err()
-                    || !greeted
-                {
+                if send(&mut stream, &error(ErrorKind::BadFrame, msg)).is_err() || !greeted {
                     return;
                 }
                 continue;
             }
         };
-        if !greeted {
+        let reply = if greeted {
+            handle(&d, req)
+        } else {
             let reply = hello(&req);
-            let ok = matches!(reply, Response::Hello(_));
-            if send(&mut wr, &reply).await.is_err() || !ok {
+            if !matches!(reply, Response::Hello(_)) {
+                let _ = send(&mut stream, &reply);
                 return;
             }
             greeted = true;
-            continue;
-        }
-        let d2 = Arc::clone(&d);
-        let reply = match tokio::task::spawn_blocking(move || handlers::handle(&d2, req)).await {
-            Ok(r) => r,
-            Err(e) => error(
-                ErrorKind::Internal,
-                format!("internal error handling the request: {e}"),
-            ),
+            reply
         };
-        if send(&mut wr, &reply).await.is_err() {
+        if send(&mut stream, &reply).is_err() {
             return;
+        }
+    }
+}
+
+/// Runs a handler; a panic becomes an error reply and the daemon stays up.
+fn handle(d: &Arc<Daemon>, req: Request) -> Response {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handlers::handle(d, req))) {
+        Ok(r) => r,
+        Err(p) => {
+            let what = p
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| p.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            error(
+                ErrorKind::Internal,
+                format!("internal error handling the request: {what}"),
+            )
         }
     }
 }
@@ -129,26 +199,25 @@ fn error(kind: ErrorKind, message: String) -> Response {
 }
 
 /// Reads one request; `None` on a clean end of stream between frames.
-async fn read_request(rd: &mut OwnedReadHalf) -> Result<Option<Request>, FrameError> {
+fn read_request(rd: &mut UnixStream) -> Result<Option<Request>, FrameError> {
     let mut header = [0u8; 4];
     let mut got = 0;
     while got < header.len() {
-        let n = rd.read(&mut header[got..]).await?;
-        if n == 0 {
-            if got == 0 {
-                return Ok(None);
-            }
-            return Err(FrameError::Io(std::io::ErrorKind::UnexpectedEof.into()));
+        match rd.read(&mut header[got..]) {
+            Ok(0) if got == 0 => return Ok(None),
+            Ok(0) => return Err(FrameError::Io(std::io::ErrorKind::UnexpectedEof.into())),
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(FrameError::Io(e)),
         }
-        got += n;
     }
     let len = decode_len(header)?;
     let mut body = vec![0u8; len];
-    rd.read_exact(&mut body).await?;
+    rd.read_exact(&mut body)?;
     decode_body(&body).map(Some)
 }
 
-async fn send(wr: &mut OwnedWriteHalf, reply: &Response) -> std::io::Result<()> {
+fn send(wr: &mut UnixStream, reply: &Response) -> std::io::Result<()> {
     let bytes = match encode(reply) {
         Ok(b) => b,
         Err(e) => {
@@ -161,6 +230,5 @@ async fn send(wr: &mut OwnedWriteHalf, reply: &Response) -> std::io::Result<()> 
             encode(&fallback).map_err(|e| std::io::Error::other(e.to_string()))?
         }
     };
-    wr.write_all(&bytes).await?;
-    wr.flush().await
+    wr.write_all(&bytes)
 }

@@ -1,8 +1,9 @@
 //! One `notify` watcher for every project, with one non-recursive watch per
-//! captured directory. The event callback does no IO: it maps each path to
-//! its project, forgets the watches of directories that went away (notify
-//! drops them itself), drops what cannot matter (opens and reads, `.git`,
-//! default-excluded directories) and queues the rest; each project's worker
+//! captured directory, subscribed to changes only (no open or read events).
+//! The event callback does no IO: it maps each path to its project, forgets
+//! the watches of directories that went away (notify drops them itself),
+//! drops what cannot matter (`.git`, default-excluded directories) and
+//! queues the rest; each project's worker
 //! does the stat/read/hash work and adds watches for new directories.
 
 use std::collections::BTreeSet;
@@ -13,7 +14,7 @@ use std::sync::{Arc, Mutex};
 
 use ckpt_core::{is_internal_name, RelPath, COOKIE_PREFIX, DEFAULT_EXCLUDES};
 use notify::event::{AccessKind, AccessMode, CreateKind, ModifyKind, RenameMode};
-use notify::{Event, EventKind, RecommendedWatcher, RecursiveMode, Watcher as _};
+use notify::{Event, EventKind, EventKindMask, RecommendedWatcher, RecursiveMode, Watcher as _};
 
 use crate::handle::{lock, ProjectHandle};
 use crate::registry::Registry;
@@ -63,7 +64,13 @@ impl Watcher {
     /// degraded and barriers scan.
     pub fn new(registry: Arc<Registry>, fake_limit: bool) -> Watcher {
         let router = Router { registry };
-        let config = notify::Config::default().with_follow_symlinks(false);
+        // No open/close-nowrite events: every read in a watched tree (a
+        // build, a `grep -r`, the daemon's own hashing) would wake us and
+        // could overflow the kernel queue. Close-after-write stays: it is
+        // the only event an mmap write produces.
+        let config = notify::Config::default()
+            .with_follow_symlinks(false)
+            .with_event_kinds(EventKindMask::CORE | EventKindMask::ACCESS_CLOSE);
         let backend = match RecommendedWatcher::new(move |res| router.handle(res), config) {
             Ok(w) => Some(Arc::new(Backend {
                 inner: Mutex::new(Some(w)),
@@ -360,7 +367,6 @@ impl Router {
             }
         }
         let recheck = match event.kind {
-            // The daemon's own reads cause these; they change nothing.
             EventKind::Access(AccessKind::Close(AccessMode::Write)) => false,
             EventKind::Access(_) => return,
             EventKind::Create(CreateKind::Folder) => true,
