@@ -100,6 +100,11 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE blobs ADD COLUMN base BLOB;
     ALTER TABLE blobs ADD COLUMN depth INTEGER NOT NULL DEFAULT 0;
     ",
+    // 3: finding the open turn (every turn boundary and capture batch asks)
+    // without scanning every turn the project ever had.
+    "
+    CREATE INDEX turns_open ON turns(status) WHERE status = 'open';
+    ",
 ];
 
 /// Opens (creating) the database at `path` and brings its schema up to date.

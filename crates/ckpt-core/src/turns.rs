@@ -10,9 +10,13 @@ use crate::project::{now_ns, Project};
 use crate::relpath::RelPath;
 use crate::state::State;
 
+/// Served by the partial index `turns_open`: a project keeps thousands of
+/// turns, and every turn boundary and capture batch asks.
+const OPEN_TURN: &str = "SELECT id FROM turns WHERE status = 'open'";
+
 pub(crate) fn open_turn(conn: &Connection) -> Result<Option<i64>> {
     Ok(conn
-        .prepare_cached("SELECT id FROM turns WHERE status = 'open'")?
+        .prepare_cached(OPEN_TURN)?
         .query_row([], |r| r.get(0))
         .optional()?)
 }
@@ -179,5 +183,20 @@ impl Project {
             },
             entries,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn open_turn_lookup_does_not_scan_every_turn() {
+        let dir = tempfile::tempdir().unwrap();
+        let conn = crate::db::open(&dir.path().join("db")).unwrap();
+        let plan: String = conn
+            .query_row(&format!("EXPLAIN QUERY PLAN {OPEN_TURN}"), [], |r| r.get(3))
+            .unwrap();
+        assert!(plan.contains("USING COVERING INDEX turns_open"), "{plan}");
     }
 }
