@@ -297,3 +297,27 @@ fn claude_code_hooks_mark_turns_from_their_stdin_json() {
     env.ctl_ok(&proj, &["rewind", "1"]);
     assert_same_tree("hook turn rewound", &before, &snapshot_work(&proj));
 }
+
+/// Turn boundaries write nothing into the project (the barrier's cookie
+/// lives in the daemon's data directory): tools watching the project, a
+/// dev server or `cargo watch`, see no change, and its mtime stays.
+#[test]
+fn turn_boundaries_leave_the_project_untouched() {
+    let env = Env::new();
+    let _d = env.start_daemon();
+    let proj = env.git_repo("p", &[("a.txt", b"a\n")]);
+    env.ctl_ok(&proj, &["watch"]);
+    let mtime = || std::fs::metadata(&proj).unwrap().modified().unwrap();
+    let before = mtime();
+    for _ in 0..3 {
+        env.ctl_ok(&proj, &["turn-start"]);
+        env.ctl_ok(&proj, &["sync"]);
+        env.ctl_ok(&proj, &["turn-end"]);
+    }
+    assert_eq!(mtime(), before);
+    // And the barrier still sees a change made just before it.
+    env.ctl_ok(&proj, &["turn-start"]);
+    sh(&proj, "echo b > a.txt");
+    let ended = env.ctl_json(&proj, &["turn-end"]);
+    assert_eq!(ended["turn"]["entries"][0]["path"], "a.txt");
+}

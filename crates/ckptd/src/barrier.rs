@@ -1,19 +1,22 @@
 //! The barrier every turn boundary passes: after it, the core has seen every
 //! change made before the call.
 //!
-//! Fast path: write a cookie file at the project root, wait until its event
-//! comes through the watcher (one watcher delivers events in order), then
-//! until every path queued before it has been checked; remove the cookie.
-//! Slow path (degraded, or the cookie did not arrive in time): a full
-//! stat-scan.
+//! Fast path: create a cookie file in the daemon's watched cookie directory
+//! (outside the project, so the project and other tools watching it see
+//! nothing), wait until its event comes through the watcher, then until
+//! every path queued before it has been checked; remove the cookie. One
+//! inotify instance has one event queue, so every change made before the
+//! cookie was created is read before the cookie's event. Slow path
+//! (degraded, no cookie directory, or the cookie did not arrive in time):
+//! a full stat-scan.
 
 use std::ffi::OsString;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use ckpt_core::COOKIE_PREFIX;
 use ckpt_proto::BarrierMethod;
 
+use crate::daemon::Daemon;
 use crate::error::{ReqError, ReqResult};
 use crate::handle::{lock, ProjectHandle};
 
@@ -26,22 +29,25 @@ pub struct BarrierOutcome {
     pub elapsed: Duration,
 }
 
-pub fn barrier(h: &ProjectHandle, cookie_timeout: Duration) -> ReqResult<BarrierOutcome> {
+pub fn barrier(d: &Daemon, h: &ProjectHandle) -> ReqResult<BarrierOutcome> {
     h.ensure_available()?;
     let start = Instant::now();
+    let Some(dir) = d.watcher.cookie_dir() else {
+        return full_scan(h, start);
+    };
     if h.degraded().is_some() {
         return full_scan(h, start);
     }
     let n = h.cookie_counter.fetch_add(1, Ordering::Relaxed);
-    let name = OsString::from(format!("{COOKIE_PREFIX}{}-{n}", std::process::id()));
-    let path = h.root.join(&name);
+    let name = OsString::from(cookie_name(&h.id, n));
+    let path = dir.join(&name);
     lock(&h.queue).cookies_expected.insert(name.clone());
     if let Err(e) = std::fs::write(&path, b"") {
         lock(&h.queue).cookies_expected.remove(&name);
         tracing::warn!(cookie = %path.display(), error = %e, "cannot write barrier cookie; scanning");
         return full_scan(h, start);
     }
-    let arrived = wait_for_cookie(h, &name, cookie_timeout);
+    let arrived = wait_for_cookie(h, &name, d.config.barrier_timeout);
     if let Err(e) = std::fs::remove_file(&path) {
         tracing::warn!(cookie = %path.display(), error = %e, "cannot remove barrier cookie");
     }
@@ -59,6 +65,16 @@ pub fn barrier(h: &ProjectHandle, cookie_timeout: Duration) -> ReqResult<Barrier
             full_scan(h, start)
         }
     }
+}
+
+/// `<project id>-<n>`: the watcher routes a cookie's event by the id.
+pub fn cookie_name(project_id: &str, n: u64) -> String {
+    format!("{project_id}-{n}")
+}
+
+/// The project id a cookie name carries.
+pub fn cookie_project(name: &std::ffi::OsStr) -> Option<&str> {
+    name.to_str()?.rsplit_once('-').map(|(id, _)| id)
 }
 
 /// Waits for the cookie's event; returns the queue position it marks.

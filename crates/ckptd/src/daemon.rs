@@ -43,7 +43,11 @@ pub fn core_options() -> Options {
 impl Daemon {
     pub fn new(config: Config) -> Arc<Daemon> {
         let registry = Arc::new(Registry::default());
-        let watcher = Watcher::new(Arc::clone(&registry), config.hooks.fake_watch_limit);
+        let watcher = Watcher::new(
+            Arc::clone(&registry),
+            config.data_dir.join("cookies"),
+            config.hooks.fake_watch_limit,
+        );
         Arc::new(Daemon {
             config,
             registry,

@@ -56,6 +56,10 @@ impl Registry {
         Some(v.remove(i))
     }
 
+    pub fn get(&self, id: &str) -> Option<Arc<ProjectHandle>> {
+        read(&self.projects).iter().find(|p| p.id == id).cloned()
+    }
+
     /// The innermost project whose root contains `path` (or is it).
     pub fn containing(&self, path: &Path) -> Option<Arc<ProjectHandle>> {
         read(&self.projects)

@@ -12,10 +12,11 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use ckpt_core::{is_internal_name, RelPath, COOKIE_PREFIX, DEFAULT_EXCLUDES};
+use ckpt_core::{is_internal_name, RelPath, DEFAULT_EXCLUDES};
 use notify::event::{AccessKind, AccessMode, CreateKind, ModifyKind, RenameMode};
 use notify::{Event, EventKind, EventKindMask, RecommendedWatcher, RecursiveMode, Watcher as _};
 
+use crate::barrier::cookie_project;
 use crate::handle::{lock, ProjectHandle};
 use crate::registry::Registry;
 
@@ -56,14 +57,19 @@ impl Backend {
 /// directories, `.ckptignore` matches) cost no watch and send no events.
 pub struct Watcher {
     backend: Option<Arc<Backend>>,
+    /// Where barriers create their cookies; `None` if it cannot be watched.
+    cookie_dir: Option<PathBuf>,
     fake_limit: bool,
 }
 
 impl Watcher {
     /// Creates the watcher; when the backend cannot start, every project is
     /// degraded and barriers scan.
-    pub fn new(registry: Arc<Registry>, fake_limit: bool) -> Watcher {
-        let router = Router { registry };
+    pub fn new(registry: Arc<Registry>, cookie_dir: PathBuf, fake_limit: bool) -> Watcher {
+        let router = Router {
+            registry,
+            cookie_dir: cookie_dir.clone(),
+        };
         // No open/close-nowrite events: every read in a watched tree (a
         // build, a `grep -r`, the daemon's own hashing) would wake us and
         // could overflow the kernel queue. Close-after-write stays: it is
@@ -80,10 +86,26 @@ impl Watcher {
                 None
             }
         };
+        let cookie_dir = backend
+            .as_ref()
+            .and_then(|b| match prepare_cookie_dir(b, &cookie_dir) {
+                Ok(()) => Some(cookie_dir),
+                Err(e) => {
+                    tracing::error!(dir = %cookie_dir.display(), error = %e,
+                        "cannot watch the cookie directory; turn boundaries fall back to scans");
+                    None
+                }
+            });
         Watcher {
             backend,
+            cookie_dir,
             fake_limit,
         }
+    }
+
+    /// The watched directory where barriers create their cookies.
+    pub fn cookie_dir(&self) -> Option<&Path> {
+        self.cookie_dir.as_deref()
     }
 
     /// Watches a project's root and every captured directory below it (the
@@ -127,6 +149,21 @@ impl Watcher {
             lock(&b.inner).take();
         }
     }
+}
+
+/// Creates the cookie directory (private), empties it of cookies a killed
+/// daemon left, and watches it.
+fn prepare_cookie_dir(backend: &Backend, dir: &Path) -> anyhow::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)?;
+    for e in std::fs::read_dir(dir)?.flatten() {
+        let _ = std::fs::remove_file(e.path());
+    }
+    backend.watch_dir(dir)?;
+    Ok(())
 }
 
 /// The directories of a project that have a watch, and the backend to add
@@ -343,6 +380,7 @@ fn describe(e: &notify::Error) -> String {
 
 struct Router {
     registry: Arc<Registry>,
+    cookie_dir: PathBuf,
 }
 
 impl Router {
@@ -374,6 +412,14 @@ impl Router {
             _ => false,
         };
         for path in &event.paths {
+            if path.parent() == Some(self.cookie_dir.as_path()) {
+                if let (EventKind::Create(_), Some(name)) = (&event.kind, path.file_name()) {
+                    if let Some(h) = cookie_project(name).and_then(|id| self.registry.get(id)) {
+                        h.cookie_seen(name);
+                    }
+                }
+                continue;
+            }
             self.route(path, recheck, &event.kind);
         }
     }
@@ -429,9 +475,7 @@ impl Router {
             return;
         }
         let mut components = rel.components().peekable();
-        let mut depth = 0;
         while let Some(c) = components.next() {
-            depth += 1;
             let name = c.as_os_str();
             if name == ".git" {
                 return;
@@ -443,10 +487,8 @@ impl Router {
                 return;
             }
             if is_last && is_internal_name(name.as_bytes()) {
-                // Our own cookies and restore temp files: never captured.
-                if depth == 1 && name.as_bytes().starts_with(COOKIE_PREFIX.as_bytes()) {
-                    h.cookie_seen(name);
-                }
+                // Restore temp files (and cookies of older daemons): never
+                // captured.
                 return;
             }
         }
@@ -473,6 +515,7 @@ mod tests {
         registry.insert(Arc::clone(&h));
         let router = Router {
             registry: Arc::clone(&registry),
+            cookie_dir: t.path().join("cookies"),
         };
         (t, registry, h, router)
     }
@@ -541,15 +584,22 @@ mod tests {
 
     #[test]
     fn cookies_mark_the_queue_position_and_release_rechecks() {
-        let (_t, _r, h, router) = setup();
-        let name = format!("{COOKIE_PREFIX}1-0");
+        let (t, _r, h, router) = setup();
+        let cookies = t.path().join("cookies");
+        let name = crate::barrier::cookie_name(&h.id, 0);
         lock(&h.queue).cookies_expected.insert(name.clone().into());
+        // The same name in the project is a file like any other.
+        router.handle(Ok(
+            Event::new(EventKind::Create(CreateKind::File)).add_path(h.root.join(&name))
+        ));
+        assert!(lock(&h.queue).cookies_seen.is_empty());
+        lock(&h.queue).pending.clear();
         router.handle(Ok(
             Event::new(EventKind::Create(CreateKind::Folder)).add_path(h.root.join("d"))
         ));
         lock(&h.queue).pending.clear();
         router.handle(Ok(
-            Event::new(EventKind::Create(CreateKind::File)).add_path(h.root.join(&name))
+            Event::new(EventKind::Create(CreateKind::File)).add_path(cookies.join(&name))
         ));
         let q = lock(&h.queue);
         assert_eq!(
@@ -562,11 +612,16 @@ mod tests {
         );
         assert!(q.recheck.is_empty());
         drop(q);
-        // An unexpected cookie (another daemon's, or a late delete) is ignored.
+        // An unexpected cookie (a late delete, an unknown project) is ignored.
         router.handle(Ok(
-            Event::new(EventKind::Remove(RemoveKind::File)).add_path(h.root.join(&name))
+            Event::new(EventKind::Remove(RemoveKind::File)).add_path(cookies.join(&name))
         ));
+        router.handle(Ok(Event::new(EventKind::Create(CreateKind::File))
+            .add_path(
+                cookies.join(crate::barrier::cookie_name("0123456789abcdef", 7)),
+            )));
         assert!(lock(&h.queue).cookies_seen.len() == 1);
+        assert!(pending(&h).is_empty(), "cookies are never project content");
     }
 
     #[test]

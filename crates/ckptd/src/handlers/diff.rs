@@ -23,7 +23,7 @@ pub fn handle(
         .map(|p| Daemon::rel_path(&h, p))
         .collect::<Result<Vec<_>, _>>()?;
     if h.call(|p| p.open_turn())? == Some(turn) {
-        barrier(&h, d.config.barrier_timeout)?;
+        barrier(d, &h)?;
     }
     let files = h.call(|p| p.diff(turn, &rels))?;
     Ok(DiffReply {

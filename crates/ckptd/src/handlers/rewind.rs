@@ -30,7 +30,7 @@ pub fn rewind(
         .map(|p| Daemon::rel_path(&h, p))
         .collect::<Result<Vec<_>, _>>()?;
     let start = Instant::now();
-    barrier(&h, d.config.barrier_timeout)?;
+    barrier(d, &h)?;
     let opts = RewindOptions {
         paths: rels,
         dry_run,
@@ -45,7 +45,7 @@ pub fn redo(d: &Arc<Daemon>, dir: &WirePath, dry_run: bool, force: bool) -> ReqR
     let h = d.project_for(dir)?;
     h.ensure_available()?;
     let start = Instant::now();
-    barrier(&h, d.config.barrier_timeout)?;
+    barrier(d, &h)?;
     let opts = RewindOptions {
         paths: Vec::new(),
         dry_run,

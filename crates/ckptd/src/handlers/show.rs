@@ -14,7 +14,7 @@ pub fn handle(d: &Arc<Daemon>, dir: &WirePath, turn: i64) -> ReqResult<ShowReply
     h.ensure_available()?;
     // An open turn is still growing: see everything up to now.
     if h.call(|p| p.open_turn())? == Some(turn) {
-        barrier(&h, d.config.barrier_timeout)?;
+        barrier(d, &h)?;
     }
     let detail = h.call(|p| p.show(turn))?;
     Ok(ShowReply {

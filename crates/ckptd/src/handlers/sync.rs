@@ -11,7 +11,7 @@ use crate::error::ReqResult;
 
 pub fn handle(d: &Arc<Daemon>, dir: &WirePath) -> ReqResult<Synced> {
     let h = d.project_for(dir)?;
-    let out = barrier(&h, d.config.barrier_timeout)?;
+    let out = barrier(d, &h)?;
     Ok(Synced {
         project: convert::abs(&h.root),
         method: out.method,

@@ -11,7 +11,7 @@ use crate::error::ReqResult;
 
 pub fn handle(d: &Arc<Daemon>, dir: &WirePath) -> ReqResult<TurnEnded> {
     let h = d.project_for(dir)?;
-    barrier(&h, d.config.barrier_timeout)?;
+    barrier(d, &h)?;
     let detail = h.call(|p| p.turn_end())?;
     tracing::info!(root = %h.root.display(), turn = detail.info.id, paths = detail.entries.len(), "turn ended");
     Ok(TurnEnded {

@@ -28,7 +28,7 @@ pub fn handle(
         }
         Err(e) => return Err(e),
     };
-    barrier(&h, d.config.barrier_timeout)?;
+    barrier(d, &h)?;
     let meta = TurnMeta {
         label,
         agent,
