@@ -5,8 +5,9 @@ use serde::{Deserialize, Serialize};
 use crate::relpath::RelPath;
 use crate::state::State;
 
-/// Files whose name starts with this, at a project's root, are the daemon's
-/// barrier cookies: never captured, never restored.
+/// Files whose name starts with this were barrier cookies of ckpt 0.1
+/// daemons, at a project's root (cookies now live in the daemon's data
+/// directory): never captured, never restored, in case one was left.
 pub const COOKIE_PREFIX: &str = ".ckpt-cookie-";
 
 /// Temp files ckpt writes while restoring start with this; never captured.
