@@ -250,11 +250,12 @@ fn corrupt_inline_blob_is_never_written() {
         let evil = zstd::bulk::compress(evil_bytes, 3).unwrap();
         let n = conn
             .execute(
-                "UPDATE blobs SET data = ?1 WHERE hash = ?2 AND data IS NOT NULL",
-                params![evil, &hash.0[..]],
+                "UPDATE packs SET data = ?1
+                 WHERE id = (SELECT pack FROM blobs WHERE hash = ?2) AND size = ?3",
+                params![evil, &hash.0[..], evil_bytes.len() as i64],
             )
             .expect("tamper");
-        assert_eq!(n, 1, "a small blob is stored inline in blobs.data");
+        assert_eq!(n, 1, "a small blob is stored in a pack of its own");
     });
 }
 
@@ -264,7 +265,7 @@ fn garbled_inline_blob_is_never_written() {
         let conn = Connection::open(fx.db_path()).expect("open db");
         let mut data: Vec<u8> = conn
             .query_row(
-                "SELECT data FROM blobs WHERE hash = ?1",
+                "SELECT data FROM packs WHERE id = (SELECT pack FROM blobs WHERE hash = ?1)",
                 params![&hash.0[..]],
                 |r| r.get(0),
             )
@@ -273,7 +274,7 @@ fn garbled_inline_blob_is_never_written() {
         data[last / 2] ^= 0x5a;
         data[last] ^= 0xff;
         conn.execute(
-            "UPDATE blobs SET data = ?1 WHERE hash = ?2",
+            "UPDATE packs SET data = ?1 WHERE id = (SELECT pack FROM blobs WHERE hash = ?2)",
             params![data, &hash.0[..]],
         )
         .expect("tamper");
