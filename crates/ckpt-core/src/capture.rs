@@ -1,8 +1,12 @@
 //! Capture: compare what is on disk with the hash cache, store new content,
 //! update the cache, and record pre-images for the open turn.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::io;
+use std::path::Path;
+use std::sync::Mutex;
+
+use rusqlite::{Connection, OpenFlags};
 
 use crate::cache::{self, CacheRow};
 use crate::confined::{Root, Stat, StatKind};
@@ -12,7 +16,7 @@ use crate::project::{now_ns, Project};
 use crate::relpath::RelPath;
 use crate::scan::{self, Excludes, CACHE_TAG, IGNORE_FILE};
 use crate::state::{Hash, State};
-use crate::store::{Prepared, DELTA_MIN};
+use crate::store::{BlobStore, Prepared, DELTA_MIN};
 use crate::turns;
 
 /// Raw bytes read per write batch: bounds the daemon's memory on big trees
@@ -41,7 +45,7 @@ impl CacheCursor {
     /// The next row. The merge only writes rows at or before the one it
     /// compares, so rows read ahead stay valid and the next page (keys after
     /// the last row read) sees none of its writes.
-    fn next(&mut self, conn: &rusqlite::Connection) -> Result<Option<(RelPath, CacheRow)>> {
+    fn next(&mut self, conn: &Connection) -> Result<Option<(RelPath, CacheRow)>> {
         while self.page.is_empty() && !self.done {
             match cache::page(conn, &self.after, CACHE_PAGE, &mut self.page)? {
                 Some(last) => self.after = last,
@@ -315,42 +319,25 @@ impl Project {
             }
             let batch: Vec<Seen> = seen.drain(..end).collect();
             let (fs, max, threads) = (&self.root_fs, self.opts.max_file_size, self.opts.threads);
-            let mut captured = par_map(batch, threads, |s| read_one(fs, s, max));
-            // Compress only content the store does not have yet: touching,
-            // rewinding and redoing mostly produce known blobs.
-            let mut fresh = std::collections::HashSet::new();
-            let mut to_store = Vec::new();
-            for (i, c) in captured.iter_mut().enumerate() {
-                let (Some(data), Some((State::File { hash, .. }, _))) = (c.content.take(), &c.new)
-                else {
-                    continue;
-                };
-                if !fresh.insert(*hash) || self.store.contains(&self.conn, hash)? {
-                    continue;
-                }
-                // A large file's previous version makes a good delta base.
-                let base = match c.old.as_ref().and_then(|o| o.state.hash()) {
-                    Some(old)
-                        if data.len() >= DELTA_MIN
-                            && self.store.delta_base_ok(&self.conn, &old)? =>
-                    {
-                        Some((old, self.store.get(&self.conn, &old)?))
-                    }
-                    _ => None,
-                };
-                to_store.push((i, *hash, data, base));
-            }
-            let store = &self.store;
-            let prepared = par_map(to_store, threads, |(i, hash, data, base)| {
-                let blob = match base {
-                    Some((base_hash, base)) => store.prepare_delta(hash, &data, base_hash, &base),
-                    None => store.prepare_hashed(hash, &data),
-                };
-                (i, blob)
-            });
-            for (i, blob) in prepared {
-                captured[i].blob = Some(blob);
-            }
+            let (store, conn) = (&self.store, &self.conn);
+            // Hashes being compressed in this batch: identical new content
+            // is compressed once.
+            let claimed = Mutex::new(HashSet::new());
+            // Everything but the write runs on the workers, one pass per
+            // file, so no serial step (store lookups, reading a delta base)
+            // leaves a core idle between reading and compressing. Each worker
+            // reads the store through its own read-only connection (the
+            // writer's is not shared across threads; every base and every
+            // blob it looks for was committed by an earlier batch).
+            let db_path = conn.path().map(Path::new);
+            let captured = par_map(
+                batch,
+                threads,
+                Reader::Shared(conn),
+                || Reader::Own(db_path, None),
+                |db, s| prepare_one(fs, store, db, &claimed, s, max),
+            );
+            let captured = captured.into_iter().collect::<Result<Vec<_>>>()?;
             self.write_batch(captured, std::mem::take(&mut gone), scan_start, report)?;
         }
         Ok(())
@@ -397,26 +384,35 @@ impl Project {
 }
 
 /// `items.map(f)` on up to `threads` scoped threads, keeping the order.
-fn par_map<T: Send, R: Send>(items: Vec<T>, threads: usize, f: impl Fn(T) -> R + Sync) -> Vec<R> {
+/// Each thread gets its own state from `make`; on the caller's thread alone
+/// (few items, or one thread) `local` is used instead.
+fn par_map<T: Send, R: Send, S>(
+    items: Vec<T>,
+    threads: usize,
+    mut local: S,
+    make: impl Fn() -> S + Sync,
+    f: impl Fn(&mut S, T) -> R + Sync,
+) -> Vec<R> {
     let threads = threads.clamp(1, 16).min(items.len().div_ceil(8).max(1));
     if threads == 1 {
-        return items.into_iter().map(f).collect();
+        return items.into_iter().map(|t| f(&mut local, t)).collect();
     }
     let n = items.len();
     let mut chunks: Vec<Vec<(usize, T)>> = (0..threads).map(|_| Vec::new()).collect();
     for (i, item) in items.into_iter().enumerate() {
         chunks[i % threads].push((i, item));
     }
-    let f = &f;
+    let (f, make) = (&f, &make);
     let mut out: Vec<Option<R>> = (0..n).map(|_| None).collect();
     std::thread::scope(|scope| {
         let handles: Vec<_> = chunks
             .into_iter()
             .map(|chunk| {
                 scope.spawn(move || {
+                    let mut state = make();
                     chunk
                         .into_iter()
-                        .map(|(i, t)| (i, f(t)))
+                        .map(|(i, t)| (i, f(&mut state, t)))
                         .collect::<Vec<_>>()
                 })
             })
@@ -430,6 +426,73 @@ fn par_map<T: Send, R: Send>(items: Vec<T>, threads: usize, f: impl Fn(T) -> R +
     out.into_iter()
         .map(|r| r.expect("every item mapped"))
         .collect()
+}
+
+/// How a capture worker reads the store: through the writer's connection
+/// on the caller's thread, else through a read-only connection of its own,
+/// opened when first needed.
+enum Reader<'a> {
+    Shared(&'a Connection),
+    Own(Option<&'a Path>, Option<Connection>),
+}
+
+impl Reader<'_> {
+    fn conn(&mut self) -> Result<&Connection> {
+        match self {
+            Reader::Shared(conn) => Ok(conn),
+            Reader::Own(path, conn) => {
+                if conn.is_none() {
+                    let path = path.ok_or_else(|| {
+                        crate::Error::Invalid("the store database has no path".into())
+                    })?;
+                    let c = Connection::open_with_flags(
+                        path,
+                        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+                    )?;
+                    c.busy_timeout(std::time::Duration::from_secs(10))?;
+                    *conn = Some(c);
+                }
+                Ok(conn.as_ref().expect("opened just above"))
+            }
+        }
+    }
+}
+
+/// Reads one path and, when its content is new to the store, compresses it
+/// (as a delta from the path's previous version when that is large).
+fn prepare_one(
+    fs: &Root,
+    store: &BlobStore,
+    db: &mut Reader,
+    claimed: &Mutex<HashSet<Hash>>,
+    seen: Seen,
+    max_size: u64,
+) -> Result<Captured> {
+    let mut c = read_one(fs, seen, max_size);
+    let (Some(data), Some((State::File { hash, .. }, _))) = (c.content.take(), &c.new) else {
+        return Ok(c);
+    };
+    let hash = *hash;
+    // Compress only content the store does not have yet: touching,
+    // rewinding and redoing mostly produce known blobs.
+    if store.contains(db.conn()?, &hash)? {
+        return Ok(c);
+    }
+    if !claimed.lock().expect("claim set poisoned").insert(hash) {
+        return Ok(c);
+    }
+    // A large file's previous version makes a good delta base.
+    let base = match c.old.as_ref().and_then(|o| o.state.hash()) {
+        Some(old) if data.len() >= DELTA_MIN && store.delta_base_ok(db.conn()?, &old)? => {
+            Some((old, store.get(db.conn()?, &old)?))
+        }
+        _ => None,
+    };
+    c.blob = Some(match base {
+        Some((base_hash, base)) => store.prepare_delta(hash, &data, base_hash, &base),
+        None => store.prepare_hashed(hash, &data),
+    });
+    Ok(c)
 }
 
 fn read_one(root: &Root, seen: Seen, max_size: u64) -> Captured {
@@ -609,6 +672,49 @@ mod tests {
             .collect();
         assert_eq!(got, want);
         let _ = turn;
+    }
+
+    #[test]
+    fn a_parallel_batch_stores_new_content_once_and_a_large_file_as_a_delta() {
+        let (_tmp, root, mut p) = setup();
+        let big: Vec<u8> = (0..20_000u32)
+            .flat_map(|i| format!("line {i}\n").into_bytes())
+            .collect();
+        assert!(big.len() >= crate::store::DELTA_MIN);
+        fs::write(root.join("big.txt"), &big).unwrap();
+        p.reconcile().unwrap();
+        p.turn_start(TurnMeta::default()).unwrap();
+        let mut paths = vec![RelPath::new("big.txt").unwrap()];
+        for i in 0..20 {
+            let name = format!("f{i}");
+            let text = if i % 2 == 0 {
+                "same".to_string()
+            } else {
+                format!("own {i}")
+            };
+            fs::write(root.join(&name), text).unwrap();
+            paths.push(RelPath::new(name).unwrap());
+        }
+        let mut big2 = big.clone();
+        big2.extend_from_slice(b"appended\n");
+        fs::write(root.join("big.txt"), &big2).unwrap();
+        assert_eq!(p.check_paths(paths.clone()).unwrap().changed, 21);
+        for path in &paths {
+            let hash = crate::cache::state(&p.conn, path).unwrap().hash().unwrap();
+            let on_disk = fs::read(root.join(path.as_path())).unwrap();
+            assert_eq!(p.read_blob(&hash).unwrap(), on_disk, "{path}");
+        }
+        let big_hash = crate::state::Hash::of(&big2);
+        let is_delta: bool = p
+            .conn
+            .query_row(
+                "SELECT base IS NOT NULL FROM blobs WHERE hash = ?1",
+                [&big_hash.0[..]],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert!(is_delta, "stored as a delta from its previous version");
+        assert_eq!(p.turn_end().unwrap().entries.len(), 21);
     }
 
     #[test]
