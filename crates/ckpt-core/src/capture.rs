@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, HashSet};
 use std::io;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use rusqlite::{Connection, OpenFlags};
@@ -20,8 +20,9 @@ use crate::store::{BlobStore, Prepared, DELTA_MIN};
 use crate::turns;
 
 /// Raw bytes read per write batch: bounds the daemon's memory on big trees
-/// (a batch is held raw and compressed at once).
-const BATCH_BYTES: u64 = 8 << 20;
+/// (a batch is held compressed, two at once; tiny in tests, so they cross
+/// batch boundaries).
+const BATCH_BYTES: u64 = if cfg!(test) { 64 << 10 } else { 8 << 20 };
 
 /// Most paths per write batch, whatever their size (a removal weighs
 /// nothing): bounds a full scan's memory when much changed.
@@ -301,15 +302,19 @@ impl Project {
     fn capture(
         &mut self,
         mut seen: Vec<Seen>,
-        mut gone: Vec<RelPath>,
+        gone: Vec<RelPath>,
         scan_start: i64,
         report: &mut ScanReport,
     ) -> Result<()> {
-        if seen.is_empty() && !gone.is_empty() {
-            self.write_batch(Vec::new(), gone, scan_start, report)?;
+        let conn = &mut self.conn;
+        if seen.is_empty() {
+            if !gone.is_empty() {
+                write_batch(conn, &self.store, Vec::new(), gone, scan_start, report)?;
+            }
             return Ok(());
         }
         seen.sort_by(|a, b| a.path.cmp(&b.path));
+        let mut batches = Vec::new();
         while !seen.is_empty() {
             let mut end = 0;
             let mut bytes = 0;
@@ -317,70 +322,92 @@ impl Project {
                 bytes += seen[end].stat.map_or(0, |s| s.size);
                 end += 1;
             }
-            let batch: Vec<Seen> = seen.drain(..end).collect();
-            let (fs, max, threads) = (&self.root_fs, self.opts.max_file_size, self.opts.threads);
-            let (store, conn) = (&self.store, &self.conn);
+            batches.push(seen.drain(..end).collect::<Vec<Seen>>());
+        }
+        let (fs, store) = (&self.root_fs, &self.store);
+        let (max, threads) = (self.opts.max_file_size, self.opts.threads);
+        let db_path = conn.path().map(PathBuf::from);
+        // Everything but the write runs on the workers, one pass per file,
+        // so no serial step (store lookups, reading a delta base) leaves a
+        // core idle between reading and compressing. Each worker reads the
+        // store through a read-only connection of its own (the writer's
+        // cannot be shared across threads); when its batch is prepared while
+        // the previous one is being written, it may not see that batch's
+        // blobs yet and compresses a duplicate for nothing, which the
+        // writer then finds stored.
+        let prepare = |batch: Vec<Seen>, writer: Option<&Connection>| -> Result<Vec<Captured>> {
             // Hashes being compressed in this batch: identical new content
             // is compressed once.
             let claimed = Mutex::new(HashSet::new());
-            // Everything but the write runs on the workers, one pass per
-            // file, so no serial step (store lookups, reading a delta base)
-            // leaves a core idle between reading and compressing. Each worker
-            // reads the store through its own read-only connection (the
-            // writer's is not shared across threads; every base and every
-            // blob it looks for was committed by an earlier batch).
-            let db_path = conn.path().map(Path::new);
-            let captured = par_map(
-                batch,
-                threads,
-                Reader::Shared(conn),
-                || Reader::Own(db_path, None),
-                |db, s| prepare_one(fs, store, db, &claimed, s, max),
-            );
-            let captured = captured.into_iter().collect::<Result<Vec<_>>>()?;
-            self.write_batch(captured, std::mem::take(&mut gone), scan_start, report)?;
+            let own = || Reader::Own(db_path.as_deref(), None);
+            let local = writer.map_or_else(own, Reader::Shared);
+            par_map(batch, threads, local, own, |db, s| {
+                prepare_one(fs, store, db, &claimed, s, max)
+            })
+            .into_iter()
+            .collect()
+        };
+        let mut batches = batches.into_iter();
+        let first = batches.next().expect("seen is not empty");
+        let mut ready = prepare(first, Some(conn))?;
+        let mut gone = Some(gone);
+        for next in batches {
+            // Write one batch while the workers prepare the next.
+            let (written, prepared) = std::thread::scope(|scope| {
+                let worker = scope.spawn(|| prepare(next, None));
+                let ready = std::mem::take(&mut ready);
+                let gone = gone.take().unwrap_or_default();
+                let written = write_batch(conn, store, ready, gone, scan_start, report);
+                (written, worker.join().expect("capture worker panicked"))
+            });
+            written?;
+            ready = prepared?;
         }
-        Ok(())
+        let gone = gone.take().unwrap_or_default();
+        write_batch(conn, store, ready, gone, scan_start, report)
     }
+}
 
-    fn write_batch(
-        &mut self,
-        captured: Vec<Captured>,
-        gone: Vec<RelPath>,
-        scan_start: i64,
-        report: &mut ScanReport,
-    ) -> Result<()> {
-        let tx = self.conn.transaction()?;
-        for path in &gone {
-            cache::remove(&tx, path)?;
-        }
-        let turn = turns::open_turn(&tx)?;
-        for c in captured {
-            if let Some(blob) = &c.blob {
-                self.store.insert(&tx, blob)?;
-                report.bytes_hashed += blob.size;
-            }
-            let old_state = c.old.as_ref().map_or(State::Absent, |o| o.state.clone());
-            let new_state = c.new.as_ref().map_or(State::Absent, |(s, _)| s.clone());
-            match &c.new {
-                Some((state, stat)) => {
-                    if let State::Skipped { reason } = state {
-                        report.skipped.push((c.path.clone(), reason.clone()));
-                    }
-                    cache::put(&tx, &c.path, state, stat, scan_start)?;
-                }
-                None => cache::remove(&tx, &c.path)?,
-            }
-            if old_state != new_state {
-                report.changed += 1;
-                if let Some(turn) = turn {
-                    turns::record_pre(&tx, turn, &c.path, &old_state)?;
-                }
-            }
-        }
-        tx.commit()?;
-        Ok(())
+/// Writes one prepared batch (blobs, cache rows, pre-images) in one
+/// transaction.
+fn write_batch(
+    conn: &mut Connection,
+    store: &BlobStore,
+    captured: Vec<Captured>,
+    gone: Vec<RelPath>,
+    scan_start: i64,
+    report: &mut ScanReport,
+) -> Result<()> {
+    let tx = conn.transaction()?;
+    for path in &gone {
+        cache::remove(&tx, path)?;
     }
+    let turn = turns::open_turn(&tx)?;
+    for c in captured {
+        if let Some(blob) = &c.blob {
+            store.insert(&tx, blob)?;
+            report.bytes_hashed += blob.size;
+        }
+        let old_state = c.old.as_ref().map_or(State::Absent, |o| o.state.clone());
+        let new_state = c.new.as_ref().map_or(State::Absent, |(s, _)| s.clone());
+        match &c.new {
+            Some((state, stat)) => {
+                if let State::Skipped { reason } = state {
+                    report.skipped.push((c.path.clone(), reason.clone()));
+                }
+                cache::put(&tx, &c.path, state, stat, scan_start)?;
+            }
+            None => cache::remove(&tx, &c.path)?,
+        }
+        if old_state != new_state {
+            report.changed += 1;
+            if let Some(turn) = turn {
+                turns::record_pre(&tx, turn, &c.path, &old_state)?;
+            }
+        }
+    }
+    tx.commit()?;
+    Ok(())
 }
 
 /// `items.map(f)` on up to `threads` scoped threads, keeping the order.
