@@ -2,6 +2,7 @@
 //! captured with. Every file state's blob is in the store, so the cache is
 //! also where pre-images come from.
 
+#[cfg(test)]
 use std::collections::HashMap;
 
 use rusqlite::{params, Connection, OptionalExtension, Row};
@@ -136,6 +137,9 @@ pub(crate) fn below(conn: &Connection, dir: &RelPath) -> Result<Vec<(RelPath, Ca
     Ok(out)
 }
 
+/// Every row, in a map. Tests only: the daemon streams the cache with
+/// [`page`] instead, so its memory does not grow with the tree.
+#[cfg(test)]
 pub(crate) fn all(conn: &Connection) -> Result<HashMap<RelPath, CacheRow>> {
     let mut stmt = conn.prepare(&format!("SELECT {COLS} FROM files"))?;
     let rows = stmt.query_map([], from_row)?;
@@ -144,6 +148,27 @@ pub(crate) fn all(conn: &Connection) -> Result<HashMap<RelPath, CacheRow>> {
         out.extend(r?);
     }
     Ok(out)
+}
+
+/// Appends to `out` up to `limit` rows whose path sorts after `after`, in
+/// path order; returns the raw key of the last row read (`None` when there
+/// are no more). Rows that do not decode are left out, as in [`get`].
+pub(crate) fn page(
+    conn: &Connection,
+    after: &[u8],
+    limit: usize,
+    out: &mut Vec<(RelPath, CacheRow)>,
+) -> Result<Option<Vec<u8>>> {
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT {COLS} FROM files WHERE path > ?1 ORDER BY path LIMIT ?2"
+    ))?;
+    let mut rows = stmt.query(params![after, limit as i64])?;
+    let mut last = None;
+    while let Some(row) = rows.next()? {
+        last = Some(row.get::<_, Vec<u8>>(0)?);
+        out.extend(from_row(row)?);
+    }
+    Ok(last)
 }
 
 pub(crate) fn put(

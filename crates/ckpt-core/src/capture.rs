@@ -1,8 +1,12 @@
 //! Capture: compare what is on disk with the hash cache, store new content,
 //! update the cache, and record pre-images for the open turn.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use rusqlite::{Connection, OpenFlags};
 
 use crate::cache::{self, CacheRow};
 use crate::confined::{Root, Stat, StatKind};
@@ -12,12 +16,47 @@ use crate::project::{now_ns, Project};
 use crate::relpath::RelPath;
 use crate::scan::{self, Excludes, CACHE_TAG, IGNORE_FILE};
 use crate::state::{Hash, State};
-use crate::store::{Prepared, DELTA_MIN};
+use crate::store::{BlobStore, Prepared, DELTA_MIN};
 use crate::turns;
 
 /// Raw bytes read per write batch: bounds the daemon's memory on big trees
-/// (a batch is held raw and compressed at once).
-const BATCH_BYTES: u64 = 8 << 20;
+/// (a batch is held compressed, two at once; tiny in tests, so they cross
+/// batch boundaries).
+const BATCH_BYTES: u64 = if cfg!(test) { 64 << 10 } else { 8 << 20 };
+
+/// Most paths per write batch, whatever their size (a removal weighs
+/// nothing): bounds a full scan's memory when much changed.
+/// (Tiny in tests, so they cross batch and page boundaries.)
+const BATCH_PATHS: usize = if cfg!(test) { 4 } else { 4096 };
+
+/// Cache rows read per query while a full scan merges the cache with the walk.
+const CACHE_PAGE: usize = if cfg!(test) { 3 } else { 1024 };
+
+/// Reads the cache in path order, a page at a time.
+#[derive(Default)]
+struct CacheCursor {
+    /// The current page, reversed (`pop` gives the next row).
+    page: Vec<(RelPath, CacheRow)>,
+    /// The key of the last row read.
+    after: Vec<u8>,
+    done: bool,
+}
+
+impl CacheCursor {
+    /// The next row. The merge only writes rows at or before the one it
+    /// compares, so rows read ahead stay valid and the next page (keys after
+    /// the last row read) sees none of its writes.
+    fn next(&mut self, conn: &Connection) -> Result<Option<(RelPath, CacheRow)>> {
+        while self.page.is_empty() && !self.done {
+            match cache::page(conn, &self.after, CACHE_PAGE, &mut self.page)? {
+                Some(last) => self.after = last,
+                None => self.done = true,
+            }
+            self.page.reverse();
+        }
+        Ok(self.page.pop())
+    }
+}
 
 /// A path to re-examine: its current stat (`None`: nothing there) and the
 /// cache row it is compared with.
@@ -40,51 +79,82 @@ struct Captured {
 impl Project {
     /// Full stat-compare scan of the tree against the hash cache; captures
     /// every change. The first call is the baseline.
+    ///
+    /// The walk and the cache are both read in path order and merged, and
+    /// what changed is captured batch by batch as the merge goes, so memory
+    /// does not grow with the size of the tree.
     pub fn reconcile(&mut self) -> Result<ScanReport> {
+        use std::cmp::Ordering;
         let scan_start = now_ns();
         self.excludes = Excludes::load(&self.root, &self.opts.extra_excludes);
-        let walk = scan::walk(&self.root, None, &self.excludes, self.opts.threads);
-        let mut cached = cache::all(&self.conn)?;
-        let mut report = ScanReport {
-            entries: walk.entries.len() as u64,
-            ..Default::default()
-        };
+        let mut walk = scan::SortedWalk::new(&self.root, None, &self.excludes);
+        let mut cached = CacheCursor::default();
+        let mut report = ScanReport::default();
         let mut seen = Vec::new();
-        for (path, stat) in walk.entries {
-            let old = cached.remove(&path);
-            if old.as_ref().is_none_or(|o| !o.unchanged(&stat)) {
-                seen.push(Seen {
-                    path,
-                    stat: Some(stat),
-                    old,
-                });
+        let mut seen_bytes = 0;
+        // Rows of paths that are excluded now: they simply leave the cache
+        // (they were not deleted).
+        let mut gone = Vec::new();
+        let mut disk = walk.next();
+        let mut row = cached.next(&self.conn)?;
+        loop {
+            let ord = match (&disk, &row) {
+                (None, None) => break,
+                (Some(_), None) => Ordering::Less,
+                (None, Some(_)) => Ordering::Greater,
+                (Some((d, _)), Some((c, _))) => d.cmp(c),
+            };
+            if ord == Ordering::Greater {
+                // In the cache, not found by the walk: gone, unless it lies
+                // in a directory we could not read (which the walk, being in
+                // the same order, has tried to read by now), or is excluded.
+                let (path, old) = row.take().expect("compared above");
+                row = cached.next(&self.conn)?;
+                if walk
+                    .unreadable
+                    .iter()
+                    .any(|(d, _)| path.starts_with(d) && &path != d)
+                {
+                    continue;
+                }
+                if self.excludes.is_excluded(&path, old.state.is_dir()) {
+                    gone.push(path);
+                } else {
+                    seen.push(Seen {
+                        path,
+                        stat: None,
+                        old: Some(old),
+                    });
+                }
+            } else {
+                let (path, stat) = disk.take().expect("compared above");
+                disk = walk.next();
+                report.entries += 1;
+                let old = match ord {
+                    Ordering::Equal => {
+                        let old = row.take().map(|(_, r)| r);
+                        row = cached.next(&self.conn)?;
+                        old
+                    }
+                    _ => None,
+                };
+                if old.as_ref().is_none_or(|o| !o.unchanged(&stat)) {
+                    seen_bytes += stat.size;
+                    seen.push(Seen {
+                        path,
+                        stat: Some(stat),
+                        old,
+                    });
+                }
+            }
+            if seen_bytes >= BATCH_BYTES || seen.len() + gone.len() >= BATCH_PATHS {
+                let (s, g) = (std::mem::take(&mut seen), std::mem::take(&mut gone));
+                self.capture(s, g, scan_start, &mut report)?;
+                seen_bytes = 0;
             }
         }
-        // What the cache holds but the walk did not find is gone, unless it
-        // lies in a directory we could not read, or is excluded now (then it
-        // simply leaves the cache: it was not deleted).
-        let tx = self.conn.transaction()?;
-        for (path, row) in cached {
-            if walk
-                .unreadable
-                .iter()
-                .any(|(d, _)| path.starts_with(d) && &path != d)
-            {
-                continue;
-            }
-            if self.excludes.is_excluded(&path, row.state.is_dir()) {
-                cache::remove(&tx, &path)?;
-                continue;
-            }
-            seen.push(Seen {
-                path,
-                stat: None,
-                old: Some(row),
-            });
-        }
-        tx.commit()?;
-        report.skipped.extend(walk.unreadable);
-        self.capture(seen, scan_start, &mut report)?;
+        self.capture(seen, gone, scan_start, &mut report)?;
+        report.skipped.splice(0..0, walk.unreadable);
         Ok(report)
     }
 
@@ -193,7 +263,7 @@ impl Project {
             if is_dir && !same_dir {
                 // A new directory: files created in it before we could watch
                 // it produce no events, so scan it.
-                let walk = scan::walk(&self.root, Some(&path), &self.excludes, 1);
+                let walk = scan::walk(&self.root, Some(&path), &self.excludes);
                 report.entries += walk.entries.len() as u64;
                 report.skipped.extend(walk.unreadable);
                 for (p, st) in walk.entries {
@@ -222,21 +292,29 @@ impl Project {
             (Some(st), Some(o)) => !o.unchanged(st),
             _ => true,
         });
-        self.capture(seen.collect(), scan_start, &mut report)?;
+        self.capture(seen.collect(), Vec::new(), scan_start, &mut report)?;
         Ok(report)
     }
 
-    /// Reads and stores what changed, in batches, each one transaction.
+    /// Reads and stores what changed, in batches, each one transaction;
+    /// `gone` leave the cache (in the first batch) without counting as
+    /// changes.
     fn capture(
         &mut self,
         mut seen: Vec<Seen>,
+        gone: Vec<RelPath>,
         scan_start: i64,
         report: &mut ScanReport,
     ) -> Result<()> {
+        let conn = &mut self.conn;
         if seen.is_empty() {
+            if !gone.is_empty() {
+                write_batch(conn, &self.store, Vec::new(), gone, scan_start, report)?;
+            }
             return Ok(());
         }
         seen.sort_by(|a, b| a.path.cmp(&b.path));
+        let mut batches = Vec::new();
         while !seen.is_empty() {
             let mut end = 0;
             let mut bytes = 0;
@@ -244,106 +322,124 @@ impl Project {
                 bytes += seen[end].stat.map_or(0, |s| s.size);
                 end += 1;
             }
-            let batch: Vec<Seen> = seen.drain(..end).collect();
-            let (fs, max, threads) = (&self.root_fs, self.opts.max_file_size, self.opts.threads);
-            let mut captured = par_map(batch, threads, |s| read_one(fs, s, max));
-            // Compress only content the store does not have yet: touching,
-            // rewinding and redoing mostly produce known blobs.
-            let mut fresh = std::collections::HashSet::new();
-            let mut to_store = Vec::new();
-            for (i, c) in captured.iter_mut().enumerate() {
-                let (Some(data), Some((State::File { hash, .. }, _))) = (c.content.take(), &c.new)
-                else {
-                    continue;
-                };
-                if !fresh.insert(*hash) || self.store.contains(&self.conn, hash)? {
-                    continue;
-                }
-                // A large file's previous version makes a good delta base.
-                let base = match c.old.as_ref().and_then(|o| o.state.hash()) {
-                    Some(old)
-                        if data.len() >= DELTA_MIN
-                            && self.store.delta_base_ok(&self.conn, &old)? =>
-                    {
-                        Some((old, self.store.get(&self.conn, &old)?))
-                    }
-                    _ => None,
-                };
-                to_store.push((i, *hash, data, base));
-            }
-            let store = &self.store;
-            let prepared = par_map(to_store, threads, |(i, hash, data, base)| {
-                let blob = match base {
-                    Some((base_hash, base)) => store.prepare_delta(hash, &data, base_hash, &base),
-                    None => store.prepare_hashed(hash, &data),
-                };
-                (i, blob)
+            batches.push(seen.drain(..end).collect::<Vec<Seen>>());
+        }
+        let (fs, store) = (&self.root_fs, &self.store);
+        let (max, threads) = (self.opts.max_file_size, self.opts.threads);
+        let db_path = conn.path().map(PathBuf::from);
+        // Everything but the write runs on the workers, one pass per file,
+        // so no serial step (store lookups, reading a delta base) leaves a
+        // core idle between reading and compressing. Each worker reads the
+        // store through a read-only connection of its own (the writer's
+        // cannot be shared across threads); when its batch is prepared while
+        // the previous one is being written, it may not see that batch's
+        // blobs yet and compresses a duplicate for nothing, which the
+        // writer then finds stored.
+        let prepare = |batch: Vec<Seen>, writer: Option<&Connection>| -> Result<Vec<Captured>> {
+            // Hashes being compressed in this batch: identical new content
+            // is compressed once.
+            let claimed = Mutex::new(HashSet::new());
+            let own = || Reader::Own(db_path.as_deref(), None);
+            let local = writer.map_or_else(own, Reader::Shared);
+            par_map(batch, threads, local, own, |db, s| {
+                prepare_one(fs, store, db, &claimed, s, max)
+            })
+            .into_iter()
+            .collect()
+        };
+        let mut batches = batches.into_iter();
+        let first = batches.next().expect("seen is not empty");
+        let mut ready = prepare(first, Some(conn))?;
+        let mut gone = Some(gone);
+        for next in batches {
+            // Write one batch while the workers prepare the next.
+            let (written, prepared) = std::thread::scope(|scope| {
+                let worker = scope.spawn(|| prepare(next, None));
+                let ready = std::mem::take(&mut ready);
+                let gone = gone.take().unwrap_or_default();
+                let written = write_batch(conn, store, ready, gone, scan_start, report);
+                (written, worker.join().expect("capture worker panicked"))
             });
-            for (i, blob) in prepared {
-                captured[i].blob = Some(blob);
-            }
-            self.write_batch(captured, scan_start, report)?;
+            written?;
+            ready = prepared?;
         }
-        Ok(())
-    }
-
-    fn write_batch(
-        &mut self,
-        captured: Vec<Captured>,
-        scan_start: i64,
-        report: &mut ScanReport,
-    ) -> Result<()> {
-        let tx = self.conn.transaction()?;
-        let turn = turns::open_turn(&tx)?;
-        for c in captured {
-            if let Some(blob) = &c.blob {
-                self.store.insert(&tx, blob)?;
-                report.bytes_hashed += blob.size;
-            }
-            let old_state = c.old.as_ref().map_or(State::Absent, |o| o.state.clone());
-            let new_state = c.new.as_ref().map_or(State::Absent, |(s, _)| s.clone());
-            match &c.new {
-                Some((state, stat)) => {
-                    if let State::Skipped { reason } = state {
-                        report.skipped.push((c.path.clone(), reason.clone()));
-                    }
-                    cache::put(&tx, &c.path, state, stat, scan_start)?;
-                }
-                None => cache::remove(&tx, &c.path)?,
-            }
-            if old_state != new_state {
-                report.changed += 1;
-                if let Some(turn) = turn {
-                    turns::record_pre(&tx, turn, &c.path, &old_state)?;
-                }
-            }
-        }
-        tx.commit()?;
-        Ok(())
+        let gone = gone.take().unwrap_or_default();
+        write_batch(conn, store, ready, gone, scan_start, report)
     }
 }
 
+/// Writes one prepared batch (blobs, cache rows, pre-images) in one
+/// transaction.
+fn write_batch(
+    conn: &mut Connection,
+    store: &BlobStore,
+    captured: Vec<Captured>,
+    gone: Vec<RelPath>,
+    scan_start: i64,
+    report: &mut ScanReport,
+) -> Result<()> {
+    let tx = conn.transaction()?;
+    for path in &gone {
+        cache::remove(&tx, path)?;
+    }
+    let turn = turns::open_turn(&tx)?;
+    for c in captured {
+        if let Some(blob) = &c.blob {
+            store.insert(&tx, blob)?;
+            report.bytes_hashed += blob.size;
+        }
+        let old_state = c.old.as_ref().map_or(State::Absent, |o| o.state.clone());
+        let new_state = c.new.as_ref().map_or(State::Absent, |(s, _)| s.clone());
+        match &c.new {
+            Some((state, stat)) => {
+                if let State::Skipped { reason } = state {
+                    report.skipped.push((c.path.clone(), reason.clone()));
+                }
+                cache::put(&tx, &c.path, state, stat, scan_start)?;
+            }
+            None => cache::remove(&tx, &c.path)?,
+        }
+        if old_state != new_state {
+            report.changed += 1;
+            if let Some(turn) = turn {
+                turns::record_pre(&tx, turn, &c.path, &old_state)?;
+            }
+        }
+    }
+    tx.commit()?;
+    Ok(())
+}
+
 /// `items.map(f)` on up to `threads` scoped threads, keeping the order.
-fn par_map<T: Send, R: Send>(items: Vec<T>, threads: usize, f: impl Fn(T) -> R + Sync) -> Vec<R> {
+/// Each thread gets its own state from `make`; on the caller's thread alone
+/// (few items, or one thread) `local` is used instead.
+fn par_map<T: Send, R: Send, S>(
+    items: Vec<T>,
+    threads: usize,
+    mut local: S,
+    make: impl Fn() -> S + Sync,
+    f: impl Fn(&mut S, T) -> R + Sync,
+) -> Vec<R> {
     let threads = threads.clamp(1, 16).min(items.len().div_ceil(8).max(1));
     if threads == 1 {
-        return items.into_iter().map(f).collect();
+        return items.into_iter().map(|t| f(&mut local, t)).collect();
     }
     let n = items.len();
     let mut chunks: Vec<Vec<(usize, T)>> = (0..threads).map(|_| Vec::new()).collect();
     for (i, item) in items.into_iter().enumerate() {
         chunks[i % threads].push((i, item));
     }
-    let f = &f;
+    let (f, make) = (&f, &make);
     let mut out: Vec<Option<R>> = (0..n).map(|_| None).collect();
     std::thread::scope(|scope| {
         let handles: Vec<_> = chunks
             .into_iter()
             .map(|chunk| {
                 scope.spawn(move || {
+                    let mut state = make();
                     chunk
                         .into_iter()
-                        .map(|(i, t)| (i, f(t)))
+                        .map(|(i, t)| (i, f(&mut state, t)))
                         .collect::<Vec<_>>()
                 })
             })
@@ -357,6 +453,73 @@ fn par_map<T: Send, R: Send>(items: Vec<T>, threads: usize, f: impl Fn(T) -> R +
     out.into_iter()
         .map(|r| r.expect("every item mapped"))
         .collect()
+}
+
+/// How a capture worker reads the store: through the writer's connection
+/// on the caller's thread, else through a read-only connection of its own,
+/// opened when first needed.
+enum Reader<'a> {
+    Shared(&'a Connection),
+    Own(Option<&'a Path>, Option<Connection>),
+}
+
+impl Reader<'_> {
+    fn conn(&mut self) -> Result<&Connection> {
+        match self {
+            Reader::Shared(conn) => Ok(conn),
+            Reader::Own(path, conn) => {
+                if conn.is_none() {
+                    let path = path.ok_or_else(|| {
+                        crate::Error::Invalid("the store database has no path".into())
+                    })?;
+                    let c = Connection::open_with_flags(
+                        path,
+                        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+                    )?;
+                    c.busy_timeout(std::time::Duration::from_secs(10))?;
+                    *conn = Some(c);
+                }
+                Ok(conn.as_ref().expect("opened just above"))
+            }
+        }
+    }
+}
+
+/// Reads one path and, when its content is new to the store, compresses it
+/// (as a delta from the path's previous version when that is large).
+fn prepare_one(
+    fs: &Root,
+    store: &BlobStore,
+    db: &mut Reader,
+    claimed: &Mutex<HashSet<Hash>>,
+    seen: Seen,
+    max_size: u64,
+) -> Result<Captured> {
+    let mut c = read_one(fs, seen, max_size);
+    let (Some(data), Some((State::File { hash, .. }, _))) = (c.content.take(), &c.new) else {
+        return Ok(c);
+    };
+    let hash = *hash;
+    // Compress only content the store does not have yet: touching,
+    // rewinding and redoing mostly produce known blobs.
+    if store.contains(db.conn()?, &hash)? {
+        return Ok(c);
+    }
+    if !claimed.lock().expect("claim set poisoned").insert(hash) {
+        return Ok(c);
+    }
+    // A large file's previous version makes a good delta base.
+    let base = match c.old.as_ref().and_then(|o| o.state.hash()) {
+        Some(old) if data.len() >= DELTA_MIN && store.delta_base_ok(db.conn()?, &old)? => {
+            Some((old, store.get(db.conn()?, &old)?))
+        }
+        _ => None,
+    };
+    c.blob = Some(match base {
+        Some((base_hash, base)) => store.prepare_delta(hash, &data, base_hash, &base),
+        None => store.prepare_hashed(hash, &data),
+    });
+    Ok(c)
 }
 
 fn read_one(root: &Root, seen: Seen, max_size: u64) -> Captured {
@@ -417,11 +580,14 @@ fn io_err(action: &'static str, root: &Root, path: &RelPath, source: io::Error) 
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeMap;
     use std::fs;
+    use std::path::Path;
 
     use crate::model::{Options, TurnMeta};
     use crate::project::Project;
     use crate::relpath::RelPath;
+    use crate::state::State;
 
     fn setup() -> (tempfile::TempDir, std::path::PathBuf, Project) {
         let tmp = tempfile::tempdir().unwrap();
@@ -454,6 +620,128 @@ mod tests {
             .collect();
         v.sort();
         v
+    }
+
+    /// Every cache row: path and state.
+    fn states(p: &Project) -> BTreeMap<String, State> {
+        crate::cache::all(&p.conn)
+            .unwrap()
+            .into_iter()
+            .map(|(k, r)| (k.display(), r.state))
+            .collect()
+    }
+
+    /// Names whose byte order interleaves a directory's own entry, its
+    /// siblings and its contents (`a` < `a-b` < `a.rs` < `a/x` < `a0`), more
+    /// of them than one page of the cache or one batch holds.
+    fn tricky_tree(root: &Path) {
+        for d in ["a/x/y", "a/x-y", "a0/q", "b/c"] {
+            fs::create_dir_all(root.join(d)).unwrap();
+        }
+        for f in [
+            "a-b", "a.rs", "a/x/y/1", "a/x/z", "a/x/z-", "a/x.txt", "a/x-y/1", "a0/q/2", "b/c/d",
+            "b0",
+        ] {
+            fs::write(root.join(f), f).unwrap();
+        }
+    }
+
+    #[test]
+    fn reconcile_finds_what_a_fresh_baseline_finds_and_records_each_change_once() {
+        let (tmp, root, mut p) = setup();
+        tricky_tree(&root);
+        p.reconcile().unwrap();
+        let before = states(&p);
+        assert!(before.contains_key("a/x/z-") && before.contains_key("b/c/d"));
+        let turn = p.turn_start(TurnMeta::default()).unwrap();
+        // Changes on both sides of every interleaving: a directory replaced
+        // by a file, removals, an edit, a renamed directory, additions
+        // before, between and after cached paths, and a cached directory
+        // that is excluded now (it leaves the cache; it was not deleted).
+        fs::remove_dir_all(root.join("a/x")).unwrap();
+        fs::write(root.join("a/x"), "now a file").unwrap();
+        fs::remove_file(root.join("a-b")).unwrap();
+        fs::write(root.join("a.rs"), "edited").unwrap();
+        fs::rename(root.join("a0"), root.join("a1")).unwrap();
+        fs::write(root.join("a+"), "new").unwrap();
+        fs::write(root.join("0"), "new").unwrap();
+        fs::create_dir_all(root.join("zz/new")).unwrap();
+        fs::write(root.join("zz/new/f"), "new").unwrap();
+        fs::write(root.join(".ckptignore"), "*.log\n/scratch/\n/b/\n").unwrap();
+        let report = p.reconcile().unwrap();
+        let after = states(&p);
+
+        let mut fresh =
+            Project::open(&tmp.path().join("store2"), &root, Options::default()).unwrap();
+        fresh.reconcile().unwrap();
+        assert_eq!(after, states(&fresh));
+        assert!(!after.contains_key("b") && !after.contains_key("b/c/d"));
+
+        let mut want = BTreeMap::new();
+        for path in before.keys().chain(after.keys()) {
+            let rel = RelPath::new(path.as_str()).unwrap();
+            let is_dir = before.get(path).is_some_and(|s| s.is_dir());
+            if before.get(path) != after.get(path) && !p.is_excluded(&rel, is_dir) {
+                want.insert(
+                    path.clone(),
+                    before.get(path).cloned().unwrap_or(State::Absent),
+                );
+            }
+        }
+        assert!(want.contains_key("a/x/y/1") && want.contains_key("a1/q/2"));
+        assert_eq!(report.changed, want.len() as u64);
+        let got: BTreeMap<String, State> = p
+            .turn_end()
+            .unwrap()
+            .entries
+            .into_iter()
+            .map(|e| (e.path.display(), e.pre))
+            .collect();
+        assert_eq!(got, want);
+        let _ = turn;
+    }
+
+    #[test]
+    fn a_parallel_batch_stores_new_content_once_and_a_large_file_as_a_delta() {
+        let (_tmp, root, mut p) = setup();
+        let big: Vec<u8> = (0..20_000u32)
+            .flat_map(|i| format!("line {i}\n").into_bytes())
+            .collect();
+        assert!(big.len() >= crate::store::DELTA_MIN);
+        fs::write(root.join("big.txt"), &big).unwrap();
+        p.reconcile().unwrap();
+        p.turn_start(TurnMeta::default()).unwrap();
+        let mut paths = vec![RelPath::new("big.txt").unwrap()];
+        for i in 0..20 {
+            let name = format!("f{i}");
+            let text = if i % 2 == 0 {
+                "same".to_string()
+            } else {
+                format!("own {i}")
+            };
+            fs::write(root.join(&name), text).unwrap();
+            paths.push(RelPath::new(name).unwrap());
+        }
+        let mut big2 = big.clone();
+        big2.extend_from_slice(b"appended\n");
+        fs::write(root.join("big.txt"), &big2).unwrap();
+        assert_eq!(p.check_paths(paths.clone()).unwrap().changed, 21);
+        for path in &paths {
+            let hash = crate::cache::state(&p.conn, path).unwrap().hash().unwrap();
+            let on_disk = fs::read(root.join(path.as_path())).unwrap();
+            assert_eq!(p.read_blob(&hash).unwrap(), on_disk, "{path}");
+        }
+        let big_hash = crate::state::Hash::of(&big2);
+        let is_delta: bool = p
+            .conn
+            .query_row(
+                "SELECT base IS NOT NULL FROM blobs WHERE hash = ?1",
+                [&big_hash.0[..]],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert!(is_delta, "stored as a delta from its previous version");
+        assert_eq!(p.turn_end().unwrap().entries.len(), 21);
     }
 
     #[test]

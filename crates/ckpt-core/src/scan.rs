@@ -1,7 +1,8 @@
 //! Walking a project tree: what is excluded, and the stat of everything else.
 
 use std::collections::HashSet;
-use std::path::Path;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
@@ -69,7 +70,6 @@ impl Excludes {
 
     /// Whether `path` (or a directory above it) is excluded.
     pub fn is_excluded(&self, path: &RelPath, is_dir: bool) -> bool {
-        use std::os::unix::ffi::OsStrExt;
         if path.components().any(|c| self.name_excluded(c.as_bytes())) {
             return true;
         }
@@ -103,78 +103,192 @@ pub(crate) struct Walk {
     pub unreadable: Vec<(RelPath, String)>,
 }
 
-/// Walks the tree below `start` (the root when `None`), never following
-/// symlinks and never entering excluded directories. `start` itself is not
-/// listed.
-pub(crate) fn walk(
-    root: &Path,
-    start: Option<&RelPath>,
-    excludes: &Excludes,
-    threads: usize,
-) -> Walk {
-    let top = match start {
-        Some(rel) => root.join(rel.as_path()),
-        None => root.to_path_buf(),
-    };
-    let excl = excludes.clone();
-    let filter_root = root.to_path_buf();
-    let walker = ignore::WalkBuilder::new(&top)
-        .standard_filters(false)
-        .hidden(false)
-        .follow_links(false)
-        .threads(threads.max(1))
-        .filter_entry(move |e| {
-            if e.depth() == 0 {
-                return true;
-            }
-            let is_dir = e.file_type().is_some_and(|t| t.is_dir());
-            match RelPath::from_abs(&filter_root, e.path()) {
-                Ok(rel) if is_dir && e.path().join(CACHE_TAG).is_file() => {
-                    excl.note_tagged(&rel);
-                    false
-                }
-                Ok(rel) => !excl.is_excluded(&rel, is_dir),
-                Err(_) => false,
-            }
-        })
-        .build_parallel();
-    let out = Mutex::new(Walk::default());
-    walker.run(|| {
-        Box::new(|res| {
-            let mut found = None;
-            let mut failed = None;
-            match res {
-                Ok(e) if e.depth() == 0 => {}
-                Ok(e) => match (RelPath::from_abs(root, e.path()), e.metadata()) {
-                    (Ok(rel), Ok(md)) => found = Some((rel, Stat::from_std(&md))),
-                    (Ok(rel), Err(err)) => failed = Some((rel, err.to_string())),
-                    (Err(_), _) => {}
-                },
-                Err(err) => {
-                    if let Some(rel) =
-                        error_path(&err).and_then(|p| RelPath::from_abs(root, p).ok())
-                    {
-                        failed = Some((rel, err.to_string()));
-                    }
-                }
-            }
-            let mut out = out.lock().expect("walk collector poisoned");
-            out.entries.extend(found);
-            out.unreadable.extend(failed);
-            ignore::WalkState::Continue
-        })
-    });
-    let mut walk = out.into_inner().expect("walk collector poisoned");
-    walk.entries.sort_by(|a, b| a.0.cmp(&b.0));
-    walk
+/// Walks the tree below `start` (the root when `None`) and collects it; see
+/// [`SortedWalk`].
+pub(crate) fn walk(root: &Path, start: Option<&RelPath>, excludes: &Excludes) -> Walk {
+    let mut w = SortedWalk::new(root, start, excludes);
+    let entries = w.by_ref().collect();
+    Walk {
+        entries,
+        unreadable: w.unreadable,
+    }
 }
 
-fn error_path(err: &ignore::Error) -> Option<&Path> {
-    match err {
-        ignore::Error::WithPath { path, .. } => Some(path),
-        ignore::Error::WithDepth { err, .. } | ignore::Error::WithLineNumber { err, .. } => {
-            error_path(err)
+/// What is left to yield in one directory, sorted so that `pop` gives the
+/// next one.
+enum Item {
+    Entry(RelPath, Stat),
+    /// A directory's contents, read when their turn comes.
+    Below(RelPath),
+}
+
+impl Item {
+    /// The sort key: a directory's contents sort as `dir/`, which is where
+    /// byte order puts every path below it (`a` < `a-b` < `a/x`).
+    fn key(&self) -> (&[u8], bool) {
+        match self {
+            Item::Entry(p, _) => (p.as_bytes(), false),
+            Item::Below(p) => (p.as_bytes(), true),
         }
-        _ => None,
+    }
+}
+
+fn key_cmp(a: &Item, b: &Item) -> std::cmp::Ordering {
+    let ((a, a_below), (b, b_below)) = (a.key(), b.key());
+    let a = a.iter().chain(a_below.then_some(&b'/'));
+    let b = b.iter().chain(b_below.then_some(&b'/'));
+    a.cmp(b)
+}
+
+/// Walks a tree lazily, yielding every entry below `start` (not `start`
+/// itself) with its lstat, in the byte order of the relative paths: the
+/// order of the cache's keys, so the walk can be merged with the cache
+/// without holding either in memory. Never follows symlinks, never enters
+/// excluded or `CACHEDIR.TAG`-tagged directories (noting the latter in
+/// `excludes`). Holds one sorted listing per directory level.
+pub(crate) struct SortedWalk {
+    root: PathBuf,
+    excludes: Excludes,
+    stack: Vec<Vec<Item>>,
+    /// Directories (and entries) that could not be read, so far.
+    pub unreadable: Vec<(RelPath, String)>,
+}
+
+impl SortedWalk {
+    pub fn new(root: &Path, start: Option<&RelPath>, excludes: &Excludes) -> SortedWalk {
+        let mut w = SortedWalk {
+            root: root.to_path_buf(),
+            excludes: excludes.clone(),
+            stack: Vec::new(),
+            unreadable: Vec::new(),
+        };
+        w.read(start);
+        w
+    }
+
+    /// Lists `dir` and pushes its sorted entries as a new level.
+    fn read(&mut self, dir: Option<&RelPath>) {
+        let abs = match dir {
+            Some(rel) => self.root.join(rel.as_path()),
+            None => self.root.clone(),
+        };
+        let listing = match std::fs::read_dir(&abs) {
+            Ok(l) => l,
+            Err(err) => {
+                if let Some(rel) = dir {
+                    self.unreadable.push((rel.clone(), err.to_string()));
+                }
+                return;
+            }
+        };
+        let mut items = Vec::new();
+        for entry in listing {
+            let entry = match entry {
+                Ok(e) => e,
+                Err(err) => {
+                    if let Some(rel) = dir {
+                        self.unreadable.push((rel.clone(), err.to_string()));
+                    }
+                    continue;
+                }
+            };
+            let name = entry.file_name();
+            let rel = match dir {
+                Some(d) => d.join(name.as_bytes()),
+                None => RelPath::new(name.as_bytes()),
+            };
+            let Ok(rel) = rel else { continue };
+            // `DirEntry::metadata` does not follow a symlink.
+            let md = match entry.metadata() {
+                Ok(md) => md,
+                Err(err) => {
+                    self.unreadable.push((rel, err.to_string()));
+                    continue;
+                }
+            };
+            let is_dir = md.is_dir();
+            if is_dir && entry.path().join(CACHE_TAG).is_file() {
+                self.excludes.note_tagged(&rel);
+                continue;
+            }
+            if self.excludes.is_excluded(&rel, is_dir) {
+                continue;
+            }
+            if is_dir {
+                items.push(Item::Below(rel.clone()));
+            }
+            items.push(Item::Entry(rel, Stat::from_std(&md)));
+        }
+        items.sort_unstable_by(|a, b| key_cmp(b, a));
+        self.stack.push(items);
+    }
+}
+
+impl Iterator for SortedWalk {
+    type Item = (RelPath, Stat);
+
+    fn next(&mut self) -> Option<(RelPath, Stat)> {
+        loop {
+            let level = self.stack.last_mut()?;
+            match level.pop() {
+                None => {
+                    self.stack.pop();
+                }
+                Some(Item::Entry(path, stat)) => return Some((path, stat)),
+                Some(Item::Below(dir)) => self.read(Some(&dir)),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::fs;
+
+    use super::*;
+
+    #[test]
+    fn sorted_walk_yields_paths_in_byte_order_and_skips_excluded_dirs() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        for d in ["a/x/y", "a/x-y", "a0", "node_modules/m", "t"] {
+            fs::create_dir_all(root.join(d)).unwrap();
+        }
+        for f in [
+            "a-b",
+            "a.rs",
+            "a/x/y/1",
+            "a/x/z",
+            "a/x.txt",
+            "a/x-y/1",
+            "a0/q",
+            "node_modules/m/i.js",
+            "t/CACHEDIR.TAG",
+        ] {
+            fs::write(root.join(f), f).unwrap();
+        }
+        let excludes = Excludes::load(root, &[]);
+        let got: Vec<String> = SortedWalk::new(root, None, &excludes)
+            .map(|(p, _)| p.display())
+            .collect();
+        assert_eq!(
+            got,
+            [
+                "a", "a-b", "a.rs", "a/x", "a/x-y", "a/x-y/1", "a/x.txt", "a/x/y", "a/x/y/1",
+                "a/x/z", "a0", "a0/q"
+            ]
+        );
+        let a = RelPath::new("a").unwrap();
+        let below: Vec<String> = SortedWalk::new(root, Some(&a), &excludes)
+            .map(|(p, _)| p.display())
+            .collect();
+        assert_eq!(
+            below,
+            ["a/x", "a/x-y", "a/x-y/1", "a/x.txt", "a/x/y", "a/x/y/1", "a/x/z"]
+        );
+        assert!(
+            excludes.is_excluded(&RelPath::new("t/x").unwrap(), false),
+            "tagged dir noted"
+        );
     }
 }

@@ -109,21 +109,24 @@ impl Project {
     pub fn turn_end(&mut self) -> Result<TurnDetail> {
         let turn = self.open_turn()?.ok_or(Error::NoOpenTurn)?;
         let tx = self.conn.transaction()?;
-        for e in entries(&tx, turn)? {
-            let post = cache::state(&tx, &e.path)?;
-            if post == e.pre {
-                tx.execute(
-                    "DELETE FROM turn_entries WHERE turn = ?1 AND path = ?2",
-                    params![turn, e.path.as_bytes()],
-                )?;
-                continue;
-            }
-            let (kind, mode, data, size) = post.encode();
-            tx.execute(
+        {
+            // Prepared once: a turn that touched the whole tree has one
+            // entry per file.
+            let mut drop_entry =
+                tx.prepare_cached("DELETE FROM turn_entries WHERE turn = ?1 AND path = ?2")?;
+            let mut set_post = tx.prepare_cached(
                 "UPDATE turn_entries SET post_kind = ?3, post_mode = ?4, post_data = ?5, post_size = ?6
                  WHERE turn = ?1 AND path = ?2",
-                params![turn, e.path.as_bytes(), kind, mode, data, size],
             )?;
+            for e in entries(&tx, turn)? {
+                let post = cache::state(&tx, &e.path)?;
+                if post == e.pre {
+                    drop_entry.execute(params![turn, e.path.as_bytes()])?;
+                    continue;
+                }
+                let (kind, mode, data, size) = post.encode();
+                set_post.execute(params![turn, e.path.as_bytes(), kind, mode, data, size])?;
+            }
         }
         tx.execute(
             "UPDATE turns SET status = 'closed', ended_ns = ?2 WHERE id = ?1",

@@ -22,6 +22,7 @@ struct Args {
 }
 
 fn main() -> ExitCode {
+    limit_malloc_arenas();
     let args = Args::parse();
     ckptd::init_logging(args.verbose);
     let config = match ckptd::Config::resolve(args.socket, args.data_dir) {
@@ -37,5 +38,17 @@ fn main() -> ExitCode {
             eprintln!("ckptd: {e:#}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// glibc gives each thread that allocates its own arena (up to 8 per core)
+/// and keeps freed memory in each. With the daemon's capture, request and
+/// runtime threads that cost up to ~12 MiB of peak RSS on a 53k-file
+/// baseline; two arenas showed no consistent slowdown there.
+fn limit_malloc_arenas() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: called first thing in main, before any other thread exists.
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, 2);
     }
 }
