@@ -12,6 +12,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::cache;
+use crate::confined::{parallel_fsync, Dirs, Staged, StatKind};
 use crate::db;
 use crate::error::{Error, Result};
 use crate::model::{Action, Conflict, RecoveryReport, RewindOptions, RewindOutcome, RewindPlan};
@@ -29,9 +30,12 @@ enum Side {
     Current,
 }
 
-/// Rewinds of up to this many paths fsync each written file; larger ones
-/// sync the filesystem once.
-const SYNC_EACH_MAX: usize = 32;
+/// Staged files are synced in batches of this many (bounds open handles).
+const SYNC_BATCH: usize = 512;
+
+/// Threads that fsync concurrently: the kernel shares one journal commit
+/// among fsyncs that wait together.
+const SYNC_THREADS: usize = 8;
 
 type Hook<'a> = &'a mut Option<Box<dyn FnMut(usize) -> Result<()> + Send>>;
 
@@ -389,26 +393,18 @@ impl Project {
                 }
             }
         }
-        // Written data must be durable before the journal says "applied".
-        // A few files: fsync each (cheap, and touches nothing else); many:
-        // one syncfs (cheaper than thousands of fsyncs, but it also flushes
-        // whatever else is dirty on the filesystem).
-        let sync_each = steps.len() <= SYNC_EACH_MAX;
-        if let Err(e) = self.run_steps(&steps, hook, sync_each) {
+        // Written data is durable before the journal says "applied"
+        // (`run_steps` syncs each file and each changed directory).
+        if let Err(e) = self.run_steps(&steps, hook) {
             if matches!(e, Error::Injected(_)) {
                 return Err(e);
             }
             let back = ordered(&actions, side.other());
-            if let Err(e2) = self.run_steps(&back, &mut None, sync_each) {
+            if let Err(e2) = self.run_steps(&back, &mut None) {
                 tracing::error!(rewind = id, "rolling back a failed rewind failed too: {e2}");
             }
             self.refresh_cache(&back)?;
             return self.fail(id, side, e);
-        }
-        if !sync_each {
-            if let Err(e) = self.root_fs.sync() {
-                tracing::warn!("sync after rewind: {e}");
-            }
         }
         let tx = self.conn.transaction()?;
         refresh_cache_in(&tx, &self.root_fs, &steps)?;
@@ -452,20 +448,88 @@ impl Project {
         Err(err)
     }
 
-    fn run_steps(&self, steps: &[(RelPath, State)], hook: Hook<'_>, sync: bool) -> Result<()> {
-        for (i, (path, state)) in steps.iter().enumerate() {
-            if let Some(h) = hook.as_mut() {
-                h(i)?;
+    /// Applies `steps` in order. Files are written to temp names first and
+    /// made durable together (fsyncs from a few threads, which share journal
+    /// commits), then renamed into place; the changed directories are synced
+    /// last. Directory handles are opened once for the whole run.
+    fn run_steps(&self, steps: &[(RelPath, State)], hook: Hook<'_>) -> Result<()> {
+        let io = |action: &'static str, path: &RelPath| {
+            let full = self.root.join(path.as_path());
+            move |source| Error::Io {
+                action,
+                path: full,
+                source,
             }
-            self.ensure(path, state, sync)?;
+        };
+        let mut dirs = Dirs::new(&self.root_fs).map_err(|source| Error::Io {
+            action: "open",
+            path: self.root.clone(),
+            source,
+        })?;
+        let mut staged: Vec<Staged> = Vec::new();
+        let mut committed = 0;
+        let mut op = 0;
+        let mut next_op = |hook: Hook<'_>| -> Result<()> {
+            if let Some(h) = hook.as_mut() {
+                h(op)?;
+            }
+            op += 1;
+            Ok(())
+        };
+        let result = (|| {
+            let mut batch: Vec<std::fs::File> = Vec::new();
+            for (path, state) in steps {
+                next_op(hook)?;
+                if let Some(file) = self.ensure(&mut dirs, path, state, &mut staged)? {
+                    batch.push(file);
+                }
+                if batch.len() >= SYNC_BATCH {
+                    sync_files(&mut batch).map_err(io("sync", path))?;
+                }
+            }
+            if let Some(last) = staged.last() {
+                sync_files(&mut batch).map_err(io("sync", &last.path))?;
+            }
+            for s in &staged {
+                next_op(hook)?;
+                dirs.commit(s).map_err(io("rename into place", &s.path))?;
+                committed += 1;
+            }
+            Ok(())
+        })();
+        match result {
+            Ok(()) => {}
+            // A simulated crash leaves everything as a dead process would.
+            Err(e @ Error::Injected(_)) => return Err(e),
+            Err(e) => {
+                for s in &staged[committed..] {
+                    dirs.discard(s);
+                }
+                return Err(e);
+            }
         }
+        let any = steps.first().map(|(p, _)| p.clone());
+        dirs.sync_touched(SYNC_THREADS).map_err(|e| match &any {
+            Some(p) => io("sync the directories of", p)(e),
+            None => Error::Io {
+                action: "sync",
+                path: self.root.clone(),
+                source: e,
+            },
+        })?;
         Ok(())
     }
 
-    /// Makes `path` be `state` (a file's data synced first if `sync`).
-    /// Idempotent.
-    fn ensure(&self, path: &RelPath, state: &State, sync: bool) -> Result<()> {
-        let fs = &self.root_fs;
+    /// Makes `path` be `state`, except that a file is only staged (written
+    /// under a temp name, added to `staged`); its open handle is returned
+    /// for syncing. Idempotent.
+    fn ensure(
+        &self,
+        dirs: &mut Dirs<'_>,
+        path: &RelPath,
+        state: &State,
+        staged: &mut Vec<Staged>,
+    ) -> Result<Option<std::fs::File>> {
         let ctx = |action: &'static str| {
             let full = self.root.join(path.as_path());
             move |source| Error::Io {
@@ -474,36 +538,35 @@ impl Project {
                 source,
             }
         };
-        let now = fs.lstat(path).map_err(ctx("stat"))?;
-        let is_dir = now.is_some_and(|s| s.kind == crate::confined::StatKind::Dir);
+        let now = dirs.lstat(path).map_err(ctx("stat"))?;
+        let is_dir = now.is_some_and(|s| s.kind == StatKind::Dir);
         match state {
             State::Skipped { .. } => {}
-            State::Absent => fs.remove(path).map_err(ctx("remove"))?,
+            State::Absent => dirs.remove(path, now).map_err(ctx("remove"))?,
             State::Dir { mode } => {
                 if now.is_some() && !is_dir {
-                    fs.remove(path).map_err(ctx("remove"))?;
+                    dirs.remove(path, now).map_err(ctx("remove"))?;
                 }
-                fs.make_parents(path).map_err(ctx("create parents of"))?;
-                fs.make_dir(path, *mode).map_err(ctx("create directory"))?;
+                dirs.make_dir(path, *mode)
+                    .map_err(ctx("create directory"))?;
             }
             State::File { hash, mode, .. } => {
                 let data = self.store.get(&self.conn, hash)?;
                 if is_dir {
-                    fs.remove(path).map_err(ctx("remove directory"))?;
+                    dirs.remove(path, now).map_err(ctx("remove directory"))?;
                 }
-                fs.make_parents(path).map_err(ctx("create parents of"))?;
-                fs.write_file(path, &data, *mode, sync)
-                    .map_err(ctx("write"))?;
+                let (s, file) = dirs.stage(path, &data, *mode).map_err(ctx("write"))?;
+                staged.push(s);
+                return Ok(Some(file));
             }
             State::Symlink { target } => {
                 if is_dir {
-                    fs.remove(path).map_err(ctx("remove directory"))?;
+                    dirs.remove(path, now).map_err(ctx("remove directory"))?;
                 }
-                fs.make_parents(path).map_err(ctx("create parents of"))?;
-                fs.symlink(path, target).map_err(ctx("create symlink"))?;
+                dirs.symlink(path, target).map_err(ctx("create symlink"))?;
             }
         }
-        Ok(())
+        Ok(None)
     }
 
     fn refresh_cache(&mut self, steps: &[(RelPath, State)]) -> Result<()> {
@@ -531,8 +594,13 @@ fn refresh_cache_in(
     steps: &[(RelPath, State)],
 ) -> Result<()> {
     let stamp = now_ns();
+    let mut dirs = Dirs::new(fs).map_err(|source| Error::Io {
+        action: "open",
+        path: fs.path().to_path_buf(),
+        source,
+    })?;
     for (path, state) in steps {
-        match fs.lstat(path) {
+        match dirs.lstat(path) {
             Ok(Some(stat)) if !matches!(state, State::Absent | State::Skipped { .. }) => {
                 cache::put(conn, path, state, &stat, stamp)?
             }
@@ -677,4 +745,10 @@ mod tests {
         assert!(matches!(out, RewindOutcome::Applied { .. }), "{out:?}");
         assert_eq!(snapshot(&root), after);
     }
+}
+
+/// fsyncs (data only) and closes every file in `batch`.
+fn sync_files(batch: &mut Vec<std::fs::File>) -> std::io::Result<()> {
+    let files = std::mem::take(batch);
+    parallel_fsync(files.len(), SYNC_THREADS, |i| files[i].sync_data())
 }
