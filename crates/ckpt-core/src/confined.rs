@@ -444,8 +444,8 @@ impl<'a> Dirs<'a> {
     }
 
     /// Writes `data` with `mode` to a temp file in `path`'s directory
-    /// (missing parents created). Returns it and its open handle, whose
-    /// writeback has been started; `commit` renames it into place.
+    /// (missing parents created). Returns it and its open handle (to
+    /// sync); `commit` renames it into place.
     pub fn stage(
         &mut self,
         path: &RelPath,
@@ -464,7 +464,6 @@ impl<'a> Dirs<'a> {
             rustix::fs::fchmod(&fd, Mode::from_raw_mode(mode as _))?;
             let mut file = std::fs::File::from(fd);
             file.write_all(data)?;
-            start_writeback(&file);
             Ok(file)
         })();
         match result {
@@ -480,6 +479,72 @@ impl<'a> Dirs<'a> {
                 Err(e)
             }
         }
+    }
+
+    /// Rewrites the regular file at `path` in place with `data` and `mode`,
+    /// keeping its inode: replacing an inode costs far more than rewriting
+    /// its bytes (a new inode to allocate, the old one's blocks to free).
+    /// Returns its handle for syncing, or `None` when
+    /// only a replacement will do: not a regular file with one link (a
+    /// hard link may lead out of the project), or busy (a running program).
+    /// A crash mid-write leaves a torn file, which the pending journal's
+    /// recovery rewrites.
+    pub fn overwrite(
+        &mut self,
+        path: &RelPath,
+        data: &[u8],
+        mode: u32,
+    ) -> io::Result<Option<std::fs::File>> {
+        let Some(dir) = self.parent(path)? else {
+            return Ok(None);
+        };
+        let fd = match rustix::fs::openat(
+            dir,
+            path.file_name(),
+            OFlags::WRONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC,
+            Mode::empty(),
+        ) {
+            Ok(fd) => fd,
+            Err(e)
+                if e == rustix::io::Errno::NOENT
+                    || e == rustix::io::Errno::LOOP
+                    || e == rustix::io::Errno::TXTBSY
+                    || e == rustix::io::Errno::ISDIR
+                    || e == rustix::io::Errno::NXIO
+                    || e == rustix::io::Errno::ACCESS
+                    || e == rustix::io::Errno::PERM =>
+            {
+                return Ok(None)
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let st = rustix::fs::fstat(&fd)?;
+        if Stat::from_rustix(&st).kind != StatKind::File || st.st_nlink != 1 {
+            return Ok(None);
+        }
+        // Reserve the space first: a full disk then fails before any byte
+        // of the file has changed.
+        if data.len() as u64 > st.st_size as u64 {
+            match rustix::fs::fallocate(
+                &fd,
+                rustix::fs::FallocateFlags::empty(),
+                0,
+                data.len() as u64,
+            ) {
+                Ok(()) | Err(rustix::io::Errno::OPNOTSUPP) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        let file = std::fs::File::from(fd);
+        {
+            use std::os::unix::fs::FileExt;
+            file.write_all_at(data, 0)?;
+        }
+        file.set_len(data.len() as u64)?;
+        if (st.st_mode as u32) & 0o7777 != mode {
+            rustix::fs::fchmod(&file, Mode::from_raw_mode(mode as _))?;
+        }
+        Ok(Some(file))
     }
 
     /// Renames a staged file into place, over whatever file or link is
@@ -520,21 +585,6 @@ impl<'a> Dirs<'a> {
     }
 }
 
-/// Starts writing a file's data to disk without waiting, so a later fsync
-/// of many files finds most of it already written.
-fn start_writeback(file: &std::fs::File) {
-    #[cfg(target_os = "linux")]
-    {
-        use std::os::fd::AsRawFd;
-        // SAFETY: a valid open fd; the call only schedules writeback.
-        unsafe {
-            libc::sync_file_range(file.as_raw_fd(), 0, 0, libc::SYNC_FILE_RANGE_WRITE);
-        }
-    }
-    #[cfg(not(target_os = "linux"))]
-    let _ = file;
-}
-
 /// Runs `sync(i)` for every `i < n` on up to `threads` threads; the first
 /// error wins.
 pub(crate) fn parallel_fsync(
@@ -565,4 +615,54 @@ pub(crate) fn parallel_fsync(
             .collect::<io::Result<Vec<()>>>()
             .map(|_| ())
     })
+}
+
+/// Where written files go to be made durable (`sync_while`).
+pub(crate) struct SyncQueue {
+    tx: std::sync::mpsc::SyncSender<std::fs::File>,
+}
+
+impl SyncQueue {
+    /// fsyncs (data) and closes `file` on a sync thread.
+    pub fn push(&self, file: std::fs::File) {
+        if let Err(std::sync::mpsc::SendError(file)) = self.tx.send(file) {
+            // Unreachable while `sync_while` runs; sync here rather than lose it.
+            let _ = file.sync_data();
+        }
+    }
+}
+
+/// Runs `work` while `threads` threads fsync the files it pushes, so writing
+/// and syncing overlap (and concurrent fsyncs share the device's flushes).
+/// Returns `work`'s result and the first sync error, after every pushed
+/// file is synced.
+pub(crate) fn sync_while<R>(
+    threads: usize,
+    work: impl FnOnce(&SyncQueue) -> R,
+) -> (R, io::Result<()>) {
+    // Bounds the open handles waiting for a sync thread.
+    const QUEUE: usize = 256;
+    let (tx, rx) = std::sync::mpsc::sync_channel::<std::fs::File>(QUEUE);
+    let rx = std::sync::Mutex::new(rx);
+    let failed: std::sync::Mutex<Option<io::Error>> = std::sync::Mutex::new(None);
+    let r = std::thread::scope(|s| {
+        for _ in 0..threads.max(1) {
+            s.spawn(|| loop {
+                let next = rx.lock().unwrap_or_else(|e| e.into_inner()).recv();
+                let Ok(file) = next else { return };
+                if let Err(e) = file.sync_data() {
+                    failed
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .get_or_insert(e);
+                }
+            });
+        }
+        let queue = SyncQueue { tx };
+        let r = work(&queue);
+        drop(queue);
+        r
+    });
+    let failed = failed.into_inner().unwrap_or_else(|e| e.into_inner());
+    (r, failed.map_or(Ok(()), Err))
 }

@@ -12,13 +12,14 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::cache;
-use crate::confined::{parallel_fsync, Dirs, Staged, StatKind};
+use crate::confined::{sync_while, Dirs, Staged, StatKind};
 use crate::db;
 use crate::error::{Error, Result};
 use crate::model::{Action, Conflict, RecoveryReport, RewindOptions, RewindOutcome, RewindPlan};
+use crate::prefetch;
 use crate::project::{now_ns, Project};
 use crate::relpath::RelPath;
-use crate::state::State;
+use crate::state::{Hash, State};
 use crate::turns;
 
 /// Which side of a journaled action to apply.
@@ -30,8 +31,10 @@ enum Side {
     Current,
 }
 
-/// Staged files are synced in batches of this many (bounds open handles).
-const SYNC_BATCH: usize = 512;
+/// Rewinds that write at least this many files read their blobs on
+/// `READ_THREADS` threads.
+const PREFETCH_MIN: usize = 32;
+const READ_THREADS: usize = 2;
 
 /// Threads that fsync concurrently: the kernel shares one journal commit
 /// among fsyncs that wait together.
@@ -476,27 +479,46 @@ impl Project {
             op += 1;
             Ok(())
         };
-        let result = (|| {
-            let mut batch: Vec<std::fs::File> = Vec::new();
-            for (path, state) in steps {
-                next_op(hook)?;
-                if let Some(file) = self.ensure(&mut dirs, path, state, &mut staged)? {
-                    batch.push(file);
+        let hashes: Vec<Hash> = steps
+            .iter()
+            .filter_map(|(_, s)| match s {
+                State::File { hash, .. } => Some(*hash),
+                _ => None,
+            })
+            .collect();
+        let mut write_all = |blob: &mut dyn FnMut(&Hash) -> Result<Vec<u8>>| {
+            sync_while(hashes.len().min(SYNC_THREADS), |queue| -> Result<()> {
+                for (path, state) in steps {
+                    next_op(hook)?;
+                    if let Some(file) = self.ensure(&mut dirs, path, state, blob, &mut staged)? {
+                        queue.push(file);
+                    }
                 }
-                if batch.len() >= SYNC_BATCH {
-                    sync_files(&mut batch).map_err(io("sync", path))?;
+                Ok(())
+            })
+        };
+        let (written, synced) = match self.conn.path() {
+            Some(db) if hashes.len() >= PREFETCH_MIN => {
+                prefetch::with_blobs(&self.store, db, &hashes, READ_THREADS, write_all)
+            }
+            _ => write_all(&mut |hash: &Hash| self.store.get(&self.conn, hash)),
+        };
+        let result = written
+            .and_then(|()| {
+                synced.map_err(|source| Error::Io {
+                    action: "sync",
+                    path: self.root.clone(),
+                    source,
+                })
+            })
+            .and_then(|()| {
+                for s in &staged {
+                    next_op(hook)?;
+                    dirs.commit(s).map_err(io("rename into place", &s.path))?;
+                    committed += 1;
                 }
-            }
-            if let Some(last) = staged.last() {
-                sync_files(&mut batch).map_err(io("sync", &last.path))?;
-            }
-            for s in &staged {
-                next_op(hook)?;
-                dirs.commit(s).map_err(io("rename into place", &s.path))?;
-                committed += 1;
-            }
-            Ok(())
-        })();
+                Ok(())
+            });
         match result {
             Ok(()) => {}
             // A simulated crash leaves everything as a dead process would.
@@ -528,6 +550,7 @@ impl Project {
         dirs: &mut Dirs<'_>,
         path: &RelPath,
         state: &State,
+        blob: &mut dyn FnMut(&Hash) -> Result<Vec<u8>>,
         staged: &mut Vec<Staged>,
     ) -> Result<Option<std::fs::File>> {
         let ctx = |action: &'static str| {
@@ -551,9 +574,13 @@ impl Project {
                     .map_err(ctx("create directory"))?;
             }
             State::File { hash, mode, .. } => {
-                let data = self.store.get(&self.conn, hash)?;
+                let data = blob(hash)?;
                 if is_dir {
                     dirs.remove(path, now).map_err(ctx("remove directory"))?;
+                } else if now.is_some_and(|s| s.kind == StatKind::File) {
+                    if let Some(file) = dirs.overwrite(path, &data, *mode).map_err(ctx("write"))? {
+                        return Ok(Some(file));
+                    }
                 }
                 let (s, file) = dirs.stage(path, &data, *mode).map_err(ctx("write"))?;
                 staged.push(s);
@@ -745,10 +772,4 @@ mod tests {
         assert!(matches!(out, RewindOutcome::Applied { .. }), "{out:?}");
         assert_eq!(snapshot(&root), after);
     }
-}
-
-/// fsyncs (data only) and closes every file in `batch`.
-fn sync_files(batch: &mut Vec<std::fs::File>) -> std::io::Result<()> {
-    let files = std::mem::take(batch);
-    parallel_fsync(files.len(), SYNC_THREADS, |i| files[i].sync_data())
 }
