@@ -78,7 +78,9 @@ impl Project {
         if !opts.paths.is_empty() {
             touched.retain(|p, _| opts.paths.iter().any(|want| p.starts_with(want)));
         }
-        self.check_paths(touched.keys().cloned())?;
+        if !opts.after_barrier {
+            self.check_paths(touched.keys().cloned())?;
+        }
         let mut plan = RewindPlan {
             turn,
             turns: live.clone(),
@@ -130,7 +132,9 @@ impl Project {
             self.turn_end()?;
         }
         let actions = load_actions(&self.conn, id)?;
-        self.check_paths(actions.iter().map(|a| a.path.clone()))?;
+        if !opts.after_barrier {
+            self.check_paths(actions.iter().map(|a| a.path.clone()))?;
+        }
         let turns: Vec<i64> = self
             .conn
             .prepare("SELECT id FROM turns WHERE rewound_by = ?1 ORDER BY id")?
