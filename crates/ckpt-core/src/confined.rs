@@ -4,7 +4,8 @@
 //! time with `O_NOFOLLOW | O_DIRECTORY`, so a symlink anywhere on the way
 //! (say an agent planted `src -> /etc`) is refused instead of followed, and
 //! the final name is then acted on relative to its parent's handle. Paths are
-//! `RelPath`s, which cannot hold `..`, absolute parts or `.git`.
+//! `RelPath`s, which cannot hold `..`, absolute parts or `.git`. A rewind
+//! walks to each directory once and keeps its handle (`Dirs`).
 
 use std::ffi::OsStr;
 use std::io::{self, Read, Write};
