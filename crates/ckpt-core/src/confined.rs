@@ -427,6 +427,8 @@ impl<'a> Dirs<'a> {
         let comps: Vec<&OsStr> = path.components().collect();
         let fd = self.dir(&comps, true)?.ok_or_else(|| not_dir(path))?;
         rustix::fs::fchmod(fd, Mode::from_raw_mode(mode as _))?;
+        // Its own mode is made durable with the changed directories.
+        self.touched.insert(dir_key(&comps));
         Ok(())
     }
 
@@ -624,11 +626,11 @@ pub(crate) struct SyncQueue {
 }
 
 impl SyncQueue {
-    /// fsyncs (data) and closes `file` on a sync thread.
+    /// fsyncs and closes `file` on a sync thread.
     pub fn push(&self, file: std::fs::File) {
         if let Err(std::sync::mpsc::SendError(file)) = self.tx.send(file) {
             // Unreachable while `sync_while` runs; sync here rather than lose it.
-            let _ = file.sync_data();
+            let _ = file.sync_all();
         }
     }
 }
@@ -651,7 +653,8 @@ pub(crate) fn sync_while<R>(
             s.spawn(|| loop {
                 let next = rx.lock().unwrap_or_else(|e| e.into_inner()).recv();
                 let Ok(file) = next else { return };
-                if let Err(e) = file.sync_data() {
+                // All metadata too: a restore may change only the mode.
+                if let Err(e) = file.sync_all() {
                     failed
                         .lock()
                         .unwrap_or_else(|e| e.into_inner())

@@ -502,7 +502,8 @@ impl Project {
             })
         };
         let (written, synced) = match self.conn.path() {
-            Some(db) if hashes.len() >= PREFETCH_MIN => {
+            // (An in-memory database has no path to open again.)
+            Some(db) if !db.is_empty() && hashes.len() >= PREFETCH_MIN => {
                 prefetch::with_blobs(&self.store, db, &hashes, READ_THREADS, write_all)
             }
             _ => write_all(&mut |hash: &Hash| self.store.get(&self.conn, hash)),
@@ -546,9 +547,10 @@ impl Project {
         Ok(())
     }
 
-    /// Makes `path` be `state`, except that a file is only staged (written
-    /// under a temp name, added to `staged`); its open handle is returned
-    /// for syncing. Idempotent.
+    /// Makes `path` be `state`, except that a file that cannot be rewritten
+    /// in place is only staged (written under a temp name, added to
+    /// `staged`). A written file's handle is returned for syncing. Every
+    /// file step asks `blob` for its content, in step order. Idempotent.
     fn ensure(
         &self,
         dirs: &mut Dirs<'_>,
