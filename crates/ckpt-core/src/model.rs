@@ -206,6 +206,10 @@ pub struct RewindOptions {
     pub paths: Vec<RelPath>,
     pub dry_run: bool,
     pub force: bool,
+    /// The caller has just run a barrier (the hash cache equals the disk,
+    /// racy entries included: every change since their capture came as an
+    /// event and was re-hashed), so the paths are not checked again.
+    pub after_barrier: bool,
     /// Test hook, called before each filesystem operation with its index;
     /// an error aborts the apply there as if the process had died.
     pub before_op: Option<Box<dyn FnMut(usize) -> crate::Result<()> + Send>>,

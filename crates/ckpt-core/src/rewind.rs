@@ -12,12 +12,14 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::cache;
+use crate::confined::{sync_while, Dirs, Staged, StatKind};
 use crate::db;
 use crate::error::{Error, Result};
 use crate::model::{Action, Conflict, RecoveryReport, RewindOptions, RewindOutcome, RewindPlan};
+use crate::prefetch;
 use crate::project::{now_ns, Project};
 use crate::relpath::RelPath;
-use crate::state::State;
+use crate::state::{Hash, State};
 use crate::turns;
 
 /// Which side of a journaled action to apply.
@@ -29,9 +31,14 @@ enum Side {
     Current,
 }
 
-/// Rewinds of up to this many paths fsync each written file; larger ones
-/// sync the filesystem once.
-const SYNC_EACH_MAX: usize = 32;
+/// Rewinds that write at least this many files read their blobs on
+/// `READ_THREADS` threads.
+const PREFETCH_MIN: usize = 32;
+const READ_THREADS: usize = 2;
+
+/// Threads that fsync concurrently: the kernel shares one journal commit
+/// among fsyncs that wait together.
+const SYNC_THREADS: usize = 8;
 
 type Hook<'a> = &'a mut Option<Box<dyn FnMut(usize) -> Result<()> + Send>>;
 
@@ -71,7 +78,9 @@ impl Project {
         if !opts.paths.is_empty() {
             touched.retain(|p, _| opts.paths.iter().any(|want| p.starts_with(want)));
         }
-        self.check_paths(touched.keys().cloned())?;
+        if !opts.after_barrier {
+            self.check_paths(touched.keys().cloned())?;
+        }
         let mut plan = RewindPlan {
             turn,
             turns: live.clone(),
@@ -123,7 +132,9 @@ impl Project {
             self.turn_end()?;
         }
         let actions = load_actions(&self.conn, id)?;
-        self.check_paths(actions.iter().map(|a| a.path.clone()))?;
+        if !opts.after_barrier {
+            self.check_paths(actions.iter().map(|a| a.path.clone()))?;
+        }
         let turns: Vec<i64> = self
             .conn
             .prepare("SELECT id FROM turns WHERE rewound_by = ?1 ORDER BY id")?
@@ -389,26 +400,18 @@ impl Project {
                 }
             }
         }
-        // Written data must be durable before the journal says "applied".
-        // A few files: fsync each (cheap, and touches nothing else); many:
-        // one syncfs (cheaper than thousands of fsyncs, but it also flushes
-        // whatever else is dirty on the filesystem).
-        let sync_each = steps.len() <= SYNC_EACH_MAX;
-        if let Err(e) = self.run_steps(&steps, hook, sync_each) {
+        // Written data is durable before the journal says "applied"
+        // (`run_steps` syncs each file and each changed directory).
+        if let Err(e) = self.run_steps(&steps, hook) {
             if matches!(e, Error::Injected(_)) {
                 return Err(e);
             }
             let back = ordered(&actions, side.other());
-            if let Err(e2) = self.run_steps(&back, &mut None, sync_each) {
+            if let Err(e2) = self.run_steps(&back, &mut None) {
                 tracing::error!(rewind = id, "rolling back a failed rewind failed too: {e2}");
             }
             self.refresh_cache(&back)?;
             return self.fail(id, side, e);
-        }
-        if !sync_each {
-            if let Err(e) = self.root_fs.sync() {
-                tracing::warn!("sync after rewind: {e}");
-            }
         }
         let tx = self.conn.transaction()?;
         refresh_cache_in(&tx, &self.root_fs, &steps)?;
@@ -452,20 +455,110 @@ impl Project {
         Err(err)
     }
 
-    fn run_steps(&self, steps: &[(RelPath, State)], hook: Hook<'_>, sync: bool) -> Result<()> {
-        for (i, (path, state)) in steps.iter().enumerate() {
-            if let Some(h) = hook.as_mut() {
-                h(i)?;
+    /// Applies `steps` in order. Files are written to temp names first and
+    /// made durable together (fsyncs from a few threads, which share journal
+    /// commits), then renamed into place; the changed directories are synced
+    /// last. Directory handles are opened once for the whole run.
+    fn run_steps(&self, steps: &[(RelPath, State)], hook: Hook<'_>) -> Result<()> {
+        let io = |action: &'static str, path: &RelPath| {
+            let full = self.root.join(path.as_path());
+            move |source| Error::Io {
+                action,
+                path: full,
+                source,
             }
-            self.ensure(path, state, sync)?;
+        };
+        let mut dirs = Dirs::new(&self.root_fs).map_err(|source| Error::Io {
+            action: "open",
+            path: self.root.clone(),
+            source,
+        })?;
+        let mut staged: Vec<Staged> = Vec::new();
+        let mut committed = 0;
+        let mut op = 0;
+        let mut next_op = |hook: Hook<'_>| -> Result<()> {
+            if let Some(h) = hook.as_mut() {
+                h(op)?;
+            }
+            op += 1;
+            Ok(())
+        };
+        let hashes: Vec<Hash> = steps
+            .iter()
+            .filter_map(|(_, s)| match s {
+                State::File { hash, .. } => Some(*hash),
+                _ => None,
+            })
+            .collect();
+        let mut write_all = |blob: &mut dyn FnMut(&Hash) -> Result<Vec<u8>>| {
+            sync_while(hashes.len().min(SYNC_THREADS), |queue| -> Result<()> {
+                for (path, state) in steps {
+                    next_op(hook)?;
+                    if let Some(file) = self.ensure(&mut dirs, path, state, blob, &mut staged)? {
+                        queue.push(file);
+                    }
+                }
+                Ok(())
+            })
+        };
+        let (written, synced) = match self.conn.path() {
+            // (An in-memory database has no path to open again.)
+            Some(db) if !db.is_empty() && hashes.len() >= PREFETCH_MIN => {
+                prefetch::with_blobs(&self.store, db, &hashes, READ_THREADS, write_all)
+            }
+            _ => write_all(&mut |hash: &Hash| self.store.get(&self.conn, hash)),
+        };
+        let result = written
+            .and_then(|()| {
+                synced.map_err(|source| Error::Io {
+                    action: "sync",
+                    path: self.root.clone(),
+                    source,
+                })
+            })
+            .and_then(|()| {
+                for s in &staged {
+                    next_op(hook)?;
+                    dirs.commit(s).map_err(io("rename into place", &s.path))?;
+                    committed += 1;
+                }
+                Ok(())
+            });
+        match result {
+            Ok(()) => {}
+            // A simulated crash leaves everything as a dead process would.
+            Err(e @ Error::Injected(_)) => return Err(e),
+            Err(e) => {
+                for s in &staged[committed..] {
+                    dirs.discard(s);
+                }
+                return Err(e);
+            }
         }
+        let any = steps.first().map(|(p, _)| p.clone());
+        dirs.sync_touched(SYNC_THREADS).map_err(|e| match &any {
+            Some(p) => io("sync the directories of", p)(e),
+            None => Error::Io {
+                action: "sync",
+                path: self.root.clone(),
+                source: e,
+            },
+        })?;
         Ok(())
     }
 
-    /// Makes `path` be `state` (a file's data synced first if `sync`).
-    /// Idempotent.
-    fn ensure(&self, path: &RelPath, state: &State, sync: bool) -> Result<()> {
-        let fs = &self.root_fs;
+    /// Makes `path` be `state`, except that a file that cannot be rewritten
+    /// in place is only staged (written under a temp name, added to
+    /// `staged`). A written file's handle is returned for syncing. Every
+    /// file step asks `blob` for its content, in step order. Idempotent.
+    fn ensure(
+        &self,
+        dirs: &mut Dirs<'_>,
+        path: &RelPath,
+        state: &State,
+        blob: &mut dyn FnMut(&Hash) -> Result<Vec<u8>>,
+        staged: &mut Vec<Staged>,
+    ) -> Result<Option<std::fs::File>> {
         let ctx = |action: &'static str| {
             let full = self.root.join(path.as_path());
             move |source| Error::Io {
@@ -474,36 +567,39 @@ impl Project {
                 source,
             }
         };
-        let now = fs.lstat(path).map_err(ctx("stat"))?;
-        let is_dir = now.is_some_and(|s| s.kind == crate::confined::StatKind::Dir);
+        let now = dirs.lstat(path).map_err(ctx("stat"))?;
+        let is_dir = now.is_some_and(|s| s.kind == StatKind::Dir);
         match state {
             State::Skipped { .. } => {}
-            State::Absent => fs.remove(path).map_err(ctx("remove"))?,
+            State::Absent => dirs.remove(path, now).map_err(ctx("remove"))?,
             State::Dir { mode } => {
                 if now.is_some() && !is_dir {
-                    fs.remove(path).map_err(ctx("remove"))?;
+                    dirs.remove(path, now).map_err(ctx("remove"))?;
                 }
-                fs.make_parents(path).map_err(ctx("create parents of"))?;
-                fs.make_dir(path, *mode).map_err(ctx("create directory"))?;
+                dirs.make_dir(path, *mode)
+                    .map_err(ctx("create directory"))?;
             }
             State::File { hash, mode, .. } => {
-                let data = self.store.get(&self.conn, hash)?;
+                let data = blob(hash)?;
                 if is_dir {
-                    fs.remove(path).map_err(ctx("remove directory"))?;
+                    dirs.remove(path, now).map_err(ctx("remove directory"))?;
+                } else if now.is_some_and(|s| s.kind == StatKind::File) {
+                    if let Some(file) = dirs.overwrite(path, &data, *mode).map_err(ctx("write"))? {
+                        return Ok(Some(file));
+                    }
                 }
-                fs.make_parents(path).map_err(ctx("create parents of"))?;
-                fs.write_file(path, &data, *mode, sync)
-                    .map_err(ctx("write"))?;
+                let (s, file) = dirs.stage(path, &data, *mode).map_err(ctx("write"))?;
+                staged.push(s);
+                return Ok(Some(file));
             }
             State::Symlink { target } => {
                 if is_dir {
-                    fs.remove(path).map_err(ctx("remove directory"))?;
+                    dirs.remove(path, now).map_err(ctx("remove directory"))?;
                 }
-                fs.make_parents(path).map_err(ctx("create parents of"))?;
-                fs.symlink(path, target).map_err(ctx("create symlink"))?;
+                dirs.symlink(path, target).map_err(ctx("create symlink"))?;
             }
         }
-        Ok(())
+        Ok(None)
     }
 
     fn refresh_cache(&mut self, steps: &[(RelPath, State)]) -> Result<()> {
@@ -531,8 +627,13 @@ fn refresh_cache_in(
     steps: &[(RelPath, State)],
 ) -> Result<()> {
     let stamp = now_ns();
+    let mut dirs = Dirs::new(fs).map_err(|source| Error::Io {
+        action: "open",
+        path: fs.path().to_path_buf(),
+        source,
+    })?;
     for (path, state) in steps {
-        match fs.lstat(path) {
+        match dirs.lstat(path) {
             Ok(Some(stat)) if !matches!(state, State::Absent | State::Skipped { .. }) => {
                 cache::put(conn, path, state, &stat, stamp)?
             }

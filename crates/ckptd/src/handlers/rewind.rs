@@ -35,6 +35,8 @@ pub fn rewind(
         paths: rels,
         dry_run,
         force,
+        // The barrier above brought the cache up to date.
+        after_barrier: true,
         before_op: pause_hook(&d.config.hooks),
     };
     let outcome = h.call(|p| p.rewind(turn, opts))?;
@@ -50,6 +52,8 @@ pub fn redo(d: &Arc<Daemon>, dir: &WirePath, dry_run: bool, force: bool) -> ReqR
         paths: Vec::new(),
         dry_run,
         force,
+        // The barrier above brought the cache up to date.
+        after_barrier: true,
         before_op: pause_hook(&d.config.hooks),
     };
     let outcome = h.call(|p| p.redo(opts))?;
