@@ -208,7 +208,9 @@ pub struct RewindOptions {
     pub force: bool,
     /// The caller has just run a barrier (the hash cache equals the disk,
     /// racy entries included: every change since their capture came as an
-    /// event and was re-hashed), so the paths are not checked again.
+    /// event and was re-hashed), so only paths whose stat changed since
+    /// (an edit after the barrier) are checked again, and nothing is
+    /// re-hashed for being racy.
     pub after_barrier: bool,
     /// Test hook, called before each filesystem operation with its index;
     /// an error aborts the apply there as if the process had died.

@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use rusqlite::{params, Connection, OptionalExtension};
 
-use crate::cache;
+use crate::cache::{self, CacheRow};
 use crate::confined::{sync_while, Dirs, Staged, StatKind};
 use crate::db;
 use crate::error::{Error, Result};
@@ -78,9 +78,7 @@ impl Project {
         if !opts.paths.is_empty() {
             touched.retain(|p, _| opts.paths.iter().any(|want| p.starts_with(want)));
         }
-        if !opts.after_barrier {
-            self.check_paths(touched.keys().cloned())?;
-        }
+        self.recheck_touched(touched.keys().cloned().collect(), opts.after_barrier)?;
         let mut plan = RewindPlan {
             turn,
             turns: live.clone(),
@@ -132,9 +130,10 @@ impl Project {
             self.turn_end()?;
         }
         let actions = load_actions(&self.conn, id)?;
-        if !opts.after_barrier {
-            self.check_paths(actions.iter().map(|a| a.path.clone()))?;
-        }
+        self.recheck_touched(
+            actions.iter().map(|a| a.path.clone()).collect(),
+            opts.after_barrier,
+        )?;
         let turns: Vec<i64> = self
             .conn
             .prepare("SELECT id FROM turns WHERE rewound_by = ?1 ORDER BY id")?
@@ -547,9 +546,10 @@ impl Project {
         Ok(())
     }
 
-    /// Makes `path` be `state`, except that a file that cannot be rewritten
-    /// in place is only staged (written under a temp name, added to
-    /// `staged`). A written file's handle is returned for syncing. Every
+    /// Makes `path` be `state`, except that a file is only staged (written
+    /// under a temp name, added to `staged`; renamed into place once every
+    /// staged file is synced). A written file's handle is returned for
+    /// syncing. Every
     /// file step asks `blob` for its content, in step order. Idempotent.
     fn ensure(
         &self,
@@ -583,10 +583,6 @@ impl Project {
                 let data = blob(hash)?;
                 if is_dir {
                     dirs.remove(path, now).map_err(ctx("remove directory"))?;
-                } else if now.is_some_and(|s| s.kind == StatKind::File) {
-                    if let Some(file) = dirs.overwrite(path, &data, *mode).map_err(ctx("write"))? {
-                        return Ok(Some(file));
-                    }
                 }
                 let (s, file) = dirs.stage(path, &data, *mode).map_err(ctx("write"))?;
                 staged.push(s);
@@ -600,6 +596,39 @@ impl Project {
             }
         }
         Ok(None)
+    }
+
+    /// Brings the cache up to date for the paths a rewind will touch, so
+    /// the plan sees a user's late edit as a conflict. Right after the
+    /// daemon's barrier, every change made before it has been checked
+    /// (racy entries re-hashed on their events), so only a path whose stat
+    /// differs from its cache entry (an edit since) is checked again;
+    /// otherwise every path is, racy ones re-hashed.
+    fn recheck_touched(&mut self, paths: Vec<RelPath>, after_barrier: bool) -> Result<()> {
+        if !after_barrier {
+            self.check_paths(paths)?;
+            return Ok(());
+        }
+        let mut changed = Vec::new();
+        for path in paths {
+            let now = self.root_fs.lstat(&path).map_err(|e| Error::Io {
+                action: "stat",
+                path: self.root.join(path.as_path()),
+                source: e,
+            })?;
+            let same = match (cache::get(&self.conn, &path)?, now) {
+                (Some(row), Some(st)) => CacheRow { racy: false, ..row }.unchanged(&st),
+                (None, None) => true,
+                _ => false,
+            };
+            if !same {
+                changed.push(path);
+            }
+        }
+        if !changed.is_empty() {
+            self.check_paths(changed)?;
+        }
+        Ok(())
     }
 
     fn refresh_cache(&mut self, steps: &[(RelPath, State)]) -> Result<()> {

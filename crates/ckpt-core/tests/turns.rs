@@ -478,3 +478,29 @@ fn diff_shows_the_turns_change() {
     let only = p.diff(t, &[rp("a.txt")]).expect("diff of one path");
     assert_eq!(only.len(), 1);
 }
+
+/// Right after a barrier the rewind skips re-hashing what the barrier
+/// checked, yet a user's edit that lands after the barrier (its event not yet
+/// processed) still changes the file's stat, so it is checked and refused
+/// as a conflict, never overwritten.
+#[test]
+fn edit_after_the_barrier_is_still_a_conflict() {
+    let fx = Fx::new();
+    fx.write("main.rs", "fn main() {}\n");
+    let mut p = fx.open();
+    sync(&mut p);
+    let t = start(&mut p, "agent");
+    fx.write("main.rs", "fn main() { agent(); }\n");
+    end(&mut p);
+    // No sync: the edit is known only to the disk.
+    fx.write("main.rs", "fn main() { agent(); user(); }\n");
+    let edited = fx.tree();
+    let opts = RewindOptions {
+        after_barrier: true,
+        ..Default::default()
+    };
+    let plan = refused(p.rewind(t, opts).expect("rewind"));
+    let conflicts: Vec<String> = plan.conflicts.iter().map(|c| c.path.display()).collect();
+    assert_eq!(conflicts, ["main.rs"]);
+    assert_tree(&edited, &fx.tree(), "a refused rewind changes nothing");
+}
