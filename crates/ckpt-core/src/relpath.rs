@@ -81,11 +81,6 @@ impl RelPath {
         RelPath::new(v)
     }
 
-    /// Number of components.
-    pub fn depth(&self) -> usize {
-        self.0.iter().filter(|&&b| b == b'/').count() + 1
-    }
-
     /// Whether `self` is `other` or lies below it.
     pub fn starts_with(&self, other: &RelPath) -> bool {
         self.0 == other.0
@@ -193,7 +188,6 @@ mod tests {
     fn parent_and_prefix() {
         let p = RelPath::new("a/b/c").unwrap();
         assert_eq!(p.parent().unwrap().as_bytes(), b"a/b");
-        assert_eq!(p.depth(), 3);
         assert!(p.starts_with(&RelPath::new("a/b").unwrap()));
         assert!(!p.starts_with(&RelPath::new("a/bc").unwrap()));
         assert!(!RelPath::new("a/bc")

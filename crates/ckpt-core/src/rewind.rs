@@ -454,10 +454,11 @@ impl Project {
         Err(err)
     }
 
-    /// Applies `steps` in order. Files are written to temp names first and
-    /// made durable together (fsyncs from a few threads, which share journal
-    /// commits), then renamed into place; the changed directories are synced
-    /// last. Directory handles are opened once for the whole run.
+    /// Applies `steps` in order. Each file is written whole to a temp name
+    /// and renamed into place; a few threads fsync the written files
+    /// meanwhile, and the changed directories are synced last, all before
+    /// the journal says "applied". Directory handles are opened once for the
+    /// whole run.
     fn run_steps(&self, steps: &[(RelPath, State)], hook: Hook<'_>) -> Result<()> {
         let io = |action: &'static str, path: &RelPath| {
             let full = self.root.join(path.as_path());
@@ -496,6 +497,14 @@ impl Project {
                     if let Some(file) = self.ensure(&mut dirs, path, state, blob, &mut staged)? {
                         queue.push(file);
                     }
+                    // Into place at once: the file is whole (the journal,
+                    // pending until every file is synced, covers a crash
+                    // before its data reaches the disk).
+                    while let Some(s) = staged.get(committed) {
+                        next_op(hook)?;
+                        dirs.commit(s).map_err(io("rename into place", &s.path))?;
+                        committed += 1;
+                    }
                 }
                 Ok(())
             })
@@ -507,22 +516,13 @@ impl Project {
             }
             _ => write_all(&mut |hash: &Hash| self.store.get(&self.conn, hash)),
         };
-        let result = written
-            .and_then(|()| {
-                synced.map_err(|source| Error::Io {
-                    action: "sync",
-                    path: self.root.clone(),
-                    source,
-                })
+        let result = written.and_then(|()| {
+            synced.map_err(|source| Error::Io {
+                action: "sync",
+                path: self.root.clone(),
+                source,
             })
-            .and_then(|()| {
-                for s in &staged {
-                    next_op(hook)?;
-                    dirs.commit(s).map_err(io("rename into place", &s.path))?;
-                    committed += 1;
-                }
-                Ok(())
-            });
+        });
         match result {
             Ok(()) => {}
             // A simulated crash leaves everything as a dead process would.
@@ -547,8 +547,8 @@ impl Project {
     }
 
     /// Makes `path` be `state`, except that a file is only staged (written
-    /// under a temp name, added to `staged`; renamed into place once every
-    /// staged file is synced). A written file's handle is returned for
+    /// whole under a temp name and added to `staged`, for the caller to
+    /// rename into place). A written file's handle is returned for
     /// syncing. Every
     /// file step asks `blob` for its content, in step order. Idempotent.
     fn ensure(
@@ -695,15 +695,15 @@ fn ordered(actions: &[Action], side: Side) -> Vec<(RelPath, State)> {
             (a.path.clone(), state.clone())
         })
         .collect();
+    // Removals first, each path before its parent (a path sorts after its
+    // parent in byte order, so: reverse byte order); then creations in byte
+    // order, parents first. Byte order is also the order capture stored
+    // small files in, many to a pack, so a whole-tree restore decodes each
+    // pack once instead of jumping between packs depth by depth.
     steps.sort_by(|(pa, sa), (pb, sb)| {
         let (ra, rb) = (sa.is_absent(), sb.is_absent());
-        rb.cmp(&ra).then_with(|| {
-            if ra {
-                pb.depth().cmp(&pa.depth()).then_with(|| pb.cmp(pa))
-            } else {
-                pa.depth().cmp(&pb.depth()).then_with(|| pa.cmp(pb))
-            }
-        })
+        rb.cmp(&ra)
+            .then_with(|| if ra { pb.cmp(pa) } else { pa.cmp(pb) })
     });
     steps
 }

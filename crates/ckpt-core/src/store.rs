@@ -18,12 +18,13 @@
 //! together as one frame and their rows point into it, so the many small
 //! files of a tree share one compression context (on crate sources a
 //! quarter fewer bytes than one frame per file). Reading a packed blob
-//! decodes its pack up to the blob's end (the last pack read is kept).
+//! decodes its pack up to the blob's end; the last few packs read are kept,
+//! and a second read of a kept pack that needs more decodes all of it.
 //!
 //! `examples/store_options.rs` measures the layouts this module can use
 //! (everything in files, everything inline, hybrid thresholds).
 
-use std::collections::HashSet;
+use std::collections::{HashSet, VecDeque};
 use std::fs::{self, File, OpenOptions};
 use std::io::{ErrorKind, Read, Write};
 use std::path::{Path, PathBuf};
@@ -98,10 +99,15 @@ pub struct BlobStore {
     /// Makes temp file names unique within this process.
     tmp_seq: AtomicU64,
     pending: Mutex<Pending>,
-    /// The raw content of the pack read last: a rewind reads several blobs,
-    /// often from the same pack.
-    last_pack: Mutex<Option<(i64, Arc<Vec<u8>>)>>,
+    /// The raw content of the packs read last, most recent first: a rewind
+    /// reads its blobs in path order, which is mostly pack order, with
+    /// blobs from other packs in between.
+    recent_packs: Mutex<VecDeque<(i64, Arc<Vec<u8>>)>>,
 }
+
+/// How many decoded packs [`BlobStore`] keeps (each up to [`PACK_TARGET`]
+/// raw bytes).
+const RECENT_PACKS: usize = 4;
 
 impl BlobStore {
     /// Opens (creating) the object directory `dir`.
@@ -128,7 +134,7 @@ impl BlobStore {
             fan_ready: std::array::from_fn(|_| AtomicBool::new(false)),
             tmp_seq: AtomicU64::new(0),
             pending: Mutex::new(Pending::default()),
-            last_pack: Mutex::new(None),
+            recent_packs: Mutex::new(VecDeque::new()),
         })
     }
 
@@ -436,13 +442,15 @@ impl BlobStore {
     /// of the same pack that needs more decodes all of it, so reading a
     /// pack's blobs in order decodes it at most twice, not once per blob.
     fn pack(&self, conn: &Connection, id: i64, hash: &Hash, end: usize) -> Result<Arc<Vec<u8>>> {
-        let mut last = self.last_pack.lock().unwrap_or_else(|e| e.into_inner());
+        let mut recent = self.recent_packs.lock().unwrap_or_else(|e| e.into_inner());
         let mut whole = false;
-        if let Some((cached, raw)) = &*last {
-            if *cached == id && raw.len() >= end {
-                return Ok(Arc::clone(raw));
+        if let Some(i) = recent.iter().position(|(cached, _)| *cached == id) {
+            let (_, raw) = recent.remove(i).expect("found above");
+            if raw.len() >= end {
+                recent.push_front((id, Arc::clone(&raw)));
+                return Ok(raw);
             }
-            whole = *cached == id;
+            whole = true;
         }
         let corrupt = |reason: String| Error::CorruptBlob {
             hash: hash.to_hex(),
@@ -473,7 +481,8 @@ impl BlobStore {
             return Err(corrupt(format!("pack {id} ends early")));
         }
         let raw = Arc::new(raw);
-        *last = Some((id, Arc::clone(&raw)));
+        recent.push_front((id, Arc::clone(&raw)));
+        recent.truncate(RECENT_PACKS);
         Ok(raw)
     }
 
