@@ -5,7 +5,7 @@
 
 mod common;
 
-use ckpt_core::{Error, Project, RewindOptions, TurnStatus};
+use ckpt_core::{Error, Project, TurnStatus};
 use common::*;
 
 struct Setup {
@@ -61,19 +61,6 @@ fn setup() -> Setup {
     }
 }
 
-fn fail_at(k: usize) -> RewindOptions {
-    RewindOptions {
-        before_op: Some(Box::new(move |i| {
-            if i == k {
-                Err(Error::Injected(i))
-            } else {
-                Ok(())
-            }
-        })),
-        ..Default::default()
-    }
-}
-
 fn describe(tree: &Tree, target: &Tree, orig: &Tree) -> String {
     format!(
         "differs from the target at:\n{}\nand from the original at:\n{}",
@@ -85,19 +72,7 @@ fn describe(tree: &Tree, target: &Tree, orig: &Tree) -> String {
 fn planned_actions() -> usize {
     let Setup { mut p, turn, .. } = setup();
     sync(&mut p);
-    let out = p
-        .rewind(
-            turn,
-            RewindOptions {
-                dry_run: true,
-                ..Default::default()
-            },
-        )
-        .expect("dry run");
-    match out {
-        ckpt_core::RewindOutcome::DryRun(plan) => plan.actions.len(),
-        other => panic!("expected a dry run, got {other:#?}"),
-    }
+    planned(&mut p, turn).actions.len()
 }
 
 #[test]

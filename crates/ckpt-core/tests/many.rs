@@ -1,12 +1,11 @@
 //! A rewind of many files (blobs read on other threads, files synced from
-//! several threads while later ones are written, recreated files renamed into
-//! place only after all are synced): every file comes back, no temp file
-//! stays behind, and an interruption anywhere — while writing, in the middle
-//! of the renames — recovers to exactly one side.
+//! several threads while later ones are written, each renamed into place
+//! once written): every file comes back, no temp file stays behind, and an
+//! interruption anywhere recovers to exactly one side.
 
 mod common;
 
-use ckpt_core::{Error, Project, RewindOptions};
+use ckpt_core::{Error, Project, RewindOptions, State};
 use common::*;
 
 /// Enough files to fill the read-ahead and sync queues, in nested
@@ -25,9 +24,9 @@ struct Setup {
     orig: Tree,
 }
 
-/// A turn that appends to half of the files (rewritten in place by the
-/// rewind) and deletes the other half (recreated under a temp name and
-/// renamed into place), and creates a directory with a file.
+/// A turn that appends to half of the files and deletes the other half
+/// (the rewind writes both back through temp names), and creates a
+/// directory with a file.
 fn setup() -> Setup {
     let fx = Fx::new();
     for i in 0..FILES {
@@ -83,8 +82,8 @@ fn rewind_of_many_files_restores_every_one() {
 
 #[test]
 fn interrupted_large_rewind_recovers_to_exactly_one_side() {
-    // One operation per action, then one rename per recreated file.
-    let (n, r) = {
+    // One operation per action, then one per rename of a written file.
+    let total = {
         // `fx` holds the tree: keep it.
         let Setup {
             fx: _fx,
@@ -93,25 +92,22 @@ fn interrupted_large_rewind_recovers_to_exactly_one_side() {
             ..
         } = setup();
         sync(&mut p);
-        let opts = RewindOptions {
-            dry_run: true,
-            ..Default::default()
-        };
-        match p.rewind(turn, opts).expect("dry run") {
-            ckpt_core::RewindOutcome::DryRun(plan) => (
-                plan.actions.len(),
-                plan.actions
-                    .iter()
-                    .filter(|a| a.current.is_absent() && !a.target.is_absent())
-                    .count(),
-            ),
-            other => panic!("expected a dry run, got {other:?}"),
-        }
+        let plan = planned(&mut p, turn);
+        let files = plan
+            .actions
+            .iter()
+            .filter(|a| matches!(a.target, State::File { .. }))
+            .count();
+        let recreated = plan
+            .actions
+            .iter()
+            .filter(|a| a.current.is_absent() && !a.target.is_absent())
+            .count();
+        assert!(recreated > 300, "{recreated} files to recreate");
+        assert!(files >= FILES, "{files} files to write");
+        plan.actions.len() + files
     };
-    assert!(r > 300, "{r} files to recreate");
-    // Writing (early, middle, last), the first, a middle and the last
-    // rename.
-    for k in [0, 300, n / 2, n - 1, n, n + r / 2, n + r - 1] {
+    for k in [0, total / 4, total / 2, 3 * total / 4, total - 1] {
         let Setup {
             fx,
             mut p,
@@ -120,19 +116,9 @@ fn interrupted_large_rewind_recovers_to_exactly_one_side() {
             orig,
         } = setup();
         sync(&mut p);
-        let opts = RewindOptions {
-            before_op: Some(Box::new(move |i| {
-                if i == k {
-                    Err(Error::Injected(i))
-                } else {
-                    Ok(())
-                }
-            })),
-            ..Default::default()
-        };
-        match p.rewind(turn, opts) {
+        match p.rewind(turn, fail_at(k)) {
             Err(Error::Injected(i)) => assert_eq!(i, k),
-            Ok(_) => panic!("the rewind finished before operation {k}"),
+            Ok(_) => panic!("the rewind finished before operation {k} of {total}"),
             Err(e) => panic!("op {k}: unexpected error {e}"),
         }
         drop(p);

@@ -13,7 +13,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use ckpt_core::{
-    Options, Project, RelPath, RewindOptions, RewindOutcome, RewindPlan, TurnMeta, TurnStatus,
+    Error, Options, Project, RelPath, RewindOptions, RewindOutcome, RewindPlan, TurnMeta,
+    TurnStatus,
 };
 
 /// One entry of a snapshotted tree. Directories are entries too.
@@ -353,6 +354,33 @@ pub fn refused(o: RewindOutcome) -> RewindPlan {
     match o {
         RewindOutcome::Refused(plan) => plan,
         other => panic!("expected a refused rewind, got {other:#?}"),
+    }
+}
+
+/// The plan a rewind of `turn` would apply (a dry run).
+pub fn planned(p: &mut Project, turn: i64) -> RewindPlan {
+    let opts = RewindOptions {
+        dry_run: true,
+        ..Default::default()
+    };
+    match p.rewind(turn, opts).expect("dry run") {
+        RewindOutcome::DryRun(plan) => plan,
+        other => panic!("expected a dry run, got {other:#?}"),
+    }
+}
+
+/// Options whose test hook fails filesystem operation `k` as if the
+/// process had died there.
+pub fn fail_at(k: usize) -> RewindOptions {
+    RewindOptions {
+        before_op: Some(Box::new(move |i| {
+            if i == k {
+                Err(Error::Injected(i))
+            } else {
+                Ok(())
+            }
+        })),
+        ..Default::default()
     }
 }
 
