@@ -27,8 +27,13 @@ pub(crate) struct CacheRow {
 impl CacheRow {
     /// Whether `st` shows the same entry, unchanged since it was captured.
     pub fn unchanged(&self, st: &Stat) -> bool {
-        !self.racy
-            && self.stat.kind == st.kind
+        !self.racy && self.same_stat(st)
+    }
+
+    /// Whether `st` equals the stat recorded at capture. For a racy entry
+    /// that does not prove the content is the same; see [`Self::unchanged`].
+    pub fn same_stat(&self, st: &Stat) -> bool {
+        self.stat.kind == st.kind
             && self.stat.size == st.size
             && self.stat.mtime_ns == st.mtime_ns
             && self.stat.ctime_ns == st.ctime_ns

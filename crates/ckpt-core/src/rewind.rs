@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use rusqlite::{params, Connection, OptionalExtension};
 
-use crate::cache::{self, CacheRow};
+use crate::cache;
 use crate::confined::{sync_while, Dirs, Staged, StatKind};
 use crate::db;
 use crate::error::{Error, Result};
@@ -609,15 +609,20 @@ impl Project {
             self.check_paths(paths)?;
             return Ok(());
         }
+        let mut dirs = Dirs::new(&self.root_fs).map_err(|source| Error::Io {
+            action: "open",
+            path: self.root.clone(),
+            source,
+        })?;
         let mut changed = Vec::new();
         for path in paths {
-            let now = self.root_fs.lstat(&path).map_err(|e| Error::Io {
+            let now = dirs.lstat(&path).map_err(|e| Error::Io {
                 action: "stat",
                 path: self.root.join(path.as_path()),
                 source: e,
             })?;
             let same = match (cache::get(&self.conn, &path)?, now) {
-                (Some(row), Some(st)) => CacheRow { racy: false, ..row }.unchanged(&st),
+                (Some(row), Some(st)) => row.same_stat(&st),
                 (None, None) => true,
                 _ => false,
             };
