@@ -15,6 +15,7 @@ use ckpt_proto::{
 };
 
 use crate::daemon::Daemon;
+use crate::error::panic_message;
 use crate::handlers;
 use crate::socket::euid;
 
@@ -139,17 +140,13 @@ fn serve_connection(mut stream: UnixStream, d: Arc<Daemon>) {
 fn handle(d: &Arc<Daemon>, req: Request) -> Response {
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handlers::handle(d, req))) {
         Ok(r) => r,
-        Err(p) => {
-            let what = p
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| p.downcast_ref::<String>().cloned())
-                .unwrap_or_default();
-            error(
-                ErrorKind::Internal,
-                format!("internal error handling the request: {what}"),
-            )
-        }
+        Err(p) => error(
+            ErrorKind::Internal,
+            format!(
+                "internal error handling the request: {}",
+                panic_message(p.as_ref())
+            ),
+        ),
     }
 }
 
