@@ -181,23 +181,31 @@ fn version_mismatch_is_refused_clearly() {
     }
 }
 
+/// A fake daemon on `env`'s socket: reads one connection's hello, answers
+/// `reply` and hangs up without reading more.
+fn fake_daemon(env: &Env, reply: Response) -> std::thread::JoinHandle<()> {
+    std::fs::create_dir_all(env.socket.parent().unwrap()).unwrap();
+    let listener = UnixListener::bind(&env.socket).unwrap();
+    std::thread::spawn(move || {
+        let (mut conn, _) = listener.accept().unwrap();
+        let _: Request = ckpt_proto::read_frame(&mut conn).unwrap();
+        write_frame(&mut conn, &reply).unwrap();
+        conn.shutdown(std::net::Shutdown::Both).unwrap();
+    })
+}
+
 #[test]
 fn ckptctl_reports_a_daemon_of_another_protocol_version() {
     let env = Env::new();
-    let dir = env.socket.parent().unwrap();
-    std::fs::create_dir_all(dir).unwrap();
-    // A fake daemon from the future: answers every hello with version 99.
-    let listener = UnixListener::bind(&env.socket).unwrap();
-    let server = std::thread::spawn(move || {
-        let (mut conn, _) = listener.accept().unwrap();
-        let _: Request = ckpt_proto::read_frame(&mut conn).unwrap();
-        let reply = Response::Hello(ckpt_proto::HelloReply {
+    // A daemon from the future.
+    let server = fake_daemon(
+        &env,
+        Response::Hello(ckpt_proto::HelloReply {
             version: 99,
             daemon_version: "9.9.9".into(),
             pid: 4242,
-        });
-        write_frame(&mut conn, &reply).unwrap();
-    });
+        }),
+    );
     let out = env.ctl(env.path(), &["status"]);
     server.join().unwrap();
     assert_eq!(out.code(), 1, "{out:?}");
@@ -215,19 +223,13 @@ fn ckptctl_reports_a_daemon_of_another_protocol_version() {
 #[test]
 fn ckptctl_shows_a_refused_hello_even_when_the_daemon_hangs_up() {
     let env = Env::new();
-    let dir = env.socket.parent().unwrap();
-    std::fs::create_dir_all(dir).unwrap();
-    let listener = UnixListener::bind(&env.socket).unwrap();
-    let server = std::thread::spawn(move || {
-        let (mut conn, _) = listener.accept().unwrap();
-        let _: Request = ckpt_proto::read_frame(&mut conn).unwrap();
-        let reply = Response::Error {
+    let server = fake_daemon(
+        &env,
+        Response::Error {
             kind: ErrorKind::Version,
             message: "protocol version mismatch: fake daemon".into(),
-        };
-        write_frame(&mut conn, &reply).unwrap();
-        conn.shutdown(std::net::Shutdown::Both).unwrap();
-    });
+        },
+    );
     // A 4 MiB label cannot sit in the socket buffer: the send fails.
     let hook = serde_json::json!({ "prompt": "x".repeat(4 << 20) }).to_string();
     let out = run_with_input(
