@@ -96,6 +96,17 @@ fn entry_paths(ended: &serde_json::Value) -> Vec<String> {
         .collect()
 }
 
+/// One turn whose changes are made by `script`: the barrier before
+/// turn-end must be the cookie (the watches saw everything, no scan was
+/// needed). Returns the turn's ended reply.
+fn turn_seen_by_watches(env: &Env, proj: &Path, script: &str) -> serde_json::Value {
+    env.ctl_ok(proj, &["turn-start"]);
+    sh(proj, script);
+    let sync = env.ctl_json(proj, &["sync"]);
+    assert_eq!(sync["method"], "cookie", "{sync:#}");
+    env.ctl_json(proj, &["turn-end"])
+}
+
 /// A repo with excluded trees around five captured directories (root, src,
 /// src/deep, src/deep/x, docs).
 fn project_with_excluded_trees(env: &Env) -> std::path::PathBuf {
@@ -172,14 +183,11 @@ fn new_nested_tree_is_captured_and_then_watched() {
 
     // Later turns see edits in the new tree through its own watches.
     for i in 2..=3 {
-        env.ctl_ok(&proj, &["turn-start"]);
-        sh(
+        let ended = turn_seen_by_watches(
+            &env,
             &proj,
             &format!("echo {i} >> a/b/c/f && echo {i} > a/b/g{i}"),
         );
-        let sync = env.ctl_json(&proj, &["sync"]);
-        assert_eq!(sync["method"], "cookie", "{sync:#}");
-        let ended = env.ctl_json(&proj, &["turn-end"]);
         let paths = entry_paths(&ended);
         assert_eq!(
             paths,
@@ -226,14 +234,11 @@ fn renamed_directory_is_captured_under_its_new_name() {
 
     // The renamed tree's watches report its new paths.
     for i in 2..=3 {
-        env.ctl_ok(&proj, &["turn-start"]);
-        sh(
+        let ended = turn_seen_by_watches(
+            &env,
             &proj,
             &format!("echo x{i} >> lib/x && echo z{i} >> lib/sub/z"),
         );
-        let sync = env.ctl_json(&proj, &["sync"]);
-        assert_eq!(sync["method"], "cookie", "{sync:#}");
-        let ended = env.ctl_json(&proj, &["turn-end"]);
         assert_eq!(entry_paths(&ended), ["lib/sub/z", "lib/x"], "turn {i}");
     }
     assert_eq!(
@@ -258,16 +263,13 @@ fn writes_into_node_modules_are_ignored_without_degrading() {
     let d = env.start_daemon();
     let proj = project_with_excluded_trees(&env);
     env.ctl_ok(&proj, &["watch"]);
-    env.ctl_ok(&proj, &["turn-start"]);
-    sh(
+    let ended = turn_seen_by_watches(
+        &env,
         &proj,
         "for i in $(seq 1 200); do mkdir -p node_modules/p$i/lib && echo $i > node_modules/p$i/lib/i.js; done \
          && echo changed > node_modules/a/b/c/m.js && mkdir -p target/debug/more && echo t > target/debug/more/t \
          && echo real > src/a.rs",
     );
-    let sync = env.ctl_json(&proj, &["sync"]);
-    assert_eq!(sync["method"], "cookie", "{sync:#}");
-    let ended = env.ctl_json(&proj, &["turn-end"]);
     assert!(ended["degraded"].is_null(), "{ended:#}");
     assert_eq!(entry_paths(&ended), ["src/a.rs"]);
     let status = env.ctl_json(&proj, &["status"]);
@@ -327,14 +329,11 @@ fn renames_and_rebuilds_in_quick_succession_leave_every_directory_watched() {
     env.ctl_ok(&proj, &["turn-end"]);
 
     // Every directory reports edits under its current name.
-    env.ctl_ok(&proj, &["turn-start"]);
-    sh(
+    let ended = turn_seen_by_watches(
+        &env,
         &proj,
         "echo edit >> t/a/b/f && echo edit >> t/a/b/u40/n40/m/g",
     );
-    let sync = env.ctl_json(&proj, &["sync"]);
-    assert_eq!(sync["method"], "cookie", "{sync:#}");
-    let ended = env.ctl_json(&proj, &["turn-end"]);
     assert_eq!(entry_paths(&ended), ["t/a/b/f", "t/a/b/u40/n40/m/g"]);
     env.ctl_ok(&proj, &["rewind", "1"]);
     assert_same_tree("churn rewound", &before, &snapshot_work(&proj));
