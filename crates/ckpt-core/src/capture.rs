@@ -612,6 +612,12 @@ mod tests {
         (tmp, root, p)
     }
 
+    /// Ends the open turn; the paths it recorded.
+    fn ended_paths(p: &mut Project) -> Vec<String> {
+        let ended = p.turn_end().unwrap();
+        ended.entries.iter().map(|e| e.path.display()).collect()
+    }
+
     fn cached(p: &Project) -> Vec<String> {
         let mut v: Vec<String> = crate::cache::all(&p.conn)
             .unwrap()
@@ -653,7 +659,7 @@ mod tests {
         p.reconcile().unwrap();
         let before = states(&p);
         assert!(before.contains_key("a/x/z-") && before.contains_key("b/c/d"));
-        let turn = p.turn_start(TurnMeta::default()).unwrap();
+        p.turn_start(TurnMeta::default()).unwrap();
         // Changes on both sides of every interleaving: a directory replaced
         // by a file, removals, an edit, a renamed directory, additions
         // before, between and after cached paths, and a cached directory
@@ -698,7 +704,6 @@ mod tests {
             .map(|e| (e.path.display(), e.pre))
             .collect();
         assert_eq!(got, want);
-        let _ = turn;
     }
 
     #[test]
@@ -790,21 +795,14 @@ mod tests {
     fn events_for_a_new_directory_capture_its_whole_subtree() {
         let (_tmp, root, mut p) = setup();
         p.reconcile().unwrap();
-        let turn = p.turn_start(TurnMeta::default()).unwrap();
+        p.turn_start(TurnMeta::default()).unwrap();
         fs::create_dir_all(root.join("new/a/b")).unwrap();
         fs::write(root.join("new/a/b/f"), "x").unwrap();
         // Only the top directory's event arrives (the rest were created
         // before a watch could be added).
         p.check_paths([RelPath::new("new").unwrap()]).unwrap();
-        let paths: Vec<String> = p
-            .turn_end()
-            .unwrap()
-            .entries
-            .iter()
-            .map(|e| e.path.display())
-            .collect();
+        let paths = ended_paths(&mut p);
         assert_eq!(paths, ["new", "new/a", "new/a/b", "new/a/b/f"]);
-        let _ = turn;
     }
 
     #[test]
@@ -817,13 +815,7 @@ mod tests {
         fs::write(root.join("a/b/sibling"), "y").unwrap();
         // Only the deepest file's event arrives.
         p.check_paths([RelPath::new("a/b/c/f").unwrap()]).unwrap();
-        let paths: Vec<String> = p
-            .turn_end()
-            .unwrap()
-            .entries
-            .iter()
-            .map(|e| e.path.display())
-            .collect();
+        let paths = ended_paths(&mut p);
         assert_eq!(paths, ["a", "a/b", "a/b/c", "a/b/c/f", "a/b/sibling"]);
     }
 }
