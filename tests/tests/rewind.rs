@@ -257,3 +257,42 @@ fn unknown_turn_and_unwatched_directory_are_clear_errors() {
     assert_eq!(log["turns"].as_array().unwrap().len(), 3);
     assert!(Path::new(log["project"].as_str().unwrap()).ends_with("app"));
 }
+
+/// A program reading a file when the rewind replaces it (`tail -f`, a
+/// server with it open) keeps reading what it opened: the rewind never
+/// rewrites a file someone has open, though it reuses replaced files that
+/// no one has.
+#[test]
+fn a_reader_of_a_replaced_file_keeps_its_content() {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let env = Env::new();
+    let d = env.start_daemon();
+    let (proj, states) = three_turns(&env);
+    // Holds a.txt (as turn 3 left it) open until told to read it.
+    let mut reader = std::process::Command::new("sh")
+        .args(["-c", "exec 3< a.txt; echo ready; read go; cat <&3"])
+        .current_dir(&proj)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(reader.stdout.take().unwrap());
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    assert_eq!(line, "ready\n");
+
+    env.ctl_ok(&proj, &["rewind", "1"]);
+    assert_same_tree("rewound to the start", &states[0], &snapshot_work(&proj));
+    writeln!(reader.stdin.take().unwrap()).unwrap();
+    let mut seen = String::new();
+    out.read_to_string(&mut seen).unwrap();
+    assert!(reader.wait().unwrap().success());
+    assert_eq!(seen, "a1\na3\n", "the reader's open file changed");
+
+    // Someone opening a file the rewind holds a lease on signals SIGIO,
+    // which must not end the daemon.
+    // SAFETY: sends a signal to our own child.
+    assert_eq!(unsafe { libc::kill(d.pid(), libc::SIGIO) }, 0);
+    env.ctl_ok(&proj, &["redo"]);
+    assert_same_tree("redone", &states[3], &snapshot_work(&proj));
+}

@@ -534,6 +534,7 @@ impl Project {
                 return Err(e);
             }
         }
+        dirs.drop_spares();
         let any = steps.first().map(|(p, _)| p.clone());
         dirs.sync_touched(SYNC_THREADS).map_err(|e| match &any {
             Some(p) => io("sync the directories of", p)(e),
@@ -584,7 +585,10 @@ impl Project {
                 if is_dir {
                     dirs.remove(path, now).map_err(ctx("remove directory"))?;
                 }
-                let (s, file) = dirs.stage(path, &data, *mode).map_err(ctx("write"))?;
+                let replaces_file = now.is_some_and(|s| s.kind == StatKind::File);
+                let (s, file) = dirs
+                    .stage(path, &data, *mode, replaces_file)
+                    .map_err(ctx("write"))?;
                 staged.push(s);
                 return Ok(Some(file));
             }
@@ -630,6 +634,7 @@ impl Project {
                 changed.push(path);
             }
         }
+        drop(dirs);
         if !changed.is_empty() {
             self.check_paths(changed)?;
         }

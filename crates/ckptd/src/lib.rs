@@ -60,6 +60,7 @@ pub fn init_logging(verbose: u8) {
 
 /// Runs the daemon until SIGTERM or SIGINT.
 pub fn run(config: Config) -> anyhow::Result<()> {
+    ignore_sigio();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -85,6 +86,17 @@ pub fn run(config: Config) -> anyhow::Result<()> {
     });
     rt.shutdown_timeout(Duration::from_secs(1));
     result
+}
+
+/// A rewind briefly takes a write lease on a file it replaced, to learn
+/// that no one else has it open (`ckpt_core` recycles such files). Someone
+/// opening it in that instant breaks the lease, which signals SIGIO, whose
+/// default action would end the daemon.
+fn ignore_sigio() {
+    // SAFETY: installs SIG_IGN, which runs no code in the handler.
+    unsafe {
+        libc::signal(libc::SIGIO, libc::SIG_IGN);
+    }
 }
 
 /// Runs the daemon until `shutdown` resolves. Takes the locks, binds the

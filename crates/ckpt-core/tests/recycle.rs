@@ -1,0 +1,125 @@
+//! A rewind swaps each replaced file out (an atomic exchange) and, when no
+//! one can notice, rewrites that old file with a later file's content
+//! instead of freeing it and creating a new one. "No one can notice" is
+//! what these tests hold it to: a process that has the old file open keeps
+//! its content, another hard link keeps its content, extended attributes
+//! do not travel to another path, and modes are the target's.
+#![cfg(target_os = "linux")]
+
+mod common;
+
+use std::io::{Read, Seek};
+use std::os::unix::fs::MetadataExt;
+
+use common::*;
+
+/// `a.txt` and `b.txt` both changed by one turn; returns the fixture, the
+/// open project, the turn, the tree to rewind to, and the inode `a.txt`
+/// has after the turn (the first file the rewind replaces).
+fn two_changed_files() -> (Fx, ckpt_core::Project, i64, Tree, u64) {
+    let fx = Fx::new();
+    fx.write("a.txt", "a before\n");
+    fx.write("b.txt", "b before\n");
+    fx.chmod("b.txt", 0o755);
+    let mut p = fx.open();
+    sync(&mut p);
+    let target = fx.tree();
+    let turn = start(&mut p, "agent");
+    fx.write("a.txt", "a after\n");
+    fx.write("b.txt", "b after\n");
+    fx.chmod("b.txt", 0o644);
+    end(&mut p);
+    let a_inode = ino(&fx, "a.txt");
+    (fx, p, turn, target, a_inode)
+}
+
+fn ino(fx: &Fx, rel: &str) -> u64 {
+    std::fs::symlink_metadata(fx.abs(rel)).unwrap().ino()
+}
+
+#[test]
+fn a_replaced_file_is_reused_for_the_next_one() {
+    let (fx, mut p, turn, target, a_after) = two_changed_files();
+    rewind(&mut p, turn);
+    assert_tree(&target, &fx.tree(), "rewind");
+    // Proof that the reuse happens (so the tests below exercise it): the
+    // file `b.txt` now holds is the one `a.txt` held after the turn.
+    assert_eq!(
+        ino(&fx, "b.txt"),
+        a_after,
+        "a.txt's old file was not reused"
+    );
+    let mode = std::fs::metadata(fx.abs("b.txt")).unwrap().mode() & 0o7777;
+    assert_eq!(mode, 0o755, "the reused file has the target's mode");
+}
+
+#[test]
+fn a_file_someone_has_open_is_not_reused() {
+    let (fx, mut p, turn, target, a_after) = two_changed_files();
+    let mut held = std::fs::File::open(fx.abs("a.txt")).unwrap();
+    rewind(&mut p, turn);
+    assert_tree(&target, &fx.tree(), "rewind");
+    assert_ne!(ino(&fx, "b.txt"), a_after);
+    let mut seen = String::new();
+    held.rewind().unwrap();
+    held.read_to_string(&mut seen).unwrap();
+    assert_eq!(seen, "a after\n", "an open file changed under its reader");
+}
+
+#[test]
+fn a_file_with_another_link_is_not_reused() {
+    let (fx, mut p, turn, target, a_after) = two_changed_files();
+    let outside = fx.tmp.path().join("outside").join("link-to-a");
+    std::fs::hard_link(fx.abs("a.txt"), &outside).unwrap();
+    rewind(&mut p, turn);
+    assert_tree(&target, &fx.tree(), "rewind");
+    assert_ne!(ino(&fx, "b.txt"), a_after);
+    assert_eq!(std::fs::read(&outside).unwrap(), b"a after\n");
+}
+
+#[test]
+fn extended_attributes_do_not_move_to_another_path() {
+    let (fx, mut p, turn, target, _) = two_changed_files();
+    let set = rustix::fs::setxattr(
+        fx.abs("a.txt").as_path(),
+        "user.ckpt-test",
+        b"label of a",
+        rustix::fs::XattrFlags::empty(),
+    );
+    if set.is_err() {
+        eprintln!("skipped: this filesystem has no user xattrs ({set:?})");
+        return;
+    }
+    rewind(&mut p, turn);
+    assert_tree(&target, &fx.tree(), "rewind");
+    let mut names = [0u8; 256];
+    let n = rustix::fs::listxattr(fx.abs("b.txt").as_path(), &mut names[..]).unwrap();
+    assert!(
+        !names[..n].windows(4).any(|w| w == b"ckpt"),
+        "a.txt's attribute moved to b.txt: {:?}",
+        names[..n].escape_ascii().to_string()
+    );
+}
+
+#[test]
+fn larger_and_smaller_contents_reuse_files_byte_exactly() {
+    let fx = Fx::new();
+    // Sizes across block boundaries, so reused files grow and shrink.
+    let sizes = [0usize, 1, 4095, 4096, 4097, 70_000, 3, 9000, 20, 150_000];
+    for (i, n) in sizes.iter().enumerate() {
+        fx.write(format!("f{i:02}"), vec![b'a' + i as u8; *n]);
+    }
+    let mut p = fx.open();
+    sync(&mut p);
+    let target = fx.tree();
+    let turn = start(&mut p, "agent");
+    for (i, n) in sizes.iter().rev().enumerate() {
+        fx.write(format!("f{i:02}"), vec![b'A' + i as u8; *n + 1]);
+    }
+    end(&mut p);
+    let after = fx.tree();
+    rewind(&mut p, turn);
+    assert_tree(&target, &fx.tree(), "rewind");
+    redo(&mut p);
+    assert_tree(&after, &fx.tree(), "redo");
+}
