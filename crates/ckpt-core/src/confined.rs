@@ -274,8 +274,11 @@ pub(crate) struct Dirs<'a> {
     /// Whether replaced files are swapped out and recycled: Linux only, and
     /// off once the filesystem refuses an exchange.
     recycle: bool,
-    /// Removed files, still open so that they are freed later (`drop`).
-    doomed: Vec<std::fs::File>,
+    /// Removed files and directories, still open so that they are freed
+    /// later (`drop`).
+    doomed: Vec<OwnedFd>,
+    /// Directory → the group a new file in it gets.
+    new_gid: std::collections::HashMap<Vec<u8>, u32>,
 }
 
 /// A file written under a temp name, not yet renamed into place.
@@ -297,6 +300,7 @@ struct Spare {
     file: std::fs::File,
     gid: u32,
     len: u64,
+    mode: u32,
     /// The filesystem's block size for it.
     block: u64,
 }
@@ -341,6 +345,7 @@ impl<'a> Dirs<'a> {
             spares: Vec::new(),
             recycle: cfg!(target_os = "linux"),
             doomed: Vec::new(),
+            new_gid: Default::default(),
         })
     }
 
@@ -402,9 +407,11 @@ impl<'a> Dirs<'a> {
     /// or replaced).
     fn forget(&mut self, path: &RelPath) {
         let key = path.as_bytes();
-        self.open.retain(|k, _| {
-            !(k.as_slice() == key || (k.starts_with(key) && k.get(key.len()) == Some(&b'/')))
-        });
+        let gone = |k: &Vec<u8>| {
+            k.as_slice() == key || (k.starts_with(key) && k.get(key.len()) == Some(&b'/'))
+        };
+        self.open.retain(|k, _| !gone(k));
+        self.new_gid.retain(|k, _| !gone(k));
     }
 
     /// `lstat`; `None` if nothing is there.
@@ -437,10 +444,14 @@ impl<'a> Dirs<'a> {
         } else {
             AtFlags::empty()
         };
-        // Held open, a removed file is freed when `Dirs` is dropped.
-        let held = (now.kind == StatKind::File)
-            .then(|| open_regular(dir, path.file_name(), OFlags::RDONLY))
-            .flatten();
+        // Held open, what is removed is freed when `Dirs` is dropped.
+        let held: Option<OwnedFd> = match now.kind {
+            StatKind::File => {
+                open_regular(dir, path.file_name(), OFlags::RDONLY).map(|(file, _)| file.into())
+            }
+            StatKind::Dir => open_child_dir(dir, path.file_name()).ok(),
+            _ => None,
+        };
         match rustix::fs::unlinkat(dir, path.file_name(), flags) {
             Ok(()) => {
                 self.touch(path);
@@ -493,9 +504,9 @@ impl<'a> Dirs<'a> {
         replaces_file: bool,
     ) -> io::Result<(Staged, std::fs::File)> {
         let key = dir_key(&parent_comps(path));
-        let gid = new_file_gid(self.parent_made(path)?)?;
+        let gid = self.new_file_gid(path)?;
         if let Some(spare) = self.take_spare(gid, data.len() as u64) {
-            match rewrite(&spare.file, spare.len, data, mode) {
+            match rewrite(&spare.file, (spare.len, spare.mode), data, mode) {
                 Ok(()) => {
                     let staged = Staged {
                         path: path.clone(),
@@ -520,7 +531,7 @@ impl<'a> Dirs<'a> {
             Mode::from_raw_mode(0o600),
         )?;
         let file = std::fs::File::from(fd);
-        match rewrite(&file, 0, data, mode) {
+        match rewrite(&file, (0, 0o600), data, mode) {
             Ok(()) => Ok((
                 Staged {
                     path: path.clone(),
@@ -570,6 +581,24 @@ impl<'a> Dirs<'a> {
             self.harvest(&staged.path, staged.dir.clone(), staged.tmp.clone())?;
         }
         Ok(())
+    }
+
+    /// The group a new file in `path`'s directory (made if missing) gets:
+    /// the directory's if it is setgid, else ours.
+    #[allow(clippy::unnecessary_cast)] // stat field types differ across platforms
+    fn new_file_gid(&mut self, path: &RelPath) -> io::Result<u32> {
+        let key = dir_key(&parent_comps(path));
+        if let Some(gid) = self.new_gid.get(&key) {
+            return Ok(*gid);
+        }
+        let st = rustix::fs::fstat(self.parent_made(path)?)?;
+        let gid = if st.st_mode as u32 & 0o2000 != 0 {
+            st.st_gid as u32
+        } else {
+            rustix::process::getegid().as_raw()
+        };
+        self.new_gid.insert(key, gid);
+        Ok(gid)
     }
 
     /// The spare to write `len` bytes into: the one with the most blocks
@@ -625,6 +654,7 @@ impl<'a> Dirs<'a> {
                 file,
                 gid: st.st_gid as u32,
                 len: st.st_size as u64,
+                mode: st.st_mode as u32 & 0o7777,
                 block: (st.st_blksize as u64).max(512),
             }),
             None => self.unlink_temp(&dir, &tmp),
@@ -644,7 +674,7 @@ impl<'a> Dirs<'a> {
     pub fn drop_spares(&mut self) {
         for spare in std::mem::take(&mut self.spares) {
             self.unlink_temp(&spare.dir, &spare.tmp);
-            self.doomed.push(spare.file);
+            self.doomed.push(spare.file.into());
         }
     }
 
@@ -669,8 +699,8 @@ impl<'a> Dirs<'a> {
 }
 
 impl Drop for Dirs<'_> {
-    /// Closes the removed files on a thread of their own: the last close
-    /// frees a file's inode and blocks, which on ext4 with `discard` waits
+    /// Closes the removed files and directories on a thread of their own:
+    /// the last close frees an inode and its blocks, which on ext4 with `discard` waits
     /// for the device (~0.8 ms per block run), and the caller need not.
     fn drop(&mut self) {
         self.drop_spares();
@@ -687,39 +717,34 @@ impl Drop for Dirs<'_> {
     }
 }
 
-/// Writes `data` over `file` (`len` bytes long) from the start, reusing
-/// its blocks, cuts it to length, and sets `mode`.
-fn rewrite(file: &std::fs::File, len: u64, data: &[u8], mode: u32) -> io::Result<()> {
+/// Writes `data` over `file` (now `len` bytes long with mode `was`) from
+/// the start, reusing its blocks, cuts it to length, and sets `mode`.
+fn rewrite(file: &std::fs::File, (len, was): (u64, u32), data: &[u8], mode: u32) -> io::Result<()> {
     use std::os::unix::fs::FileExt;
     file.write_all_at(data, 0)?;
     if len > data.len() as u64 {
         file.set_len(data.len() as u64)?;
     }
-    rustix::fs::fchmod(file, Mode::from_raw_mode(mode as _))?;
+    if was != mode {
+        rustix::fs::fchmod(file, Mode::from_raw_mode(mode as _))?;
+    }
     Ok(())
-}
-
-/// The group a new file in `dir` gets: the directory's if it is setgid.
-#[allow(clippy::unnecessary_cast)] // stat field types differ across platforms
-fn new_file_gid(dir: &OwnedFd) -> io::Result<u32> {
-    let st = rustix::fs::fstat(dir)?;
-    Ok(if st.st_mode as u32 & 0o2000 != 0 {
-        st.st_gid as u32
-    } else {
-        rustix::process::getegid().as_raw()
-    })
 }
 
 /// `name` in `dir` opened with `access`, if it is a regular file. Callers
 /// only open what `lstat` just showed to be one; `NONBLOCK` keeps a FIFO
 /// swapped in meanwhile from blocking, and fails rather than waits on
 /// someone else's lease.
-fn open_regular(dir: &OwnedFd, name: &OsStr, access: OFlags) -> Option<std::fs::File> {
+fn open_regular(
+    dir: &OwnedFd,
+    name: &OsStr,
+    access: OFlags,
+) -> Option<(std::fs::File, rustix::fs::Stat)> {
     let flags = access | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
     let fd = rustix::fs::openat(dir, name, flags, Mode::empty()).ok()?;
     let st = rustix::fs::fstat(&fd).ok()?;
     (rustix::fs::FileType::from_raw_mode(st.st_mode as _) == rustix::fs::FileType::RegularFile)
-        .then(|| std::fs::File::from(fd))
+        .then(|| (std::fs::File::from(fd), st))
 }
 
 /// `name` in `dir` opened for writing, and its stat, if it can be rewritten
@@ -728,8 +753,7 @@ fn open_regular(dir: &OwnedFd, name: &OsStr, access: OFlags) -> Option<std::fs::
 #[allow(clippy::unnecessary_cast)] // stat field types differ across platforms
 fn recyclable(dir: &OwnedFd, name: &OsStr) -> Option<(std::fs::File, rustix::fs::Stat)> {
     use std::os::fd::AsRawFd;
-    let file = open_regular(dir, name, OFlags::WRONLY)?;
-    let st = rustix::fs::fstat(&file).ok()?;
+    let (file, st) = open_regular(dir, name, OFlags::WRONLY)?;
     if st.st_nlink != 1 || st.st_uid as u32 != rustix::process::geteuid().as_raw() {
         return None;
     }
