@@ -43,6 +43,12 @@ pub(crate) fn with_blobs<R>(
                         return;
                     }
                 };
+                // One read transaction for all of them: a statement on its
+                // own takes and drops SQLite's locks.
+                if let Err(e) = conn.execute_batch("BEGIN") {
+                    let _ = tx.send(Err(e.into()));
+                    return;
+                }
                 for hash in hashes.iter().skip(t).step_by(threads) {
                     // A closed queue means the writer stopped: so do we.
                     if tx.send(store.get(&conn, hash)).is_err() {

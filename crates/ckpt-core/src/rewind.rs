@@ -86,12 +86,16 @@ impl Project {
             conflicts: Vec::new(),
             skipped: Vec::new(),
         };
+        // One read transaction for the plan's lookups: a statement on its
+        // own takes and drops SQLite's locks, a cost per path.
+        let read = self.conn.unchecked_transaction()?;
         for (path, (target, expected)) in touched {
             let current = cache::state(&self.conn, &path)?;
             self.plan_path(&mut plan, path, current, target, &expected, opts.force);
         }
         self.check_dirs_empty(&mut plan, opts.force)?;
         self.add_missing_parents(&mut plan)?;
+        read.commit()?;
         if opts.dry_run {
             return Ok(RewindOutcome::DryRun(plan));
         }
@@ -146,10 +150,12 @@ impl Project {
             conflicts: Vec::new(),
             skipped: Vec::new(),
         };
+        let read = self.conn.unchecked_transaction()?;
         for a in actions {
             let now = cache::state(&self.conn, &a.path)?;
             self.plan_path(&mut plan, a.path, now, a.current, &a.target, opts.force);
         }
+        read.commit()?;
         if opts.dry_run {
             return Ok(RewindOutcome::DryRun(plan));
         }
@@ -392,12 +398,18 @@ impl Project {
     fn apply_journaled(&mut self, id: i64, side: Side, hook: Hook<'_>) -> Result<()> {
         let actions = load_actions(&self.conn, id)?;
         let steps = ordered(&actions, side);
-        for (path, state) in &steps {
-            if let State::File { hash, .. } = state {
-                if !self.store.contains(&self.conn, hash)? {
-                    return self.fail(id, side, Error::MissingBlob(format!("{hash} (for {path})")));
-                }
-            }
+        let read = self.conn.unchecked_transaction()?;
+        let missing = steps.iter().find_map(|(path, state)| match state {
+            State::File { hash, .. } => match self.store.contains(&self.conn, hash) {
+                Ok(true) => None,
+                Ok(false) => Some(Ok(format!("{hash} (for {path})"))),
+                Err(e) => Some(Err(e)),
+            },
+            _ => None,
+        });
+        read.commit()?;
+        if let Some(missing) = missing {
+            return self.fail(id, side, Error::MissingBlob(missing?));
         }
         // Written data is durable before the journal says "applied"
         // (`run_steps` syncs each file and each changed directory).
@@ -619,6 +631,7 @@ impl Project {
             source,
         })?;
         let mut changed = Vec::new();
+        let read = self.conn.unchecked_transaction()?;
         for path in paths {
             let now = dirs.lstat(&path).map_err(|e| Error::Io {
                 action: "stat",
@@ -634,6 +647,7 @@ impl Project {
                 changed.push(path);
             }
         }
+        read.commit()?;
         drop(dirs);
         if !changed.is_empty() {
             self.check_paths(changed)?;
