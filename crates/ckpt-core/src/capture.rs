@@ -511,7 +511,7 @@ fn prepare_one(
     // A large file's previous version makes a good delta base.
     let base = match c.old.as_ref().and_then(|o| o.state.hash()) {
         Some(old) if data.len() >= DELTA_MIN && store.delta_base_ok(db.conn()?, &old)? => {
-            Some((old, store.get(db.conn()?, &old)?))
+            Some((old, store.delta_base(db.conn()?, &old)?))
         }
         _ => None,
     };
