@@ -306,6 +306,8 @@ pub struct Env {
     pub data: PathBuf,
     /// Extra variables for daemons this env starts.
     pub daemon_env: Vec<(String, String)>,
+    /// A soft limit on open files for daemons this env starts.
+    pub daemon_open_files: Option<u64>,
 }
 
 impl Default for Env {
@@ -327,6 +329,7 @@ impl Env {
             socket,
             data,
             daemon_env: Vec::new(),
+            daemon_open_files: None,
         }
     }
 
@@ -413,6 +416,27 @@ impl Env {
         }
         for (k, v) in env {
             cmd.env(k, v);
+        }
+        if let Some(soft) = self.daemon_open_files {
+            use std::os::unix::process::CommandExt;
+            // SAFETY: between fork and exec only async-signal-safe calls
+            // (getrlimit, setrlimit) run.
+            unsafe {
+                cmd.pre_exec(move || {
+                    let mut lim = libc::rlimit {
+                        rlim_cur: 0,
+                        rlim_max: 0,
+                    };
+                    if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    lim.rlim_cur = soft.min(lim.rlim_max);
+                    if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    Ok(())
+                });
+            }
         }
         cmd.spawn().expect("spawn ckptd")
     }

@@ -296,3 +296,28 @@ fn a_reader_of_a_replaced_file_keeps_its_content() {
     env.ctl_ok(&proj, &["redo"]);
     assert_same_tree("redone", &states[3], &snapshot_work(&proj));
 }
+
+/// A rewind across many directories holds a handle on each; the daemon
+/// raises its soft open-file limit (often 1024) to the hard one, so a wide
+/// tree does not fail with "too many open files".
+#[test]
+fn a_rewind_across_more_directories_than_the_soft_file_limit() {
+    let mut env = Env::new();
+    env.daemon_open_files = Some(64);
+    let _d = env.start_daemon();
+    let files: Vec<(String, Vec<u8>)> = (0..150)
+        .map(|i| (format!("d{i:03}/f.txt"), format!("{i}\n").into_bytes()))
+        .collect();
+    let refs: Vec<(&str, &[u8])> = files
+        .iter()
+        .map(|(p, c)| (p.as_str(), c.as_slice()))
+        .collect();
+    let proj = env.git_repo("wide", &refs);
+    env.ctl_ok(&proj, &["watch"]);
+    let before = snapshot_work(&proj);
+    env.ctl_ok(&proj, &["turn-start"]);
+    sh(&proj, "for f in d*/f.txt; do echo changed >> \"$f\"; done");
+    env.ctl_ok(&proj, &["turn-end"]);
+    env.ctl_ok(&proj, &["rewind", "1"]);
+    assert_same_tree("rewound", &before, &snapshot_work(&proj));
+}

@@ -274,11 +274,19 @@ pub(crate) struct Dirs<'a> {
     /// Whether replaced files are swapped out and recycled: Linux only, and
     /// off once the filesystem refuses an exchange.
     recycle: bool,
-    /// Removed files and directories, still open so that they are freed
-    /// later (`drop`).
-    doomed: Vec<OwnedFd>,
-    /// Directory → the group a new file in it gets.
-    new_gid: std::collections::HashMap<Vec<u8>, u32>,
+    /// Where removed files and directories go, still open, to be closed
+    /// (and so freed) on a thread of their own (`doom`).
+    closer: Option<std::sync::mpsc::SyncSender<OwnedFd>>,
+    /// Directory → what a new file in it gets (`new_file`).
+    new_file: std::collections::HashMap<Vec<u8>, NewFile>,
+}
+
+/// What a file created in a directory gets: the group (the directory's if
+/// it is setgid) and the device (a spare is only used on its own).
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct NewFile {
+    gid: u32,
+    dev: u64,
 }
 
 /// A file written under a temp name, not yet renamed into place.
@@ -298,7 +306,7 @@ struct Spare {
     dir: Vec<u8>,
     tmp: Vec<u8>,
     file: std::fs::File,
-    gid: u32,
+    new_file: NewFile,
     len: u64,
     mode: u32,
     /// The filesystem's block size for it.
@@ -344,8 +352,8 @@ impl<'a> Dirs<'a> {
             touched: Default::default(),
             spares: Vec::new(),
             recycle: cfg!(target_os = "linux"),
-            doomed: Vec::new(),
-            new_gid: Default::default(),
+            closer: None,
+            new_file: Default::default(),
         })
     }
 
@@ -411,7 +419,7 @@ impl<'a> Dirs<'a> {
             k.as_slice() == key || (k.starts_with(key) && k.get(key.len()) == Some(&b'/'))
         };
         self.open.retain(|k, _| !gone(k));
-        self.new_gid.retain(|k, _| !gone(k));
+        self.new_file.retain(|k, _| !gone(k));
     }
 
     /// `lstat`; `None` if nothing is there.
@@ -455,7 +463,9 @@ impl<'a> Dirs<'a> {
         match rustix::fs::unlinkat(dir, path.file_name(), flags) {
             Ok(()) => {
                 self.touch(path);
-                self.doomed.extend(held);
+                if let Some(fd) = held {
+                    self.doom(fd);
+                }
                 Ok(())
             }
             Err(rustix::io::Errno::NOENT) => Ok(()),
@@ -504,8 +514,8 @@ impl<'a> Dirs<'a> {
         replaces_file: bool,
     ) -> io::Result<(Staged, std::fs::File)> {
         let key = dir_key(&parent_comps(path));
-        let gid = self.new_file_gid(path)?;
-        if let Some(spare) = self.take_spare(gid, data.len() as u64) {
+        let new_file = self.new_file(path)?;
+        if let Some(spare) = self.take_spare(new_file, data.len() as u64) {
             match rewrite(&spare.file, (spare.len, spare.mode), data, mode) {
                 Ok(()) => {
                     let staged = Staged {
@@ -583,13 +593,12 @@ impl<'a> Dirs<'a> {
         Ok(())
     }
 
-    /// The group a new file in `path`'s directory (made if missing) gets:
-    /// the directory's if it is setgid, else ours.
+    /// What a new file in `path`'s directory (made if missing) gets.
     #[allow(clippy::unnecessary_cast)] // stat field types differ across platforms
-    fn new_file_gid(&mut self, path: &RelPath) -> io::Result<u32> {
+    fn new_file(&mut self, path: &RelPath) -> io::Result<NewFile> {
         let key = dir_key(&parent_comps(path));
-        if let Some(gid) = self.new_gid.get(&key) {
-            return Ok(*gid);
+        if let Some(found) = self.new_file.get(&key) {
+            return Ok(*found);
         }
         let st = rustix::fs::fstat(self.parent_made(path)?)?;
         let gid = if st.st_mode as u32 & 0o2000 != 0 {
@@ -597,17 +606,24 @@ impl<'a> Dirs<'a> {
         } else {
             rustix::process::getegid().as_raw()
         };
-        self.new_gid.insert(key, gid);
-        Ok(gid)
+        let found = NewFile {
+            gid,
+            dev: st.st_dev as u64,
+        };
+        self.new_file.insert(key, found);
+        Ok(found)
     }
 
     /// The spare to write `len` bytes into: the one with the most blocks
     /// that still needs none freed (on ext4 with `discard`, freeing a block
     /// waits for the device: ~0.8 ms), `None` to make a new file, or when
     /// the pool is full the smallest.
-    fn take_spare(&mut self, gid: u32, len: u64) -> Option<Spare> {
+    fn take_spare(&mut self, new_file: NewFile, len: u64) -> Option<Spare> {
         let fits = |s: &Spare| s.len.div_ceil(s.block) <= len.div_ceil(s.block);
-        let mine = || self.spares.iter().enumerate().filter(|(_, s)| s.gid == gid);
+        let mine = || {
+            let spares = self.spares.iter().enumerate();
+            spares.filter(|(_, s)| s.new_file == new_file)
+        };
         let best = mine().filter(|(_, s)| fits(s)).max_by_key(|(_, s)| s.len);
         let pick = match best {
             Some((i, _)) => Some(i),
@@ -652,7 +668,10 @@ impl<'a> Dirs<'a> {
                 dir,
                 tmp,
                 file,
-                gid: st.st_gid as u32,
+                new_file: NewFile {
+                    gid: st.st_gid as u32,
+                    dev: st.st_dev as u64,
+                },
                 len: st.st_size as u64,
                 mode: st.st_mode as u32 & 0o7777,
                 block: (st.st_blksize as u64).max(512),
@@ -674,7 +693,30 @@ impl<'a> Dirs<'a> {
     pub fn drop_spares(&mut self) {
         for spare in std::mem::take(&mut self.spares) {
             self.unlink_temp(&spare.dir, &spare.tmp);
-            self.doomed.push(spare.file.into());
+            self.doom(spare.file.into());
+        }
+    }
+
+    /// Closes `fd`, a removed file or directory, on a thread of its own:
+    /// the last close frees an inode and its blocks, which on ext4 with
+    /// `discard` waits for the device (~0.8 ms per block run), and the
+    /// rewind need not. At most `DOOMED` wait, so that a large removal
+    /// cannot run out of descriptors.
+    fn doom(&mut self, fd: OwnedFd) {
+        const DOOMED: usize = 64;
+        if self.closer.is_none() {
+            let (tx, rx) = std::sync::mpsc::sync_channel::<OwnedFd>(DOOMED);
+            let spawned = std::thread::Builder::new()
+                .name("ckpt-free".into())
+                .spawn(move || rx.into_iter().for_each(drop));
+            match spawned {
+                Ok(_) => self.closer = Some(tx),
+                Err(e) => tracing::debug!("closing removed files inline: {e}"),
+            }
+        }
+        if let Some(closer) = &self.closer {
+            // A closer that is gone hands the descriptor back, dropped here.
+            let _ = closer.send(fd);
         }
     }
 
@@ -699,21 +741,8 @@ impl<'a> Dirs<'a> {
 }
 
 impl Drop for Dirs<'_> {
-    /// Closes the removed files and directories on a thread of their own:
-    /// the last close frees an inode and its blocks, which on ext4 with `discard` waits
-    /// for the device (~0.8 ms per block run), and the caller need not.
     fn drop(&mut self) {
         self.drop_spares();
-        let doomed = std::mem::take(&mut self.doomed);
-        if doomed.is_empty() {
-            return;
-        }
-        let spawned = std::thread::Builder::new()
-            .name("ckpt-free".into())
-            .spawn(move || drop(doomed));
-        if let Err(e) = spawned {
-            tracing::debug!("closing removed files inline: {e}");
-        }
     }
 }
 
@@ -725,7 +754,8 @@ fn rewrite(file: &std::fs::File, (len, was): (u64, u32), data: &[u8], mode: u32)
     if len > data.len() as u64 {
         file.set_len(data.len() as u64)?;
     }
-    if was != mode {
+    // A write clears set-user/group-ID bits, so those are always set again.
+    if was != mode || mode & 0o6000 != 0 {
         rustix::fs::fchmod(file, Mode::from_raw_mode(mode as _))?;
     }
     Ok(())

@@ -1014,7 +1014,11 @@ mod tests {
         let hash = put(&f, &data);
         HASHED.with(|n| n.set(0));
         assert_eq!(f.store.delta_base(&f.conn, &hash).unwrap(), data);
-        assert_eq!(HASHED.with(|n| n.get()), 0, "a capture re-hashed a delta base");
+        assert_eq!(
+            HASHED.with(|n| n.get()),
+            0,
+            "a capture re-hashed a delta base"
+        );
     }
 
     #[test]

@@ -123,3 +123,36 @@ fn larger_and_smaller_contents_reuse_files_byte_exactly() {
     redo(&mut p);
     assert_tree(&after, &fx.tree(), "redo");
 }
+
+/// A file system mounted inside the project: a spare from one device is
+/// never used for a file on another (an exchange across them fails).
+#[test]
+fn a_spare_stays_on_its_own_file_system() {
+    let fx = Fx::new();
+    fx.mkdir("mnt");
+    let mounted = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "ckpt-test", fx.abs("mnt").to_str().unwrap()])
+        .status();
+    if !mounted.as_ref().is_ok_and(|s| s.success()) {
+        eprintln!("skipped: cannot mount a tmpfs here ({mounted:?})");
+        return;
+    }
+    struct Unmount(std::path::PathBuf);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("umount").arg(&self.0).status();
+        }
+    }
+    let _unmount = Unmount(fx.abs("mnt"));
+    fx.write("a.txt", "a before\n");
+    fx.write("mnt/b.txt", "b before\n");
+    let mut p = fx.open();
+    sync(&mut p);
+    let target = fx.tree();
+    let turn = start(&mut p, "agent");
+    fx.write("a.txt", "a after\n");
+    fx.write("mnt/b.txt", "b after\n");
+    end(&mut p);
+    rewind(&mut p, turn);
+    assert_tree(&target, &fx.tree(), "rewind");
+}

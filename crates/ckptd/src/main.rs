@@ -23,6 +23,7 @@ struct Args {
 
 fn main() -> ExitCode {
     limit_malloc_arenas();
+    raise_open_file_limit();
     let args = Args::parse();
     ckptd::init_logging(args.verbose);
     let config = match ckptd::Config::resolve(args.socket, args.data_dir) {
@@ -50,5 +51,22 @@ fn limit_malloc_arenas() {
     // SAFETY: called first thing in main, before any other thread exists.
     unsafe {
         libc::mallopt(libc::M_ARENA_MAX, 2);
+    }
+}
+
+/// A rewind keeps a handle on each directory it changes, and a watch tree
+/// can be large; the usual soft limit of 1024 open files is far below the
+/// hard limit a user may raise it to (systemd: 1024 / 524288).
+fn raise_open_file_limit() {
+    use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
+    let limit = getrlimit(Resource::Nofile);
+    if limit.current < limit.maximum {
+        let raised = Rlimit {
+            current: limit.maximum,
+            maximum: limit.maximum,
+        };
+        if let Err(e) = setrlimit(Resource::Nofile, raised) {
+            eprintln!("ckptd: cannot raise the open file limit: {e}");
+        }
     }
 }
