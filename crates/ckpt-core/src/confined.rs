@@ -274,9 +274,9 @@ pub(crate) struct Dirs<'a> {
     /// Whether replaced files are swapped out and recycled: Linux only, and
     /// off once the filesystem refuses an exchange.
     recycle: bool,
-    /// Where removed files and directories go, still open, to be closed
-    /// (and so freed) on a thread of their own (`doom`).
-    closer: Option<std::sync::mpsc::SyncSender<OwnedFd>>,
+    /// Removed files and directories, still open, to be closed (and so
+    /// freed) on a thread of their own (`doom`).
+    doomed: Vec<OwnedFd>,
     /// Directory → what a new file in it gets (`new_file`).
     new_file: std::collections::HashMap<Vec<u8>, NewFile>,
 }
@@ -352,7 +352,7 @@ impl<'a> Dirs<'a> {
             touched: Default::default(),
             spares: Vec::new(),
             recycle: cfg!(target_os = "linux"),
-            closer: None,
+            doomed: Vec::new(),
             new_file: Default::default(),
         })
     }
@@ -697,26 +697,17 @@ impl<'a> Dirs<'a> {
         }
     }
 
-    /// Closes `fd`, a removed file or directory, on a thread of its own:
-    /// the last close frees an inode and its blocks, which on ext4 with
-    /// `discard` waits for the device (~0.8 ms per block run), and the
-    /// rewind need not. At most `DOOMED` wait, so that a large removal
-    /// cannot run out of descriptors.
+    /// Keeps `fd`, a removed file or directory, to be closed on a thread
+    /// of its own when the batch is done: the last close frees an inode and
+    /// its blocks, which on ext4 with `discard` waits for the device (~0.8 ms
+    /// per block run), and the rewind need not; nor should the freeing run
+    /// beside it. Every `DOOMED` are handed over at once, so that a large
+    /// removal cannot run out of descriptors.
     fn doom(&mut self, fd: OwnedFd) {
         const DOOMED: usize = 64;
-        if self.closer.is_none() {
-            let (tx, rx) = std::sync::mpsc::sync_channel::<OwnedFd>(DOOMED);
-            let spawned = std::thread::Builder::new()
-                .name("ckpt-free".into())
-                .spawn(move || rx.into_iter().for_each(drop));
-            match spawned {
-                Ok(_) => self.closer = Some(tx),
-                Err(e) => tracing::debug!("closing removed files inline: {e}"),
-            }
-        }
-        if let Some(closer) = &self.closer {
-            // A closer that is gone hands the descriptor back, dropped here.
-            let _ = closer.send(fd);
+        self.doomed.push(fd);
+        if self.doomed.len() >= DOOMED {
+            close_later(std::mem::take(&mut self.doomed));
         }
     }
 
@@ -743,6 +734,20 @@ impl<'a> Dirs<'a> {
 impl Drop for Dirs<'_> {
     fn drop(&mut self) {
         self.drop_spares();
+        close_later(std::mem::take(&mut self.doomed));
+    }
+}
+
+/// Closes `fds` on a thread of its own (or here, if none can be started).
+fn close_later(fds: Vec<OwnedFd>) {
+    if fds.is_empty() {
+        return;
+    }
+    let spawned = std::thread::Builder::new()
+        .name("ckpt-free".into())
+        .spawn(move || drop(fds));
+    if let Err(e) = spawned {
+        tracing::debug!("closed removed files inline: {e}");
     }
 }
 
