@@ -28,7 +28,9 @@ impl Bins {
     /// puts every workspace binary of a profile side by side).
     pub fn locate(bin_dir: Option<&Path>) -> Result<Self> {
         let dir = match bin_dir {
-            Some(d) => d.to_path_buf(),
+            // Absolute: the systems run with other working directories.
+            Some(d) => std::path::absolute(d)
+                .with_context(|| format!("resolving --bin-dir {}", d.display()))?,
             None => std::env::current_exe()
                 .context("finding the bench's own executable")?
                 .parent()
