@@ -1,6 +1,7 @@
-//! A rewind replaces a file (temp file, then rename); it never writes
-//! through one: another link to it may be outside the project, and writing
-//! through it would change a file there.
+//! A rewind replaces a file (temp file, then an exchange or rename); it
+//! never writes through one, nor reuses a replaced file that has another
+//! link: that link may be outside the project, and writing through it
+//! would change a file there.
 
 mod common;
 

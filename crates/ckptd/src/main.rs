@@ -60,10 +60,14 @@ fn limit_malloc_arenas() {
 fn raise_open_file_limit() {
     use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
     let limit = getrlimit(Resource::Nofile);
-    if limit.current < limit.maximum {
+    // (`None` is unlimited, which Linux does not allow for open files.)
+    if let (Some(current), Some(maximum)) = (limit.current, limit.maximum) {
+        if current >= maximum {
+            return;
+        }
         let raised = Rlimit {
-            current: limit.maximum,
-            maximum: limit.maximum,
+            current: Some(maximum),
+            maximum: Some(maximum),
         };
         if let Err(e) = setrlimit(Resource::Nofile, raised) {
             eprintln!("ckptd: cannot raise the open file limit: {e}");
