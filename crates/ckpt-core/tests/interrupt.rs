@@ -5,22 +5,12 @@
 
 mod common;
 
-use ckpt_core::{Error, Project, TurnStatus};
+use ckpt_core::{Error, TurnStatus};
 use common::*;
-
-struct Setup {
-    fx: Fx,
-    p: Project,
-    turn: i64,
-    /// The tree before the turn: what a rewind produces.
-    target: Tree,
-    /// The tree after the turn: what the rewind starts from.
-    orig: Tree,
-}
 
 /// A turn with every kind of action: modify, delete, create (nested), remove
 /// a directory tree, chmod, retarget a symlink, file → directory and back.
-fn setup() -> Setup {
+fn setup() -> Turned {
     let fx = Fx::new();
     fx.write("f1.txt", "one\n");
     fx.write("f2.txt", "two two two\n");
@@ -32,45 +22,25 @@ fn setup() -> Setup {
     fx.chmod("run.sh", 0o755);
     fx.write("dir2file/x", "x\n");
     fx.symlink("f1.txt", "link");
-    let mut p = fx.open();
-    sync(&mut p);
-    let target = fx.tree();
-
-    let turn = start(&mut p, "agent");
-    fx.write("f1.txt", "one, rewritten by the agent\n");
-    fx.write("f2.txt", "2\n");
-    fx.rm("f3.txt");
-    fx.write("new1.txt", "new\n");
-    fx.write("newdir/sub/x", "nested new\n");
-    fx.rm_rf("olddir");
-    fx.chmod("run.sh", 0o644);
-    fx.rm("link");
-    fx.symlink("f2.txt", "link");
-    fx.rm("f4");
-    fx.write("f4/inner", "now a directory\n");
-    fx.rm_rf("dir2file");
-    fx.write("dir2file", "now a file\n");
-    end(&mut p);
-    let orig = fx.tree();
-    Setup {
-        fx,
-        p,
-        turn,
-        target,
-        orig,
-    }
-}
-
-fn describe(tree: &Tree, target: &Tree, orig: &Tree) -> String {
-    format!(
-        "differs from the target at:\n{}\nand from the original at:\n{}",
-        tree_diff(target, tree).join("\n"),
-        tree_diff(orig, tree).join("\n")
-    )
+    turned(fx, |fx| {
+        fx.write("f1.txt", "one, rewritten by the agent\n");
+        fx.write("f2.txt", "2\n");
+        fx.rm("f3.txt");
+        fx.write("new1.txt", "new\n");
+        fx.write("newdir/sub/x", "nested new\n");
+        fx.rm_rf("olddir");
+        fx.chmod("run.sh", 0o644);
+        fx.rm("link");
+        fx.symlink("f2.txt", "link");
+        fx.rm("f4");
+        fx.write("f4/inner", "now a directory\n");
+        fx.rm_rf("dir2file");
+        fx.write("dir2file", "now a file\n");
+    })
 }
 
 fn planned_actions() -> usize {
-    let Setup { mut p, turn, .. } = setup();
+    let Turned { mut p, turn, .. } = setup();
     sync(&mut p);
     planned(&mut p, turn).actions.len()
 }
@@ -82,7 +52,7 @@ fn interrupted_rewind_is_recovered_to_exactly_one_side() {
     let mut k = 0;
     let (mut forward, mut back) = (0, 0);
     loop {
-        let Setup {
+        let Turned {
             fx,
             mut p,
             turn,
@@ -147,7 +117,7 @@ fn interrupted_rewind_is_recovered_to_exactly_one_side() {
         } else {
             panic!(
                 "after failing at op {k} and recovering, the tree {}",
-                describe(&tree, &target, &orig)
+                describe_sides(&tree, &target, &orig)
             );
         }
         k += 1;
@@ -161,7 +131,7 @@ fn interrupted_redo_is_recovered_to_exactly_one_side() {
     let n = planned_actions();
     let mut k = 0;
     loop {
-        let Setup {
+        let Turned {
             fx,
             mut p,
             turn,
@@ -219,7 +189,7 @@ fn interrupted_redo_is_recovered_to_exactly_one_side() {
         } else {
             panic!(
                 "after failing redo at op {k} and recovering, the tree {}",
-                describe(&tree, &orig, &target)
+                describe_sides(&tree, &orig, &target)
             );
         }
         k += 1;
@@ -229,7 +199,7 @@ fn interrupted_redo_is_recovered_to_exactly_one_side() {
 
 #[test]
 fn recover_with_nothing_pending_does_nothing() {
-    let Setup {
+    let Turned {
         fx, mut p, orig, ..
     } = setup();
     assert!(p.recover().expect("recover").is_none());
@@ -242,7 +212,7 @@ fn recover_with_nothing_pending_does_nothing() {
 /// (they are its own), so nothing else would ever remove them.
 #[test]
 fn recovery_removes_temp_files_a_crashed_write_left_behind() {
-    let Setup {
+    let Turned {
         fx,
         mut p,
         turn,
@@ -272,6 +242,6 @@ fn recovery_removes_temp_files_a_crashed_write_left_behind() {
     assert!(
         tree == target || tree == orig,
         "after recovery the tree {}",
-        describe(&tree, &target, &orig)
+        describe_sides(&tree, &target, &orig)
     );
 }

@@ -5,7 +5,7 @@
 
 mod common;
 
-use ckpt_core::{Error, Project, RewindOptions, State};
+use ckpt_core::{Error, RewindOptions, State};
 use common::*;
 
 /// Enough files to fill the read-ahead and sync queues, in nested
@@ -16,48 +16,29 @@ fn name(i: usize) -> String {
     format!("d{}/e{}/f{i}.txt", i % 7, i % 3)
 }
 
-struct Setup {
-    fx: Fx,
-    p: Project,
-    turn: i64,
-    target: Tree,
-    orig: Tree,
-}
-
 /// A turn that appends to half of the files and deletes the other half
 /// (the rewind writes both back through temp names), and creates a
 /// directory with a file.
-fn setup() -> Setup {
+fn setup() -> Turned {
     let fx = Fx::new();
     for i in 0..FILES {
         fx.write(name(i), format!("file {i}\n"));
     }
-    let mut p = fx.open();
-    sync(&mut p);
-    let target = fx.tree();
-    let turn = start(&mut p, "formatter");
-    for i in 0..FILES {
-        if i % 2 == 0 {
-            fx.append(name(i), "// reformatted\n");
-        } else {
-            fx.rm(name(i));
+    turned(fx, |fx| {
+        for i in 0..FILES {
+            if i % 2 == 0 {
+                fx.append(name(i), "// reformatted\n");
+            } else {
+                fx.rm(name(i));
+            }
         }
-    }
-    fx.write("newdir/sub/n.txt", "new\n");
-    end(&mut p);
-    let orig = fx.tree();
-    Setup {
-        fx,
-        p,
-        turn,
-        target,
-        orig,
-    }
+        fx.write("newdir/sub/n.txt", "new\n");
+    })
 }
 
 #[test]
 fn rewind_of_many_files_restores_every_one() {
-    let Setup {
+    let Turned {
         fx,
         mut p,
         turn,
@@ -85,7 +66,7 @@ fn interrupted_large_rewind_recovers_to_exactly_one_side() {
     // One operation per action, then one per rename of a written file.
     let total = {
         // `fx` holds the tree: keep it.
-        let Setup {
+        let Turned {
             fx: _fx,
             mut p,
             turn,
@@ -108,7 +89,7 @@ fn interrupted_large_rewind_recovers_to_exactly_one_side() {
         plan.actions.len() + files
     };
     for k in [0, total / 4, total / 2, 3 * total / 4, total - 1] {
-        let Setup {
+        let Turned {
             fx,
             mut p,
             turn,
@@ -127,9 +108,8 @@ fn interrupted_large_rewind_recovers_to_exactly_one_side() {
         let tree = fx.tree();
         assert!(
             tree == target || tree == orig,
-            "op {k}: after recovery the tree differs from the target at:\n{}\nand from the original at:\n{}",
-            tree_diff(&target, &tree).join("\n"),
-            tree_diff(&orig, &tree).join("\n"),
+            "op {k}: after recovery the tree {}",
+            describe_sides(&tree, &target, &orig)
         );
     }
 }

@@ -13,24 +13,20 @@ use std::os::unix::fs::MetadataExt;
 
 use common::*;
 
-/// `a.txt` and `b.txt` both changed by one turn; returns the fixture, the
-/// open project, the turn, the tree to rewind to, and the inode `a.txt`
-/// has after the turn (the first file the rewind replaces).
-fn two_changed_files() -> (Fx, ckpt_core::Project, i64, Tree, u64) {
+/// `a.txt` and `b.txt` both changed by one turn, and the inode `a.txt` has
+/// after it (the first file the rewind replaces).
+fn two_changed_files() -> (Turned, u64) {
     let fx = Fx::new();
     fx.write("a.txt", "a before\n");
     fx.write("b.txt", "b before\n");
     fx.chmod("b.txt", 0o755);
-    let mut p = fx.open();
-    sync(&mut p);
-    let target = fx.tree();
-    let turn = start(&mut p, "agent");
-    fx.write("a.txt", "a after\n");
-    fx.write("b.txt", "b after\n");
-    fx.chmod("b.txt", 0o644);
-    end(&mut p);
-    let a_inode = ino(&fx, "a.txt");
-    (fx, p, turn, target, a_inode)
+    let t = turned(fx, |fx| {
+        fx.write("a.txt", "a after\n");
+        fx.write("b.txt", "b after\n");
+        fx.chmod("b.txt", 0o644);
+    });
+    let a_inode = ino(&t.fx, "a.txt");
+    (t, a_inode)
 }
 
 fn ino(fx: &Fx, rel: &str) -> u64 {
@@ -39,27 +35,27 @@ fn ino(fx: &Fx, rel: &str) -> u64 {
 
 #[test]
 fn a_replaced_file_is_reused_for_the_next_one() {
-    let (fx, mut p, turn, target, a_after) = two_changed_files();
-    rewind(&mut p, turn);
-    assert_tree(&target, &fx.tree(), "rewind");
+    let (mut t, a_after) = two_changed_files();
+    rewind(&mut t.p, t.turn);
+    assert_tree(&t.target, &t.fx.tree(), "rewind");
     // Proof that the reuse happens (so the tests below exercise it): the
     // file `b.txt` now holds is the one `a.txt` held after the turn.
     assert_eq!(
-        ino(&fx, "b.txt"),
+        ino(&t.fx, "b.txt"),
         a_after,
         "a.txt's old file was not reused"
     );
-    let mode = std::fs::metadata(fx.abs("b.txt")).unwrap().mode() & 0o7777;
+    let mode = std::fs::metadata(t.fx.abs("b.txt")).unwrap().mode() & 0o7777;
     assert_eq!(mode, 0o755, "the reused file has the target's mode");
 }
 
 #[test]
 fn a_file_someone_has_open_is_not_reused() {
-    let (fx, mut p, turn, target, a_after) = two_changed_files();
-    let mut held = std::fs::File::open(fx.abs("a.txt")).unwrap();
-    rewind(&mut p, turn);
-    assert_tree(&target, &fx.tree(), "rewind");
-    assert_ne!(ino(&fx, "b.txt"), a_after);
+    let (mut t, a_after) = two_changed_files();
+    let mut held = std::fs::File::open(t.fx.abs("a.txt")).unwrap();
+    rewind(&mut t.p, t.turn);
+    assert_tree(&t.target, &t.fx.tree(), "rewind");
+    assert_ne!(ino(&t.fx, "b.txt"), a_after);
     let mut seen = String::new();
     held.rewind().unwrap();
     held.read_to_string(&mut seen).unwrap();
@@ -68,20 +64,20 @@ fn a_file_someone_has_open_is_not_reused() {
 
 #[test]
 fn a_file_with_another_link_is_not_reused() {
-    let (fx, mut p, turn, target, a_after) = two_changed_files();
-    let outside = fx.tmp.path().join("outside").join("link-to-a");
-    std::fs::hard_link(fx.abs("a.txt"), &outside).unwrap();
-    rewind(&mut p, turn);
-    assert_tree(&target, &fx.tree(), "rewind");
-    assert_ne!(ino(&fx, "b.txt"), a_after);
+    let (mut t, a_after) = two_changed_files();
+    let outside = t.fx.tmp.path().join("outside").join("link-to-a");
+    std::fs::hard_link(t.fx.abs("a.txt"), &outside).unwrap();
+    rewind(&mut t.p, t.turn);
+    assert_tree(&t.target, &t.fx.tree(), "rewind");
+    assert_ne!(ino(&t.fx, "b.txt"), a_after);
     assert_eq!(std::fs::read(&outside).unwrap(), b"a after\n");
 }
 
 #[test]
 fn extended_attributes_do_not_move_to_another_path() {
-    let (fx, mut p, turn, target, _) = two_changed_files();
+    let (mut t, _) = two_changed_files();
     let set = rustix::fs::setxattr(
-        fx.abs("a.txt").as_path(),
+        t.fx.abs("a.txt").as_path(),
         "user.ckpt-test",
         b"label of a",
         rustix::fs::XattrFlags::empty(),
@@ -90,10 +86,10 @@ fn extended_attributes_do_not_move_to_another_path() {
         eprintln!("skipped: this filesystem has no user xattrs ({set:?})");
         return;
     }
-    rewind(&mut p, turn);
-    assert_tree(&target, &fx.tree(), "rewind");
+    rewind(&mut t.p, t.turn);
+    assert_tree(&t.target, &t.fx.tree(), "rewind");
     let mut names = [0u8; 256];
-    let n = rustix::fs::listxattr(fx.abs("b.txt").as_path(), &mut names[..]).unwrap();
+    let n = rustix::fs::listxattr(t.fx.abs("b.txt").as_path(), &mut names[..]).unwrap();
     assert!(
         !names[..n].windows(4).any(|w| w == b"ckpt"),
         "a.txt's attribute moved to b.txt: {:?}",
@@ -109,19 +105,15 @@ fn larger_and_smaller_contents_reuse_files_byte_exactly() {
     for (i, n) in sizes.iter().enumerate() {
         fx.write(format!("f{i:02}"), vec![b'a' + i as u8; *n]);
     }
-    let mut p = fx.open();
-    sync(&mut p);
-    let target = fx.tree();
-    let turn = start(&mut p, "agent");
-    for (i, n) in sizes.iter().rev().enumerate() {
-        fx.write(format!("f{i:02}"), vec![b'A' + i as u8; *n + 1]);
-    }
-    end(&mut p);
-    let after = fx.tree();
-    rewind(&mut p, turn);
-    assert_tree(&target, &fx.tree(), "rewind");
-    redo(&mut p);
-    assert_tree(&after, &fx.tree(), "redo");
+    let mut t = turned(fx, |fx| {
+        for (i, n) in sizes.iter().rev().enumerate() {
+            fx.write(format!("f{i:02}"), vec![b'A' + i as u8; *n + 1]);
+        }
+    });
+    rewind(&mut t.p, t.turn);
+    assert_tree(&t.target, &t.fx.tree(), "rewind");
+    redo(&mut t.p);
+    assert_tree(&t.orig, &t.fx.tree(), "redo");
 }
 
 /// A file system mounted inside the project: a spare from one device is
@@ -143,16 +135,15 @@ fn a_spare_stays_on_its_own_file_system() {
             let _ = std::process::Command::new("umount").arg(&self.0).status();
         }
     }
-    let _unmount = Unmount(fx.abs("mnt"));
+    let unmount = Unmount(fx.abs("mnt"));
     fx.write("a.txt", "a before\n");
     fx.write("mnt/b.txt", "b before\n");
-    let mut p = fx.open();
-    sync(&mut p);
-    let target = fx.tree();
-    let turn = start(&mut p, "agent");
-    fx.write("a.txt", "a after\n");
-    fx.write("mnt/b.txt", "b after\n");
-    end(&mut p);
-    rewind(&mut p, turn);
-    assert_tree(&target, &fx.tree(), "rewind");
+    let mut t = turned(fx, |fx| {
+        fx.write("a.txt", "a after\n");
+        fx.write("mnt/b.txt", "b after\n");
+    });
+    rewind(&mut t.p, t.turn);
+    assert_tree(&t.target, &t.fx.tree(), "rewind");
+    // Unmounted before the fixture's directory is removed.
+    drop(unmount);
 }

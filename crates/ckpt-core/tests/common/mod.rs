@@ -316,6 +316,46 @@ pub fn end(p: &mut Project) -> ckpt_core::TurnDetail {
     p.turn_end().expect("turn_end")
 }
 
+/// A project with one closed turn, and the trees on either side of it.
+pub struct Turned {
+    pub fx: Fx,
+    pub p: Project,
+    pub turn: i64,
+    /// The tree before the turn: what a rewind produces.
+    pub target: Tree,
+    /// The tree after the turn: what the rewind starts from.
+    pub orig: Tree,
+}
+
+/// Opens `fx` (its tree already written) and records what `agent` does to
+/// it as one turn.
+#[track_caller]
+pub fn turned(fx: Fx, agent: impl FnOnce(&Fx)) -> Turned {
+    let mut p = fx.open();
+    sync(&mut p);
+    let target = fx.tree();
+    let turn = start(&mut p, "agent");
+    agent(&fx);
+    end(&mut p);
+    let orig = fx.tree();
+    Turned {
+        fx,
+        p,
+        turn,
+        target,
+        orig,
+    }
+}
+
+/// Where `tree` differs from each side of a rewind.
+pub fn describe_sides(tree: &Tree, target: &Tree, orig: &Tree) -> String {
+    format!(
+        "differs from the target at:\n{}\nand from the original at:\n{}",
+        tree_diff(target, tree).join("\n"),
+        tree_diff(orig, tree).join("\n")
+    )
+}
+
 /// Barrier, then rewind to `turn` with default options; must be applied.
 #[track_caller]
 pub fn rewind(p: &mut Project, turn: i64) -> RewindPlan {
