@@ -707,6 +707,30 @@ mod tests {
     }
 
     #[test]
+    fn a_new_version_of_a_large_file_is_captured_without_hashing_its_base() {
+        let (_tmp, root, mut p) = setup();
+        let big: Vec<u8> = (0..20_000u32)
+            .flat_map(|i| format!("line {i}\n").into_bytes())
+            .collect();
+        fs::write(root.join("big.txt"), &big).unwrap();
+        p.reconcile().unwrap();
+        let mut big2 = big.clone();
+        big2.extend_from_slice(b"appended\n");
+        fs::write(root.join("big.txt"), &big2).unwrap();
+        // One path: prepared on this thread, where the counter is.
+        crate::store::tests::HASHED.with(|n| n.set(0));
+        let path = RelPath::new("big.txt").unwrap();
+        assert_eq!(p.check_paths([path.clone()]).unwrap().changed, 1);
+        assert_eq!(
+            crate::store::tests::HASHED.with(|n| n.get()),
+            0,
+            "the delta base was read and verified"
+        );
+        let hash = crate::cache::state(&p.conn, &path).unwrap().hash().unwrap();
+        assert_eq!(p.read_blob(&hash).unwrap(), big2);
+    }
+
+    #[test]
     fn a_parallel_batch_stores_new_content_once_and_a_large_file_as_a_delta() {
         let (_tmp, root, mut p) = setup();
         let big: Vec<u8> = (0..20_000u32)

@@ -399,17 +399,18 @@ impl Project {
         let actions = load_actions(&self.conn, id)?;
         let steps = ordered(&actions, side);
         let read = self.conn.unchecked_transaction()?;
-        let missing = steps.iter().find_map(|(path, state)| match state {
-            State::File { hash, .. } => match self.store.contains(&self.conn, hash) {
-                Ok(true) => None,
-                Ok(false) => Some(Ok(format!("{hash} (for {path})"))),
-                Err(e) => Some(Err(e)),
-            },
-            _ => None,
-        });
+        let mut missing = None;
+        for (path, state) in &steps {
+            if let State::File { hash, .. } = state {
+                if !self.store.contains(&self.conn, hash)? {
+                    missing = Some(format!("{hash} (for {path})"));
+                    break;
+                }
+            }
+        }
         read.commit()?;
         if let Some(missing) = missing {
-            return self.fail(id, side, Error::MissingBlob(missing?));
+            return self.fail(id, side, Error::MissingBlob(missing));
         }
         // Written data is durable before the journal says "applied"
         // (`run_steps` syncs each file and each changed directory).
@@ -466,11 +467,11 @@ impl Project {
         Err(err)
     }
 
-    /// Applies `steps` in order. Each file is written whole to a temp name
-    /// and renamed into place; a few threads fsync the written files
-    /// meanwhile, and the changed directories are synced last, all before
-    /// the journal says "applied". Directory handles are opened once for the
-    /// whole run.
+    /// Applies `steps` in order. Each file is written whole under a temp
+    /// name and put into place (`Dirs::commit`: an exchange or a rename); a
+    /// few threads fsync the written files meanwhile, and the changed
+    /// directories are synced last, all before the journal says "applied".
+    /// Directory handles are opened once for the whole run.
     fn run_steps(&self, steps: &[(RelPath, State)], hook: Hook<'_>) -> Result<()> {
         let io = |action: &'static str, path: &RelPath| {
             let full = self.root.join(path.as_path());
@@ -514,7 +515,7 @@ impl Project {
                     // before its data reaches the disk).
                     while let Some(s) = staged.get(committed) {
                         next_op(hook)?;
-                        dirs.commit(s).map_err(io("rename into place", &s.path))?;
+                        dirs.commit(s).map_err(io("put into place", &s.path))?;
                         committed += 1;
                     }
                 }
@@ -560,9 +561,8 @@ impl Project {
     }
 
     /// Makes `path` be `state`, except that a file is only staged (written
-    /// whole under a temp name and added to `staged`, for the caller to
-    /// rename into place). A written file's handle is returned for
-    /// syncing. Every
+    /// whole under a temp name and added to `staged`, for the caller to put
+    /// into place). A written file's handle is returned for syncing. Every
     /// file step asks `blob` for its content, in step order. Idempotent.
     fn ensure(
         &self,

@@ -800,14 +800,14 @@ fn hex_hash(prefix: &str, rest: &str) -> Option<Hash> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     const HOUR: i64 = 3_600_000_000_000;
 
     thread_local! {
         /// Contents hashed by `get` on this thread.
-        pub(super) static HASHED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+        pub(crate) static HASHED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
         /// Packs decoded (wholly or in part) by `get` on this thread.
         pub(super) static PACK_DECODES: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
     }
@@ -1005,20 +1005,6 @@ mod tests {
         HASHED.with(|n| n.set(0));
         assert_eq!(f.store.get(&f.conn, &prev).unwrap(), version);
         assert_eq!(HASHED.with(|n| n.get()), 1, "bases are not re-hashed");
-    }
-
-    #[test]
-    fn a_delta_base_is_read_without_hashing_it() {
-        let f = fixture(64 << 10);
-        let data = b"a line of a long log\n".repeat(10_000);
-        let hash = put(&f, &data);
-        HASHED.with(|n| n.set(0));
-        assert_eq!(f.store.delta_base(&f.conn, &hash).unwrap(), data);
-        assert_eq!(
-            HASHED.with(|n| n.get()),
-            0,
-            "a capture re-hashed a delta base"
-        );
     }
 
     #[test]
