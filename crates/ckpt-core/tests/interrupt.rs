@@ -41,7 +41,6 @@ fn setup() -> Turned {
 
 fn planned_actions() -> usize {
     let Turned { mut p, turn, .. } = setup();
-    sync(&mut p);
     planned(&mut p, turn).actions.len()
 }
 
@@ -59,7 +58,6 @@ fn interrupted_rewind_is_recovered_to_exactly_one_side() {
             target,
             orig,
         } = setup();
-        sync(&mut p);
         match p.rewind(turn, fail_at(k)) {
             Ok(out) => {
                 applied(out);
@@ -219,7 +217,6 @@ fn recovery_removes_temp_files_a_crashed_write_left_behind() {
         target,
         orig,
     } = setup();
-    sync(&mut p);
     match p.rewind(turn, fail_at(3)) {
         Err(Error::Injected(3)) => {}
         other => panic!("expected the injected failure, got {other:?}"),

@@ -45,7 +45,6 @@ fn rewind_of_many_files_restores_every_one() {
         target,
         orig,
     } = setup();
-    sync(&mut p);
     let opts = RewindOptions {
         after_barrier: true,
         ..Default::default()
@@ -72,7 +71,6 @@ fn interrupted_large_rewind_recovers_to_exactly_one_side() {
             turn,
             ..
         } = setup();
-        sync(&mut p);
         let plan = planned(&mut p, turn);
         let files = plan
             .actions
@@ -96,7 +94,6 @@ fn interrupted_large_rewind_recovers_to_exactly_one_side() {
             target,
             orig,
         } = setup();
-        sync(&mut p);
         match p.rewind(turn, fail_at(k)) {
             Err(Error::Injected(i)) => assert_eq!(i, k),
             Ok(_) => panic!("the rewind finished before operation {k} of {total}"),

@@ -328,7 +328,8 @@ pub struct Turned {
 }
 
 /// Opens `fx` (its tree already written) and records what `agent` does to
-/// it as one turn.
+/// it as one turn, then passes a barrier, as the daemon does before a
+/// rewind.
 #[track_caller]
 pub fn turned(fx: Fx, agent: impl FnOnce(&Fx)) -> Turned {
     let mut p = fx.open();
@@ -337,6 +338,7 @@ pub fn turned(fx: Fx, agent: impl FnOnce(&Fx)) -> Turned {
     let turn = start(&mut p, "agent");
     agent(&fx);
     end(&mut p);
+    sync(&mut p);
     let orig = fx.tree();
     Turned {
         fx,
