@@ -706,12 +706,19 @@ mod tests {
         assert_eq!(got, want);
     }
 
-    #[test]
-    fn a_new_version_of_a_large_file_is_captured_without_hashing_its_base() {
-        let (_tmp, root, mut p) = setup();
+    /// Text large enough to be stored as a delta from its previous version.
+    fn large_text() -> Vec<u8> {
         let big: Vec<u8> = (0..20_000u32)
             .flat_map(|i| format!("line {i}\n").into_bytes())
             .collect();
+        assert!(big.len() >= crate::store::DELTA_MIN);
+        big
+    }
+
+    #[test]
+    fn a_new_version_of_a_large_file_is_captured_without_hashing_its_base() {
+        let (_tmp, root, mut p) = setup();
+        let big = large_text();
         fs::write(root.join("big.txt"), &big).unwrap();
         p.reconcile().unwrap();
         let mut big2 = big.clone();
@@ -733,10 +740,7 @@ mod tests {
     #[test]
     fn a_parallel_batch_stores_new_content_once_and_a_large_file_as_a_delta() {
         let (_tmp, root, mut p) = setup();
-        let big: Vec<u8> = (0..20_000u32)
-            .flat_map(|i| format!("line {i}\n").into_bytes())
-            .collect();
-        assert!(big.len() >= crate::store::DELTA_MIN);
+        let big = large_text();
         fs::write(root.join("big.txt"), &big).unwrap();
         p.reconcile().unwrap();
         p.turn_start(TurnMeta::default()).unwrap();
