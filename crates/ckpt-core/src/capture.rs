@@ -16,7 +16,7 @@ use crate::project::{now_ns, Project};
 use crate::relpath::RelPath;
 use crate::scan::{self, Excludes, CACHE_TAG, IGNORE_FILE};
 use crate::state::{Hash, State};
-use crate::store::{BlobStore, Prepared, DELTA_MIN};
+use crate::store::{BlobStore, Prepared, PreparedPack, DELTA_MIN, PACK_BLOB_MAX, PACK_TARGET};
 use crate::turns;
 
 /// Raw bytes read per write batch: bounds the daemon's memory on big trees
@@ -71,7 +71,8 @@ struct Captured {
     path: RelPath,
     old: Option<CacheRow>,
     new: Option<(State, Stat)>,
-    /// The bytes read, kept only until we know whether the store has them.
+    /// The bytes read; kept past [`prepare_one`] only when they are new and
+    /// small, for [`pack_small`].
     content: Option<Vec<u8>>,
     blob: Option<Prepared>,
 }
@@ -309,7 +310,14 @@ impl Project {
         let conn = &mut self.conn;
         if seen.is_empty() {
             if !gone.is_empty() {
-                write_batch(conn, &self.store, Vec::new(), gone, scan_start, report)?;
+                write_batch(
+                    conn,
+                    &self.store,
+                    Batch::default(),
+                    gone,
+                    scan_start,
+                    report,
+                )?;
             }
             return Ok(());
         }
@@ -335,17 +343,19 @@ impl Project {
         // the previous one is being written, it may not see that batch's
         // blobs yet and compresses a duplicate for nothing, which the
         // writer then finds stored.
-        let prepare = |batch: Vec<Seen>, writer: Option<&Connection>| -> Result<Vec<Captured>> {
+        let prepare = |batch: Vec<Seen>, writer: Option<&Connection>| -> Result<Batch> {
             // Hashes being compressed in this batch: identical new content
             // is compressed once.
             let claimed = Mutex::new(HashSet::new());
             let own = || Reader::Own(db_path.as_deref(), None);
             let local = writer.map_or_else(own, Reader::Shared);
-            par_map(batch, threads, local, own, |db, s| {
+            let mut captured = par_map(batch, threads, 8, local, own, |db, s| {
                 prepare_one(fs, store, db, &claimed, s, max)
             })
             .into_iter()
-            .collect()
+            .collect::<Result<Vec<_>>>()?;
+            let packs = pack_small(store, &mut captured, threads);
+            Ok(Batch { captured, packs })
         };
         let mut batches = batches.into_iter();
         let first = batches.next().expect("seen is not empty");
@@ -368,12 +378,20 @@ impl Project {
     }
 }
 
+/// One batch of paths, read and compressed, ready for the writer.
+#[derive(Default)]
+struct Batch {
+    captured: Vec<Captured>,
+    /// The batch's new small contents, compressed together.
+    packs: Vec<PreparedPack>,
+}
+
 /// Writes one prepared batch (blobs, cache rows, pre-images) in one
 /// transaction.
 fn write_batch(
     conn: &mut Connection,
     store: &BlobStore,
-    captured: Vec<Captured>,
+    batch: Batch,
     gone: Vec<RelPath>,
     scan_start: i64,
     report: &mut ScanReport,
@@ -383,7 +401,11 @@ fn write_batch(
         cache::remove(&tx, path)?;
     }
     let turn = turns::open_turn(&tx)?;
-    for c in captured {
+    for pack in &batch.packs {
+        store.insert_pack(&tx, pack)?;
+        report.bytes_hashed += pack.raw_len() as u64;
+    }
+    for c in batch.captured {
         if let Some(blob) = &c.blob {
             store.insert(&tx, blob)?;
             report.bytes_hashed += blob.size;
@@ -410,17 +432,21 @@ fn write_batch(
     Ok(())
 }
 
-/// `items.map(f)` on up to `threads` scoped threads, keeping the order.
-/// Each thread gets its own state from `make`; on the caller's thread alone
-/// (few items, or one thread) `local` is used instead.
+/// `items.map(f)` on up to `threads` scoped threads, at least `per_thread`
+/// items each, keeping the order. Each thread gets its own state from
+/// `make`; on the caller's thread alone (few items, or one thread) `local`
+/// is used instead.
 fn par_map<T: Send, R: Send, S>(
     items: Vec<T>,
     threads: usize,
+    per_thread: usize,
     mut local: S,
     make: impl Fn() -> S + Sync,
     f: impl Fn(&mut S, T) -> R + Sync,
 ) -> Vec<R> {
-    let threads = threads.clamp(1, 16).min(items.len().div_ceil(8).max(1));
+    let threads = threads
+        .clamp(1, 16)
+        .min(items.len().div_ceil(per_thread.max(1)).max(1));
     if threads == 1 {
         return items.into_iter().map(|t| f(&mut local, t)).collect();
     }
@@ -517,9 +543,85 @@ fn prepare_one(
     };
     c.blob = Some(match base {
         Some((base_hash, base)) => store.prepare_delta(hash, &data, base_hash, &base),
+        None if data.len() < PACK_BLOB_MAX => {
+            c.content = Some(data);
+            return Ok(c);
+        }
         None => store.prepare_hashed(hash, &data),
     });
     Ok(c)
+}
+
+/// Compresses the new small contents that [`prepare_one`] left in
+/// `captured`, on the workers: together, a pack per [`PACK_TARGET`] raw
+/// bytes (a rest under half of that joins the last pack), or, when there
+/// is not half a pack's worth, each alone, to be packed later by the writer
+/// with others.
+fn pack_small(store: &BlobStore, captured: &mut [Captured], threads: usize) -> Vec<PreparedPack> {
+    let small: Vec<usize> = (0..captured.len())
+        .filter(|&i| captured[i].content.is_some())
+        .collect();
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    let (mut group, mut bytes) = (Vec::new(), 0);
+    for i in small {
+        bytes += captured[i].content.as_ref().map_or(0, Vec::len);
+        group.push(i);
+        if bytes >= PACK_TARGET {
+            groups.push(std::mem::take(&mut group));
+            bytes = 0;
+        }
+    }
+    let alone = match groups.last_mut() {
+        _ if bytes >= PACK_TARGET / 2 => {
+            groups.push(group);
+            Vec::new()
+        }
+        Some(last) => {
+            last.append(&mut group);
+            Vec::new()
+        }
+        None => group,
+    };
+    let mut take = |i: usize| {
+        let c = &mut captured[i];
+        let hash = match &c.new {
+            Some((State::File { hash, .. }, _)) => *hash,
+            _ => unreachable!("prepare_one keeps content only for a file"),
+        };
+        (hash, c.content.take().expect("chosen for its content"))
+    };
+    enum Job {
+        Pack(Vec<(Hash, Vec<u8>)>),
+        Alone(usize, (Hash, Vec<u8>)),
+    }
+    enum Done {
+        Pack(PreparedPack),
+        Alone(usize, Prepared),
+    }
+    let mut jobs: Vec<Job> = Vec::new();
+    for g in groups {
+        jobs.push(Job::Pack(g.into_iter().map(&mut take).collect()));
+    }
+    jobs.extend(alone.into_iter().map(|i| Job::Alone(i, take(i))));
+    let done = par_map(
+        jobs,
+        threads,
+        1,
+        (),
+        || (),
+        |_, job| match job {
+            Job::Pack(blobs) => Done::Pack(store.prepare_pack(&blobs)),
+            Job::Alone(i, (hash, data)) => Done::Alone(i, store.prepare_hashed(hash, &data)),
+        },
+    );
+    let mut packs = Vec::new();
+    for d in done {
+        match d {
+            Done::Pack(pack) => packs.push(pack),
+            Done::Alone(i, blob) => captured[i].blob = Some(blob),
+        }
+    }
+    packs
 }
 
 fn read_one(root: &Root, seen: Seen, max_size: u64) -> Captured {
@@ -775,6 +877,43 @@ mod tests {
             .unwrap();
         assert!(is_delta, "stored as a delta from its previous version");
         assert_eq!(p.turn_end().unwrap().entries.len(), 21);
+    }
+
+    #[test]
+    fn a_batch_of_new_small_files_is_packed_whole_by_the_workers() {
+        let (_tmp, root, mut p) = setup();
+        p.reconcile().unwrap();
+        let packs = |p: &Project| -> Vec<i64> {
+            let mut stmt = p
+                .conn
+                .prepare("SELECT count(*) FROM blobs WHERE pack IS NOT NULL GROUP BY pack")
+                .unwrap();
+            stmt.query_map([], |r| r.get(0))
+                .unwrap()
+                .map(|r| r.unwrap())
+                .collect()
+        };
+        let before = packs(&p).len();
+        // 20 files of 3 KiB in one batch: three packs' worth (and a rest
+        // that joins the last), none left alone to be repacked later.
+        let mut paths = Vec::new();
+        for i in 0..20 {
+            let name = format!("s{i}.rs");
+            let text = format!("// file {i}\n").repeat(3 << 10)[..3 << 10].to_string();
+            fs::write(root.join(&name), text).unwrap();
+            paths.push(RelPath::new(name).unwrap());
+        }
+        assert_eq!(p.check_paths(paths.clone()).unwrap().changed, 20);
+        let after = packs(&p);
+        assert_eq!(after.len() - before, 3, "{after:?}");
+        assert!(after[before..].iter().all(|&n| n > 1), "{after:?}");
+        for path in &paths {
+            let hash = crate::cache::state(&p.conn, path).unwrap().hash().unwrap();
+            assert_eq!(
+                p.read_blob(&hash).unwrap(),
+                fs::read(root.join(path.as_path())).unwrap()
+            );
+        }
     }
 
     #[test]
