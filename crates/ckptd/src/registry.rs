@@ -1,5 +1,6 @@
 //! The watched projects, found by root: longest root prefix wins.
 
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 
@@ -62,10 +63,17 @@ impl Registry {
 
     /// The innermost project whose root contains `path` (or is it).
     pub fn containing(&self, path: &Path) -> Option<Arc<ProjectHandle>> {
+        self.containing_rel(path).map(|(h, _)| h)
+    }
+
+    /// The innermost project whose root contains `path`, and the rest of
+    /// `path` below its root (empty for the root itself). `path` is
+    /// absolute and clean, as canonical paths and notify's are; compared as
+    /// bytes, since every file event comes through here.
+    pub fn containing_rel<'p>(&self, path: &'p Path) -> Option<(Arc<ProjectHandle>, &'p [u8])> {
         read(&self.projects)
             .iter()
-            .find(|p| path.starts_with(&p.root))
-            .cloned()
+            .find_map(|p| Some((Arc::clone(p), below(path, &p.root)?)))
     }
 
     /// Projects whose roots lie strictly inside `path`.
@@ -78,10 +86,36 @@ impl Registry {
     }
 }
 
+/// The bytes of `path` after `root/` (empty when it is `root`).
+fn below<'p>(path: &'p Path, root: &Path) -> Option<&'p [u8]> {
+    let root = root.as_os_str().as_bytes();
+    let rest = path.as_os_str().as_bytes().strip_prefix(root)?;
+    if rest.is_empty() || root.ends_with(b"/") {
+        return Some(rest);
+    }
+    rest.strip_prefix(b"/")
+}
+
 fn read<T>(l: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
     l.read().unwrap_or_else(|p| p.into_inner())
 }
 
 fn write<T>(l: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
     l.write().unwrap_or_else(|p| p.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::below;
+    use std::path::Path;
+
+    #[test]
+    fn below_takes_whole_names_only() {
+        let b = |p: &str, r: &str| below(Path::new(p), Path::new(r)).map(|s| s.to_vec());
+        assert_eq!(b("/a/b/c/d", "/a/b"), Some(b"c/d".to_vec()));
+        assert_eq!(b("/a/b", "/a/b"), Some(Vec::new()), "the root itself");
+        assert_eq!(b("/a/bc/d", "/a/b"), None, "a sibling sharing a prefix");
+        assert_eq!(b("/a", "/a/b"), None, "above the root");
+        assert_eq!(b("/x/y", "/"), Some(b"x/y".to_vec()));
+    }
 }

@@ -7,6 +7,7 @@
 //! does the stat/read/hash work and adds watches for new directories.
 
 use std::collections::BTreeSet;
+use std::ffi::OsStr;
 use std::ops::Bound;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
@@ -412,12 +413,23 @@ impl Router {
             _ => false,
         };
         for path in &event.paths {
-            if path.parent() == Some(self.cookie_dir.as_path()) {
-                if let (EventKind::Create(_), Some(name)) = (&event.kind, path.file_name()) {
+            let bytes = path.as_os_str().as_bytes();
+            let (dir, name) = match bytes.iter().rposition(|&b| b == b'/') {
+                Some(i) => (&bytes[..i], OsStr::from_bytes(&bytes[i + 1..])),
+                None => (&b""[..], path.as_os_str()),
+            };
+            if dir == self.cookie_dir.as_os_str().as_bytes() {
+                if let EventKind::Create(_) = &event.kind {
                     if let Some(h) = cookie_project(name).and_then(|id| self.registry.get(id)) {
                         h.cookie_seen(name);
                     }
                 }
+                continue;
+            }
+            // Restore temp files and spares (and cookies of older daemons)
+            // are never captured: dropped first, as half of a rewind's
+            // events name them.
+            if is_internal_name(name.as_bytes()) {
                 continue;
             }
             self.route(path, recheck, &event.kind);
@@ -441,13 +453,10 @@ impl Router {
     }
 
     fn route(&self, path: &Path, recheck: bool, kind: &EventKind) {
-        let Some(h) = self.registry.containing(path) else {
+        let Some((h, rel)) = self.registry.containing_rel(path) else {
             return;
         };
-        let Ok(rel) = path.strip_prefix(&h.root) else {
-            return;
-        };
-        if !rel.as_os_str().is_empty()
+        if !rel.is_empty()
             && matches!(
                 kind,
                 EventKind::Remove(_)
@@ -462,7 +471,7 @@ impl Router {
             // in, is (re)watched by the worker with its subdirectories.
             lock(&h.watches).drop_below(path);
         }
-        if rel.as_os_str().is_empty() {
+        if rel.is_empty() {
             if matches!(
                 kind,
                 EventKind::Remove(_) | EventKind::Modify(ModifyKind::Name(_))
@@ -474,25 +483,18 @@ impl Router {
             }
             return;
         }
-        let mut components = rel.components().peekable();
-        while let Some(c) = components.next() {
-            let name = c.as_os_str();
-            if name == ".git" {
+        let mut names = rel.split(|&b| b == b'/').peekable();
+        while let Some(name) = names.next() {
+            if name == b".git" {
                 return;
             }
-            let is_last = components.peek().is_none();
             // A path *named* like an excluded directory is still a file we
             // capture; only components above it exclude it.
-            if !is_last && name.to_str().is_some_and(|n| DEFAULT_EXCLUDES.contains(&n)) {
-                return;
-            }
-            if is_last && is_internal_name(name.as_bytes()) {
-                // Restore temp files (and cookies of older daemons): never
-                // captured.
+            if names.peek().is_some() && DEFAULT_EXCLUDES.iter().any(|e| e.as_bytes() == name) {
                 return;
             }
         }
-        if let Ok(rel) = RelPath::from_abs(&h.root, path) {
+        if let Ok(rel) = RelPath::new(rel) {
             h.enqueue(rel, recheck);
         }
     }
