@@ -20,8 +20,8 @@ use crate::store::{BlobStore, Prepared, PreparedPack, DELTA_MIN, PACK_BLOB_MAX, 
 use crate::turns;
 
 /// Raw bytes read per write batch: bounds the daemon's memory on big trees
-/// (a batch is held compressed, two at once; tiny in tests, so they cross
-/// batch boundaries).
+/// (a batch is held compressed, two at once, and its new small files raw
+/// until they are packed; tiny in tests, so they cross batch boundaries).
 const BATCH_BYTES: u64 = if cfg!(test) { 64 << 10 } else { 8 << 20 };
 
 /// Most paths per write batch, whatever their size (a removal weighs
