@@ -246,10 +246,16 @@ impl ProjectHandle {
         if recheck_at_cookie {
             q.recheck.insert(path.clone());
         }
+        // Only the worker waits for paths, and only on an empty queue: a
+        // wake-up per event would be a syscall per event (a full rewind
+        // makes tens of thousands).
+        let wake = q.pending.is_empty();
         q.pending.insert(path);
         q.enqueued += 1;
         drop(q);
-        self.cond.notify_all();
+        if wake {
+            self.cond.notify_all();
+        }
     }
 
     /// A cookie's event came through the watcher.
