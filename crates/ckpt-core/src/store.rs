@@ -1005,15 +1005,7 @@ pub(crate) mod tests {
         for (h, data) in &blobs {
             assert_eq!(&f.store.get(&f.conn, h).unwrap(), data);
         }
-        let in_pack = |h: &Hash| -> bool {
-            f.conn
-                .query_row(
-                    "SELECT pack IS NOT NULL FROM blobs WHERE hash = ?1",
-                    [&h.0[..]],
-                    |r| r.get(0),
-                )
-                .unwrap()
-        };
+        let in_pack = |h: &Hash| blob_is(&f, h, "pack IS NOT NULL");
         assert!(!in_pack(&h_stored), "a stored blob stays where it is");
         assert!(in_pack(&h_lost), "a blob whose file is gone is repaired");
         assert!(blobs[2..].iter().all(|(h, _)| in_pack(h)));
@@ -1188,13 +1180,13 @@ pub(crate) mod tests {
     }
 
     fn is_inline(f: &Fixture, hash: &Hash) -> bool {
-        f.conn
-            .query_row(
-                "SELECT data IS NOT NULL OR pack IS NOT NULL FROM blobs WHERE hash = ?1",
-                [&hash.0[..]],
-                |r| r.get(0),
-            )
-            .unwrap()
+        blob_is(f, hash, "data IS NOT NULL OR pack IS NOT NULL")
+    }
+
+    /// `condition` on the row of blob `hash`.
+    fn blob_is(f: &Fixture, hash: &Hash, condition: &str) -> bool {
+        let sql = format!("SELECT {condition} FROM blobs WHERE hash = ?1");
+        f.conn.query_row(&sql, [&hash.0[..]], |r| r.get(0)).unwrap()
     }
 
     fn object_files(dir: &Path) -> Vec<PathBuf> {
