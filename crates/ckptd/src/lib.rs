@@ -22,6 +22,8 @@ mod daemon;
 mod error;
 mod handle;
 mod handlers;
+#[cfg(target_os = "linux")]
+mod inotify;
 mod lock;
 mod registry;
 mod server;

@@ -1,10 +1,11 @@
-//! One `notify` watcher for every project, with one non-recursive watch per
-//! captured directory, subscribed to changes only (no open or read events).
-//! The event callback does no IO: it maps each path to its project, forgets
-//! the watches of directories that went away (notify drops them itself),
-//! drops what cannot matter (`.git`, default-excluded directories) and
-//! queues the rest; each project's worker
-//! does the stat/read/hash work and adds watches for new directories.
+//! One file-system watcher for every project (our inotify loop on Linux,
+//! `notify` elsewhere), with one non-recursive watch per captured directory,
+//! subscribed to changes only (no open or read events). The event callback
+//! does no IO: it maps each path to its project, forgets the watches of
+//! directories that went away (the backend drops them itself), drops what
+//! cannot matter (`.git`, default-excluded directories) and queues the rest;
+//! each project's worker does the stat/read/hash work and adds watches for
+//! new directories.
 
 use std::collections::BTreeSet;
 use std::ffi::OsStr;
@@ -15,7 +16,9 @@ use std::sync::{Arc, Mutex};
 
 use ckpt_core::{is_internal_name, RelPath, DEFAULT_EXCLUDES};
 use notify::event::{AccessKind, AccessMode, CreateKind, ModifyKind, RenameMode};
-use notify::{Event, EventKind, EventKindMask, RecommendedWatcher, RecursiveMode, Watcher as _};
+use notify::{Event, EventKind};
+#[cfg(not(target_os = "linux"))]
+use notify::{EventKindMask, RecommendedWatcher, RecursiveMode, Watcher as _};
 
 use crate::barrier::cookie_project;
 use crate::handle::{lock, ProjectHandle};
@@ -29,16 +32,45 @@ const CACHE_TAG: &str = "CACHEDIR.TAG";
 pub const WATCH_LIMIT_ADVICE: &str = "inotify watch limit reached; raise fs.inotify.max_user_watches \
      (e.g. `sudo sysctl fs.inotify.max_user_watches=524288`); falling back to full scans at turn boundaries";
 
-/// The notify backend, shared by the daemon and every project's worker
-/// (which adds watches for directories that appear).
+/// The file-system watcher, shared by the daemon and every project's worker
+/// (which adds watches for directories that appear): our own inotify loop
+/// on Linux, notify's recommended watcher elsewhere.
 pub struct Backend {
-    inner: Mutex<Option<RecommendedWatcher>>,
+    inner: Mutex<Option<Imp>>,
 }
 
+#[cfg(target_os = "linux")]
+type Imp = crate::inotify::Inotify;
+#[cfg(not(target_os = "linux"))]
+type Imp = RecommendedWatcher;
+
 impl Backend {
+    fn start(router: Router) -> notify::Result<Backend> {
+        let handler = move |res| router.handle(res);
+        #[cfg(target_os = "linux")]
+        let imp = crate::inotify::Inotify::new(handler).map_err(notify::Error::io)?;
+        #[cfg(not(target_os = "linux"))]
+        let imp = {
+            // No open/close-nowrite events: every read in a watched tree (a
+            // build, a `grep -r`, the daemon's own hashing) would wake us and
+            // could overflow the kernel queue. Close-after-write stays: it is
+            // the only event an mmap write produces.
+            let config = notify::Config::default()
+                .with_follow_symlinks(false)
+                .with_event_kinds(EventKindMask::CORE | EventKindMask::ACCESS_CLOSE);
+            RecommendedWatcher::new(handler, config)?
+        };
+        Ok(Backend {
+            inner: Mutex::new(Some(imp)),
+        })
+    }
+
     /// Watches one directory (not its subdirectories).
     fn watch_dir(&self, abs: &Path) -> notify::Result<()> {
         match lock(&self.inner).as_mut() {
+            #[cfg(target_os = "linux")]
+            Some(w) => w.watch_dir(abs),
+            #[cfg(not(target_os = "linux"))]
             Some(w) => w.watch(abs, RecursiveMode::NonRecursive),
             None => Err(notify::Error::generic("the file watcher has stopped")),
         }
@@ -46,6 +78,9 @@ impl Backend {
 
     fn unwatch_dir(&self, abs: &Path) {
         if let Some(w) = lock(&self.inner).as_mut() {
+            #[cfg(target_os = "linux")]
+            w.unwatch_dir(abs);
+            #[cfg(not(target_os = "linux"))]
             if let Err(e) = w.unwatch(abs) {
                 tracing::trace!(dir = %abs.display(), error = %e, "unwatch");
             }
@@ -71,17 +106,8 @@ impl Watcher {
             registry,
             cookie_dir: cookie_dir.clone(),
         };
-        // No open/close-nowrite events: every read in a watched tree (a
-        // build, a `grep -r`, the daemon's own hashing) would wake us and
-        // could overflow the kernel queue. Close-after-write stays: it is
-        // the only event an mmap write produces.
-        let config = notify::Config::default()
-            .with_follow_symlinks(false)
-            .with_event_kinds(EventKindMask::CORE | EventKindMask::ACCESS_CLOSE);
-        let backend = match RecommendedWatcher::new(move |res| router.handle(res), config) {
-            Ok(w) => Some(Arc::new(Backend {
-                inner: Mutex::new(Some(w)),
-            })),
+        let backend = match Backend::start(router) {
+            Ok(b) => Some(Arc::new(b)),
             Err(e) => {
                 tracing::error!(error = %e, "cannot start the file watcher; capture falls back to scans");
                 None
@@ -137,8 +163,7 @@ impl Watcher {
             (w.backend.take(), std::mem::take(&mut w.dirs))
         };
         if let Some(backend) = backend {
-            // Deepest first, so notify never walks a removed parent's list.
-            for dir in dirs.iter().rev() {
+            for dir in &dirs {
                 backend.unwatch_dir(dir);
             }
         }
@@ -466,7 +491,7 @@ impl Router {
                     ))
             )
         {
-            // notify drops the watches of a directory that went away (and
+            // The backend drops the watches of a directory that went away (and
             // of everything below it); one that appeared, or was renamed
             // in, is (re)watched by the worker with its subdirectories.
             lock(&h.watches).drop_below(path);
