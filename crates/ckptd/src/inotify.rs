@@ -216,42 +216,43 @@ fn translate(
         map.forget_below(&path, true);
     }
     drop(map);
-    let mut kinds = Vec::new();
-    if mask.contains(EventMask::CREATE) {
-        kinds.push(EventKind::Create(if is_dir {
-            CreateKind::Folder
-        } else {
-            CreateKind::File
-        }));
-    }
-    if mask.contains(EventMask::MOVED_FROM) || mask.contains(EventMask::MOVE_SELF) {
-        kinds.push(EventKind::Modify(ModifyKind::Name(RenameMode::From)));
-    }
-    if mask.contains(EventMask::MOVED_TO) {
-        kinds.push(EventKind::Modify(ModifyKind::Name(RenameMode::To)));
-    }
-    if mask.contains(EventMask::DELETE) {
-        kinds.push(EventKind::Remove(if is_dir {
-            RemoveKind::Folder
-        } else {
-            RemoveKind::File
-        }));
-    }
-    if mask.contains(EventMask::DELETE_SELF) || mask.contains(EventMask::UNMOUNT) {
-        kinds.push(EventKind::Remove(RemoveKind::Folder));
-    }
-    if mask.contains(EventMask::MODIFY) {
-        kinds.push(EventKind::Modify(ModifyKind::Data(DataChange::Any)));
-    }
-    if mask.contains(EventMask::ATTRIB) {
-        kinds.push(EventKind::Modify(ModifyKind::Metadata(MetadataKind::Any)));
-    }
-    if mask.contains(EventMask::CLOSE_WRITE) {
-        kinds.push(EventKind::Access(AccessKind::Close(AccessMode::Write)));
-    }
+    let (create, remove) = if is_dir {
+        (CreateKind::Folder, RemoveKind::Folder)
+    } else {
+        (CreateKind::File, RemoveKind::File)
+    };
+    let kinds = [
+        (EventMask::CREATE, EventKind::Create(create)),
+        (
+            EventMask::MOVED_FROM | EventMask::MOVE_SELF,
+            EventKind::Modify(ModifyKind::Name(RenameMode::From)),
+        ),
+        (
+            EventMask::MOVED_TO,
+            EventKind::Modify(ModifyKind::Name(RenameMode::To)),
+        ),
+        (EventMask::DELETE, EventKind::Remove(remove)),
+        (
+            EventMask::DELETE_SELF | EventMask::UNMOUNT,
+            EventKind::Remove(RemoveKind::Folder),
+        ),
+        (
+            EventMask::MODIFY,
+            EventKind::Modify(ModifyKind::Data(DataChange::Any)),
+        ),
+        (
+            EventMask::ATTRIB,
+            EventKind::Modify(ModifyKind::Metadata(MetadataKind::Any)),
+        ),
+        (
+            EventMask::CLOSE_WRITE,
+            EventKind::Access(AccessKind::Close(AccessMode::Write)),
+        ),
+    ];
     kinds
         .into_iter()
-        .map(|kind| Event::new(kind).add_path(path.clone()))
+        .filter(|(bits, _)| mask.intersects(*bits))
+        .map(|(_, kind)| Event::new(kind).add_path(path.clone()))
         .collect()
 }
 
