@@ -59,10 +59,9 @@ impl Map {
         self.by_path.insert(path, wd);
     }
 
-    /// Forgets `dir` and every watch below it; with `remove`, also asks the
-    /// kernel to drop them (a moved directory keeps its watches there, and
-    /// they would report under the old names).
-    fn forget_below(&mut self, dir: &Path, remove: bool) {
+    /// Drops the watches of `dir` and everything below it, moved away: the
+    /// kernel keeps them, and they would report under the old names.
+    fn drop_below(&mut self, dir: &Path) {
         let below: Vec<PathBuf> = self
             .by_path
             .range::<Path, _>((Bound::Included(dir), Bound::Unbounded))
@@ -72,10 +71,8 @@ impl Map {
         for p in below {
             if let Some(wd) = self.by_path.remove(&p) {
                 self.by_wd.remove(&wd);
-                if remove {
-                    // Gone already (deleted, or its file system unmounted): fine.
-                    let _ = self.watches.remove(wd);
-                }
+                // Gone already (deleted, or its file system unmounted): fine.
+                let _ = self.watches.remove(wd);
             }
         }
     }
@@ -213,7 +210,7 @@ fn translate(
     };
     let is_dir = mask.contains(EventMask::ISDIR);
     if is_dir && mask.contains(EventMask::MOVED_FROM) {
-        map.forget_below(&path, true);
+        map.drop_below(&path);
     }
     drop(map);
     let (create, remove) = if is_dir {
