@@ -59,8 +59,8 @@ use report::Results;
 use scenarios::{Lab, Subject};
 use system::System;
 
-const ALL_SCENARIOS: [&str; 7] = [
-    "connect", "watch", "idle", "small", "fulltree", "bigfile", "scale",
+const ALL_SCENARIOS: [&str; 8] = [
+    "connect", "watch", "idle", "small", "scaffold", "fulltree", "bigfile", "scale",
 ];
 
 #[derive(Parser, Debug)]
@@ -281,6 +281,9 @@ fn real_main() -> Result<bool> {
     if sel("small") {
         scenarios::small(&mut lab, &mut res, plan.reps);
     }
+    if sel("scaffold") {
+        scenarios::scaffold(&mut lab, &mut res, plan.reps);
+    }
     if sel("fulltree") {
         scenarios::fulltree(&mut lab, &mut res, plan.reps);
     }
@@ -316,6 +319,7 @@ fn real_main() -> Result<bool> {
         scenarios::watch(&mut lab10, &mut res, 1);
         scenarios::idle(&mut lab10, &mut res, plan.reps, plan.idle_pairs);
         scenarios::small(&mut lab10, &mut res, plan.reps);
+        scenarios::scaffold(&mut lab10, &mut res, plan.reps);
         scenarios::daemon_idle(&mut lab10, &mut res, plan.idle_secs);
         shutdown(&mut lab10);
     }

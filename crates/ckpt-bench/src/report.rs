@@ -202,6 +202,8 @@ const ROWS: &[Row] = &[
     t("small", "turn-end", "small: turn-end"),
     t("small", "rewind", "small: rewind"),
     t("small", "redo", "small: redo"),
+    t("scaffold", "rewind", "scaffold: rewind 200 dirs"),
+    t("scaffold", "next turn", "scaffold: next turn"),
     t("fulltree", "turn-end", "fulltree: turn-end"),
     t("fulltree", "rewind", "fulltree: rewind"),
     t("bigfile", "turn-end", "bigfile: turn-end"),
@@ -254,6 +256,8 @@ const ROWS: &[Row] = &[
     t("scale/small", "turn-end", "10x small: turn-end"),
     t("scale/small", "rewind", "10x small: rewind"),
     t("scale/small", "redo", "10x small: redo"),
+    t("scale/scaffold", "rewind", "10x scaffold: rewind 200 dirs"),
+    t("scale/scaffold", "next turn", "10x scaffold: next turn"),
     m(
         "scale/daemon",
         "peak RSS",

@@ -349,6 +349,35 @@ pub fn small(lab: &mut Lab, res: &mut Results, reps: usize) {
     });
 }
 
+/// Directories `scaffold` makes, one small file in each.
+const SCAFFOLD_DIRS: usize = 200;
+
+/// `scaffold`: the agent makes a directory tree (a module per directory)
+/// and the turn is rewound, removing every directory it made; then the next
+/// turn's boundaries, which wait for the watcher to take those removals in.
+pub fn scaffold(lab: &mut Lab, res: &mut Results, reps: usize) {
+    run_reps(lab, res, "scaffold", reps, |s, _, log, rep| {
+        let root = s.root();
+        let turn = timed(log, "turn-start", || s.sys.turn_start())?;
+        let top = root.join(format!("bench-scaffold-{rep}"));
+        for i in 0..SCAFFOLD_DIRS {
+            let dir = top.join(format!("m{i:03}"));
+            fs::create_dir_all(&dir)?;
+            fs::write(dir.join("mod.rs"), format!("// module {i}\n"))?;
+        }
+        timed(log, "turn-end", || s.sys.turn_end())?;
+        timed(log, "rewind", || s.sys.rewind(turn))?;
+        // Timed before the check, whose reading of the tree would give the
+        // watcher time to catch up.
+        timed(log, "next turn", || {
+            s.sys.turn_start()?;
+            s.sys.turn_end()
+        })?;
+        check(s, &s.clean, "rewind")?;
+        Ok(s.sys.settle()?)
+    });
+}
+
 /// `fulltree`: a formatter appends a line to every file.
 pub fn fulltree(lab: &mut Lab, res: &mut Results, reps: usize) {
     run_reps(lab, res, "fulltree", reps, |s, _, log, rep| {
