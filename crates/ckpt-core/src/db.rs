@@ -180,6 +180,15 @@ pub fn durably<T>(
     result
 }
 
+/// Runs `f` in one read transaction: a statement on its own takes and drops
+/// SQLite's locks, a cost per path when a loop looks up thousands.
+pub fn reading<T>(conn: &Connection, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    let tx = conn.unchecked_transaction()?;
+    let out = f()?;
+    tx.commit()?;
+    Ok(out)
+}
+
 fn migrate(conn: &mut Connection) -> Result<()> {
     let known = MIGRATIONS.len() as i64;
     let found: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;

@@ -86,16 +86,14 @@ impl Project {
             conflicts: Vec::new(),
             skipped: Vec::new(),
         };
-        // One read transaction for the plan's lookups: a statement on its
-        // own takes and drops SQLite's locks, a cost per path.
-        let read = self.conn.unchecked_transaction()?;
-        for (path, (target, expected)) in touched {
-            let current = cache::state(&self.conn, &path)?;
-            self.plan_path(&mut plan, path, current, target, &expected, opts.force);
-        }
-        self.check_dirs_empty(&mut plan, opts.force)?;
-        self.add_missing_parents(&mut plan)?;
-        read.commit()?;
+        db::reading(&self.conn, || {
+            for (path, (target, expected)) in touched {
+                let current = cache::state(&self.conn, &path)?;
+                self.plan_path(&mut plan, path, current, target, &expected, opts.force);
+            }
+            self.check_dirs_empty(&mut plan, opts.force)?;
+            self.add_missing_parents(&mut plan)
+        })?;
         if opts.dry_run {
             return Ok(RewindOutcome::DryRun(plan));
         }
@@ -150,12 +148,13 @@ impl Project {
             conflicts: Vec::new(),
             skipped: Vec::new(),
         };
-        let read = self.conn.unchecked_transaction()?;
-        for a in actions {
-            let now = cache::state(&self.conn, &a.path)?;
-            self.plan_path(&mut plan, a.path, now, a.current, &a.target, opts.force);
-        }
-        read.commit()?;
+        db::reading(&self.conn, || {
+            for a in actions {
+                let now = cache::state(&self.conn, &a.path)?;
+                self.plan_path(&mut plan, a.path, now, a.current, &a.target, opts.force);
+            }
+            Ok(())
+        })?;
         if opts.dry_run {
             return Ok(RewindOutcome::DryRun(plan));
         }
@@ -398,17 +397,16 @@ impl Project {
     fn apply_journaled(&mut self, id: i64, side: Side, hook: Hook<'_>) -> Result<()> {
         let actions = load_actions(&self.conn, id)?;
         let steps = ordered(&actions, side);
-        let read = self.conn.unchecked_transaction()?;
-        let mut missing = None;
-        for (path, state) in &steps {
-            if let State::File { hash, .. } = state {
-                if !self.store.contains(&self.conn, hash)? {
-                    missing = Some(format!("{hash} (for {path})"));
-                    break;
+        let missing = db::reading(&self.conn, || {
+            for (path, state) in &steps {
+                if let State::File { hash, .. } = state {
+                    if !self.store.contains(&self.conn, hash)? {
+                        return Ok(Some(format!("{hash} (for {path})")));
+                    }
                 }
             }
-        }
-        read.commit()?;
+            Ok(None)
+        })?;
         if let Some(missing) = missing {
             return self.fail(id, side, Error::MissingBlob(missing));
         }
@@ -631,23 +629,24 @@ impl Project {
             source,
         })?;
         let mut changed = Vec::new();
-        let read = self.conn.unchecked_transaction()?;
-        for path in paths {
-            let now = dirs.lstat(&path).map_err(|e| Error::Io {
-                action: "stat",
-                path: self.root.join(path.as_path()),
-                source: e,
-            })?;
-            let same = match (cache::get(&self.conn, &path)?, now) {
-                (Some(row), Some(st)) => row.same_stat(&st),
-                (None, None) => true,
-                _ => false,
-            };
-            if !same {
-                changed.push(path);
+        db::reading(&self.conn, || {
+            for path in paths {
+                let now = dirs.lstat(&path).map_err(|e| Error::Io {
+                    action: "stat",
+                    path: self.root.join(path.as_path()),
+                    source: e,
+                })?;
+                let same = match (cache::get(&self.conn, &path)?, now) {
+                    (Some(row), Some(st)) => row.same_stat(&st),
+                    (None, None) => true,
+                    _ => false,
+                };
+                if !same {
+                    changed.push(path);
+                }
             }
-        }
-        read.commit()?;
+            Ok(())
+        })?;
         drop(dirs);
         if !changed.is_empty() {
             self.check_paths(changed)?;
