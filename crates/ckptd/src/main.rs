@@ -54,9 +54,9 @@ fn limit_malloc_arenas() {
     }
 }
 
-/// A rewind keeps a handle on each directory it changes, and a watch tree
-/// can be large; the usual soft limit of 1024 open files is far below the
-/// hard limit a user may raise it to (systemd: 1024 / 524288).
+/// A rewind keeps a handle on each directory it changes, which on a big
+/// tree is more than the usual soft limit of 1024 open files; the hard
+/// limit is far higher (systemd: 1024 / 524288).
 fn raise_open_file_limit() {
     use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
     let limit = getrlimit(Resource::Nofile);
