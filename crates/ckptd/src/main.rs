@@ -26,6 +26,8 @@ fn main() -> ExitCode {
     raise_open_file_limit();
     let args = Args::parse();
     ckptd::init_logging(args.verbose);
+    #[cfg(target_os = "linux")]
+    lock_code_in_memory();
     let config = match ckptd::Config::resolve(args.socket, args.data_dir) {
         Ok(c) => c,
         Err(e) => {
@@ -51,6 +53,66 @@ fn limit_malloc_arenas() {
     // SAFETY: called first thing in main, before any other thread exists.
     unsafe {
         libc::mallopt(libc::M_ARENA_MAX, 2);
+    }
+}
+
+/// Keeps the daemon's code in memory once it has run. An agent's first hook
+/// call after some idle minutes otherwise waits while the kernel pages the
+/// code back in: turn-start took 8-12.5 ms that way against 3.5-5 ms warm
+/// (code paged out with `process_madvise`), and 3.5-4.9 ms with the lock.
+/// Pages are locked as they are first used (`MLOCK_ONFAULT`), so the
+/// cost is the code the daemon runs; the executable maps ~7 MiB, within the
+/// usual 8 MiB `RLIMIT_MEMLOCK`. Best effort: without it only latency
+/// suffers.
+#[cfg(target_os = "linux")]
+fn lock_code_in_memory() {
+    use std::os::unix::fs::MetadataExt;
+    let locked = (|| -> std::io::Result<usize> {
+        let exe = std::fs::metadata("/proc/self/exe")?;
+        let dev = format!(
+            "{:02x}:{:02x}",
+            libc::major(exe.dev()),
+            libc::minor(exe.dev())
+        );
+        let ino = exe.ino().to_string();
+        let mut locked = 0;
+        for line in std::fs::read_to_string("/proc/self/maps")?.lines() {
+            // address perms offset dev inode path
+            let f: Vec<&str> = line.split_whitespace().collect();
+            let (Some(range), Some(perms)) = (f.first(), f.get(1)) else {
+                continue;
+            };
+            if f.get(3) != Some(&dev.as_str())
+                || f.get(4) != Some(&ino.as_str())
+                || perms.contains('w')
+            {
+                continue;
+            }
+            let bounds = range.split_once('-').and_then(|(a, b)| {
+                Some((
+                    usize::from_str_radix(a, 16).ok()?,
+                    usize::from_str_radix(b, 16).ok()?,
+                ))
+            });
+            let Some((start, end)) = bounds else { continue };
+            // SAFETY: locking changes no contents, only whether the kernel
+            // may drop these pages.
+            unsafe {
+                rustix::mm::mlock_with(
+                    start as *mut std::ffi::c_void,
+                    end - start,
+                    rustix::mm::MlockFlags::ONFAULT,
+                )?;
+            }
+            locked += end - start;
+        }
+        Ok(locked)
+    })();
+    match locked {
+        Ok(bytes) => tracing::debug!("code locked in memory as it runs: {} KiB mapped", bytes >> 10),
+        Err(e) => tracing::info!(
+            "cannot lock the daemon's code in memory ({e}); a request after a long idle may wait for it to page in"
+        ),
     }
 }
 
