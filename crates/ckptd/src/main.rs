@@ -60,60 +60,72 @@ fn limit_malloc_arenas() {
 /// call after some idle minutes otherwise waits while the kernel pages the
 /// code back in: turn-start took 8-12.5 ms that way against 3.5-5 ms warm
 /// (code paged out with `process_madvise`), and 3.5-4.9 ms with the lock.
-/// Pages are locked as they are first used (`MLOCK_ONFAULT`), so the
-/// cost is the code the daemon runs; the executable maps ~7 MiB, within the
-/// usual 8 MiB `RLIMIT_MEMLOCK`. Best effort: without it only latency
-/// suffers.
+/// Pages are locked as they are first used (`MLOCK_ONFAULT`), so the cost
+/// is the code the daemon runs; the executable maps ~7 MiB, within the
+/// usual 8 MiB `RLIMIT_MEMLOCK`, and its machine code goes first in case
+/// the limit is lower. Best effort: without it only latency suffers.
 #[cfg(target_os = "linux")]
 fn lock_code_in_memory() {
-    use std::os::unix::fs::MetadataExt;
-    let locked = (|| -> std::io::Result<usize> {
-        let exe = std::fs::metadata("/proc/self/exe")?;
-        let dev = format!(
-            "{:02x}:{:02x}",
-            libc::major(exe.dev()),
-            libc::minor(exe.dev())
-        );
-        let ino = exe.ino().to_string();
-        let mut locked = 0;
-        for line in std::fs::read_to_string("/proc/self/maps")?.lines() {
-            // address perms offset dev inode path
-            let f: Vec<&str> = line.split_whitespace().collect();
-            let (Some(range), Some(perms)) = (f.first(), f.get(1)) else {
-                continue;
-            };
-            if f.get(3) != Some(&dev.as_str())
-                || f.get(4) != Some(&ino.as_str())
-                || perms.contains('w')
-            {
-                continue;
-            }
-            let bounds = range.split_once('-').and_then(|(a, b)| {
-                Some((
-                    usize::from_str_radix(a, 16).ok()?,
-                    usize::from_str_radix(b, 16).ok()?,
-                ))
-            });
-            let Some((start, end)) = bounds else { continue };
-            // SAFETY: locking changes no contents, only whether the kernel
-            // may drop these pages.
-            unsafe {
-                rustix::mm::mlock_with(
-                    start as *mut std::ffi::c_void,
-                    end - start,
-                    rustix::mm::MlockFlags::ONFAULT,
-                )?;
-            }
-            locked += end - start;
+    let mut ranges = match code_ranges() {
+        Ok(r) => r,
+        Err(e) => {
+            tracing::info!("cannot find the daemon's code to lock in memory: {e}");
+            return;
         }
-        Ok(locked)
-    })();
-    match locked {
-        Ok(bytes) => tracing::debug!("code locked in memory as it runs: {} KiB mapped", bytes >> 10),
-        Err(e) => tracing::info!(
-            "cannot lock the daemon's code in memory ({e}); a request after a long idle may wait for it to page in"
-        ),
+    };
+    ranges.sort_by_key(|&(_, _, exec)| !exec);
+    for (start, end, _) in ranges {
+        // SAFETY: locking changes no contents, only whether the kernel may
+        // drop these pages.
+        let locked = unsafe {
+            rustix::mm::mlock_with(
+                start as *mut std::ffi::c_void,
+                end - start,
+                rustix::mm::MlockFlags::ONFAULT,
+            )
+        };
+        if let Err(e) = locked {
+            tracing::info!(
+                "cannot lock the daemon's code in memory ({e}); a request after a long idle may wait for it to page in"
+            );
+            return;
+        }
     }
+}
+
+/// The read-only mappings of our own executable: (start, end, executable).
+#[cfg(target_os = "linux")]
+fn code_ranges() -> std::io::Result<Vec<(usize, usize, bool)>> {
+    use std::os::unix::fs::MetadataExt;
+    let exe = std::fs::metadata("/proc/self/exe")?;
+    let dev = format!(
+        "{:02x}:{:02x}",
+        libc::major(exe.dev()),
+        libc::minor(exe.dev())
+    );
+    let ino = exe.ino().to_string();
+    let mut ranges = Vec::new();
+    for line in std::fs::read_to_string("/proc/self/maps")?.lines() {
+        // address perms offset dev inode path
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let (Some(range), Some(perms)) = (f.first(), f.get(1)) else {
+            continue;
+        };
+        if f.get(3) != Some(&dev.as_str()) || f.get(4) != Some(&ino.as_str()) || perms.contains('w')
+        {
+            continue;
+        }
+        let bounds = range.split_once('-').and_then(|(a, b)| {
+            Some((
+                usize::from_str_radix(a, 16).ok()?,
+                usize::from_str_radix(b, 16).ok()?,
+            ))
+        });
+        if let Some((start, end)) = bounds {
+            ranges.push((start, end, perms.contains('x')));
+        }
+    }
+    Ok(ranges)
 }
 
 /// A rewind keeps a handle on each directory it changes, which on a big
