@@ -252,6 +252,11 @@ impl System for Ckpt {
         self.ctl(&["redo"]).map(|_| ())
     }
 
+    fn forget(&mut self) -> Result<()> {
+        let root = self.root.to_string_lossy().into_owned();
+        self.ctl(&["unwatch", "--drop-data", &root]).map(|_| ())
+    }
+
     fn settle(&mut self) -> Result<()> {
         self.ctl(&["sync"]).map(|_| ())
     }

@@ -259,6 +259,15 @@ impl System for GitSnap {
         self.snapshot("baseline").map(|_| ())
     }
 
+    fn forget(&mut self) -> Result<()> {
+        fs::remove_dir_all(&self.shadow)
+            .with_context(|| format!("removing {}", self.shadow.display()))?;
+        self.parent = None;
+        self.turns.clear();
+        self.redo = None;
+        Ok(())
+    }
+
     fn turn_start(&mut self) -> Result<u64> {
         let s = self.snapshot("turn start")?;
         self.turns.push(s);

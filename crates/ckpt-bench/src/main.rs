@@ -295,6 +295,7 @@ fn real_main() -> Result<bool> {
     }
     if sel("watch") {
         scenarios::daemon_idle(&mut lab, &mut res, plan.idle_secs);
+        scenarios::forget(&mut lab, &mut res);
     }
     shutdown(&mut lab);
     drop(lab);
@@ -321,6 +322,7 @@ fn real_main() -> Result<bool> {
         scenarios::small(&mut lab10, &mut res, plan.reps);
         scenarios::scaffold(&mut lab10, &mut res, plan.reps);
         scenarios::daemon_idle(&mut lab10, &mut res, plan.idle_secs);
+        scenarios::forget(&mut lab10, &mut res);
         shutdown(&mut lab10);
     }
 

@@ -220,6 +220,7 @@ const ROWS: &[Row] = &[
         "  (without WAL)",
         Unit::KiB,
     ),
+    t("forget", "forget", "unwatch, dropping history"),
     m(
         "daemon",
         "peak RSS",
@@ -258,6 +259,7 @@ const ROWS: &[Row] = &[
     t("scale/small", "redo", "10x small: redo"),
     t("scale/scaffold", "rewind", "10x scaffold: rewind 200 dirs"),
     t("scale/scaffold", "next turn", "10x scaffold: next turn"),
+    t("scale/forget", "forget", "10x unwatch, dropping history"),
     m(
         "scale/daemon",
         "peak RSS",

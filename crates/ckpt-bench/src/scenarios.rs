@@ -247,6 +247,17 @@ pub fn watch(lab: &mut Lab, res: &mut Results, reps: usize) {
     }
 }
 
+/// `forget`: stop tracking the tree and delete its history, last (a
+/// watched tree's directory watches all go at once); nothing in the tree
+/// or its `.git` may change.
+pub fn forget(lab: &mut Lab, res: &mut Results) {
+    run_reps(lab, res, "forget", 1, |s, _, log, _| {
+        let before = verify::capture(&s.root(), Scope::WorkTree)?;
+        timed(log, "forget", || s.sys.forget())?;
+        check(s, &before, "forget")
+    });
+}
+
 /// The floor of a call: process spawn alone, and a bare status round trip.
 pub fn connect(lab: &mut Lab, res: &mut Results, reps: usize) {
     run_reps(lab, res, "connect", reps, |s, _, log, _| {

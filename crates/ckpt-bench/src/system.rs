@@ -34,6 +34,11 @@ pub trait System {
     /// Undoes the last rewind.
     fn redo(&mut self) -> Result<()>;
 
+    /// Timed as "forget": stop tracking the tree and delete its history
+    /// (ckpt: `unwatch --drop-data`; git: delete the shadow repository).
+    /// The tree must stay as it is.
+    fn forget(&mut self) -> Result<()>;
+
     /// Untimed: absorb activity caused by the bench itself (its verification
     /// reads) so it does not leak into the next timed call.
     fn settle(&mut self) -> Result<()>;
