@@ -377,14 +377,27 @@ impl Project {
                 ],
             )?;
             let id = tx.last_insert_rowid();
+            // Parsed once: a full-tree rewind journals thousands of rows.
+            let mut insert = tx.prepare_cached(
+                "INSERT INTO rewind_actions (rewind, seq, path, cur_kind, cur_mode, cur_data, cur_size,
+                 tgt_kind, tgt_mode, tgt_data, tgt_size) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+            )?;
             for (seq, a) in plan.actions.iter().enumerate() {
                 let (ck, cm, cd, cs) = a.current.encode();
                 let (tk, tm, td, ts) = a.target.encode();
-                tx.execute(
-                    "INSERT INTO rewind_actions (rewind, seq, path, cur_kind, cur_mode, cur_data, cur_size,
-                     tgt_kind, tgt_mode, tgt_data, tgt_size) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-                    params![id, seq as i64, a.path.as_bytes(), ck, cm, cd, cs, tk, tm, td, ts],
-                )?;
+                insert.execute(params![
+                    id,
+                    seq as i64,
+                    a.path.as_bytes(),
+                    ck,
+                    cm,
+                    cd,
+                    cs,
+                    tk,
+                    tm,
+                    td,
+                    ts
+                ])?;
             }
             Ok(id)
         })
