@@ -22,7 +22,9 @@ impl Hash {
     }
 
     pub fn to_hex(&self) -> String {
-        self.0.iter().map(|b| format!("{b:02x}")).collect()
+        // (A `format!` per byte took 5 µs per hash: 57 ms of a full-tree
+        // rewind's reply.)
+        hex::encode(self.0)
     }
 
     pub fn from_slice(bytes: &[u8]) -> Option<Hash> {

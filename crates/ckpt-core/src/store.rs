@@ -875,11 +875,8 @@ fn is_hex(s: &str, len: usize) -> bool {
 }
 
 fn hex_hash(prefix: &str, rest: &str) -> Option<Hash> {
-    let hex = [prefix, rest].concat();
     let mut out = [0u8; 32];
-    for (i, byte) in out.iter_mut().enumerate() {
-        *byte = u8::from_str_radix(hex.get(2 * i..2 * i + 2)?, 16).ok()?;
-    }
+    hex::decode_to_slice([prefix, rest].concat(), &mut out).ok()?;
     Some(Hash(out))
 }
 
