@@ -286,7 +286,8 @@ fn corrupt_object_file_is_never_written() {
     // A blob too large to be inline lives in <store>/objects.
     let fx = Fx::new();
     let mut rng = Rng::new(7);
-    let big = rng.bytes(200 << 10); // incompressible: well over inline_max
+    // Incompressible, well over inline_max, and too big to be packed.
+    let big = rng.bytes(300 << 10);
     fx.write("big.bin", &big);
     let mut p = fx.open();
     sync(&mut p);
