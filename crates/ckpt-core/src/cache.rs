@@ -98,11 +98,8 @@ pub(crate) fn state(conn: &Connection, path: &RelPath) -> Result<State> {
 
 /// Key bounds of the rows strictly below `dir`: `dir/` < path < `dir0`.
 fn bounds(dir: &RelPath) -> (Vec<u8>, Vec<u8>) {
-    let mut lo = dir.as_bytes().to_vec();
-    lo.push(b'/');
-    let mut hi = dir.as_bytes().to_vec();
-    hi.push(b'/' + 1);
-    (lo, hi)
+    let r = crate::relpath::below_range(dir.as_bytes());
+    (r.start, r.end)
 }
 
 pub(crate) fn remove_below(conn: &Connection, dir: &RelPath) -> Result<()> {

@@ -39,6 +39,6 @@ mod turns;
 pub use error::{Error, Result};
 pub use model::*;
 pub use project::{Project, DB_FILE, OBJECTS_DIR};
-pub use relpath::RelPath;
+pub use relpath::{below_range, RelPath};
 pub use scan::IGNORE_FILE;
 pub use state::{Hash, Kind, State};

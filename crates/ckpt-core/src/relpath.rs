@@ -98,6 +98,14 @@ impl RelPath {
     }
 }
 
+/// The byte range of the paths strictly below `dir` (relative or
+/// absolute, as bytes): from `dir/` up to `dir0`, since `0` follows `/`.
+/// In byte order a subtree is that one range; `dir-x` and `dirx` fall
+/// outside it.
+pub fn below_range(dir: &[u8]) -> std::ops::Range<Vec<u8>> {
+    [dir, b"/"].concat()..[dir, b"0"].concat()
+}
+
 impl std::fmt::Debug for RelPath {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{:?}", self.display())

@@ -1,5 +1,5 @@
 //! The Linux watcher: inotify (the `inotify` crate), one non-recursive watch
-//! per directory, with the watched paths in an ordered map so that
+//! per directory, with the watched paths in a [`PathMap`] so that
 //! forgetting a directory and everything below it is a range, not a scan of
 //! every watch. (notify 9.0.0-rc.7's inotify backend scans all its watches
 //! for each directory removed, moved away or unwatched: with the ~12k
@@ -7,10 +7,9 @@
 //! thread ~4.4 ms and unwatching the project 30 s.) Events reach the same
 //! router as notify's, as notify events, in the kernel's order.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::io;
-use std::ops::Bound;
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -24,6 +23,7 @@ use notify::event::{
 use notify::{Event, EventKind};
 
 use crate::handle::lock;
+use crate::pathmap::PathMap;
 
 /// Changes only: no open, read or close-without-write events (every read
 /// in a watched tree would wake us). Close-after-write stays: it is the only
@@ -43,7 +43,7 @@ const MASK: WatchMask = WatchMask::CREATE
 /// The watches, by path and by descriptor.
 struct Map {
     watches: Watches,
-    by_path: BTreeMap<PathBuf, WatchDescriptor>,
+    by_path: PathMap<WatchDescriptor>,
     by_wd: HashMap<WatchDescriptor, PathBuf>,
 }
 
@@ -51,29 +51,26 @@ impl Map {
     fn insert(&mut self, path: PathBuf, wd: WatchDescriptor) {
         // The kernel gives a directory watched under another name (moved
         // while watched) the same descriptor: that old name is stale.
-        if let Some(old) = self.by_wd.insert(wd.clone(), path.clone()) {
+        self.by_path.insert(&path, wd.clone());
+        if let Some(old) = self.by_wd.insert(wd, path.clone()) {
             if old != path {
                 self.by_path.remove(&old);
             }
         }
-        self.by_path.insert(path, wd);
+    }
+
+    /// Drops a watch we no longer want.
+    fn forget(&mut self, wd: WatchDescriptor) {
+        self.by_wd.remove(&wd);
+        // Gone already (deleted, or its file system unmounted): fine.
+        let _ = self.watches.remove(wd);
     }
 
     /// Drops the watches of `dir` and everything below it, moved away: the
     /// kernel keeps them, and they would report under the old names.
     fn drop_below(&mut self, dir: &Path) {
-        let below: Vec<PathBuf> = self
-            .by_path
-            .range::<Path, _>((Bound::Included(dir), Bound::Unbounded))
-            .take_while(|(p, _)| p.starts_with(dir))
-            .map(|(p, _)| p.clone())
-            .collect();
-        for p in below {
-            if let Some(wd) = self.by_path.remove(&p) {
-                self.by_wd.remove(&wd);
-                // Gone already (deleted, or its file system unmounted): fine.
-                let _ = self.watches.remove(wd);
-            }
+        for (_, wd) in self.by_path.remove_below(dir) {
+            self.forget(wd);
         }
     }
 }
@@ -94,7 +91,7 @@ impl Inotify {
         let mut inotify = inotify::Inotify::init()?;
         let map = Arc::new(Mutex::new(Map {
             watches: inotify.watches(),
-            by_path: BTreeMap::new(),
+            by_path: PathMap::default(),
             by_wd: HashMap::new(),
         }));
         let stop = Arc::new(AtomicBool::new(false));
@@ -163,8 +160,7 @@ impl Inotify {
     pub fn unwatch_dir(&self, abs: &Path) {
         let mut map = lock(&self.map);
         if let Some(wd) = map.by_path.remove(abs) {
-            map.by_wd.remove(&wd);
-            let _ = map.watches.remove(wd);
+            map.forget(wd);
         }
     }
 }
@@ -201,12 +197,12 @@ fn translate(
         }
         return Vec::new();
     }
-    let Some(dir) = map.by_wd.get(&wd).cloned() else {
+    let Some(dir) = map.by_wd.get(&wd) else {
         return Vec::new();
     };
     let path = match name {
         Some(name) => dir.join(name),
-        None => dir,
+        None => dir.clone(),
     };
     let is_dir = mask.contains(EventMask::ISDIR);
     if is_dir && mask.contains(EventMask::MOVED_FROM) {
@@ -313,7 +309,7 @@ mod tests {
         let from = EventKind::Modify(ModifyKind::Name(RenameMode::From));
         let got = collect(&rx, |e| has(e, from, &root.join("a")));
         assert!(has(&got, from, &root.join("a")), "{got:?}");
-        let watched: Vec<PathBuf> = lock(&w.map).by_path.keys().cloned().collect();
+        let watched = lock(&w.map).by_path.paths();
         let want: Vec<PathBuf> = ["", "a-b", "ab"].iter().map(|d| root.join(d)).collect();
         assert_eq!(watched, want);
         // A change in the moved tree is not reported under its old name.
@@ -337,10 +333,10 @@ mod tests {
             has(e, EventKind::Remove(RemoveKind::Folder), &gone)
         });
         let deadline = Instant::now() + Duration::from_secs(5);
-        while lock(&w.map).by_path.contains_key(&gone) && Instant::now() < deadline {
+        while lock(&w.map).by_path.contains(&gone) && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(10));
         }
-        assert!(!lock(&w.map).by_path.contains_key(&gone));
+        assert!(!lock(&w.map).by_path.contains(&gone));
         assert!(lock(&w.map).by_wd.values().all(|p| p != &gone));
     }
 }

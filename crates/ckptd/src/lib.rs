@@ -25,6 +25,7 @@ mod handlers;
 #[cfg(target_os = "linux")]
 mod inotify;
 mod lock;
+mod pathmap;
 mod registry;
 mod server;
 mod socket;

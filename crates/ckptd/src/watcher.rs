@@ -7,7 +7,6 @@
 //! each project's worker does the stat/read/hash work and adds watches for
 //! new directories.
 
-use std::collections::BTreeSet;
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
@@ -21,6 +20,7 @@ use notify::{EventKindMask, RecommendedWatcher, RecursiveMode, Watcher as _};
 
 use crate::barrier::cookie_project;
 use crate::handle::{lock, ProjectHandle};
+use crate::pathmap::PathMap;
 use crate::registry::Registry;
 
 /// The file that tags a cache or build directory (the core excludes such
@@ -159,10 +159,10 @@ impl Watcher {
     pub fn remove(&self, h: &ProjectHandle) {
         let (backend, dirs) = {
             let mut w = lock(&h.watches);
-            (w.backend.take(), w.take_all())
+            (w.backend.take(), w.dirs.take_all())
         };
         if let Some(backend) = backend {
-            for dir in &dirs {
+            for (dir, ()) in &dirs {
                 backend.unwatch_dir(dir);
             }
         }
@@ -197,69 +197,20 @@ fn prepare_cookie_dir(backend: &Backend, dir: &Path) -> anyhow::Result<()> {
 #[derive(Default)]
 pub struct DirWatches {
     pub backend: Option<Arc<Backend>>,
-    /// Absolute paths (root included) as bytes: the router looks one up for
-    /// every rename or removal of a file too, and comparing bytes is several
-    /// times cheaper than comparing `Path`s component by component (a
-    /// fifth of the event thread's CPU over a full-tree rewind).
-    dirs: BTreeSet<Vec<u8>>,
-}
-
-impl DirWatches {
-    pub fn contains(&self, dir: &Path) -> bool {
-        self.dirs.contains(dir.as_os_str().as_bytes())
-    }
-
-    /// Records `dir`; false if it was already there.
-    pub fn insert(&mut self, dir: &Path) -> bool {
-        self.dirs.insert(dir.as_os_str().as_bytes().to_vec())
-    }
-
-    pub fn remove(&mut self, dir: &Path) {
-        self.dirs.remove(dir.as_os_str().as_bytes());
-    }
-
-    /// Forgets every directory, returning them.
-    pub fn take_all(&mut self) -> Vec<PathBuf> {
-        std::mem::take(&mut self.dirs)
-            .into_iter()
-            .map(path_of)
-            .collect()
-    }
-
-    /// Forgets `dir` and everything below it, returning them (`dir` first).
-    pub fn drop_below(&mut self, dir: &Path) -> Vec<PathBuf> {
-        let dir = dir.as_os_str().as_bytes();
-        let mut gone = Vec::new();
-        if let Some(d) = self.dirs.take(dir) {
-            gone.push(d);
-        }
-        // Below `dir` is the byte range from `dir/` up to `dir0` ('0'
-        // follows '/'), which `dir-x` and `dirx` are not in.
-        let (lo, hi) = ([dir, b"/"].concat(), [dir, b"0"].concat());
-        let below: Vec<Vec<u8>> = self.dirs.range(lo..hi).cloned().collect();
-        for p in &below {
-            self.dirs.remove(p);
-        }
-        gone.extend(below);
-        gone.into_iter().map(path_of).collect()
-    }
-}
-
-fn path_of(bytes: Vec<u8>) -> PathBuf {
-    use std::os::unix::ffi::OsStringExt;
-    PathBuf::from(std::ffi::OsString::from_vec(bytes))
+    /// Absolute paths, root included.
+    pub dirs: PathMap<()>,
 }
 
 /// Adds one directory's watch unless it has one. A vanished directory is
 /// not an error (it is gone, nothing to watch).
 fn add_dir(h: &ProjectHandle, backend: &Backend, abs: &Path) -> notify::Result<bool> {
-    if !lock(&h.watches).insert(abs) {
+    if lock(&h.watches).dirs.insert(abs, ()).is_some() {
         return Ok(false);
     }
     match backend.watch_dir(abs) {
         Ok(()) => Ok(true),
         Err(e) => {
-            lock(&h.watches).remove(abs);
+            lock(&h.watches).dirs.remove(abs);
             match &e.kind {
                 notify::ErrorKind::PathNotFound => Ok(false),
                 notify::ErrorKind::Io(io)
@@ -349,17 +300,17 @@ pub fn sync_dirs(h: &ProjectHandle, paths: &[RelPath]) -> Vec<RelPath> {
         if rel.file_name() == CACHE_TAG {
             if let Some(dir) = rel.parent() {
                 let dir_abs = h.root.join(dir.as_path());
-                let watched = lock(&h.watches).contains(&dir_abs);
+                let watched = lock(&h.watches).dirs.contains(&dir_abs);
                 if watched && h.call(|p| Ok(p.is_excluded(&dir, true))).unwrap_or(false) {
-                    let gone = lock(&h.watches).drop_below(&dir_abs);
-                    for d in gone.iter().rev() {
+                    let gone = lock(&h.watches).dirs.remove_below(&dir_abs);
+                    for (d, ()) in gone.iter().rev() {
                         backend.unwatch_dir(d);
                     }
                 }
             }
             continue;
         }
-        if lock(&h.watches).contains(&abs) {
+        if lock(&h.watches).dirs.contains(&abs) {
             continue;
         }
         if !std::fs::symlink_metadata(&abs).is_ok_and(|m| m.is_dir()) {
@@ -367,7 +318,9 @@ pub fn sync_dirs(h: &ProjectHandle, paths: &[RelPath]) -> Vec<RelPath> {
         }
         // Only below a watched parent: an excluded or vanished parent's
         // children stay unwatched.
-        let parent_watched = abs.parent().is_some_and(|p| lock(&h.watches).contains(p));
+        let parent_watched = abs
+            .parent()
+            .is_some_and(|p| lock(&h.watches).dirs.contains(p));
         if !parent_watched
             || abs.join(CACHE_TAG).is_file()
             || h.call(|p| Ok(p.is_excluded(rel, true))).unwrap_or(true)
@@ -413,7 +366,7 @@ pub fn resync(h: &ProjectHandle) {
         return;
     }
     let root = h.root.clone();
-    if !lock(&h.watches).contains(&root) {
+    if !lock(&h.watches).dirs.contains(&root) {
         return;
     }
     let added = watch_below(h, &backend, &root);
@@ -524,7 +477,7 @@ impl Router {
             // The backend drops the watches of a directory that went away (and
             // of everything below it); one that appeared, or was renamed
             // in, is (re)watched by the worker with its subdirectories.
-            lock(&h.watches).drop_below(path);
+            lock(&h.watches).dirs.remove_below(path);
         }
         if rel.is_empty() {
             if matches!(
@@ -622,7 +575,7 @@ mod tests {
         let (_t, _r, h, router) = setup();
         let names = ["", "a", "a/b", "a/b/c", "a-b", "ab", "c", "d", "e"];
         for n in names {
-            lock(&h.watches).insert(&h.root.join(n));
+            lock(&h.watches).dirs.insert(&h.root.join(n), ());
         }
         let ev = |kind: EventKind, rel: &str| Ok(Event::new(kind).add_path(h.root.join(rel)));
         router.handle(ev(EventKind::Remove(RemoveKind::Folder), "a"));
@@ -634,7 +587,7 @@ mod tests {
         router.handle(ev(EventKind::Modify(ModifyKind::Name(RenameMode::To)), "e"));
         router.handle(ev(EventKind::Modify(ModifyKind::Any), "ab"));
         router.handle(ev(EventKind::Create(CreateKind::File), "a-b"));
-        let left = lock(&h.watches).take_all();
+        let left = lock(&h.watches).dirs.paths();
         let expected: Vec<PathBuf> = ["", "a-b", "ab"].iter().map(|n| h.root.join(n)).collect();
         assert_eq!(left, expected);
     }
