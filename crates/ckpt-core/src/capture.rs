@@ -349,8 +349,9 @@ impl Project {
             let claimed = Mutex::new(HashSet::new());
             let own = || Reader::Own(db_path.as_deref(), None);
             let local = writer.map_or_else(own, Reader::Shared);
-            let mut captured = par_map(batch, threads, 8, local, own, |db, s| {
-                prepare_one(fs, store, db, &claimed, s, max)
+            let read = read_batch(fs, batch, threads, max);
+            let mut captured = par_map(read, threads, 8, local, own, |db, c| {
+                prepare_one(store, db, &claimed, c)
             })
             .into_iter()
             .collect::<Result<Vec<_>>>()?;
@@ -511,17 +512,14 @@ impl Reader<'_> {
     }
 }
 
-/// Reads one path and, when its content is new to the store, compresses it
-/// (as a delta from the path's previous version when that is large).
+/// When a read path's content is new to the store, compresses it (as a
+/// delta from the path's previous version when that is large).
 fn prepare_one(
-    fs: &Root,
     store: &BlobStore,
     db: &mut Reader,
     claimed: &Mutex<HashSet<Hash>>,
-    seen: Seen,
-    max_size: u64,
+    mut c: Captured,
 ) -> Result<Captured> {
-    let mut c = read_one(fs, seen, max_size);
     let (Some(data), Some((State::File { hash, .. }, _))) = (c.content.take(), &c.new) else {
         return Ok(c);
     };
@@ -646,7 +644,63 @@ fn group_for_packs(files: &[(usize, usize)]) -> (Vec<Vec<usize>>, Vec<usize>) {
     (groups, alone)
 }
 
-fn read_one(root: &Root, seen: Seen, max_size: u64) -> Captured {
+/// Reads `batch`, in order, on up to `threads` threads, a share each,
+/// whose files' contents are hashed together ([`Hash::of_many`]).
+fn read_batch(root: &Root, batch: Vec<Seen>, threads: usize, max_size: u64) -> Vec<Captured> {
+    let n = batch.len();
+    let shares = threads.clamp(1, n.div_ceil(8).max(1));
+    let mut dealt: Vec<Vec<Seen>> = (0..shares).map(|_| Vec::new()).collect();
+    for (i, seen) in batch.into_iter().enumerate() {
+        dealt[i % shares].push(seen);
+    }
+    let read = par_map(
+        dealt,
+        shares,
+        1,
+        (),
+        || (),
+        |_, share| read_share(root, share, max_size),
+    );
+    // Dealt round-robin: take them back the same way.
+    let mut read: Vec<_> = read.into_iter().map(Vec::into_iter).collect();
+    (0..n)
+        .map(|i| read[i % shares].next().expect("one read per path"))
+        .collect()
+}
+
+fn read_share(root: &Root, share: Vec<Seen>, max_size: u64) -> Vec<Captured> {
+    let read: Vec<(Captured, Option<Stat>)> = share
+        .into_iter()
+        .map(|seen| read_one(root, seen, max_size))
+        .collect();
+    let contents: Vec<&[u8]> = read
+        .iter()
+        .filter(|(_, file)| file.is_some())
+        .filter_map(|(c, _)| c.content.as_deref())
+        .collect();
+    let mut hashes = Hash::of_many(&contents).into_iter();
+    read.into_iter()
+        .map(|(mut c, file)| {
+            if let (Some(stat), Some(data)) = (file, &c.content) {
+                let hash = hashes.next().expect("one hash per file read");
+                let size = data.len() as u64;
+                c.new = Some((
+                    State::File {
+                        hash,
+                        size,
+                        mode: stat.mode,
+                    },
+                    stat,
+                ));
+            }
+            c
+        })
+        .collect()
+}
+
+/// Reads one path: what it is now, and a regular file's bytes, returned
+/// with the stat of the file read (its state waits for the hash).
+fn read_one(root: &Root, seen: Seen, max_size: u64) -> (Captured, Option<Stat>) {
     let Seen { path, stat, old } = seen;
     let mut out = Captured {
         path,
@@ -656,7 +710,7 @@ fn read_one(root: &Root, seen: Seen, max_size: u64) -> Captured {
         blob: None,
     };
     let Some(stat) = stat else {
-        return out;
+        return (out, None);
     };
     let skipped = |reason: String| State::Skipped { reason };
     let state = match stat.kind {
@@ -664,7 +718,7 @@ fn read_one(root: &Root, seen: Seen, max_size: u64) -> Captured {
         StatKind::Other => skipped("not a regular file, directory or symlink".into()),
         StatKind::Symlink => match root.read_link(&out.path) {
             Ok(target) => State::Symlink { target },
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return out,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return (out, None),
             Err(e) => skipped(format!("unreadable link: {e}")),
         },
         StatKind::File if stat.size > max_size => skipped(format!(
@@ -673,25 +727,19 @@ fn read_one(root: &Root, seen: Seen, max_size: u64) -> Captured {
         )),
         StatKind::File => match root.read_file(&out.path) {
             Ok((data, st)) => {
-                let state = State::File {
-                    hash: Hash::of(&data),
-                    size: data.len() as u64,
-                    mode: st.mode,
-                };
                 let size = data.len() as u64;
                 out.content = Some(data);
                 // The stat of the file we read, so a change made while we
                 // read it is seen next time.
-                out.new = Some((state, Stat { size, ..st }));
-                return out;
+                return (out, Some(Stat { size, ..st }));
             }
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return out,
-            Err(e) if e.raw_os_error() == Some(libc::ELOOP) => return out,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return (out, None),
+            Err(e) if e.raw_os_error() == Some(libc::ELOOP) => return (out, None),
             Err(e) => skipped(format!("unreadable: {e}")),
         },
     };
     out.new = Some((state, stat));
-    out
+    (out, None)
 }
 
 fn io_err(action: &'static str, root: &Root, path: &RelPath, source: io::Error) -> crate::Error {

@@ -3,7 +3,8 @@
 //! Restoring many files is bound by reading their blobs (SQLite, zstd,
 //! SHA-256 verification), not by writing them; each reader thread has its
 //! own read-only connection (WAL lets readers run beside the writer), so
-//! reads use every core while the caller writes files in order.
+//! reads use every core while the caller writes files in order. Readers
+//! take the blobs in batches, verified together ([`BlobStore::get_many`]).
 
 use std::sync::mpsc::{sync_channel, Receiver};
 
@@ -13,66 +14,138 @@ use crate::error::{Error, Result};
 use crate::state::Hash;
 use crate::store::BlobStore;
 
-/// Blobs each reader may have read ahead of the writer (bounds memory).
-const AHEAD: usize = 16;
+/// Most blobs in a batch: enough to fill the hashing lanes with contents
+/// of similar lengths.
+const BATCH_BLOBS: usize = if cfg!(test) { 3 } else { 256 };
 
-/// Calls `work` with a function that returns the next blob of `hashes`, in
-/// order, read by `threads` threads with their own connections to the
-/// database at `db`. `work` must ask for them in the order of `hashes`.
+/// Most raw bytes in a batch (bounds memory, with one batch queued per
+/// reader, one being read and one being written).
+const BATCH_BYTES: u64 = if cfg!(test) { 4 << 10 } else { 2 << 20 };
+
+/// Calls `work` with a function that returns the next blob of `blobs`
+/// (hash and size), in order, read by `threads` threads with their own
+/// connections to the database at `db`. `work` must ask for them in the
+/// order of `blobs`.
 pub(crate) fn with_blobs<R>(
     store: &BlobStore,
     db: &str,
-    hashes: &[Hash],
+    blobs: &[(Hash, u64)],
     threads: usize,
     work: impl FnOnce(&mut dyn FnMut(&Hash) -> Result<Vec<u8>>) -> R,
 ) -> R {
-    let threads = threads.clamp(1, hashes.len().max(1));
+    let batches = batches(blobs);
+    let threads = threads.clamp(1, batches.len().max(1));
     std::thread::scope(|s| {
-        let mut queues: Vec<Receiver<Result<Vec<u8>>>> = Vec::new();
+        let mut queues: Vec<Receiver<Vec<Result<Vec<u8>>>>> = Vec::new();
         for t in 0..threads {
-            let (tx, rx) = sync_channel(AHEAD);
+            let (tx, rx) = sync_channel(1);
             queues.push(rx);
+            let batches = &batches;
             s.spawn(move || {
+                let fail = |e: Error| {
+                    let _ = tx.send(vec![Err(e)]);
+                };
                 let conn = match Connection::open_with_flags(
                     db,
                     OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
                 ) {
                     Ok(c) => c,
-                    Err(e) => {
-                        let _ = tx.send(Err(e.into()));
-                        return;
-                    }
+                    Err(e) => return fail(e.into()),
                 };
                 // One read transaction for all of them: a statement on its
                 // own takes and drops SQLite's locks.
                 if let Err(e) = conn.execute_batch("BEGIN") {
-                    let _ = tx.send(Err(e.into()));
-                    return;
+                    return fail(e.into());
                 }
-                for hash in hashes.iter().skip(t).step_by(threads) {
+                for batch in batches.iter().skip(t).step_by(threads) {
                     // A closed queue means the writer stopped: so do we.
-                    if tx.send(store.get(&conn, hash)).is_err() {
+                    if tx.send(store.get_many(&conn, batch)).is_err() {
                         return;
                     }
                 }
             });
         }
         let mut next = 0;
+        let mut batch_no = 0;
+        let mut current = Vec::new().into_iter();
         let mut get = |hash: &Hash| -> Result<Vec<u8>> {
-            if hashes.get(next) != Some(hash) {
+            if blobs.get(next).map(|b| &b.0) != Some(hash) {
                 return Err(Error::Invalid(format!(
                     "blob {hash} asked for out of order (expected #{next})"
                 )));
             }
-            let got = queues[next % threads]
-                .recv()
-                .map_err(|_| Error::Invalid(format!("the reader of blob {hash} stopped")));
             next += 1;
-            got?
+            if current.len() == 0 {
+                let got = queues[batch_no % threads].recv();
+                batch_no += 1;
+                current = got.unwrap_or_default().into_iter();
+            }
+            current.next().unwrap_or_else(|| {
+                Err(Error::Invalid(format!("the reader of blob {hash} stopped")))
+            })
         };
         let r = work(&mut get);
         // Readers blocked on a full queue stop once their queue is gone.
         drop(queues);
         r
     })
+}
+
+/// `blobs` cut, in order, into batches of at most [`BATCH_BLOBS`] blobs
+/// and [`BATCH_BYTES`] bytes (a bigger blob alone).
+fn batches(blobs: &[(Hash, u64)]) -> Vec<Vec<Hash>> {
+    let mut out: Vec<Vec<Hash>> = Vec::new();
+    let mut bytes = 0;
+    for &(hash, size) in blobs {
+        match out.last_mut() {
+            Some(b) if b.len() < BATCH_BLOBS && bytes + size <= BATCH_BYTES => {
+                b.push(hash);
+                bytes += size;
+            }
+            _ => {
+                out.push(vec![hash]);
+                bytes = size;
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blobs_come_back_in_order_from_batches_read_on_several_threads() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("db.sqlite");
+        let conn = crate::db::open(&db).unwrap();
+        let store = BlobStore::open(&dir.path().join("objects"), 3, 1 << 20).unwrap();
+        // Sizes that cut batches by count, by bytes, and one alone.
+        let datas: Vec<Vec<u8>> = (0..40)
+            .map(|i| format!("blob {i}\n").repeat(if i == 17 { 900 } else { 1 + i * 7 }))
+            .map(String::into_bytes)
+            .collect();
+        let mut blobs = Vec::new();
+        for d in &datas {
+            let p = store.prepare(d);
+            store.insert(&conn, &p).unwrap();
+            blobs.push((p.hash, d.len() as u64));
+        }
+        assert!(
+            batches(&blobs).len() > 13,
+            "{} batches",
+            batches(&blobs).len()
+        );
+        let db = db.to_str().unwrap();
+        let read = with_blobs(&store, db, &blobs, 3, |get| {
+            blobs
+                .iter()
+                .map(|(h, _)| get(h).unwrap())
+                .collect::<Vec<_>>()
+        });
+        assert_eq!(read, datas);
+        let skipped = with_blobs(&store, db, &blobs, 2, |get| get(&blobs[1].0).map(|_| ()));
+        assert!(matches!(skipped, Err(Error::Invalid(m)) if m.contains("out of order")));
+    }
 }

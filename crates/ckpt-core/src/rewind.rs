@@ -507,15 +507,15 @@ impl Project {
             op += 1;
             Ok(())
         };
-        let hashes: Vec<Hash> = steps
+        let blobs: Vec<(Hash, u64)> = steps
             .iter()
             .filter_map(|(_, s)| match s {
-                State::File { hash, .. } => Some(*hash),
+                State::File { hash, size, .. } => Some((*hash, *size)),
                 _ => None,
             })
             .collect();
         let mut write_all = |blob: &mut dyn FnMut(&Hash) -> Result<Vec<u8>>| {
-            sync_while(hashes.len().min(SYNC_THREADS), |queue| -> Result<()> {
+            sync_while(blobs.len().min(SYNC_THREADS), |queue| -> Result<()> {
                 for (path, state) in steps {
                     next_op(hook)?;
                     if let Some(file) = self.ensure(&mut dirs, path, state, blob, &mut staged)? {
@@ -535,8 +535,8 @@ impl Project {
         };
         let (written, synced) = match self.conn.path() {
             // (An in-memory database has no path to open again.)
-            Some(db) if !db.is_empty() && hashes.len() >= PREFETCH_MIN => {
-                prefetch::with_blobs(&self.store, db, &hashes, READ_THREADS, write_all)
+            Some(db) if !db.is_empty() && blobs.len() >= PREFETCH_MIN => {
+                prefetch::with_blobs(&self.store, db, &blobs, READ_THREADS, write_all)
             }
             _ => write_all(&mut |hash: &Hash| self.store.get(&self.conn, hash)),
         };

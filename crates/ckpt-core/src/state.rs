@@ -21,6 +21,40 @@ impl Hash {
         )
     }
 
+    /// The hashes of many contents at once, in their order. Independent
+    /// messages hash in lockstep in the SIMD lanes of one core (16 with
+    /// AVX-512), 2-2.5x the rate of hashing them one by one on a CPU
+    /// without SHA extensions (sorted batches of 256-5,000 source files).
+    /// A lane idles once its message ends, so messages go in by length and
+    /// a group of them goes in together only while the lanes are on
+    /// average a third full (where the lanes break even); the rest are
+    /// hashed one by one.
+    pub fn of_many(datas: &[&[u8]]) -> Vec<Hash> {
+        let lanes = tape_sha256::lane_width();
+        let mut out = vec![Hash([0; 32]); datas.len()];
+        let mut order: Vec<usize> = (0..datas.len()).collect();
+        order.sort_unstable_by_key(|&i| datas[i].len());
+        let mut group: Vec<&[u8]> = Vec::with_capacity(lanes);
+        let mut digests = vec![[0u8; 32]; lanes];
+        for chunk in order.chunks(lanes) {
+            let longest = chunk.last().map_or(0, |&i| datas[i].len());
+            let total: usize = chunk.iter().map(|&i| datas[i].len()).sum();
+            if chunk.len() < 2 || total * 3 < longest * lanes {
+                for &i in chunk {
+                    out[i] = Hash::of(datas[i]);
+                }
+                continue;
+            }
+            group.clear();
+            group.extend(chunk.iter().map(|&i| datas[i]));
+            tape_sha256::hash_many(&group, &mut digests[..chunk.len()]);
+            for (&i, d) in chunk.iter().zip(&digests) {
+                out[i] = Hash(*d);
+            }
+        }
+        out
+    }
+
     pub fn to_hex(&self) -> String {
         // (A `format!` per byte took 5 µs per hash: 57 ms of a full-tree
         // rewind's reply.)
@@ -154,6 +188,29 @@ mod tests {
             Hash::of(b"abc").to_hex(),
             "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
         );
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
+        /// Whatever the mix of lengths (lanes full, idle, or left to one by
+        /// one hashing), each content gets its own SHA-256, in place.
+        #[test]
+        fn hashing_many_at_once_gives_each_its_own_hash(
+            lens in proptest::collection::vec(
+                proptest::prop_oneof![0usize..200, 0usize..5000, 60_000usize..70_000],
+                0..70,
+            ),
+            seed: u8,
+        ) {
+            let datas: Vec<Vec<u8>> = lens
+                .iter()
+                .enumerate()
+                .map(|(i, &n)| (0..n).map(|j| (i * 31 + j) as u8 ^ seed).collect())
+                .collect();
+            let refs: Vec<&[u8]> = datas.iter().map(|d| d.as_slice()).collect();
+            let one_by_one: Vec<Hash> = refs.iter().map(|d| Hash::of(d)).collect();
+            proptest::prop_assert_eq!(Hash::of_many(&refs), one_by_one);
+        }
     }
 
     #[test]

@@ -404,16 +404,24 @@ impl BlobStore {
     /// The raw bytes of `hash`, verified against it.
     pub fn get(&self, conn: &Connection, hash: &Hash) -> Result<Vec<u8>> {
         let data = self.load(conn, hash)?;
-        #[cfg(test)]
-        tests::HASHED.with(|n| n.set(n.get() + 1));
-        let actual = Hash::of(&data);
-        if actual != *hash {
-            return Err(Error::CorruptBlob {
-                hash: hash.to_hex(),
-                reason: format!("content hashes to {actual}"),
-            });
-        }
-        Ok(data)
+        verified(hash, Hash::of(&data), data)
+    }
+
+    /// The raw bytes of each of `hashes`, in order, each verified against
+    /// its hash; hashed together, which is faster ([`Hash::of_many`]).
+    pub fn get_many(&self, conn: &Connection, hashes: &[Hash]) -> Vec<Result<Vec<u8>>> {
+        let loaded: Vec<Result<Vec<u8>>> = hashes.iter().map(|h| self.load(conn, h)).collect();
+        let datas: Vec<&[u8]> = loaded
+            .iter()
+            .map(|r| r.as_deref().unwrap_or_default())
+            .collect();
+        let actual = Hash::of_many(&datas);
+        hashes
+            .iter()
+            .zip(actual)
+            .zip(loaded)
+            .map(|((hash, actual), data)| verified(hash, actual, data?))
+            .collect()
     }
 
     /// The raw bytes of `hash` to encode a delta against, not verified: a
@@ -880,6 +888,19 @@ fn hex_hash(prefix: &str, rest: &str) -> Option<Hash> {
     Some(Hash(out))
 }
 
+/// `data` if its hash `actual` is the `expected` one it was stored under.
+fn verified(expected: &Hash, actual: Hash, data: Vec<u8>) -> Result<Vec<u8>> {
+    #[cfg(test)]
+    tests::HASHED.with(|n| n.set(n.get() + 1));
+    if actual != *expected {
+        return Err(Error::CorruptBlob {
+            hash: expected.to_hex(),
+            reason: format!("content hashes to {actual}"),
+        });
+    }
+    Ok(data)
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
@@ -1314,6 +1335,32 @@ pub(crate) mod tests {
                 assert!(reason.contains("hashes to"), "{reason}")
             }
             other => panic!("expected CorruptBlob, got {other:?}"),
+        }
+        // Read with others, it is refused alone; every other blob is whole
+        // (few enough not to be packed with it, which would mend it).
+        let good: Vec<(Hash, Vec<u8>)> = (0..10)
+            .map(|i| noise(400 + i, 100 + i as u64))
+            .map(|d| (put(&f, &d), d))
+            .collect();
+        let mut asked: Vec<Hash> = good.iter().map(|(h, _)| *h).collect();
+        asked.insert(7, h);
+        asked.insert(3, Hash::of(b"never stored"));
+        let got = f.store.get_many(&f.conn, &asked);
+        assert_eq!(got.len(), asked.len());
+        for (i, r) in got.into_iter().enumerate() {
+            match (i, r) {
+                (3, Err(Error::MissingBlob(_))) => {}
+                (8, Err(Error::CorruptBlob { reason, .. })) => {
+                    assert!(reason.contains("hashes to"))
+                }
+                (i, Ok(data)) => {
+                    let Some((hash, want)) = good.iter().find(|(h, _)| *h == asked[i]) else {
+                        panic!("#{i} read back")
+                    };
+                    assert_eq!(&data, want, "blob #{i} ({hash})");
+                }
+                (i, Err(e)) => panic!("blob #{i}: {e}"),
+            }
         }
 
         // A damaged frame header, and data that is no longer a blob at all.
