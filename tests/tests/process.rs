@@ -67,3 +67,45 @@ fn the_daemon_keeps_the_code_it_has_run_in_memory() {
     // Locked as it runs: the resident pages, not the whole mapping.
     assert_eq!(locked, pss, "every resident page of code is locked");
 }
+
+/// The daemon holds `ckptctl`'s executable (beside its own) mapped and
+/// locked, wholly resident: a hook call after a long idle does not wait
+/// for the client to be read back in (5.8 ms against 2.6 ms warm).
+#[test]
+fn the_daemon_keeps_the_client_in_memory() {
+    let env = Env::new();
+    let d = env.start_daemon();
+    let client = std::fs::canonicalize(bin("ckptctl")).unwrap();
+    let smaps = std::fs::read_to_string(format!("/proc/{}/smaps", d.pid())).expect("smaps");
+    let (mut size, mut rss, mut locked_vmas, mut vmas) = (0u64, 0u64, 0, 0);
+    let mut in_client = false;
+    for line in smaps.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.first()
+            .is_some_and(|a| a.contains('-') && !a.ends_with(':'))
+        {
+            in_client = f.get(5).is_some_and(|p| std::path::Path::new(p) == client);
+            vmas += usize::from(in_client);
+            continue;
+        }
+        let kib = || f.get(1).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+        match f.first() {
+            Some(&"Size:") if in_client => size += kib(),
+            Some(&"Rss:") if in_client => rss += kib(),
+            // `lo`: the mapping is locked (`mlock`).
+            Some(&"VmFlags:") if in_client && f.contains(&"lo") => locked_vmas += 1,
+            _ => {}
+        }
+    }
+    if d.log_text().contains("cannot keep ckptctl in memory") {
+        // SAFETY: geteuid has no preconditions.
+        assert_ne!(unsafe { libc::geteuid() }, 0, "root has no lock limit");
+        eprintln!("skipped: RLIMIT_MEMLOCK is too small for the client too");
+        return;
+    }
+    assert_eq!(vmas, 1, "one mapping of {}", client.display());
+    assert_eq!(locked_vmas, 1, "the client's mapping is locked");
+    let file_kib = std::fs::metadata(&client).unwrap().len().div_ceil(4096) * 4;
+    assert_eq!(size, file_kib, "the whole file is mapped");
+    assert_eq!(rss, size, "and all of it is resident");
+}
