@@ -10,6 +10,7 @@ use rusqlite::{Connection, OpenFlags};
 
 use crate::cache::{self, CacheRow};
 use crate::confined::{Root, Stat, StatKind};
+use crate::db;
 use crate::error::Result;
 use crate::model::ScanReport;
 use crate::project::{now_ns, Project};
@@ -178,116 +179,126 @@ impl Project {
         let add = |seen: &mut BTreeMap<RelPath, Seen>, s: Seen| {
             seen.entry(s.path.clone()).or_insert(s);
         };
-        let mut done: std::collections::HashSet<RelPath> = std::collections::HashSet::new();
+        let mut done: HashSet<RelPath> = HashSet::new();
+        // Directories the cache has as directories: most paths share one.
+        let mut cached_dirs: HashSet<RelPath> = HashSet::new();
         let mut work = paths;
-        while let Some(path) = work.pop() {
-            if !done.insert(path.clone()) {
-                continue;
-            }
-            let stat = self
-                .root_fs
-                .lstat(&path)
-                .map_err(|e| io_err("stat", &self.root_fs, &path, e))?;
-            if path.file_name() == CACHE_TAG && stat.is_some_and(|s| s.kind == StatKind::File) {
-                if let Some(dir) = path.parent() {
-                    self.excludes.note_tagged(&dir);
-                    // Tagged now: its contents leave the cache (not deleted).
-                    cache::remove_below(&self.conn, &dir)?;
+        let (conn, root_fs, root, excludes) =
+            (&self.conn, &self.root_fs, &self.root, &mut self.excludes);
+        // One read transaction for the lookups (thousands after a rewind).
+        db::reading(conn, || {
+            while let Some(path) = work.pop() {
+                if !done.insert(path.clone()) {
+                    continue;
                 }
-            }
-            let is_dir = stat.is_some_and(|s| s.kind == StatKind::Dir);
-            if self.excludes.is_excluded(&path, is_dir) {
-                continue;
-            }
-            report.entries += 1;
-            // A path in a directory the cache does not know yet: that
-            // directory is new too (its own event may never come, if it was
-            // created before a watch could be added), so check it as well.
-            if let (Some(_), Some(parent)) = (stat, path.parent()) {
-                if !done.contains(&parent) && !cache::state(&self.conn, &parent)?.is_dir() {
-                    work.push(parent);
-                }
-            }
-            let old = cache::get(&self.conn, &path)?;
-            let was_dir = old.as_ref().is_some_and(|o| o.stat.kind == StatKind::Dir);
-            let same_dir = was_dir
-                && is_dir
-                && old
-                    .as_ref()
-                    .zip(stat)
-                    .is_some_and(|(o, s)| o.stat.ino == s.ino);
-            if same_dir
-                && old
-                    .as_ref()
-                    .zip(stat)
-                    .is_some_and(|(o, s)| !o.unchanged(&s))
-            {
-                // Same directory (or a new one that got the old inode number
-                // back): compare its entries with the cache's, one level.
-                let on_disk: std::collections::HashSet<Vec<u8>> = self
-                    .root_fs
-                    .list_dir(&path)
-                    .map_err(|e| io_err("list", &self.root_fs, &path, e))?
-                    .into_iter()
-                    .collect();
-                let cached = cache::children(&self.conn, &path)?;
-                for child in &cached {
-                    if !on_disk.contains(child.file_name().as_encoded_bytes()) {
-                        work.push(child.clone());
+                let stat = root_fs
+                    .lstat(&path)
+                    .map_err(|e| io_err("stat", root_fs, &path, e))?;
+                if path.file_name() == CACHE_TAG && stat.is_some_and(|s| s.kind == StatKind::File) {
+                    if let Some(dir) = path.parent() {
+                        excludes.note_tagged(&dir);
+                        // Tagged now: its contents leave the cache (not deleted).
+                        cache::remove_below(conn, &dir)?;
                     }
                 }
-                let cached: std::collections::HashSet<&[u8]> = cached
-                    .iter()
-                    .map(|c| c.file_name().as_encoded_bytes())
-                    .collect();
-                for name in on_disk.iter().filter(|n| !cached.contains(n.as_slice())) {
-                    work.extend(path.join(name).ok());
+                let is_dir = stat.is_some_and(|s| s.kind == StatKind::Dir);
+                if excludes.is_excluded(&path, is_dir) {
+                    continue;
+                }
+                report.entries += 1;
+                // A path in a directory the cache does not know yet: that
+                // directory is new too (its own event may never come, if it was
+                // created before a watch could be added), so check it as well.
+                if let (Some(_), Some(parent)) = (stat, path.parent()) {
+                    if !done.contains(&parent) && !cached_dirs.contains(&parent) {
+                        if cache::state(conn, &parent)?.is_dir() {
+                            cached_dirs.insert(parent);
+                        } else {
+                            work.push(parent);
+                        }
+                    }
+                }
+                let old = cache::get(conn, &path)?;
+                let was_dir = old.as_ref().is_some_and(|o| o.stat.kind == StatKind::Dir);
+                let same_dir = was_dir
+                    && is_dir
+                    && old
+                        .as_ref()
+                        .zip(stat)
+                        .is_some_and(|(o, s)| o.stat.ino == s.ino);
+                if same_dir
+                    && old
+                        .as_ref()
+                        .zip(stat)
+                        .is_some_and(|(o, s)| !o.unchanged(&s))
+                {
+                    // Same directory (or a new one that got the old inode number
+                    // back): compare its entries with the cache's, one level.
+                    let on_disk: std::collections::HashSet<Vec<u8>> = root_fs
+                        .list_dir(&path)
+                        .map_err(|e| io_err("list", root_fs, &path, e))?
+                        .into_iter()
+                        .collect();
+                    let cached = cache::children(conn, &path)?;
+                    for child in &cached {
+                        if !on_disk.contains(child.file_name().as_encoded_bytes()) {
+                            work.push(child.clone());
+                        }
+                    }
+                    let cached: std::collections::HashSet<&[u8]> = cached
+                        .iter()
+                        .map(|c| c.file_name().as_encoded_bytes())
+                        .collect();
+                    for name in on_disk.iter().filter(|n| !cached.contains(n.as_slice())) {
+                        work.extend(path.join(name).ok());
+                    }
+                }
+                if was_dir && !same_dir {
+                    // The directory went away or was replaced: so did its contents.
+                    for (p, row) in cache::below(conn, &path)? {
+                        add(
+                            &mut seen,
+                            Seen {
+                                path: p,
+                                stat: None,
+                                old: Some(row),
+                            },
+                        );
+                    }
+                }
+                if is_dir && !same_dir && root.join(path.as_path()).join(CACHE_TAG).is_file() {
+                    excludes.note_tagged(&path);
+                    continue;
+                }
+                if is_dir && !same_dir {
+                    // A new directory: files created in it before we could watch
+                    // it produce no events, so scan it.
+                    let walk = scan::walk(root, Some(&path), excludes);
+                    report.entries += walk.entries.len() as u64;
+                    report.skipped.extend(walk.unreadable);
+                    for (p, st) in walk.entries {
+                        let old = cache::get(conn, &p)?;
+                        done.insert(p.clone());
+                        seen.insert(
+                            p.clone(),
+                            Seen {
+                                path: p,
+                                stat: Some(st),
+                                old,
+                            },
+                        );
+                    }
+                }
+                match (&stat, &old) {
+                    (None, None) => {}
+                    (Some(st), Some(o)) if o.unchanged(st) => {}
+                    _ => {
+                        seen.insert(path.clone(), Seen { path, stat, old });
+                    }
                 }
             }
-            if was_dir && !same_dir {
-                // The directory went away or was replaced: so did its contents.
-                for (p, row) in cache::below(&self.conn, &path)? {
-                    add(
-                        &mut seen,
-                        Seen {
-                            path: p,
-                            stat: None,
-                            old: Some(row),
-                        },
-                    );
-                }
-            }
-            if is_dir && !same_dir && self.root.join(path.as_path()).join(CACHE_TAG).is_file() {
-                self.excludes.note_tagged(&path);
-                continue;
-            }
-            if is_dir && !same_dir {
-                // A new directory: files created in it before we could watch
-                // it produce no events, so scan it.
-                let walk = scan::walk(&self.root, Some(&path), &self.excludes);
-                report.entries += walk.entries.len() as u64;
-                report.skipped.extend(walk.unreadable);
-                for (p, st) in walk.entries {
-                    let old = cache::get(&self.conn, &p)?;
-                    done.insert(p.clone());
-                    seen.insert(
-                        p.clone(),
-                        Seen {
-                            path: p,
-                            stat: Some(st),
-                            old,
-                        },
-                    );
-                }
-            }
-            match (&stat, &old) {
-                (None, None) => {}
-                (Some(st), Some(o)) if o.unchanged(st) => {}
-                _ => {
-                    seen.insert(path.clone(), Seen { path, stat, old });
-                }
-            }
-        }
+            Ok(())
+        })?;
         let seen = seen.into_values().filter(|s| match (&s.stat, &s.old) {
             (None, None) => false,
             (Some(st), Some(o)) => !o.unchanged(st),
