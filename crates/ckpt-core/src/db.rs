@@ -148,6 +148,9 @@ pub fn open(path: &Path) -> Result<Connection> {
     // carrying up to 4 MiB of WAL next to its data.
     conn.wal_hook(Some(checkpoint_truncate));
     conn.pragma_update(None, "foreign_keys", "ON")?;
+    // Room for every statement the daemon prepares once (~30; rusqlite
+    // keeps 16, and an evicted one is parsed again).
+    conn.set_prepared_statement_cache_capacity(64);
     migrate(&mut conn)?;
     Ok(conn)
 }

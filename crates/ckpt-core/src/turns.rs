@@ -96,10 +96,13 @@ impl Project {
         if self.open_turn()?.is_some() {
             self.turn_end()?;
         }
-        self.conn.execute(
-            "INSERT INTO turns (started_ns, label, agent, session, status) VALUES (?1, ?2, ?3, ?4, 'open')",
-            params![now_ns(), meta.label, meta.agent, meta.session],
-        )?;
+        // Statements of every hook call are prepared once (parsing them
+        // was a tenth of the daemon's CPU in a turn-start/turn-end loop).
+        self.conn
+            .prepare_cached(
+                "INSERT INTO turns (started_ns, label, agent, session, status) VALUES (?1, ?2, ?3, ?4, 'open')",
+            )?
+            .execute(params![now_ns(), meta.label, meta.agent, meta.session])?;
         Ok(self.conn.last_insert_rowid())
     }
 
@@ -128,10 +131,8 @@ impl Project {
                 set_post.execute(params![turn, e.path.as_bytes(), kind, mode, data, size])?;
             }
         }
-        tx.execute(
-            "UPDATE turns SET status = 'closed', ended_ns = ?2 WHERE id = ?1",
-            params![turn, now_ns()],
-        )?;
+        tx.prepare_cached("UPDATE turns SET status = 'closed', ended_ns = ?2 WHERE id = ?1")?
+            .execute(params![turn, now_ns()])?;
         tx.commit()?;
         self.show(turn)
     }
@@ -144,7 +145,7 @@ impl Project {
     pub fn log(&self, limit: usize) -> Result<Vec<TurnInfo>> {
         let ids: Vec<i64> = self
             .conn
-            .prepare("SELECT id FROM turns ORDER BY id DESC LIMIT ?1")?
+            .prepare_cached("SELECT id FROM turns ORDER BY id DESC LIMIT ?1")?
             .query_map([limit as i64], |r| r.get(0))?
             .collect::<rusqlite::Result<_>>()?;
         ids.into_iter().map(|id| Ok(self.show(id)?.info)).collect()
@@ -155,8 +156,10 @@ impl Project {
     pub fn show(&self, turn: i64) -> Result<TurnDetail> {
         let row = self
             .conn
-            .query_row(
+            .prepare_cached(
                 "SELECT started_ns, ended_ns, label, agent, session, status FROM turns WHERE id = ?1",
+            )?
+            .query_row(
                 [turn],
                 |r| {
                     Ok((
