@@ -234,7 +234,7 @@ impl Project {
                 {
                     // Same directory (or a new one that got the old inode number
                     // back): compare its entries with the cache's, one level.
-                    let on_disk: std::collections::HashSet<Vec<u8>> = root_fs
+                    let on_disk: HashSet<Vec<u8>> = root_fs
                         .list_dir(&path)
                         .map_err(|e| io_err("list", root_fs, &path, e))?
                         .into_iter()
@@ -245,7 +245,7 @@ impl Project {
                             work.push(child.clone());
                         }
                     }
-                    let cached: std::collections::HashSet<&[u8]> = cached
+                    let cached: HashSet<&[u8]> = cached
                         .iter()
                         .map(|c| c.file_name().as_encoded_bytes())
                         .collect();
@@ -346,9 +346,10 @@ impl Project {
         let (fs, store) = (&self.root_fs, &self.store);
         let (max, threads) = (self.opts.max_file_size, self.opts.threads);
         let db_path = conn.path().map(PathBuf::from);
-        // Everything but the write runs on the workers, one pass per file,
-        // so no serial step (store lookups, reading a delta base) leaves a
-        // core idle between reading and compressing. Each worker reads the
+        // Everything but the write runs on the workers (reading and hashing
+        // a share of the batch each, then looking up and compressing file
+        // by file), so no serial step (store lookups, reading a delta base)
+        // leaves a core idle between reading and compressing. Each worker reads the
         // store through a read-only connection of its own (the writer's
         // cannot be shared across threads); when its batch is prepared while
         // the previous one is being written, it may not see that batch's
