@@ -2,34 +2,69 @@
 
 use ckpt_e2e::*;
 
-/// Mapped, resident (proportional set) and locked KiB of the daemon's
-/// read-only executable mappings (`/proc/<pid>/smaps`). `Locked` counts
-/// proportionally too, so it is compared with `Pss`: a file page at a
-/// segment boundary is mapped twice and counts half in each mapping.
-fn code_pages(pid: i32) -> (u64, u64, u64) {
-    let exe = std::fs::read_link(format!("/proc/{pid}/exe")).expect("the daemon's exe");
-    let smaps = std::fs::read_to_string(format!("/proc/{pid}/smaps")).expect("smaps");
-    let (mut size, mut pss, mut locked) = (0, 0, 0);
-    let mut in_exe = false;
-    for line in smaps.lines() {
+/// One mapping of `/proc/<pid>/smaps`: the file it maps, its permissions,
+/// its `Size:`/`Rss:`/`Pss:`/`Locked:` KiB and its `VmFlags` (`lo`:
+/// locked with `mlock`).
+struct Mapping {
+    path: Option<std::path::PathBuf>,
+    perms: String,
+    kib: std::collections::HashMap<String, u64>,
+    flags: Vec<String>,
+}
+
+impl Mapping {
+    fn kib(&self, field: &str) -> u64 {
+        self.kib.get(field).copied().unwrap_or(0)
+    }
+}
+
+fn smaps(pid: i32) -> Vec<Mapping> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/smaps")).expect("smaps");
+    let mut out: Vec<Mapping> = Vec::new();
+    for line in text.lines() {
         let f: Vec<&str> = line.split_whitespace().collect();
-        if f.first()
-            .is_some_and(|a| a.contains('-') && !a.ends_with(':'))
-        {
-            // Code and constants; the writable data is the heap's business.
-            in_exe = f.get(5).is_some_and(|p| std::path::Path::new(p) == exe)
-                && f.get(1).is_some_and(|perms| !perms.contains('w'));
-            continue;
-        }
-        let kib = || f.get(1).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
         match f.first() {
-            Some(&"Size:") if in_exe => size += kib(),
-            Some(&"Pss:") if in_exe => pss += kib(),
-            Some(&"Locked:") if in_exe => locked += kib(),
-            _ => {}
+            // address perms offset dev inode [path]
+            Some(a) if a.contains('-') && !a.ends_with(':') => out.push(Mapping {
+                path: f.get(5).map(std::path::PathBuf::from),
+                perms: f.get(1).unwrap_or(&"").to_string(),
+                kib: Default::default(),
+                flags: Vec::new(),
+            }),
+            Some(&"VmFlags:") => {
+                if let Some(m) = out.last_mut() {
+                    m.flags = f[1..].iter().map(|s| s.to_string()).collect();
+                }
+            }
+            Some(field) => {
+                if let (Some(m), Some(v)) = (out.last_mut(), f.get(1).and_then(|v| v.parse().ok()))
+                {
+                    m.kib.insert(field.trim_end_matches(':').to_string(), v);
+                }
+            }
+            None => {}
         }
     }
-    (size, pss, locked)
+    out
+}
+
+/// Mapped, resident (proportional set) and locked KiB of the daemon's
+/// read-only executable mappings. `Locked` counts proportionally too, so
+/// it is compared with `Pss`: a file page at a segment boundary is mapped
+/// twice and counts half in each mapping.
+fn code_pages(pid: i32) -> (u64, u64, u64) {
+    let exe = std::fs::read_link(format!("/proc/{pid}/exe")).expect("the daemon's exe");
+    // Code and constants; the writable data is the heap's business.
+    smaps(pid)
+        .iter()
+        .filter(|m| m.path.as_ref() == Some(&exe) && !m.perms.contains('w'))
+        .fold((0, 0, 0), |(size, pss, locked), m| {
+            (
+                size + m.kib("Size"),
+                pss + m.kib("Pss"),
+                locked + m.kib("Locked"),
+            )
+        })
 }
 
 /// A limit on locked memory too small for the daemon's code (a debug
@@ -76,36 +111,23 @@ fn the_daemon_keeps_the_client_in_memory() {
     let env = Env::new();
     let d = env.start_daemon();
     let client = std::fs::canonicalize(bin("ckptctl")).unwrap();
-    let smaps = std::fs::read_to_string(format!("/proc/{}/smaps", d.pid())).expect("smaps");
-    let (mut size, mut rss, mut locked_vmas, mut vmas) = (0u64, 0u64, 0, 0);
-    let mut in_client = false;
-    for line in smaps.lines() {
-        let f: Vec<&str> = line.split_whitespace().collect();
-        if f.first()
-            .is_some_and(|a| a.contains('-') && !a.ends_with(':'))
-        {
-            in_client = f.get(5).is_some_and(|p| std::path::Path::new(p) == client);
-            vmas += usize::from(in_client);
-            continue;
-        }
-        let kib = || f.get(1).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
-        match f.first() {
-            Some(&"Size:") if in_client => size += kib(),
-            Some(&"Rss:") if in_client => rss += kib(),
-            // `lo`: the mapping is locked (`mlock`).
-            Some(&"VmFlags:") if in_client && f.contains(&"lo") => locked_vmas += 1,
-            _ => {}
-        }
-    }
+    let mapped: Vec<Mapping> = smaps(d.pid())
+        .into_iter()
+        .filter(|m| m.path.as_ref() == Some(&client))
+        .collect();
     if d.log_text().contains("cannot keep ckptctl in memory") {
         // SAFETY: geteuid has no preconditions.
         assert_ne!(unsafe { libc::geteuid() }, 0, "root has no lock limit");
         eprintln!("skipped: RLIMIT_MEMLOCK is too small for the client too");
         return;
     }
-    assert_eq!(vmas, 1, "one mapping of {}", client.display());
-    assert_eq!(locked_vmas, 1, "the client's mapping is locked");
+    assert_eq!(mapped.len(), 1, "one mapping of {}", client.display());
+    let m = &mapped[0];
+    assert!(
+        m.flags.iter().any(|f| f == "lo"),
+        "the client's mapping is locked"
+    );
     let file_kib = std::fs::metadata(&client).unwrap().len().div_ceil(4096) * 4;
-    assert_eq!(size, file_kib, "the whole file is mapped");
-    assert_eq!(rss, size, "and all of it is resident");
+    assert_eq!(m.kib("Size"), file_kib, "the whole file is mapped");
+    assert_eq!(m.kib("Rss"), m.kib("Size"), "and all of it is resident");
 }

@@ -453,44 +453,51 @@ fn par_map<T: Send, R: Send, S>(
     items: Vec<T>,
     threads: usize,
     per_thread: usize,
-    mut local: S,
+    local: S,
     make: impl Fn() -> S + Sync,
     f: impl Fn(&mut S, T) -> R + Sync,
+) -> Vec<R> {
+    par_shares(items, threads, per_thread, local, make, |state, share| {
+        share.into_iter().map(|t| f(state, t)).collect()
+    })
+}
+
+/// Like [`par_map`], but `f` gets each thread's whole share of `items`
+/// (every `threads`-th item, in order) and returns one result per item of
+/// it, in the same order.
+fn par_shares<T: Send, R: Send, S>(
+    items: Vec<T>,
+    threads: usize,
+    per_thread: usize,
+    mut local: S,
+    make: impl Fn() -> S + Sync,
+    f: impl Fn(&mut S, Vec<T>) -> Vec<R> + Sync,
 ) -> Vec<R> {
     let threads = threads
         .clamp(1, 16)
         .min(items.len().div_ceil(per_thread.max(1)).max(1));
     if threads == 1 {
-        return items.into_iter().map(|t| f(&mut local, t)).collect();
+        return f(&mut local, items);
     }
     let n = items.len();
-    let mut chunks: Vec<Vec<(usize, T)>> = (0..threads).map(|_| Vec::new()).collect();
+    let mut shares: Vec<Vec<T>> = (0..threads).map(|_| Vec::new()).collect();
     for (i, item) in items.into_iter().enumerate() {
-        chunks[i % threads].push((i, item));
+        shares[i % threads].push(item);
     }
     let (f, make) = (&f, &make);
-    let mut out: Vec<Option<R>> = (0..n).map(|_| None).collect();
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = chunks
+    let mut done: Vec<std::vec::IntoIter<R>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = shares
             .into_iter()
-            .map(|chunk| {
-                scope.spawn(move || {
-                    let mut state = make();
-                    chunk
-                        .into_iter()
-                        .map(|(i, t)| (i, f(&mut state, t)))
-                        .collect::<Vec<_>>()
-                })
-            })
+            .map(|share| scope.spawn(move || f(&mut make(), share)))
             .collect();
-        for h in handles {
-            for (i, r) in h.join().expect("capture worker panicked") {
-                out[i] = Some(r);
-            }
-        }
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("capture worker panicked").into_iter())
+            .collect()
     });
-    out.into_iter()
-        .map(|r| r.expect("every item mapped"))
+    // Dealt round-robin: taken back the same way.
+    (0..n)
+        .map(|i| done[i % threads].next().expect("one result per item"))
         .collect()
 }
 
@@ -659,25 +666,14 @@ fn group_for_packs(files: &[(usize, usize)]) -> (Vec<Vec<usize>>, Vec<usize>) {
 /// Reads `batch`, in order, on up to `threads` threads, a share each,
 /// whose files' contents are hashed together ([`Hash::of_many`]).
 fn read_batch(root: &Root, batch: Vec<Seen>, threads: usize, max_size: u64) -> Vec<Captured> {
-    let n = batch.len();
-    let shares = threads.clamp(1, n.div_ceil(8).max(1));
-    let mut dealt: Vec<Vec<Seen>> = (0..shares).map(|_| Vec::new()).collect();
-    for (i, seen) in batch.into_iter().enumerate() {
-        dealt[i % shares].push(seen);
-    }
-    let read = par_map(
-        dealt,
-        shares,
-        1,
+    par_shares(
+        batch,
+        threads,
+        8,
         (),
         || (),
         |_, share| read_share(root, share, max_size),
-    );
-    // Dealt round-robin: take them back the same way.
-    let mut read: Vec<_> = read.into_iter().map(Vec::into_iter).collect();
-    (0..n)
-        .map(|i| read[i % shares].next().expect("one read per path"))
-        .collect()
+    )
 }
 
 fn read_share(root: &Root, share: Vec<Seen>, max_size: u64) -> Vec<Captured> {
@@ -685,9 +681,9 @@ fn read_share(root: &Root, share: Vec<Seen>, max_size: u64) -> Vec<Captured> {
         .into_iter()
         .map(|seen| read_one(root, seen, max_size))
         .collect();
+    // (Only a file read has content.)
     let contents: Vec<&[u8]> = read
         .iter()
-        .filter(|(_, file)| file.is_some())
         .filter_map(|(c, _)| c.content.as_deref())
         .collect();
     let mut hashes = Hash::of_many(&contents).into_iter();
