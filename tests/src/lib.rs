@@ -3,8 +3,8 @@
 //! side with real shell commands and checks trees byte-for-byte.
 //!
 //! The binaries are found next to the test executable's parent directory
-//! (`<target>/debug/deps/test-…` → `<target>/debug/ckptd`), as `cargo test
-//! --workspace` builds them first.
+//! (`<target>/<triple>/debug/deps/test-…` → `<target>/<triple>/debug/ckptd`),
+//! built on first use.
 //!
 //! ```no_run
 //! use ckpt_e2e::Env;
@@ -41,7 +41,13 @@ pub fn bin(name: &str) -> PathBuf {
         .expect("test executable lives in <target>/<profile>/deps");
     let path = profile_dir.join(name);
     let built = BUILT.get_or_init(|| {
-        let target_dir = profile_dir.parent().expect("<target>/<profile>");
+        // `<target>/<profile>`, or `<target>/<triple>/<profile>` when a
+        // target is configured (as ours is); cargo tags the target dir.
+        let target_dir = profile_dir
+            .ancestors()
+            .skip(1)
+            .find(|d| d.join("CACHEDIR.TAG").is_file())
+            .expect("the target dir above the profile dir");
         let mut cmd = Command::new(env!("CARGO"));
         cmd.args([
             "build",
