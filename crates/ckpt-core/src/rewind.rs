@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::cache;
-use crate::confined::{sync_while, Dirs, Staged, StatKind};
+use crate::confined::{sync_while, Dirs, Staged, StatKind, WholeFs};
 use crate::db;
 use crate::error::{Error, Result};
 use crate::model::{Action, Conflict, RecoveryReport, RewindOptions, RewindOutcome, RewindPlan};
@@ -39,6 +39,11 @@ const READ_THREADS: usize = 2;
 /// Threads that fsync concurrently: the kernel shares one journal commit
 /// among fsyncs that wait together.
 const SYNC_THREADS: usize = 8;
+
+/// Rewinds that write at least this many files sync the project's
+/// filesystem as a whole (`WholeFs`) rather than each file and directory.
+/// Below it, fsyncs cost little and do not wait for other programs' writes.
+const SYNCFS_MIN: usize = 128;
 
 type Hook<'a> = &'a mut Option<Box<dyn FnMut(usize) -> Result<()> + Send>>;
 
@@ -482,7 +487,8 @@ impl Project {
     /// name and put into place (`Dirs::commit`: an exchange or a rename); a
     /// few threads fsync the written files meanwhile, and the changed
     /// directories are synced last, all before the journal says "applied".
-    /// Directory handles are opened once for the whole run.
+    /// With many files, the project's filesystem is synced once instead
+    /// (`SYNCFS_MIN`). Directory handles are opened once for the whole run.
     fn run_steps(&self, steps: &[(RelPath, State)], hook: Hook<'_>) -> Result<()> {
         let io = |action: &'static str, path: &RelPath| {
             let full = self.root.join(path.as_path());
@@ -514,24 +520,39 @@ impl Project {
                 _ => None,
             })
             .collect();
+        let whole = if blobs.len() >= SYNCFS_MIN {
+            WholeFs::open(&self.root_fs).map_err(|source| Error::Io {
+                action: "open",
+                path: self.root.clone(),
+                source,
+            })?
+        } else {
+            None
+        };
         let mut write_all = |blob: &mut dyn FnMut(&Hash) -> Result<Vec<u8>>| {
-            sync_while(blobs.len().min(SYNC_THREADS), |queue| -> Result<()> {
-                for (path, state) in steps {
-                    next_op(hook)?;
-                    if let Some(file) = self.ensure(&mut dirs, path, state, blob, &mut staged)? {
-                        queue.push(file);
-                    }
-                    // Into place at once: the file is whole (the journal,
-                    // pending until every file is synced, covers a crash
-                    // before its data reaches the disk).
-                    while let Some(s) = staged.get(committed) {
+            sync_while(
+                blobs.len().min(SYNC_THREADS),
+                whole.as_ref(),
+                |queue| -> Result<()> {
+                    for (path, state) in steps {
                         next_op(hook)?;
-                        dirs.commit(s).map_err(io("put into place", &s.path))?;
-                        committed += 1;
+                        if let Some(file) =
+                            self.ensure(&mut dirs, path, state, blob, &mut staged)?
+                        {
+                            queue.push(file).map_err(io("sync", path))?;
+                        }
+                        // Into place at once: the file is whole (the journal,
+                        // pending until every file is synced, covers a crash
+                        // before its data reaches the disk).
+                        while let Some(s) = staged.get(committed) {
+                            next_op(hook)?;
+                            dirs.commit(s).map_err(io("put into place", &s.path))?;
+                            committed += 1;
+                        }
                     }
-                }
-                Ok(())
-            })
+                    Ok(())
+                },
+            )
         };
         let (written, synced) = match self.conn.path() {
             // (An in-memory database has no path to open again.)
@@ -560,14 +581,16 @@ impl Project {
         }
         dirs.drop_spares();
         let any = steps.first().map(|(p, _)| p.clone());
-        dirs.sync_touched(SYNC_THREADS).map_err(|e| match &any {
-            Some(p) => io("sync the directories of", p)(e),
-            None => Error::Io {
-                action: "sync",
-                path: self.root.clone(),
-                source: e,
-            },
-        })?;
+        dirs.sync_touched(SYNC_THREADS, whole.as_ref())
+            .and_then(|()| whole.as_ref().map_or(Ok(()), WholeFs::sync))
+            .map_err(|e| match &any {
+                Some(p) => io("sync the directories of", p)(e),
+                None => Error::Io {
+                    action: "sync",
+                    path: self.root.clone(),
+                    source: e,
+                },
+            })?;
         Ok(())
     }
 
@@ -842,5 +865,37 @@ mod tests {
         let out = p.redo(RewindOptions::default()).unwrap();
         assert!(matches!(out, RewindOutcome::Applied { .. }), "{out:?}");
         assert_eq!(snapshot(&root), after);
+    }
+
+    /// A rewind of many files syncs the filesystem once and fsyncs none of
+    /// them; a small one fsyncs each file and leaves the filesystem alone.
+    #[test]
+    fn many_files_sync_the_filesystem_once_few_sync_each_file() {
+        use crate::confined::{FILE_FSYNCS, SYNCFS_CALLS};
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("proj");
+        fs::create_dir_all(root.join("d")).unwrap();
+        let many = super::SYNCFS_MIN + 5;
+        for i in 0..many {
+            fs::write(root.join(format!("d/{i}.txt")), format!("one {i}\n")).unwrap();
+        }
+        let mut p = Project::open(&tmp.path().join("store"), &root, Options::default()).unwrap();
+        p.reconcile().unwrap();
+        let before = snapshot(&root);
+        for (files, syncfs, fsyncs) in [(many, 1, 0), (3, 0, 3)] {
+            let turn = p.turn_start(TurnMeta::default()).unwrap();
+            for i in 0..files {
+                fs::write(root.join(format!("d/{i}.txt")), "two\n").unwrap();
+            }
+            p.reconcile().unwrap();
+            p.turn_end().unwrap();
+            SYNCFS_CALLS.with(|n| n.set(0));
+            FILE_FSYNCS.with(|n| n.set(0));
+            let out = p.rewind(turn, RewindOptions::default()).unwrap();
+            assert!(matches!(out, RewindOutcome::Applied { .. }), "{out:?}");
+            assert_eq!(snapshot(&root), before);
+            assert_eq!(SYNCFS_CALLS.with(|n| n.get()), syncfs, "{files} files");
+            assert_eq!(FILE_FSYNCS.with(|n| n.get()), fsyncs, "{files} files");
+        }
     }
 }
