@@ -124,6 +124,15 @@ pub struct BlobStore {
     recent_packs: Mutex<VecDeque<(i64, Arc<Vec<u8>>)>>,
 }
 
+/// How much of a pack to decode for a blob in it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Decode {
+    /// Up to the blob's end: one blob read alone.
+    Prefix,
+    /// All of it: one of many blobs read together.
+    Whole,
+}
+
 /// How many decoded packs [`BlobStore`] keeps (each up to [`PACK_TARGET`]
 /// raw bytes).
 const RECENT_PACKS: usize = 4;
@@ -403,14 +412,19 @@ impl BlobStore {
 
     /// The raw bytes of `hash`, verified against it.
     pub fn get(&self, conn: &Connection, hash: &Hash) -> Result<Vec<u8>> {
-        let data = self.load(conn, hash)?;
+        let data = self.load(conn, hash, Decode::Prefix)?;
         verified(hash, Hash::of(&data), data)
     }
 
     /// The raw bytes of each of `hashes`, in order, each verified against
     /// its hash; hashed together, which is faster ([`Hash::of_many`]).
+    /// For reading many blobs: each pack is decoded whole the first time,
+    /// since the next blobs are likely to be in it too.
     pub fn get_many(&self, conn: &Connection, hashes: &[Hash]) -> Vec<Result<Vec<u8>>> {
-        let loaded: Vec<Result<Vec<u8>>> = hashes.iter().map(|h| self.load(conn, h)).collect();
+        let loaded: Vec<Result<Vec<u8>>> = hashes
+            .iter()
+            .map(|h| self.load(conn, h, Decode::Whole))
+            .collect();
         let datas: Vec<&[u8]> = loaded
             .iter()
             .map(|r| r.as_deref().unwrap_or_default())
@@ -428,12 +442,12 @@ impl BlobStore {
     /// reader decodes the delta with the same bytes, whatever they are, and
     /// verifies what comes out.
     pub fn delta_base(&self, conn: &Connection, hash: &Hash) -> Result<Vec<u8>> {
-        self.load(conn, hash)
+        self.load(conn, hash, Decode::Prefix)
     }
 
     /// The raw bytes of `hash`, not verified: a delta's bases are read with
     /// this, since the hash of the final content covers the whole chain.
-    fn load(&self, conn: &Connection, hash: &Hash) -> Result<Vec<u8>> {
+    fn load(&self, conn: &Connection, hash: &Hash, decode: Decode) -> Result<Vec<u8>> {
         let corrupt = |reason: String| Error::CorruptBlob {
             hash: hash.to_hex(),
             reason,
@@ -456,7 +470,7 @@ impl BlobStore {
                 .zip(usize::try_from(size).ok())
                 .and_then(|(start, len)| Some(start..start.checked_add(len)?))
                 .ok_or_else(|| corrupt(format!("not inside pack {pack}")))?;
-            let raw = self.pack(conn, pack, hash, range.end)?;
+            let raw = self.pack(conn, pack, hash, range.end, decode)?;
             return Ok(raw[range].to_vec());
         }
         let compressed = match data {
@@ -492,7 +506,7 @@ impl BlobStore {
                 let base =
                     Hash::from_slice(&base).ok_or_else(|| corrupt("bad delta base".into()))?;
                 // The chain is at most MAX_DELTA_DEPTH long.
-                let prefix = self.load(conn, &base)?;
+                let prefix = self.load(conn, &base, decode)?;
                 decompress_delta(&compressed, &prefix, size as usize)
                     .map_err(|code| corrupt(format!("decompress delta: zstd error {code}")))?
             }
@@ -504,9 +518,17 @@ impl BlobStore {
     /// blob early in a pack costs less than one at its end); a second read
     /// of the same pack that needs more decodes all of it, so reading a
     /// pack's blobs in order decodes it at most twice, not once per blob.
-    fn pack(&self, conn: &Connection, id: i64, hash: &Hash, end: usize) -> Result<Arc<Vec<u8>>> {
+    /// With `Decode::Whole`, a first read decodes all of it.
+    fn pack(
+        &self,
+        conn: &Connection,
+        id: i64,
+        hash: &Hash,
+        end: usize,
+        decode: Decode,
+    ) -> Result<Arc<Vec<u8>>> {
         let mut recent = self.recent_packs.lock().unwrap_or_else(|e| e.into_inner());
-        let mut whole = false;
+        let mut whole = decode == Decode::Whole;
         if let Some(i) = recent.iter().position(|(cached, _)| *cached == id) {
             let (_, raw) = recent.remove(i).expect("found above");
             if raw.len() >= end {
@@ -536,10 +558,15 @@ impl BlobStore {
         let end = if whole { size as usize } else { end };
         #[cfg(test)]
         tests::PACK_DECODES.with(|n| n.set(n.get() + 1));
-        let mut raw = Vec::with_capacity(end);
-        zstd::stream::read::Decoder::with_buffer(&compressed[..])
-            .and_then(|d| d.take(end as u64).read_to_end(&mut raw))
-            .map_err(|e| corrupt(format!("decompress pack {id}: {e}")))?;
+        let raw = if whole {
+            zstd::bulk::decompress(&compressed, end)
+        } else {
+            let mut raw = Vec::with_capacity(end);
+            zstd::stream::read::Decoder::with_buffer(&compressed[..])
+                .and_then(|d| d.take(end as u64).read_to_end(&mut raw))
+                .map(|_| raw)
+        }
+        .map_err(|e| corrupt(format!("decompress pack {id}: {e}")))?;
         if raw.len() < end {
             return Err(corrupt(format!("pack {id} ends early")));
         }
@@ -994,6 +1021,14 @@ pub(crate) mod tests {
             assert_eq!(&backwards.get(&f.conn, h).unwrap(), data);
         }
         assert!(PACK_DECODES.with(|n| n.get()) <= 2, "decoded per blob");
+        // Read together, in any order, the pack is decoded once.
+        let together = BlobStore::open(&f.objects, 3, 64 << 10).unwrap();
+        PACK_DECODES.with(|n| n.set(0));
+        let hashes: Vec<Hash> = blobs.iter().map(|b| b.0).collect();
+        for (got, (_, data)) in together.get_many(&f.conn, &hashes).into_iter().zip(&blobs) {
+            assert_eq!(&got.unwrap(), data);
+        }
+        assert_eq!(PACK_DECODES.with(|n| n.get()), 1, "decoded once");
         // Storing a packed blob again writes nothing: no object file, no pack.
         put(&f, &first);
         assert_eq!(count(&f, "SELECT count(*) FROM packs"), 1);
