@@ -105,7 +105,8 @@ impl Ckpt {
     fn ctl_cmd(&self, args: &[&str]) -> Command {
         let mut c = Command::new(&self.bins.ctl);
         self.env(&mut c);
-        c.current_dir(&self.root).args(args);
+        // `-C`, not a working directory: see `git_snap::git`.
+        c.arg("-C").arg(&self.root).args(args);
         c
     }
 

@@ -28,6 +28,11 @@ use crate::system::{StoreSize, System};
 use crate::tree::dir_bytes;
 
 /// A `git` command isolated from the caller's environment and config.
+///
+/// Timed commands of either system take `-C DIR`, not a working directory:
+/// the bench is linked statically, like every binary of the workspace, and
+/// Rust's std then starts a child that changes directory by forking the
+/// whole bench (19 ms at 300 MB resident, against 1 ms with `posix_spawn`).
 pub fn git() -> Command {
     let mut c = Command::new("git");
     for v in [
@@ -98,7 +103,8 @@ impl GitSnap {
 
     fn cmd(&self, index: Option<&Path>) -> Command {
         let mut c = git();
-        c.current_dir(&self.root)
+        c.arg("-C")
+            .arg(&self.root)
             .env("GIT_DIR", &self.shadow)
             .env("GIT_WORK_TREE", &self.root);
         if let Some(i) = index {
