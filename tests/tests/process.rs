@@ -131,3 +131,26 @@ fn the_daemon_keeps_the_client_in_memory() {
     assert_eq!(m.kib("Size"), file_kib, "the whole file is mapped");
     assert_eq!(m.kib("Rss"), m.kib("Size"), "and all of it is resident");
 }
+
+/// `ckptctl` starts on every hook call, so on Linux it is linked statically
+/// (`.cargo/config.toml`): the kernel starts it without a dynamic loader
+/// (no `PT_INTERP` program header), saving ~0.5 ms per call.
+#[test]
+#[cfg(target_os = "linux")]
+fn the_client_is_started_without_a_dynamic_loader() {
+    const PT_INTERP: u32 = 3;
+    let elf = std::fs::read(bin("ckptctl")).expect("read ckptctl");
+    assert_eq!(&elf[..6], b"\x7fELF\x02\x01", "a 64-bit little-endian ELF");
+    let word = |at: usize, len: usize| -> usize {
+        let mut b = [0u8; 8];
+        b[..len].copy_from_slice(&elf[at..at + len]);
+        u64::from_le_bytes(b) as usize
+    };
+    let (table, entry, count) = (word(0x20, 8), word(0x36, 2), word(0x38, 2));
+    let kinds: Vec<usize> = (0..count).map(|i| word(table + i * entry, 4)).collect();
+    assert!(kinds.contains(&1), "no PT_LOAD header read: {kinds:?}");
+    assert!(
+        !kinds.contains(&(PT_INTERP as usize)),
+        "ckptctl asks for a dynamic loader: {kinds:?}"
+    );
+}
