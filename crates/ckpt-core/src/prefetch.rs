@@ -117,10 +117,8 @@ mod tests {
 
     #[test]
     fn blobs_come_back_in_order_from_batches_read_on_several_threads() {
-        let dir = tempfile::tempdir().unwrap();
-        let db = dir.path().join("db.sqlite");
-        let conn = crate::db::open(&db).unwrap();
-        let store = BlobStore::open(&dir.path().join("objects"), 3, 1 << 20).unwrap();
+        let f = crate::store::tests::fixture(1 << 20);
+        let (conn, store) = (&f.conn, &f.store);
         // Sizes that cut batches by count, by bytes, and one alone.
         let datas: Vec<Vec<u8>> = (0..40)
             .map(|i| format!("blob {i}\n").repeat(if i == 17 { 900 } else { 1 + i * 7 }))
@@ -129,7 +127,7 @@ mod tests {
         let mut blobs = Vec::new();
         for d in &datas {
             let p = store.prepare(d);
-            store.insert(&conn, &p).unwrap();
+            store.insert(conn, &p).unwrap();
             blobs.push((p.hash, d.len() as u64));
         }
         assert!(
@@ -137,15 +135,15 @@ mod tests {
             "{} batches",
             batches(&blobs).len()
         );
-        let db = db.to_str().unwrap();
-        let read = with_blobs(&store, db, &blobs, 3, |get| {
+        let db = f.db.to_str().unwrap();
+        let read = with_blobs(store, db, &blobs, 3, |get| {
             blobs
                 .iter()
                 .map(|(h, _)| get(h).unwrap())
                 .collect::<Vec<_>>()
         });
         assert_eq!(read, datas);
-        let skipped = with_blobs(&store, db, &blobs, 2, |get| get(&blobs[1].0).map(|_| ()));
+        let skipped = with_blobs(store, db, &blobs, 2, |get| get(&blobs[1].0).map(|_| ()));
         assert!(matches!(skipped, Err(Error::Invalid(m)) if m.contains("out of order")));
     }
 }

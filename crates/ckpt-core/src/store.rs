@@ -1195,20 +1195,24 @@ pub(crate) mod tests {
         );
     }
 
-    struct Fixture {
+    pub(crate) struct Fixture {
         _dir: tempfile::TempDir,
-        conn: Connection,
-        store: BlobStore,
+        pub(crate) db: PathBuf,
+        pub(crate) conn: Connection,
+        pub(crate) store: BlobStore,
         objects: PathBuf,
     }
 
-    fn fixture(inline_max: usize) -> Fixture {
+    /// A store with its database in a temp dir.
+    pub(crate) fn fixture(inline_max: usize) -> Fixture {
         let dir = tempfile::tempdir().unwrap();
-        let conn = crate::db::open(&dir.path().join("db.sqlite")).unwrap();
+        let db = dir.path().join("db.sqlite");
+        let conn = crate::db::open(&db).unwrap();
         let objects = dir.path().join("objects");
         let store = BlobStore::open(&objects, 3, inline_max).unwrap();
         Fixture {
             _dir: dir,
+            db,
             conn,
             store,
             objects,
