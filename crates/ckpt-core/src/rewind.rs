@@ -83,7 +83,8 @@ impl Project {
         if !opts.paths.is_empty() {
             touched.retain(|p, _| opts.paths.iter().any(|want| p.starts_with(want)));
         }
-        self.recheck_touched(touched.keys().cloned().collect(), opts.after_barrier)?;
+        let mut known =
+            self.recheck_touched(touched.keys().cloned().collect(), opts.after_barrier)?;
         let mut plan = RewindPlan {
             turn,
             turns: live.clone(),
@@ -93,7 +94,10 @@ impl Project {
         };
         db::reading(&self.conn, || {
             for (path, (target, expected)) in touched {
-                let current = cache::state(&self.conn, &path)?;
+                let current = match known.remove(&path) {
+                    Some(state) => state,
+                    None => cache::state(&self.conn, &path)?,
+                };
                 self.plan_path(&mut plan, path, current, target, &expected, opts.force);
             }
             self.check_dirs_empty(&mut plan, opts.force)?;
@@ -137,7 +141,7 @@ impl Project {
             self.turn_end()?;
         }
         let actions = load_actions(&self.conn, id)?;
-        self.recheck_touched(
+        let mut known = self.recheck_touched(
             actions.iter().map(|a| a.path.clone()).collect(),
             opts.after_barrier,
         )?;
@@ -155,7 +159,10 @@ impl Project {
         };
         db::reading(&self.conn, || {
             for a in actions {
-                let now = cache::state(&self.conn, &a.path)?;
+                let now = match known.remove(&a.path) {
+                    Some(state) => state,
+                    None => cache::state(&self.conn, &a.path)?,
+                };
                 self.plan_path(&mut plan, a.path, now, a.current, &a.target, opts.force);
             }
             Ok(())
@@ -653,11 +660,18 @@ impl Project {
     /// daemon's barrier, every change made before it has been checked
     /// (racy entries re-hashed on their events), so only a path whose stat
     /// differs from its cache entry (an edit since) is checked again;
-    /// otherwise every path is, racy ones re-hashed.
-    fn recheck_touched(&mut self, paths: Vec<RelPath>, after_barrier: bool) -> Result<()> {
+    /// otherwise every path is, racy ones re-hashed. Returns the cached
+    /// state of each path found unchanged, so the plan need not look it up
+    /// again.
+    fn recheck_touched(
+        &mut self,
+        paths: Vec<RelPath>,
+        after_barrier: bool,
+    ) -> Result<HashMap<RelPath, State>> {
+        let mut known = HashMap::new();
         if !after_barrier {
             self.check_paths(paths)?;
-            return Ok(());
+            return Ok(known);
         }
         let mut dirs = Dirs::new(&self.root_fs).map_err(|source| Error::Io {
             action: "open",
@@ -672,13 +686,14 @@ impl Project {
                     path: self.root.join(path.as_path()),
                     source: e,
                 })?;
-                let same = match (cache::get(&self.conn, &path)?, now) {
-                    (Some(row), Some(st)) => row.same_stat(&st),
-                    (None, None) => true,
-                    _ => false,
-                };
-                if !same {
-                    changed.push(path);
+                match (cache::get(&self.conn, &path)?, now) {
+                    (Some(row), Some(st)) if row.same_stat(&st) => {
+                        known.insert(path, row.state);
+                    }
+                    (None, None) => {
+                        known.insert(path, State::Absent);
+                    }
+                    _ => changed.push(path),
                 }
             }
             Ok(())
@@ -687,7 +702,7 @@ impl Project {
         if !changed.is_empty() {
             self.check_paths(changed)?;
         }
-        Ok(())
+        Ok(known)
     }
 
     fn refresh_cache(&mut self, steps: &[(RelPath, State)]) -> Result<()> {
@@ -836,6 +851,49 @@ mod tests {
             }
         }
         out
+    }
+
+    /// After a barrier the plan reuses the cache rows it compared stats
+    /// with; an edit the watcher has not reported yet must still be seen
+    /// (a conflict), in a rewind and in a redo.
+    #[test]
+    fn an_edit_not_yet_reported_is_a_conflict_after_a_barrier() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("proj");
+        fs::create_dir_all(&root).unwrap();
+        fs::write(root.join("a.txt"), "one\n").unwrap();
+        fs::write(root.join("b.txt"), "one\n").unwrap();
+        let mut p = Project::open(&tmp.path().join("store"), &root, Options::default()).unwrap();
+        p.reconcile().unwrap();
+        let turn = p.turn_start(TurnMeta::default()).unwrap();
+        fs::write(root.join("a.txt"), "agent\n").unwrap();
+        fs::write(root.join("b.txt"), "agent\n").unwrap();
+        p.reconcile().unwrap();
+        p.turn_end().unwrap();
+        let after_barrier = || RewindOptions {
+            after_barrier: true,
+            ..RewindOptions::default()
+        };
+        // The user's edit, unknown to the project (no event handled).
+        fs::write(root.join("a.txt"), "user's edit!\n").unwrap();
+        let out = p.rewind(turn, after_barrier()).unwrap();
+        let RewindOutcome::Refused(plan) = out else {
+            panic!("not refused: {out:?}");
+        };
+        let paths: Vec<String> = plan.conflicts.iter().map(|c| c.path.to_string()).collect();
+        assert_eq!(paths, ["a.txt"]);
+        assert_eq!(fs::read(root.join("a.txt")).unwrap(), b"user's edit!\n");
+
+        fs::write(root.join("a.txt"), "agent\n").unwrap();
+        p.reconcile().unwrap();
+        let out = p.rewind(turn, after_barrier()).unwrap();
+        assert!(matches!(out, RewindOutcome::Applied { .. }), "{out:?}");
+        fs::write(root.join("b.txt"), "user's edit!\n").unwrap();
+        let RewindOutcome::Refused(plan) = p.redo(after_barrier()).unwrap() else {
+            panic!("redo not refused");
+        };
+        let paths: Vec<String> = plan.conflicts.iter().map(|c| c.path.to_string()).collect();
+        assert_eq!(paths, ["b.txt"]);
     }
 
     #[test]
