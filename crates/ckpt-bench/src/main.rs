@@ -61,8 +61,8 @@ use system::System;
 
 /// glibc's allocator frees small blocks onto lists that the next larger
 /// request sweeps in one go: after a 10x tree's verification state is
-/// dropped, the first spawn of a timed command paid ~2 ms for the harness's
-/// own garbage (seen under `perf` as `_int_malloc` inside the spawn).
+/// dropped, the next timed command's spawn paid ~2 ms for the harness's own
+/// garbage (seen under `perf` as `_int_malloc` inside the spawn).
 #[global_allocator]
 static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
