@@ -298,6 +298,8 @@ pub(crate) struct Staged {
     /// A regular file was at `path` when it was staged: it is swapped out
     /// (and may become a spare) rather than renamed over.
     replaces_file: bool,
+    /// The device the file is on (its directory's, known from staging).
+    pub dev: u64,
 }
 
 /// A replaced file's inode under a temp name, open for writing, that no one
@@ -523,6 +525,7 @@ impl<'a> Dirs<'a> {
                         dir: spare.dir,
                         tmp: spare.tmp,
                         replaces_file,
+                        dev: new_file.dev,
                     };
                     return Ok((staged, spare.file));
                 }
@@ -548,6 +551,7 @@ impl<'a> Dirs<'a> {
                     dir: key,
                     tmp,
                     replaces_file,
+                    dev: new_file.dev,
                 },
                 file,
             )),
@@ -926,13 +930,10 @@ pub(crate) struct SyncQueue<'w> {
 }
 
 impl SyncQueue<'_> {
-    /// fsyncs and closes `file` on a sync thread; on the filesystem synced
-    /// whole, only starts writing it out.
-    pub fn push(&self, file: std::fs::File) -> io::Result<()> {
-        let fsync = match self.whole {
-            Some(whole) => !whole.holds(&file)?,
-            None => true,
-        };
+    /// fsyncs and closes `file`, on device `dev` (`Staged::dev`), on a sync
+    /// thread; on the filesystem synced whole, only starts writing it out.
+    pub fn push(&self, file: std::fs::File, dev: u64) -> io::Result<()> {
+        let fsync = self.whole.is_none_or(|whole| whole.dev != dev);
         #[cfg(test)]
         FILE_FSYNCS.with(|n| n.set(n.get() + usize::from(fsync)));
         match self.tx.send((file, fsync)) {

@@ -64,17 +64,12 @@ impl Project {
 mod tests {
     use std::fs;
 
-    use crate::model::{Options, Retention, RewindOptions, RewindOutcome, TurnMeta};
-    use crate::project::Project;
+    use crate::model::{Retention, RewindOptions, RewindOutcome, TurnMeta};
+    use crate::project::tests::reconciled;
 
     #[test]
     fn gc_drops_old_turns_and_their_blobs_but_keeps_what_is_live() {
-        let tmp = tempfile::tempdir().unwrap();
-        let root = tmp.path().join("proj");
-        fs::create_dir_all(&root).unwrap();
-        fs::write(root.join("f"), "v0").unwrap();
-        let mut p = Project::open(&tmp.path().join("store"), &root, Options::default()).unwrap();
-        p.reconcile().unwrap();
+        let (_tmp, root, mut p) = reconciled(&[("f", "v0")]);
         let mut turns = Vec::new();
         for v in 1..=3 {
             turns.push(p.turn_start(TurnMeta::default()).unwrap());

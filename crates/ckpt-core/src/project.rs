@@ -146,3 +146,25 @@ impl Project {
         self.store.get(&self.conn, hash)
     }
 }
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// A project over a temp tree holding `files` (parents made), its
+    /// baseline captured. Returns the temp dir (kept alive), the root and
+    /// the project.
+    pub(crate) fn reconciled(files: &[(&str, &str)]) -> (tempfile::TempDir, PathBuf, Project) {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("proj");
+        std::fs::create_dir_all(&root).unwrap();
+        for (path, content) in files {
+            let path = root.join(path);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, content).unwrap();
+        }
+        let mut p = Project::open(&tmp.path().join("store"), &root, Options::default()).unwrap();
+        p.reconcile().unwrap();
+        (tmp, root, p)
+    }
+}

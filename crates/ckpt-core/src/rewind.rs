@@ -94,10 +94,9 @@ impl Project {
         };
         db::reading(&self.conn, || {
             for (path, (target, expected)) in touched {
-                let current = match known.remove(&path) {
-                    Some(state) => state,
-                    None => cache::state(&self.conn, &path)?,
-                };
+                let current = known
+                    .remove(&path)
+                    .map_or_else(|| cache::state(&self.conn, &path), Ok)?;
                 self.plan_path(&mut plan, path, current, target, &expected, opts.force);
             }
             self.check_dirs_empty(&mut plan, opts.force)?;
@@ -159,10 +158,9 @@ impl Project {
         };
         db::reading(&self.conn, || {
             for a in actions {
-                let now = match known.remove(&a.path) {
-                    Some(state) => state,
-                    None => cache::state(&self.conn, &a.path)?,
-                };
+                let now = known
+                    .remove(&a.path)
+                    .map_or_else(|| cache::state(&self.conn, &a.path), Ok)?;
                 self.plan_path(&mut plan, a.path, now, a.current, &a.target, opts.force);
             }
             Ok(())
@@ -543,10 +541,10 @@ impl Project {
                 |queue| -> Result<()> {
                     for (path, state) in steps {
                         next_op(hook)?;
-                        if let Some(file) =
+                        if let Some((file, dev)) =
                             self.ensure(&mut dirs, path, state, blob, &mut staged)?
                         {
-                            queue.push(file).map_err(io("sync", path))?;
+                            queue.push(file, dev).map_err(io("sync", path))?;
                         }
                         // Into place at once: the file is whole (the journal,
                         // pending until every file is synced, covers a crash
@@ -603,8 +601,9 @@ impl Project {
 
     /// Makes `path` be `state`, except that a file is only staged (written
     /// whole under a temp name and added to `staged`, for the caller to put
-    /// into place). A written file's handle is returned for syncing. Every
-    /// file step asks `blob` for its content, in step order. Idempotent.
+    /// into place). A written file's handle and device are returned for
+    /// syncing. Every file step asks `blob` for its content, in step order.
+    /// Idempotent.
     fn ensure(
         &self,
         dirs: &mut Dirs<'_>,
@@ -612,7 +611,7 @@ impl Project {
         state: &State,
         blob: &mut dyn FnMut(&Hash) -> Result<Vec<u8>>,
         staged: &mut Vec<Staged>,
-    ) -> Result<Option<std::fs::File>> {
+    ) -> Result<Option<(std::fs::File, u64)>> {
         let ctx = |action: &'static str| {
             let full = self.root.join(path.as_path());
             move |source| Error::Io {
@@ -642,8 +641,9 @@ impl Project {
                 let (s, file) = dirs
                     .stage(path, &data, *mode, replaces_file)
                     .map_err(ctx("write"))?;
+                let dev = s.dev;
                 staged.push(s);
-                return Ok(Some(file));
+                return Ok(Some((file, dev)));
             }
             State::Symlink { target } => {
                 if is_dir {
@@ -816,8 +816,8 @@ fn load_actions(conn: &Connection, id: i64) -> Result<Vec<Action>> {
 mod tests {
     use std::fs;
 
-    use crate::model::{Options, RewindOptions, RewindOutcome, TurnMeta};
-    use crate::project::Project;
+    use crate::model::{RewindOptions, RewindOutcome, TurnMeta};
+    use crate::project::tests::reconciled;
 
     fn snapshot(root: &std::path::Path) -> Vec<(String, Vec<u8>)> {
         let mut out = Vec::new();
@@ -858,13 +858,7 @@ mod tests {
     /// (a conflict), in a rewind and in a redo.
     #[test]
     fn an_edit_not_yet_reported_is_a_conflict_after_a_barrier() {
-        let tmp = tempfile::tempdir().unwrap();
-        let root = tmp.path().join("proj");
-        fs::create_dir_all(&root).unwrap();
-        fs::write(root.join("a.txt"), "one\n").unwrap();
-        fs::write(root.join("b.txt"), "one\n").unwrap();
-        let mut p = Project::open(&tmp.path().join("store"), &root, Options::default()).unwrap();
-        p.reconcile().unwrap();
+        let (_tmp, root, mut p) = reconciled(&[("a.txt", "one\n"), ("b.txt", "one\n")]);
         let turn = p.turn_start(TurnMeta::default()).unwrap();
         fs::write(root.join("a.txt"), "agent\n").unwrap();
         fs::write(root.join("b.txt"), "agent\n").unwrap();
@@ -898,13 +892,7 @@ mod tests {
 
     #[test]
     fn rewind_and_redo_round_trip() {
-        let tmp = tempfile::tempdir().unwrap();
-        let root = tmp.path().join("proj");
-        fs::create_dir_all(root.join("src")).unwrap();
-        fs::write(root.join("src/a.txt"), "one\n").unwrap();
-        fs::write(root.join("gone.txt"), "bye\n").unwrap();
-        let mut p = Project::open(&tmp.path().join("store"), &root, Options::default()).unwrap();
-        p.reconcile().unwrap();
+        let (_tmp, root, mut p) = reconciled(&[("src/a.txt", "one\n"), ("gone.txt", "bye\n")]);
         let before = snapshot(&root);
         let turn = p.turn_start(TurnMeta::default()).unwrap();
         fs::write(root.join("src/a.txt"), "two\n").unwrap();
@@ -930,15 +918,15 @@ mod tests {
     #[test]
     fn many_files_sync_the_filesystem_once_few_sync_each_file() {
         use crate::confined::{FILE_FSYNCS, SYNCFS_CALLS};
-        let tmp = tempfile::tempdir().unwrap();
-        let root = tmp.path().join("proj");
-        fs::create_dir_all(root.join("d")).unwrap();
         let many = super::SYNCFS_MIN + 5;
-        for i in 0..many {
-            fs::write(root.join(format!("d/{i}.txt")), format!("one {i}\n")).unwrap();
-        }
-        let mut p = Project::open(&tmp.path().join("store"), &root, Options::default()).unwrap();
-        p.reconcile().unwrap();
+        let files: Vec<(String, String)> = (0..many)
+            .map(|i| (format!("d/{i}.txt"), format!("one {i}\n")))
+            .collect();
+        let files: Vec<(&str, &str)> = files
+            .iter()
+            .map(|(p, c)| (p.as_str(), c.as_str()))
+            .collect();
+        let (_tmp, root, mut p) = reconciled(&files);
         let before = snapshot(&root);
         for (files, syncfs, fsyncs) in [(many, 1, 0), (3, 0, 3)] {
             let turn = p.turn_start(TurnMeta::default()).unwrap();
