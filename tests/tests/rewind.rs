@@ -321,3 +321,57 @@ fn a_rewind_across_more_directories_than_the_soft_file_limit() {
     env.ctl_ok(&proj, &["rewind", "1"]);
     assert_same_tree("rewound", &before, &snapshot_work(&proj));
 }
+
+/// A turn over a big project: turn-end, show, rewind and redo list every
+/// path, so their replies outgrow what a request may be (16 MiB), as they do
+/// for a formatter run over ~60,000 files. Here 2,200 symlinks with 4,000-byte
+/// targets (a state carries its target, ~8 KB an entry) make such replies
+/// cheaply. Every reply must still arrive, whole.
+#[test]
+fn replies_larger_than_any_request_still_arrive() {
+    const LINKS: usize = 2_200;
+    let env = Env::new();
+    let _d = env.start_daemon();
+    let proj = env.dir("big");
+    let long = "t".repeat(3_980);
+    for i in 0..LINKS {
+        std::os::unix::fs::symlink(format!("a/{long}/{i}"), proj.join(format!("l{i}"))).unwrap();
+    }
+    env.ctl_ok(&proj, &["watch"]);
+    let before = snapshot_work(&proj);
+
+    env.ctl_ok(&proj, &["turn-start"]);
+    sh(
+        &proj,
+        &format!(
+            "long=$(printf '%3980s' | tr ' ' t); \
+             for i in $(seq 0 {}); do ln -sfn \"b/$long/$i\" l$i; done",
+            LINKS - 1
+        ),
+    );
+    let after = snapshot_work(&proj);
+    let ended = env.ctl_json(&proj, &["turn-end"]);
+    let wire = serde_json::to_vec(&ended).unwrap().len();
+    assert!(
+        wire > ckpt_proto::MAX_REQUEST,
+        "the reply ({wire} bytes) must outgrow a request for this test to mean anything"
+    );
+    assert_eq!(ended["turn"]["entries"].as_array().unwrap().len(), LINKS);
+
+    let shown = env.ctl_ok(&proj, &["show", "1"]);
+    assert_eq!(
+        shown.lines().filter(|l| l.starts_with("  M  ")).count(),
+        LINKS
+    );
+
+    let r = env.ctl_json(&proj, &["rewind", "1"]);
+    assert_eq!(r["outcome"], "applied");
+    assert_eq!(r["actions"].as_array().unwrap().len(), LINKS);
+    assert_same_tree("rewound", &before, &snapshot_work(&proj));
+    let redone = env.ctl_ok(&proj, &["redo"]);
+    assert_eq!(
+        redone.lines().filter(|l| l.contains("restored")).count(),
+        LINKS
+    );
+    assert_same_tree("redone", &after, &snapshot_work(&proj));
+}

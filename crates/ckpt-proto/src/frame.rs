@@ -7,16 +7,25 @@ use std::io::{Read, Write};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-/// The largest frame body either side accepts: 16 MiB.
-pub const MAX_FRAME: usize = 16 << 20;
+use crate::{Request, Response};
+
+/// The largest request body the daemon reads: 16 MiB, far above any real
+/// request, so a garbage length is refused before anything is read.
+pub const MAX_REQUEST: usize = 16 << 20;
+
+/// The largest reply body: 1 GiB. Turn-end, show and rewind list every path
+/// they touched (~300 bytes each plus the path), so a formatter run over
+/// 60,000 files already outgrows [`MAX_REQUEST`]; the client trusts its own
+/// user's daemon with more.
+pub const MAX_REPLY: usize = 1 << 30;
 
 /// Why a frame could not be read or written.
 #[derive(Debug)]
 pub enum FrameError {
     /// The transport failed (including EOF in the middle of a frame).
     Io(std::io::Error),
-    /// The length prefix announces more than [`MAX_FRAME`] bytes.
-    TooLarge(usize),
+    /// The frame is longer than the limit for its direction.
+    TooLarge { len: usize, max: usize },
     /// The body is not the JSON of the expected type.
     Json(serde_json::Error),
 }
@@ -25,10 +34,9 @@ impl std::fmt::Display for FrameError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             FrameError::Io(e) => write!(f, "connection error: {e}"),
-            FrameError::TooLarge(n) => write!(
-                f,
-                "frame of {n} bytes exceeds the limit of {MAX_FRAME} bytes"
-            ),
+            FrameError::TooLarge { len, max } => {
+                write!(f, "frame of {len} bytes exceeds the limit of {max} bytes")
+            }
             FrameError::Json(e) => write!(f, "malformed message: {e}"),
         }
     }
@@ -38,7 +46,7 @@ impl std::error::Error for FrameError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             FrameError::Io(e) => Some(e),
-            FrameError::TooLarge(_) => None,
+            FrameError::TooLarge { .. } => None,
             FrameError::Json(e) => Some(e),
         }
     }
@@ -50,24 +58,39 @@ impl From<std::io::Error> for FrameError {
     }
 }
 
+/// A message that travels in frames, and the largest body it may have.
+pub trait Message: Serialize + DeserializeOwned {
+    const MAX: usize;
+}
+
+impl Message for Request {
+    const MAX: usize = MAX_REQUEST;
+}
+
+impl Message for Response {
+    const MAX: usize = MAX_REPLY;
+}
+
 /// Encodes `msg` as one complete frame: header and body.
-pub fn encode<T: Serialize>(msg: &T) -> Result<Vec<u8>, FrameError> {
+pub fn encode<T: Message>(msg: &T) -> Result<Vec<u8>, FrameError> {
+    let max = T::MAX;
     let mut out = vec![0u8; 4];
     serde_json::to_writer(&mut out, msg).map_err(FrameError::Json)?;
     let len = out.len() - 4;
-    if len > MAX_FRAME {
-        return Err(FrameError::TooLarge(len));
-    }
-    let len = u32::try_from(len).expect("MAX_FRAME fits in u32");
+    let len = u32::try_from(len)
+        .ok()
+        .filter(|&n| n as usize <= max)
+        .ok_or(FrameError::TooLarge { len, max })?;
     out[..4].copy_from_slice(&len.to_be_bytes());
     Ok(out)
 }
 
-/// The body length announced by a frame header, checked against [`MAX_FRAME`].
-pub fn decode_len(header: [u8; 4]) -> Result<usize, FrameError> {
-    let len = u32::from_be_bytes(header) as usize;
-    if len > MAX_FRAME {
-        return Err(FrameError::TooLarge(len));
+/// The body length announced by a frame header for a `T`, checked against
+/// its limit.
+pub fn decode_len<T: Message>(header: [u8; 4]) -> Result<usize, FrameError> {
+    let (len, max) = (u32::from_be_bytes(header) as usize, T::MAX);
+    if len > max {
+        return Err(FrameError::TooLarge { len, max });
     }
     Ok(len)
 }
@@ -78,26 +101,30 @@ pub fn decode_body<T: DeserializeOwned>(body: &[u8]) -> Result<T, FrameError> {
 }
 
 /// Writes one frame to a blocking writer and flushes it.
-pub fn write_frame<W: Write, T: Serialize>(w: &mut W, msg: &T) -> Result<(), FrameError> {
+pub fn write_frame<W: Write, T: Message>(w: &mut W, msg: &T) -> Result<(), FrameError> {
     w.write_all(&encode(msg)?)?;
     w.flush()?;
     Ok(())
 }
 
-/// Reads one frame from a blocking reader.
-pub fn read_frame<R: Read, T: DeserializeOwned>(r: &mut R) -> Result<T, FrameError> {
+/// Reads one frame from a blocking reader. Beyond [`MAX_REQUEST`], the body
+/// buffer grows as bytes arrive, not to what the header announces.
+pub fn read_frame<R: Read, T: Message>(r: &mut R) -> Result<T, FrameError> {
     let mut header = [0u8; 4];
     r.read_exact(&mut header)?;
-    let len = decode_len(header)?;
-    let mut body = vec![0u8; len];
-    r.read_exact(&mut body)?;
+    let len = decode_len::<T>(header)?;
+    let mut body = Vec::with_capacity(len.min(MAX_REQUEST));
+    r.take(len as u64).read_to_end(&mut body)?;
+    if body.len() < len {
+        return Err(std::io::Error::from(std::io::ErrorKind::UnexpectedEof).into());
+    }
     decode_body(&body)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{ErrorKind, Request, Response};
+    use crate::ErrorKind;
 
     #[test]
     fn roundtrip_request_and_error() {
@@ -127,13 +154,36 @@ mod tests {
 
     #[test]
     fn oversized_header_is_refused_before_reading_the_body() {
-        let header = ((MAX_FRAME + 1) as u32).to_be_bytes();
-        assert!(matches!(decode_len(header), Err(FrameError::TooLarge(_))));
+        let header = ((MAX_REQUEST + 1) as u32).to_be_bytes();
+        assert!(matches!(
+            decode_len::<Request>(header),
+            Err(FrameError::TooLarge { .. })
+        ));
+        assert_eq!(decode_len::<Response>(header).unwrap(), MAX_REQUEST + 1);
         let mut r: &[u8] = &[0xff, 0xff, 0xff, 0xff];
         assert!(matches!(
             read_frame::<_, Request>(&mut r),
-            Err(FrameError::TooLarge(_))
+            Err(FrameError::TooLarge { .. })
         ));
+    }
+
+    #[test]
+    fn a_reply_may_outgrow_a_request() {
+        let request = Request::Hello {
+            version: 1,
+            client: "x".repeat(MAX_REQUEST),
+        };
+        assert!(matches!(encode(&request), Err(FrameError::TooLarge { .. })));
+        let big = Response::Error {
+            kind: ErrorKind::Other,
+            message: "x".repeat(MAX_REQUEST),
+        };
+        let mut buf = Vec::new();
+        write_frame(&mut buf, &big).unwrap();
+        match read_frame::<_, Response>(&mut buf.as_slice()).unwrap() {
+            Response::Error { message, .. } => assert_eq!(message.len(), MAX_REQUEST),
+            other => panic!("unexpected {other:?}"),
+        }
     }
 
     #[test]

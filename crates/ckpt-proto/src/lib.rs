@@ -24,7 +24,10 @@ pub mod paths;
 mod types;
 mod wirepath;
 
-pub use frame::{decode_body, decode_len, encode, read_frame, write_frame, FrameError, MAX_FRAME};
+pub use frame::{
+    decode_body, decode_len, encode, read_frame, write_frame, FrameError, Message, MAX_REPLY,
+    MAX_REQUEST,
+};
 pub use types::*;
 pub use wirepath::WirePath;
 

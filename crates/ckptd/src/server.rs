@@ -106,7 +106,7 @@ fn serve_connection(mut stream: UnixStream, d: Arc<Daemon>) {
                 tracing::debug!(error = %e, "connection closed mid-frame");
                 return;
             }
-            Err(e @ FrameError::TooLarge(_)) => {
+            Err(e @ FrameError::TooLarge { .. }) => {
                 // The body was not read: the stream is out of step; close.
                 let _ = send(&mut stream, &error(ErrorKind::BadFrame, e.to_string()));
                 return;
@@ -187,7 +187,7 @@ fn read_request(rd: &mut UnixStream) -> Result<Option<Request>, FrameError> {
             Err(e) => return Err(FrameError::Io(e)),
         }
     }
-    let len = decode_len(header)?;
+    let len = decode_len::<Request>(header)?;
     let mut body = vec![0u8; len];
     rd.read_exact(&mut body)?;
     decode_body(&body).map(Some)
@@ -199,8 +199,11 @@ fn send(wr: &mut UnixStream, reply: &Response) -> std::io::Result<()> {
         Err(e) => {
             let fallback = error(
                 ErrorKind::Internal,
+                // Sent after the request ran: say so, or a user retries a
+                // rewind that was applied.
                 format!(
-                    "the reply could not be sent ({e}); narrow the request (e.g. diff one path)"
+                    "the reply could not be sent ({e}), but the request was carried out \
+                     (`ckptctl log` shows turns); narrow a listing (e.g. diff one path)"
                 ),
             );
             encode(&fallback).map_err(|e| std::io::Error::other(e.to_string()))?
