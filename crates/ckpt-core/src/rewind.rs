@@ -913,20 +913,32 @@ mod tests {
         assert_eq!(snapshot(&root), after);
     }
 
+    /// A reconciled project of `n` files `d/<i>.txt`, each `<word> <i>\n`.
+    fn numbered_files(
+        n: usize,
+        word: &str,
+    ) -> (
+        tempfile::TempDir,
+        std::path::PathBuf,
+        crate::project::Project,
+    ) {
+        let files: Vec<(String, String)> = (0..n)
+            .map(|i| (format!("d/{i}.txt"), format!("{word} {i}\n")))
+            .collect();
+        let files: Vec<(&str, &str)> = files
+            .iter()
+            .map(|(p, c)| (p.as_str(), c.as_str()))
+            .collect();
+        reconciled(&files)
+    }
+
     /// A rewind of many files syncs the filesystem once and fsyncs none of
     /// them; a small one fsyncs each file and leaves the filesystem alone.
     #[test]
     fn many_files_sync_the_filesystem_once_few_sync_each_file() {
         use crate::confined::{FILE_FSYNCS, SYNCFS_CALLS};
         let many = super::SYNCFS_MIN + 5;
-        let files: Vec<(String, String)> = (0..many)
-            .map(|i| (format!("d/{i}.txt"), format!("one {i}\n")))
-            .collect();
-        let files: Vec<(&str, &str)> = files
-            .iter()
-            .map(|(p, c)| (p.as_str(), c.as_str()))
-            .collect();
-        let (_tmp, root, mut p) = reconciled(&files);
+        let (_tmp, root, mut p) = numbered_files(many, "one");
         let before = snapshot(&root);
         for (files, syncfs, fsyncs) in [(many, 1, 0), (3, 0, 3)] {
             let turn = p.turn_start(TurnMeta::default()).unwrap();
@@ -951,14 +963,7 @@ mod tests {
     fn a_rewind_does_not_cut_replaced_files_to_reuse_them() {
         use crate::confined::SPARES_CUT;
         let n = 100;
-        let files: Vec<(String, String)> = (0..n)
-            .map(|i| (format!("d/{i}.txt"), format!("small {i}\n")))
-            .collect();
-        let files: Vec<(&str, &str)> = files
-            .iter()
-            .map(|(p, c)| (p.as_str(), c.as_str()))
-            .collect();
-        let (_tmp, root, mut p) = reconciled(&files);
+        let (_tmp, root, mut p) = numbered_files(n, "small");
         let before = snapshot(&root);
         let turn = p.turn_start(TurnMeta::default()).unwrap();
         for i in 0..n {
