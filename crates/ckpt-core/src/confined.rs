@@ -627,8 +627,8 @@ impl<'a> Dirs<'a> {
     /// The spare to write `len` bytes into: the one with the most blocks
     /// that still needs none freed, or `None` to make a new file. Never one
     /// to cut short: on ext4 with `discard`, freeing blocks waits for the
-    /// device (0.1 ms a truncation in a 5,000-file rewind, 0.5 ms in a
-    /// 42,000-file one, where cutting half the files was most of its time).
+    /// device, the longer the more is freed (in a rewind of 42,416 files,
+    /// 8,603 such cuts took 9 s of its 12–20 s).
     fn take_spare(&mut self, new_file: NewFile, len: u64) -> Option<Spare> {
         let fits = |s: &Spare| s.len.div_ceil(s.block) <= len.div_ceil(s.block);
         let best = self.spares.iter().enumerate();
