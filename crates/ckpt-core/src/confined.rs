@@ -315,6 +315,13 @@ struct Spare {
     block: u64,
 }
 
+impl Spare {
+    /// Whether rewriting it with `len` bytes would free blocks (cut it).
+    fn needs_freeing(&self, len: u64) -> bool {
+        self.len.div_ceil(self.block) > len.div_ceil(self.block)
+    }
+}
+
 /// Spares kept at most: a rewind ends by freeing those left.
 const MAX_SPARES: usize = 32;
 
@@ -519,10 +526,8 @@ impl<'a> Dirs<'a> {
         let new_file = self.new_file(path)?;
         if let Some(spare) = self.take_spare(new_file, data.len() as u64) {
             #[cfg(test)]
-            SPARES_CUT.with(|n| {
-                let blocks = |len: u64| len.div_ceil(spare.block);
-                n.set(n.get() + usize::from(blocks(spare.len) > blocks(data.len() as u64)))
-            });
+            SPARES_CUT
+                .with(|n| n.set(n.get() + usize::from(spare.needs_freeing(data.len() as u64))));
             match rewrite(&spare.file, (spare.len, spare.mode), data, mode) {
                 Ok(()) => {
                     let staged = Staged {
@@ -536,8 +541,7 @@ impl<'a> Dirs<'a> {
                 }
                 Err(e) => {
                     tracing::debug!("rewriting a spare file failed ({e}); using a new one");
-                    self.unlink_temp(&spare.dir, &spare.tmp);
-                    self.doom(spare.file.into());
+                    self.let_go(spare);
                 }
             }
         }
@@ -630,9 +634,8 @@ impl<'a> Dirs<'a> {
     /// device, the longer the more is freed (in a rewind of 42,416 files,
     /// 8,603 such cuts took 9 s of its 12–20 s).
     fn take_spare(&mut self, new_file: NewFile, len: u64) -> Option<Spare> {
-        let fits = |s: &Spare| s.len.div_ceil(s.block) <= len.div_ceil(s.block);
         let best = self.spares.iter().enumerate();
-        let best = best.filter(|(_, s)| s.new_file == new_file && fits(s));
+        let best = best.filter(|(_, s)| s.new_file == new_file && !s.needs_freeing(len));
         let (i, _) = best.max_by_key(|(_, s)| s.len)?;
         Some(self.spares.swap_remove(i))
     }
@@ -645,10 +648,15 @@ impl<'a> Dirs<'a> {
             let largest = self.spares.iter().enumerate().max_by_key(|(_, s)| s.len);
             if let Some((i, _)) = largest {
                 let gone = self.spares.swap_remove(i);
-                self.unlink_temp(&gone.dir, &gone.tmp);
-                self.doom(gone.file.into());
+                self.let_go(gone);
             }
         }
+    }
+
+    /// Removes a spare's temp name and frees it off this thread.
+    fn let_go(&mut self, spare: Spare) {
+        self.unlink_temp(&spare.dir, &spare.tmp);
+        self.doom(spare.file.into());
     }
 
     /// After an exchange put `path`'s old file at temp name `tmp`: keeps it
@@ -677,10 +685,10 @@ impl<'a> Dirs<'a> {
         }
         let found = match kind {
             rustix::fs::FileType::RegularFile => recyclable(fd, name),
-            _ => None,
+            _ => Err(None),
         };
         match found {
-            Some((file, st)) => self.keep_spare(Spare {
+            Ok((file, st)) => self.keep_spare(Spare {
                 dir,
                 tmp,
                 file,
@@ -692,11 +700,13 @@ impl<'a> Dirs<'a> {
                 mode: st.st_mode as u32 & 0o7777,
                 block: (st.st_blksize as u64).max(512),
             }),
-            None => {
-                // Held open, it is freed off this thread (see `doom`).
-                let held = open_regular(fd, name, OFlags::RDONLY);
+            Err(opened) => {
+                // Held open (read-only if it could not be opened for
+                // writing), it is freed off this thread (see `doom`).
+                let held =
+                    opened.or_else(|| open_regular(fd, name, OFlags::RDONLY).map(|(f, _)| f));
                 self.unlink_temp(&dir, &tmp);
-                if let Some((file, _)) = held {
+                if let Some(file) = held {
                     self.doom(file.into());
                 }
             }
@@ -715,8 +725,7 @@ impl<'a> Dirs<'a> {
     /// no temp file survives a crash after the rewind is recorded).
     pub fn drop_spares(&mut self) {
         for spare in std::mem::take(&mut self.spares) {
-            self.unlink_temp(&spare.dir, &spare.tmp);
-            self.doom(spare.file.into());
+            self.let_go(spare);
         }
     }
 
@@ -808,33 +817,40 @@ fn open_regular(
 }
 
 /// `name` in `dir` opened for writing, and its stat, if it can be rewritten
-/// without anyone noticing (see `Dirs::harvest`).
+/// without anyone noticing (see `Dirs::harvest`); else the file if it could
+/// be opened.
 #[cfg(target_os = "linux")]
 #[allow(clippy::unnecessary_cast)] // stat field types differ across platforms
-fn recyclable(dir: &OwnedFd, name: &OsStr) -> Option<(std::fs::File, rustix::fs::Stat)> {
+fn recyclable(
+    dir: &OwnedFd,
+    name: &OsStr,
+) -> Result<(std::fs::File, rustix::fs::Stat), Option<std::fs::File>> {
     use std::os::fd::AsRawFd;
-    let (file, st) = open_regular(dir, name, OFlags::WRONLY)?;
+    let (file, st) = open_regular(dir, name, OFlags::WRONLY).ok_or(None)?;
     if st.st_nlink != 1 || st.st_uid as u32 != rustix::process::geteuid().as_raw() {
-        return None;
+        return Err(Some(file));
     }
     if !matches!(rustix::fs::flistxattr_query(&file), Ok(0)) {
-        return None;
+        return Err(Some(file));
     }
     // SAFETY: plain fcntl calls on a descriptor we own.
     let leased = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETLEASE, libc::F_WRLCK) } == 0;
     if !leased {
-        return None;
+        return Err(Some(file));
     }
     // SAFETY: as above.
     if unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETLEASE, libc::F_UNLCK) } != 0 {
-        return None;
+        return Err(Some(file));
     }
-    Some((file, st))
+    Ok((file, st))
 }
 
 #[cfg(not(target_os = "linux"))]
-fn recyclable(_dir: &OwnedFd, _name: &OsStr) -> Option<(std::fs::File, rustix::fs::Stat)> {
-    None
+fn recyclable(
+    _dir: &OwnedFd,
+    _name: &OsStr,
+) -> Result<(std::fs::File, rustix::fs::Stat), Option<std::fs::File>> {
+    Err(None)
 }
 
 /// Runs `sync(i)` for every `i < n` on up to `threads` threads; the first
