@@ -154,7 +154,9 @@ pub(crate) mod tests {
     /// A project over a temp tree holding `files` (parents made), its
     /// baseline captured. Returns the temp dir (kept alive), the root and
     /// the project.
-    pub(crate) fn reconciled(files: &[(&str, &str)]) -> (tempfile::TempDir, PathBuf, Project) {
+    pub(crate) fn reconciled(
+        files: &[(impl AsRef<Path>, impl AsRef<[u8]>)],
+    ) -> (tempfile::TempDir, PathBuf, Project) {
         let tmp = tempfile::tempdir().unwrap();
         let root = tmp.path().join("proj");
         std::fs::create_dir_all(&root).unwrap();

@@ -922,12 +922,8 @@ mod tests {
         std::path::PathBuf,
         crate::project::Project,
     ) {
-        let files: Vec<(String, String)> = (0..n)
+        let files: Vec<_> = (0..n)
             .map(|i| (format!("d/{i}.txt"), format!("{word} {i}\n")))
-            .collect();
-        let files: Vec<(&str, &str)> = files
-            .iter()
-            .map(|(p, c)| (p.as_str(), c.as_str()))
             .collect();
         reconciled(&files)
     }
