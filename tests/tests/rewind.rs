@@ -324,7 +324,7 @@ fn a_rewind_across_more_directories_than_the_soft_file_limit() {
 
 /// A turn over a big project: turn-end, show, rewind and redo list every
 /// path, so their replies outgrow what a request may be (16 MiB), as they do
-/// for a formatter run over ~55,000 source files (42,416 made 13.3 MB).
+/// for a formatter run over ~53,000 source files (42,416 made 13.3 MB).
 /// Here 2,200 symlinks with 4,000-byte targets (a state carries its target,
 /// ~8 KB an entry) make such replies cheaply. Every reply must still
 /// arrive, whole.

@@ -14,8 +14,8 @@ use crate::{Request, Response};
 pub const MAX_REQUEST: usize = 16 << 20;
 
 /// The largest reply body: 1 GiB. Turn-end, show and rewind list every path
-/// they touched (~300 bytes each plus the path), so a formatter run over
-/// ~55,000 files already outgrows [`MAX_REQUEST`]; the client trusts its
+/// they touched (~270 bytes each plus the path), so a formatter run over
+/// ~53,000 files already outgrows [`MAX_REQUEST`]; the client trusts its
 /// own user's daemon with more.
 pub const MAX_REPLY: usize = 1 << 30;
 
