@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::fs;
+use std::path::Path;
 
 use anyhow::{Context, Result};
 
@@ -79,4 +80,112 @@ pub fn sample(pid: u32) -> Result<ProcSample> {
         cpu_secs: (tick(11) + tick(12)) as f64 / hz,
         switches,
     })
+}
+
+/// Whether process `pid` has a thread named `name`.
+pub fn has_thread(pid: u32, name: &str) -> bool {
+    let Ok(rd) = fs::read_dir(format!("/proc/{pid}/task")) else {
+        return false;
+    };
+    rd.flatten()
+        .any(|t| fs::read_to_string(t.path().join("comm")).is_ok_and(|c| c.trim_end() == name))
+}
+
+/// The mount that holds a path, from `/proc/self/mountinfo`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Mount {
+    pub point: String,
+    pub fstype: String,
+    pub source: String,
+    /// Per-mount and filesystem options, e.g. `rw,relatime,discard`.
+    pub options: String,
+}
+
+impl Mount {
+    /// Mounted with online discard: every unlink that frees blocks waits
+    /// for the device to discard them.
+    pub fn discards(&self) -> bool {
+        self.options.split(',').any(|o| o == "discard")
+    }
+}
+
+/// The mount holding `path` (already absolute and free of symlinks): the
+/// longest mount point that contains it.
+pub fn mount_of(path: &Path) -> Option<Mount> {
+    mount_in(&fs::read_to_string("/proc/self/mountinfo").ok()?, path)
+}
+
+fn mount_in(mountinfo: &str, path: &Path) -> Option<Mount> {
+    // mountinfo escapes space, tab, newline and backslash as octal.
+    let unescape = |s: &str| {
+        s.replace("\\040", " ")
+            .replace("\\011", "\t")
+            .replace("\\012", "\n")
+            .replace("\\134", "\\")
+    };
+    let mut best: Option<Mount> = None;
+    for line in mountinfo.lines() {
+        // ID PARENT MAJ:MIN ROOT POINT OPTIONS [OPTIONAL…] - TYPE SOURCE SUPER
+        let Some((head, tail)) = line.split_once(" - ") else {
+            continue;
+        };
+        let head: Vec<&str> = head.split(' ').collect();
+        let tail: Vec<&str> = tail.split(' ').collect();
+        let (Some(point), Some(opts), [fstype, source, sup, ..]) =
+            (head.get(4), head.get(5), &tail[..])
+        else {
+            continue;
+        };
+        let point = unescape(point);
+        let longer = best.as_ref().is_none_or(|b| point.len() >= b.point.len());
+        if path.starts_with(&point) && longer {
+            best = Some(Mount {
+                point,
+                fstype: fstype.to_string(),
+                source: unescape(source),
+                options: dedup_options(opts, sup),
+            });
+        }
+    }
+    best
+}
+
+/// A mount's own options, then its filesystem's, each once.
+fn dedup_options(mount: &str, fs: &str) -> String {
+    let mut seen: Vec<&str> = Vec::new();
+    for o in mount.split(',').chain(fs.split(',')) {
+        if !seen.contains(&o) {
+            seen.push(o);
+        }
+    }
+    seen.join(",")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MOUNTINFO: &str = "\
+22 1 254:0 / / rw,relatime shared:1 - ext4 /dev/vda rw,discard,resv_strict
+30 22 0:26 / /tmp/my\\040dir rw,nosuid - tmpfs tmpfs rw,size=100k
+31 22 7:0 / /mnt/e4 rw,relatime shared:5 - ext4 /dev/loop0 rw
+";
+
+    #[test]
+    fn the_longest_mount_point_holding_the_path_is_its_mount() {
+        let m = mount_in(MOUNTINFO, Path::new("/mnt/e4/bench/x")).unwrap();
+        assert_eq!(
+            (m.point.as_str(), m.source.as_str()),
+            ("/mnt/e4", "/dev/loop0")
+        );
+        assert!(!m.discards());
+        let root = mount_in(MOUNTINFO, Path::new("/mnt/e4x")).unwrap();
+        assert_eq!(root.point, "/");
+        assert!(root.discards());
+        let spaced = mount_in(MOUNTINFO, Path::new("/tmp/my dir/a")).unwrap();
+        assert_eq!(
+            (spaced.fstype.as_str(), spaced.options.as_str()),
+            ("tmpfs", "rw,nosuid,size=100k")
+        );
+    }
 }
