@@ -119,6 +119,7 @@ fn serve_connection(mut stream: UnixStream, d: Arc<Daemon>) {
                 continue;
             }
         };
+        let started = std::time::Instant::now();
         let reply = if greeted {
             handle(&d, req)
         } else {
@@ -130,9 +131,31 @@ fn serve_connection(mut stream: UnixStream, d: Arc<Daemon>) {
             greeted = true;
             reply
         };
-        if send(&mut stream, &reply).is_err() {
+        let sent = send(&mut stream, &reply);
+        drop(reply);
+        if started.elapsed() >= LONG_REQUEST {
+            release_freed_memory();
+        }
+        if sent.is_err() {
             return;
         }
+    }
+}
+
+/// Requests that ran at least this long (a turn or a rewind of thousands
+/// of files) are followed by [`release_freed_memory`], once the reply has
+/// gone: it took 2-16 ms after requests over 5,302 to 42,416 files.
+const LONG_REQUEST: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// Hands memory freed after a large request back to the system, which
+/// glibc keeps otherwise: after a turn-end and a rewind of 5,302 files the
+/// daemon stayed at 63 MiB (37 MiB with this), after watching them at 38
+/// MiB (16 MiB).
+fn release_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only walks the allocator's own free lists.
+    unsafe {
+        libc::malloc_trim(0);
     }
 }
 
