@@ -262,8 +262,8 @@ impl System for Ckpt {
     fn settle(&mut self) -> Result<()> {
         self.ctl(&["sync"])?;
         // A rewind answers before the files it replaced are closed: the
-        // daemon frees their blocks on `ckpt-free` threads (0.0-0.4 s after
-        // a fulltree rewind on a `discard` mount). Wait for them, so that
+        // daemon frees their blocks on `ckpt-free` threads (for up to 0.4 s
+        // after a fulltree rewind on a `discard` mount). Wait for them, so that
         // work is not timed as the next system's.
         if let Some(pid) = self.daemon_pid() {
             let deadline = Instant::now() + self.timeout;

@@ -92,7 +92,7 @@ pub fn has_thread(pid: u32, name: &str) -> bool {
 }
 
 /// The mount that holds a path, from `/proc/self/mountinfo`.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub struct Mount {
     pub point: String,
     pub fstype: String,
