@@ -267,7 +267,11 @@ impl System for Ckpt {
         // work is not timed as the next system's.
         if let Some(pid) = self.daemon_pid() {
             let deadline = Instant::now() + self.timeout;
-            while procstat::has_thread(pid, "ckpt-free") && Instant::now() < deadline {
+            let freeing = || {
+                procstat::sample(pid)
+                    .is_ok_and(|s| s.switches.values().any(|(name, _)| name == "ckpt-free"))
+            };
+            while freeing() && Instant::now() < deadline {
                 std::thread::sleep(Duration::from_millis(5));
             }
         }

@@ -1,6 +1,7 @@
 //! Counters of a running process from `/proc` (Linux): peak and current
 //! RSS, CPU time, and context switches per thread (every wake-up of a
-//! sleeping thread is a voluntary switch when it sleeps again).
+//! sleeping thread is a voluntary switch when it sleeps again); and the
+//! mount that holds a path.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -80,15 +81,6 @@ pub fn sample(pid: u32) -> Result<ProcSample> {
         cpu_secs: (tick(11) + tick(12)) as f64 / hz,
         switches,
     })
-}
-
-/// Whether process `pid` has a thread named `name`.
-pub fn has_thread(pid: u32, name: &str) -> bool {
-    let Ok(rd) = fs::read_dir(format!("/proc/{pid}/task")) else {
-        return false;
-    };
-    rd.flatten()
-        .any(|t| fs::read_to_string(t.path().join("comm")).is_ok_and(|c| c.trim_end() == name))
 }
 
 /// The mount that holds a path, from `/proc/self/mountinfo`.

@@ -655,8 +655,16 @@ impl<'a> Dirs<'a> {
 
     /// Removes a spare's temp name and frees it off this thread.
     fn let_go(&mut self, spare: Spare) {
-        self.unlink_temp(&spare.dir, &spare.tmp);
-        self.doom(spare.file.into());
+        self.let_go_of(&spare.dir, &spare.tmp, Some(spare.file));
+    }
+
+    /// Removes temp name `tmp` in `dir`; its file, if held open, is freed
+    /// off this thread (see `doom`).
+    fn let_go_of(&mut self, dir: &[u8], tmp: &[u8], held: Option<std::fs::File>) {
+        self.unlink_temp(dir, tmp);
+        if let Some(file) = held {
+            self.doom(file.into());
+        }
     }
 
     /// After an exchange put `path`'s old file at temp name `tmp`: keeps it
@@ -702,13 +710,10 @@ impl<'a> Dirs<'a> {
             }),
             Err(opened) => {
                 // Held open (read-only if it could not be opened for
-                // writing), it is freed off this thread (see `doom`).
+                // writing), so that it is freed off this thread.
                 let held =
                     opened.or_else(|| open_regular(fd, name, OFlags::RDONLY).map(|(f, _)| f));
-                self.unlink_temp(&dir, &tmp);
-                if let Some(file) = held {
-                    self.doom(file.into());
-                }
+                self.let_go_of(&dir, &tmp, held);
             }
         }
         Ok(())
