@@ -339,3 +339,64 @@ pub(super) fn confirm(c: &mut Checker) -> Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fsck::{Finding, FsckReport};
+    use crate::store::tests::fixture;
+    use crate::store::BlobStore;
+
+    fn finding(kind: FindingKind, hash: &Hash) -> Finding {
+        Finding {
+            kind,
+            subject: format!("blob {hash}"),
+            detail: String::new(),
+        }
+    }
+
+    /// What a capture or a gc does between the snapshot and the second
+    /// look decides: only findings that still hold are reported.
+    #[test]
+    fn object_file_findings_are_kept_only_if_they_still_hold_after_the_snapshot() {
+        let f = fixture(0); // every blob an object file
+        let put = |data: &[u8]| {
+            let p = f.store.prepare(data);
+            f.store.insert(&f.conn, &p).unwrap();
+            p.hash
+        };
+        // Its file is gone and its row is still there: missing.
+        let lost = put(b"lost");
+        fs::remove_file(f.store.object_path(&lost)).unwrap();
+        // gc removed the row, then the file: not missing.
+        let collected = Hash::of(b"collected by gc");
+        // A capture wrote the file and committed its row since: named.
+        let committed = put(b"committed meanwhile");
+        // Still no row names it: unnamed.
+        let stray = Hash::of(b"stray");
+        let path = f.store.object_path(&stray);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(&path, b"x").unwrap();
+
+        let objects = path.parent().and_then(|p| p.parent()).unwrap();
+        let dir = objects.parent().unwrap().to_path_buf();
+        let mut c = Checker {
+            conn: &f.conn,
+            store: BlobStore::reader(objects),
+            store_dir: &dir,
+            max: 10,
+            report: FsckReport::default(),
+            later: vec![
+                Later::Missing(lost, finding(FindingKind::MissingObject, &lost)),
+                Later::Missing(collected, finding(FindingKind::MissingObject, &collected)),
+                Later::Unnamed(committed, finding(FindingKind::UnnamedObject, &committed)),
+                Later::Unnamed(stray, finding(FindingKind::UnnamedObject, &stray)),
+            ],
+        };
+        confirm(&mut c).unwrap();
+        let subjects =
+            |list: &[Finding]| list.iter().map(|f| f.subject.clone()).collect::<Vec<_>>();
+        assert_eq!(subjects(&c.report.problems), [format!("blob {lost}")]);
+        assert_eq!(subjects(&c.report.warnings), [format!("blob {stray}")]);
+    }
+}
