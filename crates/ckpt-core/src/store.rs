@@ -466,6 +466,18 @@ impl BlobStore {
     /// The raw bytes of `hash`, not verified: a delta's bases are read with
     /// this, since the hash of the final content covers the whole chain.
     fn load(&self, conn: &Connection, hash: &Hash, decode: Decode) -> Result<Vec<u8>> {
+        self.load_chain(conn, hash, decode, MAX_DELTA_DEPTH)
+    }
+
+    /// [`Self::load`], following at most `links` more delta bases: a
+    /// damaged store whose chain loops must fail, not overflow the stack.
+    fn load_chain(
+        &self,
+        conn: &Connection,
+        hash: &Hash,
+        decode: Decode,
+        links: i64,
+    ) -> Result<Vec<u8>> {
         let corrupt = |reason: String| Error::CorruptBlob {
             hash: hash.to_hex(),
             reason,
@@ -523,8 +535,11 @@ impl BlobStore {
             Some(base) => {
                 let base =
                     Hash::from_slice(&base).ok_or_else(|| corrupt("bad delta base".into()))?;
-                // The chain is at most MAX_DELTA_DEPTH long.
-                let prefix = self.load(conn, &base, decode)?;
+                if links == 0 {
+                    let why = format!("its delta chain is longer than {MAX_DELTA_DEPTH} links");
+                    return Err(corrupt(why));
+                }
+                let prefix = self.load_chain(conn, &base, decode, links - 1)?;
                 decompress_delta(&compressed, &prefix, size as usize)
                     .map_err(|code| corrupt(format!("decompress delta: zstd error {code}")))?
             }

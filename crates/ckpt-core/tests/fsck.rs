@@ -338,7 +338,7 @@ fn a_broken_delta_base_is_found() {
 
 #[test]
 fn a_delta_chain_tampered_into_a_cycle_is_reported_not_followed() {
-    let Rich { fx, .. } = rich();
+    let Rich { fx, turn } = rich();
     let delta = blob_where(&fx, "base IS NOT NULL");
     conn(&fx)
         .execute(
@@ -351,6 +351,16 @@ fn a_delta_chain_tampered_into_a_cycle_is_reported_not_followed() {
         FindingKind::BrokenDelta,
         &format!("blob {delta}"),
     );
+    // Reading it (the turn's diff reads every post-image) fails cleanly
+    // instead of following the loop until the stack overflows.
+    let p = fx.open();
+    match p.diff(turn, &[]) {
+        Err(ckpt_core::Error::CorruptBlob { hash, reason }) => {
+            assert_eq!(hash, delta.to_hex());
+            assert!(reason.contains("delta chain"), "{reason}");
+        }
+        other => panic!("expected a corrupt blob, got {other:?}"),
+    }
 }
 
 #[test]
@@ -473,4 +483,40 @@ fn findings_beyond_the_limit_are_counted_not_listed() {
     assert_eq!(r.problems.len(), 5);
     assert!(r.problems_unlisted as usize >= n - 5, "{r:#?}");
     assert!(!r.ok());
+}
+
+#[test]
+fn an_applied_redo_whose_rewind_is_not_redone_is_found() {
+    let Rich { fx, .. } = rich();
+    let c = conn(&fx);
+    // The fixture ends with a redo: its row names the rewind it undid.
+    let (redo, undone): (i64, i64) = c
+        .query_row(
+            "SELECT id, redoes FROM rewinds WHERE redoes IS NOT NULL",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert!(check(&fx).problems.is_empty());
+    c.execute(
+        "UPDATE rewinds SET status = 'applied' WHERE id = ?1",
+        [undone],
+    )
+    .unwrap();
+    let detail = assert_problem(
+        &check(&fx),
+        FindingKind::BadJournal,
+        &format!("rewind {redo}"),
+    );
+    assert!(detail.contains("applied"), "{detail}");
+    c.execute("DELETE FROM rewind_actions WHERE rewind = ?1", [undone])
+        .unwrap();
+    c.execute("DELETE FROM rewinds WHERE id = ?1", [undone])
+        .unwrap();
+    let detail = assert_problem(
+        &check(&fx),
+        FindingKind::BadJournal,
+        &format!("rewind {redo}"),
+    );
+    assert!(detail.contains("not there"), "{detail}");
 }

@@ -112,14 +112,30 @@ pub(super) fn turn_entries(c: &mut Checker) -> Result<()> {
 /// Known statuses, a turn list that decodes, and at most one rewind left
 /// unfinished.
 pub(super) fn rewinds(c: &mut Checker) -> Result<()> {
-    let mut stmt = c
-        .conn
-        .prepare("SELECT id, turns, status FROM rewinds ORDER BY id")?;
+    let mut stmt = c.conn.prepare(
+        "SELECT r.id, r.turns, r.status, r.redoes, u.status
+             FROM rewinds r LEFT JOIN rewinds u ON u.id = r.redoes ORDER BY r.id",
+    )?;
     let mut rows = stmt.query([])?;
     let mut unfinished = Vec::new();
     while let Some(r) = rows.next()? {
         let (id, turns, status): (i64, String, String) = (r.get(0)?, r.get(1)?, r.get(2)?);
+        let (redoes, undone): (Option<i64>, Option<String>) = (r.get(3)?, r.get(4)?);
         let subject = format!("rewind {id}");
+        // An applied redo left the rewind it undid redone.
+        match (redoes, undone.as_deref(), status.as_str()) {
+            (Some(u), None, _) => c.problem(
+                FindingKind::BadJournal,
+                subject.clone(),
+                format!("it redoes rewind {u}, which is not there"),
+            ),
+            (Some(u), Some(s), "applied") if s != "redone" => c.problem(
+                FindingKind::BadJournal,
+                subject.clone(),
+                format!("an applied redo of rewind {u}, whose status is {s:?}"),
+            ),
+            _ => {}
+        }
         if !REWIND_STATUSES.contains(&status.as_str()) {
             c.problem(
                 FindingKind::BadJournal,
