@@ -189,7 +189,8 @@ impl Daemon {
             .into_iter()
             .filter(|b| b.retry && b.root.as_deref().is_some_and(|r| dir.starts_with(r)));
         for b in due {
-            // Whoever removes it opens it; a concurrent request finds it registered.
+            // Whoever removes it opens it (a request racing it may get "not
+            // watched" that once).
             if let Some(b) = self.registry.remove_broken(&b.id) {
                 tracing::info!(store = %b.store_dir.display(), "opening a store again");
                 self.open_stored(b.id, b.store_dir);
