@@ -587,6 +587,7 @@ impl Project {
                 for s in &staged[committed..] {
                     dirs.discard(s);
                 }
+                dirs.free_now();
                 return Err(e);
             }
         }
