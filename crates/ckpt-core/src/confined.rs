@@ -734,6 +734,15 @@ impl<'a> Dirs<'a> {
         }
     }
 
+    /// Frees the spares and the removed files held so far on this thread,
+    /// now: a failed batch's rollback comes next and, on a full disk, needs
+    /// the room they hold (files already handed to a closing thread are
+    /// not waited for).
+    pub fn free_now(&mut self) {
+        self.drop_spares();
+        drop(std::mem::take(&mut self.doomed));
+    }
+
     /// Keeps `fd`, a removed file or directory, to be closed on a thread
     /// of its own when the batch is done: the last close frees an inode and
     /// its blocks, which on ext4 with `discard` waits for the device (~0.8 ms

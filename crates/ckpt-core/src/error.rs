@@ -44,6 +44,24 @@ pub enum Error {
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+impl Error {
+    /// Whether a filesystem ran out of room: `ENOSPC` or `EDQUOT` from a
+    /// write, or SQLite's `SQLITE_FULL` (its name for the same). Such a
+    /// failure passes once space is freed; nothing stored before it is lost.
+    pub fn is_disk_full(&self) -> bool {
+        match self {
+            Error::Io { source, .. } => {
+                matches!(source.raw_os_error(), Some(libc::ENOSPC | libc::EDQUOT))
+                    || source.kind() == std::io::ErrorKind::StorageFull
+            }
+            Error::Db(rusqlite::Error::SqliteFailure(e, _)) => {
+                e.code == rusqlite::ErrorCode::DiskFull
+            }
+            _ => false,
+        }
+    }
+}
+
 /// Attaches the action and path to an IO error.
 pub(crate) trait IoContext<T> {
     fn ctx(self, action: &'static str, path: impl Into<PathBuf>) -> Result<T>;

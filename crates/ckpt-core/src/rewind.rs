@@ -305,9 +305,15 @@ impl Project {
             if matches!(e, Error::Injected(_)) {
                 return Err(e);
             }
-            let back = ordered(&actions, side.other());
+            let back = self.still_to_undo(ordered(&actions, side.other()))?;
             if let Err(e2) = self.run_steps(&back, &mut None) {
-                tracing::error!(rewind = id, "rolling back a failed rewind failed too: {e2}");
+                // Marked failed, a half-way tree would stay half-way; pending,
+                // `recover` finishes or rolls it back once it can.
+                tracing::error!(
+                    rewind = id,
+                    "rolling back a failed rewind failed too, left for recovery: {e2}"
+                );
+                return Err(e);
             }
             self.refresh_cache(&back)?;
             return self.fail(id, side, e);
@@ -449,6 +455,7 @@ impl Project {
                 for s in &staged[committed..] {
                     dirs.discard(s);
                 }
+                dirs.free_now();
                 return Err(e);
             }
         }
@@ -571,6 +578,35 @@ impl Project {
             self.check_paths(changed)?;
         }
         Ok(known)
+    }
+
+    /// The rollback steps that still have work to do. A path whose stat
+    /// still equals its cache entry, which holds the state wanted, was never
+    /// reached by the failed pass: rewriting it would need room that a full
+    /// disk does not have, for nothing.
+    fn still_to_undo(&self, steps: Vec<(RelPath, State)>) -> Result<Vec<(RelPath, State)>> {
+        let mut dirs = Dirs::new(&self.root_fs).map_err(|source| Error::Io {
+            action: "open",
+            path: self.root.clone(),
+            source,
+        })?;
+        let mut left = Vec::with_capacity(steps.len());
+        for (path, state) in steps {
+            let now = dirs.lstat(&path).map_err(|source| Error::Io {
+                action: "stat",
+                path: self.root.join(path.as_path()),
+                source,
+            })?;
+            let untouched = match (cache::get(&self.conn, &path)?, now) {
+                (Some(row), Some(st)) => row.same_stat(&st) && row.state == state,
+                (None, None) => state == State::Absent,
+                _ => false,
+            };
+            if !untouched {
+                left.push((path, state));
+            }
+        }
+        Ok(left)
     }
 
     fn refresh_cache(&mut self, steps: &[(RelPath, State)]) -> Result<()> {

@@ -107,18 +107,29 @@ pub fn write_frame<W: Write, T: Message>(w: &mut W, msg: &T) -> Result<(), Frame
     Ok(())
 }
 
-/// Reads one frame from a blocking reader. Beyond [`MAX_REQUEST`], the body
-/// buffer grows as bytes arrive, not to what the header announces.
-pub fn read_frame<R: Read, T: Message>(r: &mut R) -> Result<T, FrameError> {
-    let mut header = [0u8; 4];
-    r.read_exact(&mut header)?;
-    let len = decode_len::<T>(header)?;
-    let mut body = Vec::with_capacity(len.min(MAX_REQUEST));
+/// The most a body buffer holds before bytes arrive to fill it: a header
+/// is only a claim, so a peer that announces 16 MiB and sends nothing costs
+/// this much, not what it announced.
+pub const READ_AHEAD: usize = 64 << 10;
+
+/// Reads a body of `len` bytes (already checked by [`decode_len`]). The
+/// buffer grows as bytes arrive, never to `len` on the header's word alone;
+/// a stream that ends early is an `UnexpectedEof` error.
+pub fn read_body<R: Read>(r: &mut R, len: usize) -> Result<Vec<u8>, FrameError> {
+    let mut body = Vec::with_capacity(len.min(READ_AHEAD));
     r.take(len as u64).read_to_end(&mut body)?;
     if body.len() < len {
         return Err(std::io::Error::from(std::io::ErrorKind::UnexpectedEof).into());
     }
-    decode_body(&body)
+    Ok(body)
+}
+
+/// Reads one frame from a blocking reader.
+pub fn read_frame<R: Read, T: Message>(r: &mut R) -> Result<T, FrameError> {
+    let mut header = [0u8; 4];
+    r.read_exact(&mut header)?;
+    let len = decode_len::<T>(header)?;
+    decode_body(&read_body(r, len)?)
 }
 
 #[cfg(test)]

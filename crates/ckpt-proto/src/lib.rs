@@ -25,8 +25,8 @@ mod types;
 mod wirepath;
 
 pub use frame::{
-    decode_body, decode_len, encode, read_frame, write_frame, FrameError, Message, MAX_REPLY,
-    MAX_REQUEST,
+    decode_body, decode_len, encode, read_body, read_frame, write_frame, FrameError, Message,
+    MAX_REPLY, MAX_REQUEST, READ_AHEAD,
 };
 pub use types::*;
 pub use wirepath::WirePath;

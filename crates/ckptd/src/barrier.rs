@@ -51,12 +51,15 @@ pub fn barrier(d: &Daemon, h: &ProjectHandle) -> ReqResult<BarrierOutcome> {
     if let Err(e) = std::fs::remove_file(&path) {
         tracing::warn!(cookie = %path.display(), error = %e, "cannot remove barrier cookie");
     }
-    match arrived {
-        Some(seq) if wait_processed(h, seq) => Ok(BarrierOutcome {
+    match arrived.map(|seq| wait_processed(h, seq)) {
+        // A capture that failed meanwhile (a full disk) left the cache
+        // behind the disk: only a full scan can catch it up.
+        Some(true) if h.degraded().is_some() => full_scan(h, start),
+        Some(true) => Ok(BarrierOutcome {
             method: BarrierMethod::Cookie,
             elapsed: start.elapsed(),
         }),
-        Some(_) => {
+        Some(false) => {
             tracing::warn!(root = %h.root.display(), "queued paths not checked in time; scanning");
             full_scan(h, start)
         }

@@ -132,48 +132,73 @@ impl Daemon {
             if !store_dir.is_dir() || self.unwatched_marker(&id).exists() {
                 continue;
             }
-            let opened =
-                std::panic::catch_unwind(|| Project::open_existing(&store_dir, core_options()));
-            let project = match opened {
-                Ok(Ok(p)) => p,
-                Ok(Err(e)) => {
-                    self.broken(id, store_dir, e.to_string());
-                    continue;
-                }
-                Err(panic) => {
-                    self.broken(id, store_dir, panic_message(panic.as_ref()));
-                    continue;
-                }
-            };
-            let h = ProjectHandle::new(id, store_dir, project);
-            if !h.root.is_dir() {
-                h.set_unavailable(Some(format!(
-                    "project root {} no longer exists",
-                    h.root.display()
-                )));
-                self.registry.insert(h);
-                continue;
+            self.open_stored(id, store_dir);
+        }
+    }
+
+    /// Opens a stored project and starts loading it (recover, reconcile) in
+    /// the background; a store that cannot be opened is listed as broken.
+    fn open_stored(self: &Arc<Self>, id: String, store_dir: PathBuf) {
+        let opened =
+            std::panic::catch_unwind(|| Project::open_existing(&store_dir, core_options()));
+        let project = match opened {
+            Ok(Ok(p)) => p,
+            Ok(Err(e)) => {
+                let retry = e.is_disk_full();
+                self.broken(id, store_dir, ReqError::from(e).message, retry);
+                return;
             }
-            h.set_loading(true);
-            self.registry.insert(Arc::clone(&h));
-            h.spawn_worker();
-            let name = format!("ckpt-load-{}", h.id);
-            let loader = Arc::clone(&h);
-            let me = Arc::clone(self);
-            let spawned = std::thread::Builder::new().name(name).spawn(move || {
-                // Watch first, then scan: nothing changed in between is lost.
-                me.watcher.add(&loader);
-                recover_and_reconcile(&loader);
-                loader.set_loading(false);
-            });
-            if let Err(e) = spawned {
-                h.set_loading(false);
-                h.mark_degraded(format!("cannot start loading: {e}"), false);
+            Err(panic) => {
+                self.broken(id, store_dir, panic_message(panic.as_ref()), false);
+                return;
+            }
+        };
+        let h = ProjectHandle::new(id, store_dir, project);
+        if !h.root.is_dir() {
+            h.set_unavailable(Some(format!(
+                "project root {} no longer exists",
+                h.root.display()
+            )));
+            self.registry.insert(h);
+            return;
+        }
+        h.set_loading(true);
+        self.registry.insert(Arc::clone(&h));
+        h.spawn_worker();
+        let name = format!("ckpt-load-{}", h.id);
+        let loader = Arc::clone(&h);
+        let me = Arc::clone(self);
+        let spawned = std::thread::Builder::new().name(name).spawn(move || {
+            // Watch first, then scan: nothing changed in between is lost.
+            me.watcher.add(&loader);
+            recover_and_reconcile(&loader);
+            loader.set_loading(false);
+        });
+        if let Err(e) = spawned {
+            h.set_loading(false);
+            h.mark_degraded(format!("cannot start loading: {e}"), false);
+        }
+    }
+
+    /// Opens again the stores that failed for lack of space and whose root
+    /// contains `dir`.
+    fn retry_broken(self: &Arc<Self>, dir: &Path) {
+        let due = self
+            .registry
+            .broken()
+            .into_iter()
+            .filter(|b| b.retry && b.root.as_deref().is_some_and(|r| dir.starts_with(r)));
+        for b in due {
+            // Whoever removes it opens it (a request racing it may get "not
+            // watched" that once).
+            if let Some(b) = self.registry.remove_broken(&b.id) {
+                tracing::info!(store = %b.store_dir.display(), "opening a store again");
+                self.open_stored(b.id, b.store_dir);
             }
         }
     }
 
-    fn broken(&self, id: String, store_dir: PathBuf, error: String) {
+    fn broken(&self, id: String, store_dir: PathBuf, error: String, retry: bool) {
         let root = self.read_root_record(&id);
         let error = match &root {
             Some(r) if !r.exists() => format!("project root {} no longer exists", r.display()),
@@ -185,6 +210,7 @@ impl Daemon {
             store_dir,
             root,
             error,
+            retry,
         });
     }
 
@@ -225,9 +251,13 @@ impl Daemon {
     }
 
     /// The watched project containing `dir`.
-    pub fn project_for(&self, dir: &WirePath) -> ReqResult<Arc<ProjectHandle>> {
+    pub fn project_for(self: &Arc<Self>, dir: &WirePath) -> ReqResult<Arc<ProjectHandle>> {
         let canonical = Daemon::canonical_dir(dir)?;
-        match self.registry.containing(&canonical) {
+        let found = self.registry.containing(&canonical).or_else(|| {
+            self.retry_broken(&canonical);
+            self.registry.containing(&canonical)
+        });
+        match found {
             Some(h) => Ok(h),
             None => Err(ReqError::new(
                 ErrorKind::NotWatched,

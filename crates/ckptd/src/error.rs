@@ -48,9 +48,17 @@ impl From<ckpt_core::Error> for ReqError {
             E::Injected(_) => ErrorKind::Internal,
             _ => ErrorKind::Io,
         };
+        if e.is_disk_full() {
+            return ReqError::new(kind, format!("{e} ({DISK_FULL})"));
+        }
         ReqError::new(kind, e.to_string())
     }
 }
+
+/// What a reply adds to a failure for lack of space, so the reason reads
+/// the same in every reply and in `status`.
+pub const DISK_FULL: &str =
+    "ENOSPC: the filesystem is full; free space there and retry, nothing captured before is lost";
 
 impl From<ReqError> for Response {
     fn from(e: ReqError) -> Self {

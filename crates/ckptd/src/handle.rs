@@ -405,7 +405,13 @@ impl ProjectHandle {
         if !self.check_root() {
             return false;
         }
-        match self.call(|p| p.reconcile()) {
+        // A rewind that could neither finish nor roll back (a full disk)
+        // is finished from its journal first, or the scan would take its
+        // half-way tree for changes.
+        match self.call(|p| {
+            p.recover()?;
+            p.reconcile()
+        }) {
             Ok(report) => {
                 tracing::debug!(root = %self.root.display(), entries = report.entries,
                     changed = report.changed, "full scan");

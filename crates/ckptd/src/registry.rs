@@ -15,6 +15,9 @@ pub struct BrokenStore {
     /// The root it belongs to, when the daemon's own record knows it.
     pub root: Option<PathBuf>,
     pub error: String,
+    /// It failed for lack of space: opened again when a request names its
+    /// project, so freeing space is enough to get it back.
+    pub retry: bool,
 }
 
 #[derive(Default)]

@@ -10,8 +10,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use ckpt_proto::{
-    decode_body, decode_len, encode, ErrorKind, FrameError, HelloReply, Request, Response,
-    PROTOCOL_VERSION,
+    decode_body, decode_len, encode, read_body, ErrorKind, FrameError, HelloReply, Request,
+    Response, PROTOCOL_VERSION,
 };
 
 use crate::daemon::Daemon;
@@ -211,9 +211,7 @@ fn read_request(rd: &mut UnixStream) -> Result<Option<Request>, FrameError> {
         }
     }
     let len = decode_len::<Request>(header)?;
-    let mut body = vec![0u8; len];
-    rd.read_exact(&mut body)?;
-    decode_body(&body).map(Some)
+    decode_body(&read_body(rd, len)?).map(Some)
 }
 
 fn send(wr: &mut UnixStream, reply: &Response) -> std::io::Result<()> {

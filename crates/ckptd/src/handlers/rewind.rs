@@ -6,13 +6,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ckpt_core::{RewindOptions, RewindOutcome};
-use ckpt_proto::{RewindReply, WirePath};
+use ckpt_proto::{ErrorKind, RewindReply, WirePath};
 
 use crate::barrier::barrier;
 use crate::config::TestHooks;
 use crate::convert;
 use crate::daemon::Daemon;
-use crate::error::ReqResult;
+use crate::error::{ReqError, ReqResult};
 use crate::handle::ProjectHandle;
 
 pub fn rewind(
@@ -39,7 +39,9 @@ pub fn rewind(
         after_barrier: true,
         before_op: pause_hook(&d.config.hooks),
     };
-    let outcome = h.call(|p| p.rewind(turn, opts))?;
+    let outcome = h
+        .call(|p| p.rewind(turn, opts))
+        .inspect_err(|e| failed(&h, e))?;
     Ok(reply(&h, false, &outcome, start))
 }
 
@@ -56,8 +58,17 @@ pub fn redo(d: &Arc<Daemon>, dir: &WirePath, dry_run: bool, force: bool) -> ReqR
         after_barrier: true,
         before_op: pause_hook(&d.config.hooks),
     };
-    let outcome = h.call(|p| p.redo(opts))?;
+    let outcome = h.call(|p| p.redo(opts)).inspect_err(|e| failed(&h, e))?;
     Ok(reply(&h, true, &outcome, start))
+}
+
+/// A rewind that failed on the filesystem or the store may have left its
+/// journal pending (a full disk can stop the rollback too): the next
+/// barrier then scans in full, which finishes it from the journal first.
+fn failed(h: &ProjectHandle, e: &ReqError) {
+    if e.kind == ErrorKind::Io {
+        h.mark_degraded(format!("a rewind failed: {e}"), false);
+    }
 }
 
 fn reply(h: &ProjectHandle, redo: bool, outcome: &RewindOutcome, start: Instant) -> RewindReply {

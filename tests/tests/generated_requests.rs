@@ -1,0 +1,276 @@
+//! Generated requests through the real daemon's dispatch: every variant,
+//! with turn numbers anywhere in `i64` and paths that are relative, empty,
+//! hold NUL or non-UTF-8 bytes, climb out with `..`, or point into `.git`.
+//! Each request gets exactly one reply and none is an internal error (a
+//! handler's panic); whatever the requests do, nothing outside the project
+//! and nothing under its `.git` changes, and the daemon keeps serving.
+//!
+//! `CKPT_FUZZ_CASES=n` runs `n` request sequences (default 48).
+
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+
+use ckpt_e2e::*;
+use ckpt_proto::{write_frame, ErrorKind, Request, Response, WirePath};
+use proptest::prelude::*;
+use proptest::test_runner::{Config, TestRunner};
+
+/// Where the generated paths point, below the test's temp dir.
+#[derive(Clone, Debug)]
+enum Spot {
+    Root,
+    Sub,
+    File,
+    Git,
+    GitConfig,
+    Missing,
+    DotDot,
+    Outside,
+    Nul,
+    NonUtf8,
+    Relative,
+    Empty,
+    Slash,
+}
+
+fn spot() -> impl Strategy<Value = Spot> {
+    prop::sample::select(vec![
+        Spot::Root,
+        Spot::Sub,
+        Spot::File,
+        Spot::Git,
+        Spot::GitConfig,
+        Spot::Missing,
+        Spot::DotDot,
+        Spot::Outside,
+        Spot::Nul,
+        Spot::NonUtf8,
+        Spot::Relative,
+        Spot::Empty,
+        Spot::Slash,
+    ])
+}
+
+/// Spots a `watch` may be pointed at without scanning anything outside the
+/// test's temp dir (ancestors of the data dir are refused by the daemon).
+fn watch_spot() -> impl Strategy<Value = Spot> {
+    prop::sample::select(vec![
+        Spot::Root,
+        Spot::Sub,
+        Spot::Git,
+        Spot::Missing,
+        Spot::DotDot,
+        Spot::Nul,
+        Spot::NonUtf8,
+        Spot::Relative,
+        Spot::Empty,
+        Spot::Slash,
+    ])
+}
+
+fn path_of(proj: &Path, s: &Spot) -> WirePath {
+    let mut b = proj.as_os_str().as_encoded_bytes().to_vec();
+    let tail: &[u8] = match s {
+        Spot::Root => b"",
+        Spot::Sub => b"/sub",
+        Spot::File => b"/a.txt",
+        Spot::Git => b"/.git",
+        Spot::GitConfig => b"/.git/config",
+        Spot::Missing => b"/no/such/dir",
+        Spot::DotDot => b"/../..",
+        Spot::Outside => b"/../outside/o.txt",
+        Spot::Nul => b"/a\0b",
+        Spot::NonUtf8 => b"/\xff\xfe",
+        Spot::Relative => return WirePath(b"sub/a.txt".to_vec()),
+        Spot::Empty => return WirePath(Vec::new()),
+        Spot::Slash => return WirePath(b"/".to_vec()),
+    };
+    b.extend_from_slice(tail);
+    WirePath(b)
+}
+
+/// A request in terms of spots; made concrete per test env.
+#[derive(Clone, Debug)]
+enum Gen {
+    Watch(Spot, bool),
+    Unwatch(Spot, bool),
+    TurnStart(Spot, Option<String>, bool),
+    TurnEnd(Spot),
+    Sync(Spot),
+    Log(Spot, Option<usize>),
+    Show(Spot, i64),
+    Diff(Spot, i64, Vec<Spot>),
+    Rewind(Spot, i64, Vec<Spot>, bool, bool),
+    Redo(Spot, bool, bool),
+    Hello(u32),
+    Status,
+    Projects,
+}
+
+fn turn() -> impl Strategy<Value = i64> {
+    prop_oneof![4 => -1i64..5, 1 => any::<i64>()]
+}
+
+fn gen() -> impl Strategy<Value = Gen> {
+    let spots = || proptest::collection::vec(spot(), 0..3);
+    prop_oneof![
+        (watch_spot(), any::<bool>()).prop_map(|(s, d)| Gen::Watch(s, d)),
+        (spot(), any::<bool>()).prop_map(|(s, d)| Gen::Unwatch(s, d)),
+        (watch_spot(), proptest::option::of(".{0,40}"), any::<bool>())
+            .prop_map(|(s, l, a)| Gen::TurnStart(s, l, a)),
+        spot().prop_map(Gen::TurnEnd),
+        spot().prop_map(Gen::Sync),
+        (spot(), any::<Option<usize>>()).prop_map(|(s, l)| Gen::Log(s, l)),
+        (spot(), turn()).prop_map(|(s, t)| Gen::Show(s, t)),
+        (spot(), turn(), spots()).prop_map(|(s, t, p)| Gen::Diff(s, t, p)),
+        (spot(), turn(), spots(), any::<bool>(), any::<bool>())
+            .prop_map(|(s, t, p, d, f)| Gen::Rewind(s, t, p, d, f)),
+        (spot(), any::<bool>(), any::<bool>()).prop_map(|(s, d, f)| Gen::Redo(s, d, f)),
+        any::<u32>().prop_map(Gen::Hello),
+        Just(Gen::Status),
+        Just(Gen::Projects),
+    ]
+}
+
+fn concrete(proj: &Path, g: &Gen) -> Request {
+    let p = |s: &Spot| path_of(proj, s);
+    let ps = |v: &Vec<Spot>| v.iter().map(|s| path_of(proj, s)).collect();
+    match g {
+        Gen::Watch(s, discover) => Request::Watch {
+            dir: p(s),
+            discover: *discover,
+        },
+        Gen::Unwatch(s, drop_data) => Request::Unwatch {
+            dir: p(s),
+            drop_data: *drop_data,
+        },
+        Gen::TurnStart(s, label, auto_watch) => Request::TurnStart {
+            dir: p(s),
+            label: label.clone(),
+            agent: None,
+            session: None,
+            auto_watch: *auto_watch,
+        },
+        Gen::TurnEnd(s) => Request::TurnEnd { dir: p(s) },
+        Gen::Sync(s) => Request::Sync { dir: p(s) },
+        Gen::Log(s, limit) => Request::Log {
+            dir: p(s),
+            limit: *limit,
+        },
+        Gen::Show(s, turn) => Request::Show {
+            dir: p(s),
+            turn: *turn,
+        },
+        Gen::Diff(s, turn, paths) => Request::Diff {
+            dir: p(s),
+            turn: *turn,
+            paths: ps(paths),
+        },
+        Gen::Rewind(s, turn, paths, dry_run, force) => Request::Rewind {
+            dir: p(s),
+            turn: *turn,
+            paths: ps(paths),
+            dry_run: *dry_run,
+            force: *force,
+        },
+        Gen::Redo(s, dry_run, force) => Request::Redo {
+            dir: p(s),
+            dry_run: *dry_run,
+            force: *force,
+        },
+        Gen::Hello(v) => Request::Hello {
+            version: *v,
+            client: String::new(),
+        },
+        Gen::Status => Request::Status,
+        Gen::Projects => Request::Projects,
+    }
+}
+
+/// Between requests the agent may edit the tree.
+#[derive(Clone, Debug)]
+enum Step {
+    Request(Gen),
+    Edit(u8),
+}
+
+fn step() -> impl Strategy<Value = Step> {
+    prop_oneof![4 => gen().prop_map(Step::Request), 1 => any::<u8>().prop_map(Step::Edit)]
+}
+
+fn edit(proj: &Path, n: u8) {
+    let script = match n % 4 {
+        0 => format!("echo {n} >> a.txt"),
+        1 => format!("mkdir -p sub/d{n} && echo {n} > sub/d{n}/f"),
+        2 => "rm -rf sub/d*".to_string(),
+        _ => format!("echo {n} > sub/a.txt"),
+    };
+    sh(proj, &script);
+}
+
+/// The names directly in `dir`, sorted.
+fn top_level(dir: &Path) -> Vec<std::ffi::OsString> {
+    let mut names: Vec<_> = std::fs::read_dir(dir)
+        .expect("read dir")
+        .map(|e| e.expect("dir entry").file_name())
+        .collect();
+    names.sort();
+    names
+}
+
+fn cases() -> u32 {
+    std::env::var("CKPT_FUZZ_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(48)
+}
+
+#[test]
+fn generated_requests_get_one_reply_each_and_never_write_outside_the_project() {
+    let env = Env::new();
+    let _d = env.start_daemon();
+    let proj: PathBuf = env.git_repo("app", &[("a.txt", b"a\n"), ("sub/a.txt", b"s\n")]);
+    let outside = env.dir("outside");
+    std::fs::write(outside.join("o.txt"), "keep\n").unwrap();
+    env.ctl_ok(&proj, &["watch"]);
+    let git_before = snapshot_git(&proj);
+    let outside_before = snapshot(&outside);
+    let beside_before = top_level(env.path());
+
+    let mut runner = TestRunner::new(Config {
+        cases: cases(),
+        failure_persistence: None,
+        ..Config::default()
+    });
+    let served = std::cell::Cell::new(0u64);
+    runner
+        .run(&proptest::collection::vec(step(), 1..10), |steps| {
+            let mut conn: UnixStream = hello(&env.socket).expect("the daemon answers");
+            for s in &steps {
+                match s {
+                    Step::Edit(n) => edit(&proj, *n),
+                    Step::Request(g) => {
+                        let req = concrete(&proj, g);
+                        write_frame(&mut conn, &req).expect("send");
+                        let reply: Response = ckpt_proto::read_frame(&mut conn)
+                            .unwrap_or_else(|e| panic!("no reply to {req:?}: {e}"));
+                        served.set(served.get() + 1);
+                        if let Response::Error { kind, message } = &reply {
+                            prop_assert_ne!(*kind, ErrorKind::Internal, "{:?}: {}", req, message);
+                        }
+                    }
+                }
+            }
+            prop_assert_eq!(&snapshot_git(&proj), &git_before, ".git changed");
+            prop_assert_eq!(&snapshot(&outside), &outside_before, "outside changed");
+            Ok(())
+        })
+        .unwrap();
+    assert!(served.get() > 0);
+    assert_eq!(
+        top_level(env.path()),
+        beside_before,
+        "nothing appeared beside the project"
+    );
+    env.ctl_ok(env.path(), &["status"]);
+}
