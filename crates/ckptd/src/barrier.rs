@@ -52,8 +52,9 @@ pub fn barrier(d: &Daemon, h: &ProjectHandle) -> ReqResult<BarrierOutcome> {
         tracing::warn!(cookie = %path.display(), error = %e, "cannot remove barrier cookie");
     }
     match arrived.map(|seq| wait_processed(h, seq)) {
-        // A capture that failed meanwhile (a full disk) left the cache
-        // behind the disk: only a full scan can catch it up.
+        // Events lost in an overflow read before the cookie, or a capture
+        // that failed meanwhile (a full disk), left the cache behind the
+        // disk: only a full scan catches it up, before the turn boundary.
         Some(true) if h.degraded().is_some() => full_scan(h, start),
         Some(true) => Ok(BarrierOutcome {
             method: BarrierMethod::Cookie,

@@ -405,6 +405,10 @@ impl ProjectHandle {
         if !self.check_root() {
             return false;
         }
+        // Lost events may have hidden new directories: watch them before
+        // the scan lists them, so a change made in one after the scan's
+        // listing still comes as an event.
+        watcher::resync(self);
         // A rewind that could neither finish nor roll back (a full disk)
         // is finished from its journal first, or the scan would take its
         // half-way tree for changes.
@@ -415,8 +419,6 @@ impl ProjectHandle {
             Ok(report) => {
                 tracing::debug!(root = %self.root.display(), entries = report.entries,
                     changed = report.changed, "full scan");
-                // Lost events may have hidden new directories.
-                watcher::resync(self);
                 self.clear_transient();
                 true
             }

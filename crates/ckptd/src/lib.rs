@@ -70,18 +70,22 @@ pub fn run(config: Config) -> anyhow::Result<()> {
         .build()
         .context("starting the async runtime")?;
     let result = rt.block_on(async {
-        let shutdown = async {
-            let term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate());
-            match term {
-                Ok(mut term) => {
+        use tokio::signal::unix::{signal, SignalKind};
+        // Registered before the socket is bound: a signal that comes right
+        // after the first reply must shut down cleanly, not kill.
+        let term = signal(SignalKind::terminate());
+        let int = signal(SignalKind::interrupt());
+        let shutdown = async move {
+            match (term, int) {
+                (Ok(mut term), Ok(mut int)) => {
                     tokio::select! {
                         _ = term.recv() => tracing::info!("SIGTERM: shutting down"),
-                        _ = tokio::signal::ctrl_c() => tracing::info!("SIGINT: shutting down"),
+                        _ = int.recv() => tracing::info!("SIGINT: shutting down"),
                     }
                 }
-                Err(e) => {
-                    tracing::warn!(error = %e, "cannot listen for SIGTERM");
-                    let _ = tokio::signal::ctrl_c().await;
+                (Err(e), _) | (_, Err(e)) => {
+                    tracing::warn!(error = %e, "cannot listen for SIGTERM and SIGINT");
+                    std::future::pending::<()>().await;
                 }
             }
         };

@@ -356,8 +356,8 @@ fn scans_only(h: &ProjectHandle) -> bool {
     h.degraded().is_some_and(|d| d.persistent)
 }
 
-/// After a full scan: watches whatever captured directory lacks a watch
-/// (events lost in an overflow may have hidden new directories).
+/// Before a full scan: watches whatever directory lacks a watch (events
+/// lost in an overflow may have hidden new directories).
 pub fn resync(h: &ProjectHandle) {
     let Some(backend) = lock(&h.watches).backend.clone() else {
         return;
