@@ -51,7 +51,13 @@ impl Map {
     fn insert(&mut self, path: PathBuf, wd: WatchDescriptor) {
         // The kernel gives a directory watched under another name (moved
         // while watched) the same descriptor: that old name is stale.
-        self.by_path.insert(&path, wd.clone());
+        // A path watched again after lost events may name a new directory:
+        // the old one's descriptor is gone with it.
+        if let Some(stale) = self.by_path.insert(&path, wd.clone()) {
+            if stale != wd && self.by_wd.get(&stale) == Some(&path) {
+                self.by_wd.remove(&stale);
+            }
+        }
         if let Some(old) = self.by_wd.insert(wd, path.clone()) {
             if old != path {
                 self.by_path.remove(&old);

@@ -148,11 +148,11 @@ impl Watcher {
         };
         lock(&h.watches).backend = Some(Arc::clone(backend));
         let root = h.root.clone();
-        if let Err(e) = add_dir(h, backend, &root) {
+        if let Err(e) = add_dir(h, backend, &root, Again::No) {
             h.mark_degraded(describe(&e), true);
             return;
         }
-        watch_below(h, backend, &root);
+        watch_below(h, backend, &root, Again::No);
     }
 
     /// Drops every watch of a project.
@@ -203,12 +203,13 @@ pub struct DirWatches {
 
 /// Adds one directory's watch unless it has one. A vanished directory is
 /// not an error (it is gone, nothing to watch).
-fn add_dir(h: &ProjectHandle, backend: &Backend, abs: &Path) -> notify::Result<bool> {
-    if lock(&h.watches).dirs.insert(abs, ()).is_some() {
+fn add_dir(h: &ProjectHandle, backend: &Backend, abs: &Path, again: Again) -> notify::Result<bool> {
+    let known = lock(&h.watches).dirs.insert(abs, ()).is_some();
+    if known && again == Again::No {
         return Ok(false);
     }
     match backend.watch_dir(abs) {
-        Ok(()) => Ok(true),
+        Ok(()) => Ok(!known),
         Err(e) => {
             lock(&h.watches).dirs.remove(abs);
             match &e.kind {
@@ -234,7 +235,17 @@ fn add_dir(h: &ProjectHandle, backend: &Backend, abs: &Path) -> notify::Result<b
 /// followed; `Project::is_excluded` decides, plus the `CACHEDIR.TAG` test
 /// the core's walk applies. Returns how many watches were added; a watch
 /// limit degrades the project and stops.
-pub fn watch_below(h: &ProjectHandle, backend: &Backend, top: &Path) -> usize {
+/// Whether a directory already in the watch table is watched again.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Again {
+    No,
+    /// After lost events: the table is keyed by path, and the directory at
+    /// a path may have been replaced unseen (its watch went with the old
+    /// one). Watching an inode again only returns its watch.
+    Yes,
+}
+
+pub fn watch_below(h: &ProjectHandle, backend: &Backend, top: &Path, again: Again) -> usize {
     let mut added = 0;
     let mut stack = vec![top.to_path_buf()];
     while let Some(dir) = stack.pop() {
@@ -267,7 +278,7 @@ pub fn watch_below(h: &ProjectHandle, backend: &Backend, top: &Path) -> usize {
             if !keep || abs.join(CACHE_TAG).is_file() {
                 continue;
             }
-            match add_dir(h, backend, &abs) {
+            match add_dir(h, backend, &abs, again) {
                 Ok(true) => added += 1,
                 Ok(false) => {}
                 Err(e) => {
@@ -327,7 +338,7 @@ pub fn sync_dirs(h: &ProjectHandle, paths: &[RelPath]) -> Vec<RelPath> {
         {
             continue;
         }
-        match add_dir(h, &backend, &abs) {
+        match add_dir(h, &backend, &abs, Again::No) {
             Ok(true) => {}
             Ok(false) => continue,
             Err(e) => {
@@ -335,7 +346,7 @@ pub fn sync_dirs(h: &ProjectHandle, paths: &[RelPath]) -> Vec<RelPath> {
                 break;
             }
         }
-        watch_below(h, &backend, &abs);
+        watch_below(h, &backend, &abs, Again::No);
         fresh.push(rel.clone());
     }
     fresh
@@ -369,7 +380,7 @@ pub fn resync(h: &ProjectHandle) {
     if !lock(&h.watches).dirs.contains(&root) {
         return;
     }
-    let added = watch_below(h, &backend, &root);
+    let added = watch_below(h, &backend, &root, Again::Yes);
     if added > 0 {
         tracing::debug!(root = %root.display(), added, "watches added after a full scan");
     }
