@@ -68,14 +68,59 @@ fn main() -> ExitCode {
     }
 }
 
+/// Under `cargo run`, builds `ckptd` and `ckptctl` into this executable's
+/// target and profile dir first: `cargo run -p ckpt-soak` alone would test
+/// whatever binaries an earlier build left there.
+fn build_next_to_us(profile_dir: &std::path::Path) -> anyhow::Result<()> {
+    let Some(cargo) = std::env::var_os("CARGO") else {
+        return Ok(());
+    };
+    // `<target>/<profile>` or `<target>/<triple>/<profile>`; cargo tags
+    // the target dir.
+    let Some(target_dir) = profile_dir
+        .ancestors()
+        .skip(1)
+        .find(|d| d.join("CACHEDIR.TAG").is_file())
+    else {
+        return Ok(());
+    };
+    let mut cmd = std::process::Command::new(cargo);
+    cmd.args([
+        "build",
+        "--quiet",
+        "-p",
+        "ckptd",
+        "-p",
+        "ckptctl",
+        "--target-dir",
+    ])
+    .arg(target_dir)
+    .current_dir(env!("CARGO_MANIFEST_DIR"));
+    if profile_dir.file_name().is_some_and(|p| p == "release") {
+        cmd.arg("--release");
+    }
+    let st = cmd
+        .status()
+        .context("running cargo build for ckptd and ckptctl")?;
+    anyhow::ensure!(
+        st.success(),
+        "cargo build of ckptd and ckptctl failed ({st})"
+    );
+    Ok(())
+}
+
 fn run(args: &Args) -> anyhow::Result<u64> {
     let bin = match &args.bin_dir {
         Some(d) => d.clone(),
-        None => std::env::current_exe()
-            .context("finding this executable")?
-            .parent()
-            .context("this executable has no directory")?
-            .to_path_buf(),
+        None => {
+            let dir = std::env::current_exe()
+                .context("finding this executable")?
+                .parent()
+                .context("this executable has no directory")?
+                .to_path_buf();
+            build_next_to_us(&dir)?;
+            dir
+        }
     };
     for b in ["ckptd", "ckptctl"] {
         if !bin.join(b).is_file() {
@@ -136,7 +181,19 @@ fn run(args: &Args) -> anyhow::Result<u64> {
                 "ERROR (harness or daemon)"
             };
             let first = format!("{e:#}");
-            let headline = first.lines().next().unwrap_or("").to_string();
+            // One line that tells failures apart: the headline, the first
+            // difference and what the daemon answered.
+            let mut headline = first.lines().next().unwrap_or("").to_string();
+            for l in first.lines().skip(1) {
+                let l = l.trim();
+                if l.starts_with("reply:") || l.contains(" vs found ") {
+                    headline.push_str(" | ");
+                    headline.push_str(l);
+                }
+                if headline.len() > 600 {
+                    break;
+                }
+            }
             if mismatches as usize <= args.reports {
                 println!("\n==== {kind} in sequence seed {seed} (replay: --seed {seed})");
                 println!("---- operations:");

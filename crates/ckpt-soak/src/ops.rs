@@ -412,6 +412,8 @@ pub fn random_edit(p: &mut Project, rng: &mut Rng) -> anyhow::Result<Option<Stri
                 // `ln` itself, not through sh: the target is raw bytes.
                 let st = Command::new("ln")
                     .arg(if replace { "-sfn" } else { "-s" })
+                    // A target may start with a dash.
+                    .arg("--")
                     .arg(OsStr::from_bytes(&target))
                     .arg(Project::arg(&path))
                     .current_dir(&p.root)
@@ -514,14 +516,41 @@ pub fn random_edit(p: &mut Project, rng: &mut Rng) -> anyhow::Result<Option<Stri
             let Some(path) = rng.pick(&v).cloned() else {
                 return Ok(None);
             };
-            let bytes = content(rng);
             rm_rf(p, &path, shell)?;
-            write(&p.full(&path), &bytes)?;
-            p.tree.insert(path.clone(), Node::file(&bytes, 0o644));
-            Some(format!(
-                "{how}: directory {} replaced by a file",
-                show(&path)
-            ))
+            // A directory becomes a symlink (to the empty directory beside
+            // the project, or nowhere) now and then: nothing may be written
+            // through it.
+            if rng.chance(30) {
+                let depth = path.iter().filter(|&&b| b == b'/').count();
+                let mut elsewhere = b"../".repeat(depth + 1);
+                elsewhere.extend_from_slice(b"elsewhere");
+                let target = if rng.chance(50) {
+                    &elsewhere[..]
+                } else {
+                    b"gone/dir"
+                };
+                std::os::unix::fs::symlink(OsStr::from_bytes(target), p.full(&path))
+                    .with_context(|| format!("symlink {}", show(&path)))?;
+                p.tree.insert(
+                    path.clone(),
+                    Node::Symlink {
+                        target: target.to_vec(),
+                    },
+                );
+                Some(format!(
+                    "{how}: directory {} replaced by a symlink -> {}",
+                    show(&path),
+                    show(target)
+                ))
+            } else {
+                let bytes = content(rng);
+                write(&p.full(&path), &bytes)?;
+                p.tree.insert(path.clone(), Node::file(&bytes, 0o644));
+                Some(format!(
+                    "{how}: directory {} replaced by a file",
+                    show(&path)
+                ))
+            }
         }
         16 => {
             let v = p.of_kind(|n| !n.is_dir());

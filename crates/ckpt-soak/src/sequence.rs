@@ -532,6 +532,13 @@ impl<'a> Seq<'a> {
                 "after {what}: the file outside the project changed"
             ));
         }
+        let elsewhere = self.world.tmp.path().join("elsewhere");
+        if std::fs::read_dir(&elsewhere).map_or(true, |mut d| d.next().is_some()) {
+            return mismatch(format!(
+                "after {what}: something was written through a symlink into {}",
+                elsewhere.display()
+            ));
+        }
         if self.opts.fsck {
             let c = self.world.ctl(&["fsck"])?;
             if c.code != Some(0) {

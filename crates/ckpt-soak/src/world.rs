@@ -67,6 +67,8 @@ impl World {
             .context("chmod run")?;
         let project = tmp.path().join("p");
         std::fs::create_dir_all(&project).context("mkdir project")?;
+        // An empty directory symlinks in the project may lead to.
+        std::fs::create_dir_all(tmp.path().join("elsewhere")).context("mkdir elsewhere")?;
         let outside = tmp.path().join("outside.txt");
         std::fs::write(&outside, b"outside the project: never touched\n")
             .context("writing the outside file")?;
