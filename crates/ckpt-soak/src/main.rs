@@ -54,6 +54,13 @@ struct Args {
     /// many failing sequences; later ones get one line each.
     #[arg(long, default_value_t = 3)]
     reports: usize,
+    /// Let the rewinds and redos meant to be killed mid-way finish (the
+    /// same sequence otherwise): is a failure the recovery's or the plan's?
+    #[arg(long)]
+    spare_rewinds: bool,
+    /// Keep the temp dir (project, daemon data and log) of failing sequences.
+    #[arg(long)]
+    keep_failed: bool,
 }
 
 fn main() -> ExitCode {
@@ -143,6 +150,7 @@ fn run(args: &Args) -> anyhow::Result<u64> {
     let opts = Options {
         fsck: !args.no_fsck,
         queue,
+        spare_rewinds: args.spare_rewinds,
     };
     let master = args.master_seed.unwrap_or_else(|| {
         std::time::SystemTime::now()
@@ -202,6 +210,9 @@ fn run(args: &Args) -> anyhow::Result<u64> {
                 }
                 println!("---- difference:\n{first}");
                 println!("---- daemon log (tail):\n{}", seq.daemon_log());
+                if args.keep_failed {
+                    println!("---- kept: {}", seq.keep().display());
+                }
                 println!("====\n");
             } else {
                 println!("{kind} in sequence seed {seed}: {headline}");

@@ -49,6 +49,9 @@ pub struct Options {
     pub fsck: bool,
     /// `/proc/sys/fs/inotify/max_queued_events`, if an overflow is feasible.
     pub queue: Option<usize>,
+    /// Let requests meant to be killed mid-way finish instead (same random
+    /// draws): tells a recovery bug from a plan that differs anyway.
+    pub spare_rewinds: bool,
 }
 
 pub struct Seq<'a> {
@@ -89,6 +92,11 @@ impl<'a> Seq<'a> {
             opts,
             just_rewound: false,
         })
+    }
+
+    /// Keeps this sequence's temp dir; returns its path.
+    pub fn keep(&mut self) -> std::path::PathBuf {
+        self.world.keep()
     }
 
     pub fn daemon_log(&self) -> String {
@@ -532,7 +540,7 @@ impl<'a> Seq<'a> {
                 "after {what}: the file outside the project changed"
             ));
         }
-        let elsewhere = self.world.tmp.path().join("elsewhere");
+        let elsewhere = self.world.dir.join("elsewhere");
         if std::fs::read_dir(&elsewhere).map_or(true, |mut d| d.next().is_some()) {
             return mismatch(format!(
                 "after {what}: something was written through a symlink into {}",
@@ -663,7 +671,9 @@ impl<'a> Seq<'a> {
             "{who}: {appends} appends to ~flood-a/b (queue {queue})"
         ));
         self.edit()?;
-        if self.rng.chance(50) {
+        // The edits after the flood may have moved or replaced it.
+        let still_file = matches!(self.proj.tree.get(&a), Some(Node::File { .. }));
+        if still_file && self.rng.chance(50) {
             std::fs::remove_file(self.proj.full(&a)).context("rm flood")?;
             self.proj.tree.remove(&a);
             self.note(format!("{who}: rm ~flood-a"));
@@ -714,10 +724,16 @@ impl<'a> Seq<'a> {
             _ => vec!["--json".into(), "redo".into(), "--force".into()],
         };
         let what = args[1..].join(" ");
+        // The daemon's own plan, so that a tree it recovers to can be told
+        // apart from a plan that differs from the contract.
+        let mut dry_args = args.clone();
+        dry_args.push("--dry-run".into());
+        let own_plan: Option<RewindReply> = self.call(&dry_args)?.parse().ok();
         let marker = self.world.pause_marker();
         let _ = std::fs::remove_file(&marker);
         let k = self.rng.below(e.changed.len().max(1) + 1);
         let delay = self.rng.below(15);
+        let pause = pause && !self.opts.spare_rewinds;
         if pause {
             self.world.stop()?;
             self.world.start(&[
@@ -733,16 +749,24 @@ impl<'a> Seq<'a> {
             while !marker.exists() && !World::done(&mut child)? {
                 std::thread::sleep(Duration::from_millis(1));
             }
-        } else {
+        } else if !self.opts.spare_rewinds {
             std::thread::sleep(Duration::from_millis(delay as u64));
         }
-        self.world.kill()?;
-        self.stats.kills += 1;
-        let c = self.world.finish_ctl(child, &a)?;
+        let c = if self.opts.spare_rewinds {
+            let c = self.world.finish_ctl(child, &a)?;
+            self.world.stop()?;
+            c
+        } else {
+            self.world.kill()?;
+            self.stats.kills += 1;
+            self.world.finish_ctl(child, &a)?
+        };
         let _ = std::fs::remove_file(&marker);
         self.note(format!(
             "{what} with the daemon killed {} -> exit {:?}",
-            if pause {
+            if self.opts.spare_rewinds {
+                "(no: --spare-rewinds)".to_string()
+            } else if pause {
                 format!("at its pause before step {k}")
             } else {
                 format!("after {delay} ms")
@@ -787,8 +811,16 @@ impl<'a> Seq<'a> {
         } else {
             let d1 = tree::diff(&self.proj.tree, &disk);
             let d2 = tree::diff(&e.result, &disk);
+            let own = match &own_plan {
+                Some(r) if at_own_target(&self.proj.tree, &disk, r) => {
+                    "\n  the tree is exactly the daemon's own plan applied (its dry run): recovery is \
+                     consistent, the plan differs from the contract"
+                }
+                Some(_) => "\n  the tree is not the daemon's own plan applied (its dry run) either",
+                None => "",
+            };
             return mismatch(format!(
-                "{what} killed mid-way: after recovery the turns say {} but the tree is {}:\n  vs before:\n  {}\n  vs after:\n  {}",
+                "{what} killed mid-way: after recovery the turns say {} but the tree is {}{own}:\n  vs before:\n  {}\n  vs after:\n  {}",
                 if done { "applied" } else { "not applied" },
                 if d1.is_empty() { "the state before" } else if d2.is_empty() { "the state after" } else { "neither state" },
                 d1.join("\n  "),
@@ -890,4 +922,20 @@ fn reply_summary(c: &Call) -> String {
                 .collect()
         ),
     )
+}
+
+/// Whether `disk` is `before` with every action of the daemon's own plan
+/// `r` done: each action's path at its target, every other path as before.
+fn at_own_target(before: &Tree, disk: &Tree, r: &RewindReply) -> bool {
+    let acted: BTreeMap<&[u8], &ckpt_proto::State> = r
+        .actions
+        .iter()
+        .map(|a| (a.path.0.as_slice(), &a.target))
+        .collect();
+    let mut keys: BTreeSet<&Vec<u8>> = before.keys().collect();
+    keys.extend(disk.keys());
+    keys.into_iter().all(|k| match acted.get(k.as_slice()) {
+        Some(t) => Node::to_state(disk.get(k)) == **t,
+        None => before.get(k) == disk.get(k),
+    })
 }

@@ -17,7 +17,10 @@ const CALL_TIMEOUT: Duration = Duration::from_secs(120);
 const START_TIMEOUT: Duration = Duration::from_secs(60);
 
 pub struct World {
-    pub tmp: tempfile::TempDir,
+    /// Removed when the world is dropped, unless kept (`keep`).
+    tmp: Option<tempfile::TempDir>,
+    /// The temp dir's path.
+    pub dir: PathBuf,
     pub bin: PathBuf,
     pub project: PathBuf,
     pub outside: PathBuf,
@@ -78,14 +81,15 @@ impl World {
             bin: bin.to_path_buf(),
             project,
             outside,
-            tmp,
+            dir: tmp.path().to_path_buf(),
+            tmp: Some(tmp),
             daemon: None,
             starts: 0,
         })
     }
 
     fn env(&self, cmd: &mut Command) {
-        let t = self.tmp.path();
+        let t = self.dir.as_path();
         cmd.env("XDG_RUNTIME_DIR", t.join("run"))
             .env("XDG_DATA_HOME", t.join("data"))
             .env("HOME", t)
@@ -96,13 +100,21 @@ impl World {
             .env_remove("CKPT_TEST_PAUSE_MARKER");
     }
 
+    /// Keeps the temp dir (project, data dir, daemon log) for a post-mortem.
+    pub fn keep(&mut self) -> PathBuf {
+        if let Some(t) = self.tmp.take() {
+            let _ = t.keep();
+        }
+        self.dir.clone()
+    }
+
     pub fn log_path(&self) -> PathBuf {
-        self.tmp.path().join("ckptd.log")
+        self.dir.as_path().join("ckptd.log")
     }
 
     /// The marker the daemon creates when a test pause begins.
     pub fn pause_marker(&self) -> PathBuf {
-        self.tmp.path().join("paused")
+        self.dir.as_path().join("paused")
     }
 
     /// Starts the daemon (with extra env) and waits until it answers.
@@ -211,8 +223,8 @@ impl World {
 
     /// Starts `ckptctl` without waiting (to kill the daemon under it).
     pub fn spawn_ctl(&self, args: &[&str]) -> anyhow::Result<Child> {
-        let out = std::fs::File::create(self.tmp.path().join("ctl.out")).context("ctl.out")?;
-        let err = std::fs::File::create(self.tmp.path().join("ctl.err")).context("ctl.err")?;
+        let out = std::fs::File::create(self.dir.as_path().join("ctl.out")).context("ctl.out")?;
+        let err = std::fs::File::create(self.dir.as_path().join("ctl.err")).context("ctl.err")?;
         self.ctl_cmd(args)
             .stdin(Stdio::null())
             .stdout(out)
@@ -226,7 +238,7 @@ impl World {
             bail!("ckptctl {args:?} hung for {CALL_TIMEOUT:?}");
         };
         let read = |n: &str| {
-            String::from_utf8_lossy(&std::fs::read(self.tmp.path().join(n)).unwrap_or_default())
+            String::from_utf8_lossy(&std::fs::read(self.dir.as_path().join(n)).unwrap_or_default())
                 .into_owned()
         };
         Ok(Call {
