@@ -58,6 +58,11 @@ struct Args {
     /// same sequence otherwise): is a failure the recovery's or the plan's?
     #[arg(long)]
     spare_rewinds: bool,
+    /// With --seed: leave out as many steps as possible while the sequence
+    /// still fails the same way (delta debugging), then report the
+    /// smallest failing sequence found.
+    #[arg(long, requires = "seed")]
+    shrink: bool,
     /// Keep the temp dir (project, daemon data and log) of failing sequences.
     #[arg(long)]
     keep_failed: bool,
@@ -165,6 +170,9 @@ fn run(args: &Args) -> anyhow::Result<u64> {
             bin.display()
         ),
     }
+    if let (true, Some(seed)) = (args.shrink, args.seed) {
+        return shrink(seed, &bin, &opts);
+    }
     let deadline = Instant::now() + Duration::from_secs(args.seconds);
     let mut total = Stats::default();
     let (mut sequences, mut mismatches) = (0u64, 0u64);
@@ -227,4 +235,97 @@ fn run(args: &Args) -> anyhow::Result<u64> {
         total.turns, total.rewinds, total.redos, total.kills, total.overflows
     );
     Ok(mismatches)
+}
+
+/// A failure's kind: its first line without numbers or the daemon's words,
+/// so a shrunk sequence must fail the same way, not just fail.
+fn signature(err: &str) -> String {
+    let head = err.lines().next().unwrap_or("");
+    let head = head.split(" stderr").next().unwrap_or(head);
+    let head: String = head
+        .replace("(final)", "")
+        .chars()
+        .filter(|c| !c.is_ascii_digit())
+        .collect();
+    head.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Runs `seed` without the steps in `skip`; the failure, if any.
+fn try_skip(
+    seed: u64,
+    skip: &std::collections::BTreeSet<usize>,
+    bin: &std::path::Path,
+    opts: &Options,
+) -> anyhow::Result<Option<(String, Vec<String>, String)>> {
+    let mut seq = Seq::new(seed, bin, opts)?;
+    seq.skip = skip.clone();
+    Ok(seq
+        .run()
+        .err()
+        .map(|e| (format!("{e:#}"), seq.log.clone(), seq.daemon_log())))
+}
+
+fn shrink(seed: u64, bin: &std::path::Path, opts: &Options) -> anyhow::Result<u64> {
+    let none = std::collections::BTreeSet::new();
+    let Some((err, _, _)) = try_skip(seed, &none, bin, opts)? else {
+        println!("soak: sequence {seed} passes; nothing to shrink");
+        return Ok(0);
+    };
+    let want = signature(&err);
+    println!("soak: shrinking sequence {seed}, failing as: {want}");
+    let all: Vec<usize> = (1..=Seq::steps(seed)).collect();
+    let mut kept = all.clone();
+    let mut best = err;
+    let mut n = 2usize;
+    let mut trials = 0;
+    // Delta debugging over steps, bounded so a flaky failure cannot loop.
+    while kept.len() >= 2 && trials < 400 {
+        let chunk = kept.len().div_ceil(n);
+        let mut reduced = false;
+        for start in (0..kept.len()).step_by(chunk) {
+            let candidate: Vec<usize> = kept
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| *i < start || *i >= start + chunk)
+                .map(|(_, s)| *s)
+                .collect();
+            let skip = all
+                .iter()
+                .filter(|s| !candidate.contains(s))
+                .copied()
+                .collect();
+            trials += 1;
+            if let Some((e, _, _)) = try_skip(seed, &skip, bin, opts)? {
+                if signature(&e) == want {
+                    kept = candidate;
+                    best = e;
+                    n = (n - 1).max(2);
+                    reduced = true;
+                    break;
+                }
+            }
+        }
+        if !reduced {
+            if n >= kept.len() {
+                break;
+            }
+            n = (n * 2).min(kept.len());
+        }
+    }
+    let skip: std::collections::BTreeSet<usize> =
+        all.iter().filter(|s| !kept.contains(s)).copied().collect();
+    // One more run for the report (its log), which may differ if timing
+    // decides the failure.
+    let (err, log, daemon) =
+        try_skip(seed, &skip, bin, opts)?.unwrap_or((best, Vec::new(), String::new()));
+    println!(
+        "\n==== shrunk after {trials} runs: steps {:?} of sequence seed {seed}",
+        kept
+    );
+    println!("---- operations:");
+    for l in log {
+        println!("  {l}");
+    }
+    println!("---- difference:\n{err}\n---- daemon log (tail):\n{daemon}\n====");
+    Ok(1)
 }

@@ -315,9 +315,12 @@ pub fn random_edit(p: &mut Project, rng: &mut Rng) -> anyhow::Result<Option<Stri
                 return Ok(None);
             };
             // Onto another file now and then: mv replaces it.
+            // (Never a link onto a file: it may be its own target, which
+            // mv refuses.)
+            let is_link = matches!(p.tree.get(&src), Some(Node::Symlink { .. }));
             let dst = if rng.chance(25) {
                 match rng.pick(&p.files()).cloned() {
-                    Some(d) if d != src => d,
+                    Some(d) if d != src && !is_link => d,
                     _ => return Ok(None),
                 }
             } else {

@@ -60,3 +60,9 @@ pub fn sequence_seed(master: u64, i: u64) -> u64 {
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^ (z >> 31)
 }
+
+/// The seed of step `step` of the sequence with seed `seq` (step 0: the
+/// set-up).
+pub fn step_seed(seq: u64, step: u64) -> u64 {
+    sequence_seed(seq ^ 0x5EED_57E9, step)
+}

@@ -15,7 +15,7 @@ use anyhow::{bail, Context};
 use ckpt_proto::{LogReply, Outcome, RewindReply, TurnEnded, TurnStarted, TurnStatus};
 
 use crate::ops::{self, Project};
-use crate::rng::Rng;
+use crate::rng::{self, Rng};
 use crate::rules::{self, Applied, Expect, Turn};
 use crate::tree::{self, show, Node, Tree};
 use crate::world::{Call, World};
@@ -69,6 +69,11 @@ pub struct Seq<'a> {
     opts: &'a Options,
     /// Whether the last step applied a rewind (redo is likelier then).
     just_rewound: bool,
+    seed: u64,
+    /// Steps left out (shrinking); each step draws from its own generator,
+    /// so leaving one out does not change the others' draws.
+    pub skip: BTreeSet<usize>,
+    step_no: usize,
 }
 
 impl<'a> Seq<'a> {
@@ -79,7 +84,10 @@ impl<'a> Seq<'a> {
             tree: Tree::new(),
         };
         Ok(Seq {
-            rng: Rng::new(seed),
+            rng: Rng::new(rng::step_seed(seed, 0)),
+            seed,
+            skip: BTreeSet::new(),
+            step_no: 0,
             world,
             proj,
             log: Vec::new(),
@@ -104,15 +112,25 @@ impl<'a> Seq<'a> {
     }
 
     fn note(&mut self, line: String) {
-        self.log.push(line);
+        self.log.push(format!("{:>3}| {line}", self.step_no));
+    }
+
+    /// The number of steps this sequence has (before any is skipped).
+    pub fn steps(seed: u64) -> usize {
+        Rng::new(rng::step_seed(seed, u64::MAX)).range(15, 45)
     }
 
     pub fn run(&mut self) -> anyhow::Result<()> {
         self.setup()?;
-        let steps = self.rng.range(15, 45);
-        for _ in 0..steps {
+        for i in 1..=Seq::steps(self.seed) {
+            if self.skip.contains(&i) {
+                continue;
+            }
+            self.step_no = i;
+            self.rng = Rng::new(rng::step_seed(self.seed, i as u64));
             self.step()?;
         }
+        self.step_no += 1;
         self.finish()?;
         self.world.stop()
     }
