@@ -71,7 +71,7 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX turn_entries_path ON turn_entries(path, turn);
     -- Rewind journal. A rewind is written here, with every action, before
     -- any file is touched. status: 'pending' (being applied), 'applied',
-    -- 'redoing', 'redone'.
+    -- 'failed', 'redoing', 'redone'.
     CREATE TABLE rewinds (
         id         INTEGER PRIMARY KEY,
         created_ns INTEGER NOT NULL,
@@ -120,6 +120,12 @@ const MIGRATIONS: &[&str] = &[
     // without scanning every turn the project ever had.
     "
     CREATE INDEX turns_open ON turns(status) WHERE status = 'open';
+    ",
+    // 5: a redo is journaled as a plan of its own (the states it found, the
+    // states it gives), naming the rewind it undoes; 'redoing' is only left
+    // by older versions.
+    "
+    ALTER TABLE rewinds ADD COLUMN redoes INTEGER;
     ",
 ];
 

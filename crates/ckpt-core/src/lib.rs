@@ -27,6 +27,7 @@ mod diff;
 mod error;
 mod gc;
 mod model;
+mod plan;
 mod prefetch;
 mod project;
 mod relpath;

@@ -185,8 +185,21 @@ pub struct RewindPlan {
     pub turns: Vec<i64>,
     pub actions: Vec<Action>,
     pub conflicts: Vec<Conflict>,
-    /// Paths that cannot be restored because their target was not captured.
+    /// Paths left as they are (their target or current content was not
+    /// captured, or the tree's shape does not allow it), with the reason.
     pub skipped: Vec<(RelPath, String)>,
+    /// Why the plan cannot be applied, even with force: a redo that could
+    /// not put the tree back exactly.
+    #[serde(default)]
+    pub blocked: Vec<(RelPath, String)>,
+}
+
+impl RewindPlan {
+    /// Whether applying this plan is refused: conflicts without force, or
+    /// anything blocking it.
+    pub fn refused(&self, force: bool) -> bool {
+        !self.blocked.is_empty() || (!self.conflicts.is_empty() && !force)
+    }
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

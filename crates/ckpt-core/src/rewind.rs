@@ -15,7 +15,8 @@ use crate::cache;
 use crate::confined::{sync_while, Dirs, Staged, StatKind, WholeFs};
 use crate::db;
 use crate::error::{Error, Result};
-use crate::model::{Action, Conflict, RecoveryReport, RewindOptions, RewindOutcome, RewindPlan};
+use crate::model::{Action, RecoveryReport, RewindOptions, RewindOutcome, RewindPlan};
+use crate::plan::{self, Kind, Wanted};
 use crate::prefetch;
 use crate::project::{now_ns, Project};
 use crate::relpath::RelPath;
@@ -85,27 +86,36 @@ impl Project {
         }
         let mut known =
             self.recheck_touched(touched.keys().cloned().collect(), opts.after_barrier)?;
-        let mut plan = RewindPlan {
-            turn,
-            turns: live.clone(),
-            actions: Vec::new(),
-            conflicts: Vec::new(),
-            skipped: Vec::new(),
-        };
-        db::reading(&self.conn, || {
-            for (path, (target, expected)) in touched {
-                let current = known
-                    .remove(&path)
-                    .map_or_else(|| cache::state(&self.conn, &path), Ok)?;
-                self.plan_path(&mut plan, path, current, target, &expected, opts.force);
-            }
-            self.check_dirs_empty(&mut plan, opts.force)?;
-            self.add_missing_parents(&mut plan)
+        let wanted = db::reading(&self.conn, || {
+            touched
+                .into_iter()
+                .map(|(path, (target, expected))| {
+                    let current = known
+                        .remove(&path)
+                        .map_or_else(|| cache::state(&self.conn, &path), Ok)?;
+                    Ok(Wanted {
+                        path,
+                        current,
+                        target,
+                        expected,
+                    })
+                })
+                .collect::<Result<Vec<_>>>()
+        })?;
+        let plan = db::reading(&self.conn, || {
+            plan::plan(
+                &self.tree(),
+                Kind::Rewind,
+                turn,
+                live.clone(),
+                wanted,
+                opts.force,
+            )
         })?;
         if opts.dry_run {
             return Ok(RewindOutcome::DryRun(plan));
         }
-        if !plan.conflicts.is_empty() && !opts.force {
+        if plan.refused(opts.force) {
             return Ok(RewindOutcome::Refused(plan));
         }
         // A partial rewind leaves the turns live.
@@ -114,7 +124,7 @@ impl Project {
         } else {
             Vec::new()
         };
-        let id = self.journal(&plan, &marked)?;
+        let id = self.journal(&plan, &marked, None)?;
         self.apply_journaled(id, Side::Target, &mut opts.before_op)?;
         Ok(RewindOutcome::Applied {
             rewind_id: id,
@@ -124,13 +134,17 @@ impl Project {
 
     /// Undoes the last applied rewind exactly: every path it changed gets
     /// back the state it had before. Refuses on conflicts (a path changed
-    /// since the rewind) unless `force`.
+    /// since the rewind) unless `force`, and, force or not, when the tree
+    /// could not be put back exactly (`RewindPlan::blocked`). The redo is
+    /// journaled as a plan of its own, so a failed one goes back to the
+    /// states it found.
     pub fn redo(&mut self, mut opts: RewindOptions) -> Result<RewindOutcome> {
         self.recover()?;
         let (id, turn): (i64, i64) = self
             .conn
             .query_row(
-                "SELECT id, turn FROM rewinds WHERE status = 'applied' ORDER BY id DESC LIMIT 1",
+                "SELECT id, turn FROM rewinds WHERE status = 'applied' AND redoes IS NULL
+                 ORDER BY id DESC LIMIT 1",
                 [],
                 |r| Ok((r.get(0)?, r.get(1)?)),
             )
@@ -149,35 +163,33 @@ impl Project {
             .prepare("SELECT id FROM turns WHERE rewound_by = ?1 ORDER BY id")?
             .query_map([id], |r| r.get(0))?
             .collect::<rusqlite::Result<_>>()?;
-        let mut plan = RewindPlan {
-            turn,
-            turns,
-            actions: Vec::new(),
-            conflicts: Vec::new(),
-            skipped: Vec::new(),
-        };
-        db::reading(&self.conn, || {
-            for a in actions {
-                let now = known
-                    .remove(&a.path)
-                    .map_or_else(|| cache::state(&self.conn, &a.path), Ok)?;
-                self.plan_path(&mut plan, a.path, now, a.current, &a.target, opts.force);
-            }
-            Ok(())
+        let plan = db::reading(&self.conn, || {
+            let wanted = actions
+                .into_iter()
+                .map(|a| {
+                    let current = known
+                        .remove(&a.path)
+                        .map_or_else(|| cache::state(&self.conn, &a.path), Ok)?;
+                    Ok(Wanted {
+                        path: a.path,
+                        current,
+                        target: a.current,
+                        expected: a.target,
+                    })
+                })
+                .collect::<Result<Vec<_>>>()?;
+            plan::plan(&self.tree(), Kind::Redo, turn, turns, wanted, opts.force)
         })?;
         if opts.dry_run {
             return Ok(RewindOutcome::DryRun(plan));
         }
-        if !plan.conflicts.is_empty() && !opts.force {
+        if plan.refused(opts.force) {
             return Ok(RewindOutcome::Refused(plan));
         }
-        db::durably(&mut self.conn, |tx| {
-            tx.execute("UPDATE rewinds SET status = 'redoing' WHERE id = ?1", [id])?;
-            Ok(())
-        })?;
-        self.apply_journaled(id, Side::Current, &mut opts.before_op)?;
+        let redo_id = self.journal(&plan, &[], Some(id))?;
+        self.apply_journaled(redo_id, Side::Target, &mut opts.before_op)?;
         Ok(RewindOutcome::Applied {
-            rewind_id: id,
+            rewind_id: redo_id,
             plan,
         })
     }
@@ -185,15 +197,16 @@ impl Project {
     /// Finishes a journaled rewind or redo that was interrupted (the process
     /// died while applying it). Call at start-up, before anything else.
     pub fn recover(&mut self) -> Result<Option<RecoveryReport>> {
-        let pending: Option<(i64, String)> = self
+        let pending: Option<(i64, String, Option<i64>)> = self
             .conn
             .query_row(
-                "SELECT id, status FROM rewinds WHERE status IN ('pending', 'redoing') ORDER BY id LIMIT 1",
+                "SELECT id, status, redoes FROM rewinds WHERE status IN ('pending', 'redoing')
+                 ORDER BY id LIMIT 1",
                 [],
-                |r| Ok((r.get(0)?, r.get(1)?)),
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
             )
             .optional()?;
-        let Some((id, status)) = pending else {
+        let Some((id, status, redoes)) = pending else {
             return Ok(None);
         };
         let side = if status == "redoing" {
@@ -214,176 +227,29 @@ impl Project {
         self.apply_journaled(id, side, &mut None)?;
         Ok(Some(RecoveryReport {
             rewind_id: id,
-            redo: side == Side::Current,
+            redo: side == Side::Current || redoes.is_some(),
             paths,
         }))
     }
 
-    /// Adds `path` to the plan: an action if it must change, a conflict if
-    /// someone changed it after `expected`, or a skip if its target (or
-    /// current content) was never captured.
-    fn plan_path(
-        &self,
-        plan: &mut RewindPlan,
-        path: RelPath,
-        current: State,
-        target: State,
-        expected: &State,
-        force: bool,
-    ) {
-        if current == target {
-            return;
-        }
-        if let State::Skipped { reason } = &target {
-            plan.skipped.push((
-                path,
-                format!("its earlier content was not captured: {reason}"),
-            ));
-            return;
-        }
-        if let (State::Skipped { reason }, false) = (&current, force) {
-            plan.skipped.push((
-                path,
-                format!("its current content is not captured ({reason}); left alone"),
-            ));
-            return;
-        }
-        if &current != expected {
-            plan.conflicts.push(Conflict {
-                path: path.clone(),
-                expected: expected.clone(),
-                current: current.clone(),
-            });
-        }
-        plan.actions.push(Action {
-            path,
-            current,
-            target,
-        });
-    }
-
-    /// A directory the plan removes (or turns into something else) must end
-    /// up empty. A path below it that the plan does not remove is either
-    /// someone's own file (a conflict) or content ckpt never captures
-    /// (`node_modules`, a nested `.git`): then the directory stays, and the
-    /// plan says so.
-    fn check_dirs_empty(&self, plan: &mut RewindPlan, force: bool) -> Result<()> {
-        let removed: HashSet<RelPath> = plan
-            .actions
-            .iter()
-            .filter(|a| removes_dir(a) || a.target.is_absent())
-            .map(|a| a.path.clone())
-            .collect();
-        let mut keep: Vec<(RelPath, &'static str)> = Vec::new();
-        for a in plan.actions.iter().filter(|a| removes_dir(a)) {
-            let mut conflict = false;
-            for (child, row) in cache::below(&self.conn, &a.path)? {
-                if !removed.contains(&child) {
-                    plan.conflicts.push(Conflict {
-                        path: child,
-                        expected: State::Absent,
-                        current: row.state,
-                    });
-                    conflict = true;
-                }
-            }
-            let names = self.root_fs.list_dir(&a.path).map_err(|source| Error::Io {
-                action: "list directory",
-                path: self.root.join(a.path.as_path()),
-                source,
-            })?;
-            let uncaptured = names.iter().any(|name| match a.path.join(name) {
-                Ok(child) => {
-                    self.excludes.is_excluded(&child, false)
-                        || self.excludes.is_excluded(&child, true)
-                }
-                Err(_) => true, // `.git`
-            });
-            if uncaptured {
-                keep.push((a.path.clone(), "it holds content ckpt does not capture (an excluded directory or a .git); left in place"));
-            } else if conflict && force {
-                keep.push((
-                    a.path.clone(),
-                    "it holds paths no rewound turn created; left in place",
-                ));
-            }
-        }
-        // Keeping a directory keeps every directory above it too.
-        for (dir, why) in keep {
-            let before = plan.actions.len();
-            plan.actions
-                .retain(|a| !(removes_dir(a) && dir.starts_with(&a.path)));
-            if plan.actions.len() != before {
-                plan.skipped.push((dir, why.to_string()));
-            }
-        }
-        Ok(())
-    }
-
-    /// Adds actions for missing parent directories of restored paths (say
-    /// the user removed `d/` after the turn), so that redo removes them
-    /// again. A path whose parent exists but is not a directory (a file, a
-    /// symlink) is not restored: it is reported instead.
-    fn add_missing_parents(&self, plan: &mut RewindPlan) -> Result<()> {
-        let planned: HashMap<RelPath, bool> = plan
-            .actions
-            .iter()
-            .map(|a| (a.path.clone(), a.target.is_dir()))
-            .collect();
-        let mut added: BTreeMap<RelPath, State> = BTreeMap::new();
-        let mut blocked: Vec<(RelPath, RelPath)> = Vec::new();
-        for a in plan.actions.iter().filter(|a| !a.target.is_absent()) {
-            let mut dir = a.path.parent();
-            while let Some(d) = dir {
-                if added.contains_key(&d) {
-                    break;
-                }
-                if let Some(&becomes_dir) = planned.get(&d) {
-                    if !becomes_dir {
-                        blocked.push((a.path.clone(), d));
-                    }
-                    break;
-                }
-                let current = cache::state(&self.conn, &d)?;
-                match current {
-                    State::Dir { .. } => break,
-                    State::Absent => {}
-                    _ => {
-                        blocked.push((a.path.clone(), d));
-                        break;
-                    }
-                }
-                dir = d.parent();
-                added.insert(d, current);
-            }
-        }
-        for (path, parent) in blocked {
-            plan.actions.retain(|a| a.path != path);
-            plan.conflicts.retain(|c| c.path != path);
-            plan.skipped.push((
-                path,
-                format!("its parent {parent} is not a directory; left alone"),
-            ));
-        }
-        for (path, current) in added {
-            plan.actions.push(Action {
-                path,
-                current,
-                target: State::Dir { mode: 0o755 },
-            });
-        }
-        Ok(())
+    /// The project as the planner sees it: the hash cache, and the disk for
+    /// what the cache never holds.
+    fn tree(&self) -> CacheTree<'_> {
+        CacheTree { project: self }
     }
 
     /// Writes the plan to the journal, durably, before any file is touched.
-    fn journal(&mut self, plan: &RewindPlan, marked: &[i64]) -> Result<i64> {
+    /// `marked`: the turns it rewinds; `redoes`: the rewind a redo undoes.
+    fn journal(&mut self, plan: &RewindPlan, marked: &[i64], redoes: Option<i64>) -> Result<i64> {
         db::durably(&mut self.conn, |tx| {
             tx.execute(
-                "INSERT INTO rewinds (created_ns, turn, turns, status) VALUES (?1, ?2, ?3, 'pending')",
+                "INSERT INTO rewinds (created_ns, turn, turns, status, redoes)
+                 VALUES (?1, ?2, ?3, 'pending', ?4)",
                 params![
                     now_ns(),
                     plan.turn,
-                    serde_json::to_string(marked).expect("a list of ints serializes")
+                    serde_json::to_string(marked).expect("a list of ints serializes"),
+                    redoes
                 ],
             )?;
             let id = tx.last_insert_rowid();
@@ -448,12 +314,13 @@ impl Project {
         }
         let tx = self.conn.transaction()?;
         refresh_cache_in(&tx, &self.root_fs, &steps)?;
-        match side {
-            Side::Target => {
-                let marked: String =
-                    tx.query_row("SELECT turns FROM rewinds WHERE id = ?1", [id], |r| {
-                        r.get(0)
-                    })?;
+        let (marked, redoes): (String, Option<i64>) = tx.query_row(
+            "SELECT turns, redoes FROM rewinds WHERE id = ?1",
+            [id],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )?;
+        match (side, redoes) {
+            (Side::Target, None) => {
                 let marked: Vec<i64> = serde_json::from_str(&marked).unwrap_or_default();
                 for t in marked {
                     tx.execute(
@@ -463,13 +330,13 @@ impl Project {
                 }
                 tx.execute("UPDATE rewinds SET status = 'applied' WHERE id = ?1", [id])?;
             }
-            Side::Current => {
-                tx.execute(
-                    "UPDATE turns SET status = 'closed', rewound_by = NULL WHERE rewound_by = ?1",
-                    [id],
-                )?;
-                tx.execute("UPDATE rewinds SET status = 'redone' WHERE id = ?1", [id])?;
+            (Side::Target, Some(undone)) => {
+                bring_back(&tx, undone)?;
+                tx.execute("UPDATE rewinds SET status = 'applied' WHERE id = ?1", [id])?;
             }
+            // A redo journaled by an older ckpt: the rewind's own journal,
+            // applied backwards.
+            (Side::Current, _) => bring_back(&tx, id)?,
         }
         tx.commit()?;
         Ok(())
@@ -479,6 +346,7 @@ impl Project {
     fn fail(&mut self, id: i64, side: Side, err: Error) -> Result<()> {
         let status = match side {
             Side::Target => "failed",
+            // A legacy redo that failed: the rewind stays applied.
             Side::Current => "applied",
         };
         self.conn.execute(
@@ -713,6 +581,46 @@ impl Project {
     }
 }
 
+/// Marks rewind `id` redone and its turns live again.
+fn bring_back(tx: &Connection, id: i64) -> Result<()> {
+    tx.execute(
+        "UPDATE turns SET status = 'closed', rewound_by = NULL WHERE rewound_by = ?1",
+        [id],
+    )?;
+    tx.execute("UPDATE rewinds SET status = 'redone' WHERE id = ?1", [id])?;
+    Ok(())
+}
+
+struct CacheTree<'a> {
+    project: &'a Project,
+}
+
+impl plan::Tree for CacheTree<'_> {
+    fn state(&self, path: &RelPath) -> Result<State> {
+        cache::state(&self.project.conn, path)
+    }
+
+    fn below(&self, dir: &RelPath) -> Result<Vec<(RelPath, State)>> {
+        let rows = cache::below(&self.project.conn, dir)?;
+        Ok(rows.into_iter().map(|(p, row)| (p, row.state)).collect())
+    }
+
+    fn holds_uncaptured(&self, dir: &RelPath) -> Result<bool> {
+        let p = self.project;
+        let names = p.root_fs.list_dir(dir).map_err(|source| Error::Io {
+            action: "list directory",
+            path: p.root.join(dir.as_path()),
+            source,
+        })?;
+        Ok(names.iter().any(|name| match dir.join(name) {
+            Ok(child) => {
+                p.excludes.is_excluded(&child, false) || p.excludes.is_excluded(&child, true)
+            }
+            Err(_) => true, // `.git`
+        }))
+    }
+}
+
 impl Side {
     fn other(self) -> Side {
         match self {
@@ -747,12 +655,6 @@ fn refresh_cache_in(
         }
     }
     Ok(())
-}
-
-/// Whether an action takes away a directory (removes it, or puts something
-/// else in its place).
-fn removes_dir(a: &Action) -> bool {
-    a.current.is_dir() && !a.target.is_dir()
 }
 
 /// Execution order: removals deepest first (children before their

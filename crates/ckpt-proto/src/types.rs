@@ -409,7 +409,7 @@ pub struct Conflict {
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
     DryRun,
-    /// Conflicts and no force: nothing was changed.
+    /// Conflicts and no force, or blocked: nothing was changed.
     Refused,
     Applied,
 }
@@ -429,6 +429,10 @@ pub struct RewindReply {
     pub actions: Vec<Action>,
     pub conflicts: Vec<Conflict>,
     pub skipped: Vec<Skipped>,
+    /// Why it is refused even with `--force` (a redo that cannot put the
+    /// tree back exactly).
+    #[serde(default)]
+    pub blocked: Vec<Skipped>,
     pub elapsed_ms: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub degraded: Option<String>,

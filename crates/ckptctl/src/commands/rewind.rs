@@ -1,5 +1,6 @@
 //! `ckptctl rewind N` and `ckptctl redo`: print what was (or would be)
-//! restored, deleted, recreated; exit 3 when conflicts refused it.
+//! restored, deleted, recreated; exit 3 when conflicts (or, for a redo, a
+//! tree it cannot put back exactly) refused it.
 
 use std::path::PathBuf;
 
@@ -104,6 +105,9 @@ fn print(r: &RewindReply) {
     for s in &r.skipped {
         println!("  skipped    {}  ({})", s.path, s.reason);
     }
+    for b in &r.blocked {
+        eprintln!("  blocked    {}  ({})", b.path, b.reason);
+    }
     for c in &r.conflicts {
         eprintln!(
             "  conflict   {}: edited after the agent (expected {}, found {})",
@@ -112,10 +116,21 @@ fn print(r: &RewindReply) {
             output::state(&c.current)
         );
     }
-    if r.outcome == Outcome::Refused {
+    if !r.blocked.is_empty() {
+        eprintln!(
+            "the redo cannot put the tree back exactly as it was before the rewind \
+             (--force does not change that); move the blocking paths away, or \
+             rewind the later turns first"
+        );
+    } else if r.outcome == Outcome::Refused {
         eprintln!(
             "{} path(s) changed after the agent's last turn touched them; \
              use --force to overwrite them, or --path to rewind other paths only",
+            r.conflicts.len()
+        );
+    } else if !r.conflicts.is_empty() && r.outcome == Outcome::DryRun {
+        println!(
+            "  ({} conflicting path(s): refused without --force)",
             r.conflicts.len()
         );
     } else if !r.conflicts.is_empty() {

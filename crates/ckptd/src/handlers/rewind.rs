@@ -76,6 +76,7 @@ fn reply(h: &ProjectHandle, redo: bool, outcome: &RewindOutcome, start: Instant)
         actions: plan.actions.iter().map(convert::action).collect(),
         conflicts: plan.conflicts.iter().map(convert::conflict).collect(),
         skipped: convert::skipped(&plan.skipped),
+        blocked: convert::skipped(&plan.blocked),
         elapsed_ms: start.elapsed().as_millis() as u64,
         degraded: h.degraded_reason(),
     }

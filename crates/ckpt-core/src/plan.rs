@@ -1,0 +1,479 @@
+//! Planning a rewind or a redo: which path is given which state.
+//!
+//! The plan's result is always a tree: every path it makes exist has
+//! directories above it, and every directory it takes away ends empty.
+//! What cannot be done is decided here, before anything is journaled or
+//! touched: a rewind restores what it can and reports the rest; a redo puts
+//! the tree back exactly or is refused. The rules, in the order applied
+//! (docs/architecture.md, "Planning"):
+//!
+//! - R1 a path already at its target needs nothing; one whose target (or,
+//!   without force, current content) was not captured is reported skipped.
+//! - R2 a path that differs from what the last turn left is a conflict.
+//! - R3 a path now inside a directory the plan takes away, and not removed
+//!   by it, is a conflict too (someone's file); with force the directory is
+//!   kept instead (R4, R5).
+//! - R4 every directory above a path the plan makes exist ends a
+//!   directory: one the plan would take away is kept (or, if it is not a
+//!   directory now, becomes one); a missing one is created; a file or
+//!   symlink there blocks the path and everything planned below it.
+//! - R5 a directory the plan takes away that still holds a path that does
+//!   not end absent (or content ckpt does not capture) is kept, with every
+//!   directory above it the plan would take away.
+
+use std::collections::{BTreeMap, HashMap};
+
+use crate::error::Result;
+use crate::model::{Action, Conflict, RewindPlan};
+use crate::relpath::RelPath;
+use crate::state::State;
+
+/// Mode of a directory the plan creates without a recorded one.
+const NEW_DIR: State = State::Dir { mode: 0o755 };
+
+/// What the planner needs to know of the project as it is now.
+pub(crate) trait Tree {
+    /// The captured state of `path` (`Absent` if none).
+    fn state(&self, path: &RelPath) -> Result<State>;
+    /// Every captured path strictly below `dir`, with its state.
+    fn below(&self, dir: &RelPath) -> Result<Vec<(RelPath, State)>>;
+    /// Whether `dir` holds content ckpt does not capture (an excluded
+    /// directory, a nested `.git`), which no plan may remove.
+    fn holds_uncaptured(&self, dir: &RelPath) -> Result<bool>;
+}
+
+/// One path the plan should bring back.
+pub(crate) struct Wanted {
+    pub path: RelPath,
+    pub current: State,
+    pub target: State,
+    /// What the rewound turns (or the undone rewind) left there.
+    pub expected: State,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// Restores what it can and reports the rest.
+    Rewind,
+    /// Exact or nothing: anything R3–R5 would keep or skip blocks it.
+    Redo,
+}
+
+struct Planner<'t, T: Tree> {
+    tree: &'t T,
+    kind: Kind,
+    actions: BTreeMap<RelPath, Action>,
+    conflicts: BTreeMap<RelPath, Conflict>,
+    /// Notes on paths left as they are (or given another state than asked).
+    notes: Vec<(RelPath, String)>,
+    /// Per directory that must end a directory: `None` if it will, else the
+    /// non-directory above (or at) it that blocks it.
+    dir_ok: HashMap<RelPath, Option<RelPath>>,
+}
+
+/// Plans bringing every `wanted` path to its target. `turn` and `turns`
+/// only label the result.
+pub(crate) fn plan(
+    tree: &impl Tree,
+    kind: Kind,
+    turn: i64,
+    turns: Vec<i64>,
+    wanted: Vec<Wanted>,
+    force: bool,
+) -> Result<RewindPlan> {
+    let mut p = Planner {
+        tree,
+        kind,
+        actions: BTreeMap::new(),
+        conflicts: BTreeMap::new(),
+        notes: Vec::new(),
+        dir_ok: HashMap::new(),
+    };
+    let mut skipped = Vec::new();
+    for w in wanted {
+        p.path(w, force, &mut skipped);
+    }
+    let dir_conflicts = if force { Vec::new() } else { p.held_paths()? };
+    p.parents()?;
+    p.empty_dirs()?;
+    // A conflict on a path the plan no longer changes overwrites nothing.
+    let actions = &p.actions;
+    p.conflicts.retain(|path, _| actions.contains_key(path));
+    for c in dir_conflicts {
+        p.conflicts.entry(c.path.clone()).or_insert(c);
+    }
+    let (mut blocked, notes) = match kind {
+        Kind::Rewind => (Vec::new(), p.notes),
+        Kind::Redo => (p.notes, Vec::new()),
+    };
+    skipped.extend(notes);
+    blocked.sort();
+    Ok(RewindPlan {
+        turn,
+        turns,
+        actions: p.actions.into_values().collect(),
+        conflicts: p.conflicts.into_values().collect(),
+        skipped,
+        blocked,
+    })
+}
+
+impl<T: Tree> Planner<'_, T> {
+    /// R1, R2 for one path.
+    fn path(&mut self, w: Wanted, force: bool, skipped: &mut Vec<(RelPath, String)>) {
+        let Wanted {
+            path,
+            current,
+            target,
+            expected,
+        } = w;
+        if current == target {
+            return;
+        }
+        if let State::Skipped { reason } = &target {
+            let why = format!("its earlier content was not captured: {reason}");
+            skipped.push((path, why));
+            return;
+        }
+        if let (State::Skipped { reason }, false) = (&current, force) {
+            let why = format!("its current content is not captured ({reason}); left alone");
+            skipped.push((path, why));
+            return;
+        }
+        if current != expected {
+            let conflict = Conflict {
+                path: path.clone(),
+                expected,
+                current: current.clone(),
+            };
+            self.conflicts.insert(path.clone(), conflict);
+        }
+        let action = Action {
+            path: path.clone(),
+            current,
+            target,
+        };
+        self.actions.insert(path, action);
+    }
+
+    /// R3: paths now inside a directory the plan takes away that it does not
+    /// remove. A redo is blocked by them instead (R5 finds them).
+    fn held_paths(&self) -> Result<Vec<Conflict>> {
+        let mut out: BTreeMap<RelPath, Conflict> = BTreeMap::new();
+        if self.kind == Kind::Redo {
+            return Ok(Vec::new());
+        }
+        for a in self.actions.values().filter(|a| removes_dir(a)) {
+            for (child, state) in self.tree.below(&a.path)? {
+                if !self.ends_absent(&child) && !self.conflicts.contains_key(&child) {
+                    out.entry(child.clone()).or_insert(Conflict {
+                        path: child,
+                        expected: State::Absent,
+                        current: state,
+                    });
+                }
+            }
+        }
+        Ok(out.into_values().collect())
+    }
+
+    fn ends_absent(&self, path: &RelPath) -> bool {
+        self.actions.get(path).is_some_and(|a| a.target.is_absent())
+    }
+
+    /// R4, parents first, so a blocked directory blocks what is below it.
+    fn parents(&mut self) -> Result<()> {
+        let exist: Vec<RelPath> = self
+            .actions
+            .values()
+            .filter(|a| !a.target.is_absent())
+            .map(|a| a.path.clone())
+            .collect();
+        for path in exist {
+            let Some(parent) = path.parent() else {
+                continue;
+            };
+            if let Some(blocker) = self.make_dir(&parent, &path)? {
+                self.actions.remove(&path);
+                let why = format!("its parent {blocker} is not a directory; left alone");
+                self.notes.push((path, why));
+            }
+        }
+        Ok(())
+    }
+
+    /// Makes `dir` end a directory for `child`; returns what blocks it.
+    fn make_dir(&mut self, dir: &RelPath, child: &RelPath) -> Result<Option<RelPath>> {
+        if let Some(known) = self.dir_ok.get(dir) {
+            return Ok(known.clone());
+        }
+        if let Some(up) = dir.parent() {
+            if let Some(blocker) = self.make_dir(&up, dir)? {
+                self.dir_ok.insert(dir.clone(), Some(blocker.clone()));
+                return Ok(Some(blocker));
+            }
+        }
+        let blocker = match self.actions.get_mut(dir) {
+            Some(a) if a.target.is_dir() => None,
+            Some(a) if a.current.is_dir() => {
+                self.actions.remove(dir);
+                let why = format!("kept: it holds {child}, which this restores");
+                self.notes.push((dir.clone(), why));
+                None
+            }
+            Some(a) => {
+                let why = format!("made a directory: it holds {child}, which this restores");
+                a.target = NEW_DIR;
+                self.notes.push((dir.clone(), why));
+                None
+            }
+            None => match self.tree.state(dir)? {
+                State::Dir { .. } => None,
+                State::Absent => {
+                    let action = Action {
+                        path: dir.clone(),
+                        current: State::Absent,
+                        target: NEW_DIR,
+                    };
+                    self.actions.insert(dir.clone(), action);
+                    None
+                }
+                _ => Some(dir.clone()),
+            },
+        };
+        self.dir_ok.insert(dir.clone(), blocker.clone());
+        Ok(blocker)
+    }
+
+    /// R5: a directory the plan takes away must end empty.
+    fn empty_dirs(&mut self) -> Result<()> {
+        let mut keep: Vec<(RelPath, String)> = Vec::new();
+        for a in self.actions.values().filter(|a| removes_dir(a)) {
+            let held = self
+                .tree
+                .below(&a.path)?
+                .into_iter()
+                .find(|(child, _)| !self.ends_absent(child));
+            if let Some((child, _)) = held {
+                let why = format!("kept: it holds {child}, which this does not remove");
+                keep.push((a.path.clone(), why));
+            } else if self.tree.holds_uncaptured(&a.path)? {
+                let why = "kept: it holds content ckpt does not capture \
+                           (an excluded directory or a .git)";
+                keep.push((a.path.clone(), why.to_string()));
+            }
+        }
+        // Keeping a directory keeps every directory above it too.
+        for (dir, why) in keep {
+            let mut at = Some(dir.clone());
+            while let Some(d) = at {
+                if self.actions.get(&d).is_some_and(removes_dir) {
+                    self.actions.remove(&d);
+                }
+                at = d.parent();
+            }
+            self.notes.push((dir, why));
+        }
+        Ok(())
+    }
+}
+
+/// Whether an action takes away a directory (removes it, or puts something
+/// else in its place).
+pub(crate) fn removes_dir(a: &Action) -> bool {
+    a.current.is_dir() && !a.target.is_dir()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::{BTreeMap, BTreeSet};
+
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::state::Hash;
+
+    /// A tree in memory: every path's state; absent paths have no entry.
+    struct Mem(BTreeMap<RelPath, State>);
+
+    impl Tree for Mem {
+        fn state(&self, path: &RelPath) -> Result<State> {
+            Ok(self.0.get(path).cloned().unwrap_or(State::Absent))
+        }
+        fn below(&self, dir: &RelPath) -> Result<Vec<(RelPath, State)>> {
+            let below = self
+                .0
+                .iter()
+                .filter(|(p, _)| p != &dir && p.starts_with(dir));
+            Ok(below.map(|(p, s)| (p.clone(), s.clone())).collect())
+        }
+        fn holds_uncaptured(&self, _: &RelPath) -> Result<bool> {
+            Ok(false)
+        }
+    }
+
+    fn rel(s: &str) -> RelPath {
+        RelPath::new(s).unwrap()
+    }
+
+    fn file(n: u8) -> State {
+        State::File {
+            hash: Hash::of(&[n]),
+            size: 1,
+            mode: 0o644,
+        }
+    }
+
+    /// States a generated path may have: 0 absent, 1-2 files, 3 a dir, 4 a
+    /// symlink.
+    fn state_of(code: u8) -> State {
+        match code % 5 {
+            0 => State::Absent,
+            1 | 2 => file(code % 5),
+            3 => State::Dir { mode: 0o755 },
+            _ => State::Symlink {
+                target: b"elsewhere".to_vec(),
+            },
+        }
+    }
+
+    /// Paths of up to three levels over the names a, b.
+    fn universe() -> Vec<RelPath> {
+        let mut out = Vec::new();
+        for a in ["a", "b"] {
+            out.push(rel(a));
+            for b in ["a", "b"] {
+                out.push(rel(&format!("{a}/{b}")));
+                for c in ["a", "b"] {
+                    out.push(rel(&format!("{a}/{b}/{c}")));
+                }
+            }
+        }
+        out
+    }
+
+    /// Makes `map` a tree: a path under a non-directory is dropped.
+    fn treeify(map: BTreeMap<RelPath, State>) -> BTreeMap<RelPath, State> {
+        let mut out: BTreeMap<RelPath, State> = BTreeMap::new();
+        for (p, s) in map {
+            let ok = match p.parent() {
+                None => true,
+                Some(d) => out.get(&d).is_some_and(State::is_dir),
+            };
+            if ok && !s.is_absent() {
+                out.insert(p, s);
+            }
+        }
+        out
+    }
+
+    /// Every present path's parent is a directory.
+    fn is_tree(map: &BTreeMap<RelPath, State>) -> std::result::Result<(), String> {
+        for p in map.keys() {
+            if let Some(d) = p.parent() {
+                if !map.get(&d).is_some_and(State::is_dir) {
+                    return Err(format!("{p} has no directory above it ({d})"));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn check(codes: Vec<(u8, u8, u8)>, redo: bool, force: bool) -> std::result::Result<(), String> {
+        let u = universe();
+        let now = treeify(
+            u.iter()
+                .cloned()
+                .zip(codes.iter().map(|c| state_of(c.0)))
+                .collect(),
+        );
+        let tree = Mem(now.clone());
+        let wanted: Vec<Wanted> = u
+            .iter()
+            .zip(&codes)
+            .filter(|(_, c)| c.1 % 3 != 0)
+            .map(|(p, c)| Wanted {
+                path: p.clone(),
+                current: now.get(p).cloned().unwrap_or(State::Absent),
+                target: state_of(c.1),
+                expected: state_of(c.2),
+            })
+            .collect();
+        let asked: BTreeMap<RelPath, State> = wanted
+            .iter()
+            .map(|w| (w.path.clone(), w.target.clone()))
+            .collect();
+        let kind = if redo { Kind::Redo } else { Kind::Rewind };
+        let plan = plan(&tree, kind, 1, vec![1], wanted, force).map_err(|e| e.to_string())?;
+        let mut end = now.clone();
+        let mut seen = BTreeSet::new();
+        for a in &plan.actions {
+            if !seen.insert(a.path.clone()) {
+                return Err(format!("{} planned twice", a.path));
+            }
+            if now.get(&a.path).cloned().unwrap_or(State::Absent) != a.current {
+                return Err(format!("{}: action's current is not the tree's", a.path));
+            }
+            match asked.get(&a.path) {
+                Some(t) if t == &a.target => {}
+                // Only a directory may be made that was not asked for so.
+                _ if a.target == NEW_DIR => {}
+                _ => return Err(format!("{}: target not asked for: {:?}", a.path, a.target)),
+            }
+            match &a.target {
+                State::Absent => end.remove(&a.path),
+                s => end.insert(a.path.clone(), s.clone()),
+            };
+        }
+        // Removing a directory removes nothing below it: the plan must.
+        is_tree(&end).map_err(|e| format!("the plan's result is not a tree: {e}\n{plan:#?}"))?;
+        let reported: BTreeSet<&RelPath> = plan
+            .skipped
+            .iter()
+            .chain(&plan.blocked)
+            .map(|(p, _)| p)
+            .collect();
+        for (p, target) in &asked {
+            let reached = end.get(p).cloned().unwrap_or(State::Absent) == *target;
+            // A directory made for what is restored below it (R4).
+            let made =
+                end.get(p) == Some(&NEW_DIR) && end.keys().any(|q| q != p && q.starts_with(p));
+            if !reached && !made && !reported.contains(p) {
+                return Err(format!("{p}: neither restored nor reported\n{plan:#?}"));
+            }
+        }
+        if redo && plan.blocked.is_empty() && !plan.skipped.is_empty() {
+            return Err(format!(
+                "a redo that is not exact was not blocked\n{plan:#?}"
+            ));
+        }
+        // A directory the plan takes away held nothing but what it removes,
+        // or (without force) that is a conflict.
+        if !force && !redo {
+            let conflicted: BTreeSet<&RelPath> = plan.conflicts.iter().map(|c| &c.path).collect();
+            for a in plan.actions.iter().filter(|a| removes_dir(a)) {
+                for (p, _) in now
+                    .iter()
+                    .filter(|(p, _)| *p != &a.path && p.starts_with(&a.path))
+                {
+                    if end.contains_key(p) && !conflicted.contains(p) {
+                        return Err(format!("{p} stays in removed {} unlisted", a.path));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+        #[test]
+        fn every_plan_ends_in_a_tree_and_reports_what_it_leaves(
+            codes in proptest::collection::vec((0u8..5, 0u8..6, 0u8..5), 14),
+            redo: bool,
+            force: bool,
+        ) {
+            check(codes, redo, force).map_err(TestCaseError::fail)?;
+        }
+    }
+}
