@@ -87,7 +87,11 @@ pub fn redo(tree: &Tree, last: &Applied, force: bool) -> Expect {
 
 /// R1–R5 over `items` (path → (target, expected)).
 fn plan(tree: &Tree, items: &BTreeMap<Vec<u8>, Change>, force: bool, redo: bool) -> Expect {
-    let mut conflicts = BTreeSet::new();
+    // R2 conflicts; reported only if the plan still changes the path in
+    // the end (below).
+    let mut edited = BTreeSet::new();
+    // R3 conflicts.
+    let mut held = BTreeSet::new();
     // Path → target, for every path the plan changes.
     let mut planned: BTreeMap<Vec<u8>, Option<Node>> = BTreeMap::new();
     for (p, (target, expected)) in items {
@@ -98,7 +102,7 @@ fn plan(tree: &Tree, items: &BTreeMap<Vec<u8>, Change>, force: bool, redo: bool)
         }
         // R2: edited after the agent.
         if current != expected.as_ref() {
-            conflicts.insert(p.clone());
+            edited.insert(p.clone());
         }
         planned.insert(p.clone(), target.clone());
     }
@@ -114,7 +118,7 @@ fn plan(tree: &Tree, items: &BTreeMap<Vec<u8>, Change>, force: bool, redo: bool)
         for (q, _) in below(tree, p) {
             if planned.get(q) != Some(&None) {
                 if !force {
-                    conflicts.insert(q.clone());
+                    held.insert(q.clone());
                 }
                 if redo {
                     structural.push(format!("{} holds {}", show(p), show(q)));
@@ -232,6 +236,15 @@ fn plan(tree: &Tree, items: &BTreeMap<Vec<u8>, Change>, force: bool, redo: bool)
         structural.push(format!("MODEL BUG: {} has no directory parent", show(&bad)));
     }
     structural.dedup();
+    // A conflict on a path the plan does not change in the end (a kept
+    // directory, a blocked path) overwrites nothing, so it is not one: the
+    // contract leaves this open; ckpt's planner decides it so, and so does
+    // any user (their edit survives either way).
+    let mut conflicts: BTreeSet<Vec<u8>> = edited
+        .into_iter()
+        .filter(|p| planned.contains_key(p))
+        .collect();
+    conflicts.extend(held);
     let refused = (!conflicts.is_empty() && !force) || (redo && !structural.is_empty());
     Expect {
         conflicts,
@@ -315,9 +328,10 @@ mod tests {
         ]);
         let now = t(&[("a", f("file")), ("new", f("n"))]);
         let turns = [turn(1, &s0, &s1)];
+        // a/lib/u was changed after the agent, but the rewind cannot
+        // overwrite it (blocked): no conflict.
         let e = rewind(&now, &turns, 1, false);
-        assert!(e.refused, "a/lib/u was changed after the agent");
-        let e = rewind(&now, &turns, 1, true);
+        assert!(!e.refused && e.conflicts.is_empty());
         assert_eq!(e.result, t(&[("a", f("file"))]));
     }
 

@@ -219,6 +219,13 @@ impl<'a> Seq<'a> {
                     t.closed_turn
                 ));
             }
+            // The turn it closed must hold exactly the model's changes.
+            let id = *id;
+            let want = rules::touched(
+                &self.open.as_ref().map(|o| o.1.clone()).unwrap_or_default(),
+                &self.proj.tree,
+            );
+            self.check_turn_entries(id, &want)?;
             self.close_open();
         }
         self.note(format!("turn-start -> turn {}", t.turn));
@@ -256,30 +263,7 @@ impl<'a> Seq<'a> {
         }
         // The daemon's pre/post images must be exactly the model's.
         let want = rules::touched(&start, &self.proj.tree);
-        let mut diffs = Vec::new();
-        let mut got: BTreeMap<Vec<u8>, (ckpt_proto::State, ckpt_proto::State)> = BTreeMap::new();
-        for e in t.turn.entries {
-            got.insert(
-                e.path.0,
-                (e.pre, e.post.unwrap_or(ckpt_proto::State::Absent)),
-            );
-        }
-        let mut keys: BTreeSet<&Vec<u8>> = want.keys().collect();
-        keys.extend(got.keys());
-        for k in keys {
-            let w = want
-                .get(k)
-                .map(|(a, b)| (Node::to_state(a.as_ref()), Node::to_state(b.as_ref())));
-            if w.as_ref() != got.get(k) {
-                diffs.push(format!(
-                    "{}: expected {} vs found {}",
-                    show(k),
-                    w.map_or("untouched".into(), |(a, b)| format!("{a:?} -> {b:?}")),
-                    got.get(k)
-                        .map_or("untouched".into(), |(a, b)| format!("{a:?} -> {b:?}"))
-                ));
-            }
-        }
+        let diffs = entry_diffs(&want, t.turn.entries);
         if !diffs.is_empty() {
             return mismatch(format!(
                 "capture: turn {id}'s recorded changes differ from what was done:\n  {}",
@@ -580,14 +564,103 @@ impl<'a> Seq<'a> {
 
     fn fault(&mut self) -> anyhow::Result<()> {
         let overflow = if self.opts.queue.is_some() { 1 } else { 0 };
-        match self.rng.weighted(&[4, 2, 3, 2, overflow, 2]) {
+        match self.rng.weighted(&[4, 2, 3, 2, overflow, 2, 2]) {
             0 => self.kill_idle(),
             1 => self.kill_in_burst(),
             2 => self.kill_mid_rewind(true),
             3 => self.kill_mid_rewind(false),
             4 => self.overflow(),
-            _ => self.restart_with_edits(),
+            5 => self.restart_with_edits(),
+            _ => self.kill_at_boundary(),
         }
+    }
+
+    /// SIGKILL while a turn-start or turn-end is under way: after a
+    /// restart the turn is either opened/closed or not, as `log` says, and
+    /// a closed one must hold exactly the model's changes.
+    fn kill_at_boundary(&mut self) -> anyhow::Result<()> {
+        let end = self.open.is_some() && self.rng.chance(60);
+        let cmd = if end { "turn-end" } else { "turn-start" };
+        let delay = self.rng.below(4000);
+        let mut child = self.world.spawn_ctl(&["--json", cmd])?;
+        // A delay that often lands inside the call's barrier; its timing
+        // is the fault, not a wait for events.
+        std::thread::sleep(Duration::from_micros(delay as u64));
+        let finished = World::done(&mut child)?;
+        self.world.kill()?;
+        self.stats.kills += 1;
+        let c = self.world.finish_ctl(child, &["--json", cmd])?;
+        self.world.start(&[])?;
+        self.note(format!(
+            "{cmd} with the daemon killed after {delay} us (finished before: {finished}) -> exit {:?}",
+            c.code
+        ));
+        let l = self.world.ctl(&["--json", "log", "-n", "100000"])?;
+        let log: LogReply = l.parse()?;
+        let known_max = self
+            .turns
+            .iter()
+            .map(|t| t.id)
+            .chain(self.open.as_ref().map(|o| o.0))
+            .max()
+            .unwrap_or(0);
+        let open_now = log
+            .turns
+            .iter()
+            .find(|t| t.status == TurnStatus::Open)
+            .map(|t| t.id);
+        if let Some((id, _)) = &self.open {
+            let id = *id;
+            if open_now != Some(id) {
+                // It was closed: by the turn-end, or by the turn-start.
+                let want = rules::touched(
+                    &self.open.as_ref().map(|o| o.1.clone()).unwrap_or_default(),
+                    &self.proj.tree,
+                );
+                self.check_turn_entries(id, &want)?;
+                self.close_open();
+                self.note(format!("  turn {id} is closed"));
+            } else {
+                self.note(format!("  turn {id} is still open"));
+            }
+        }
+        if let Some(new) = open_now.filter(|&id| id > known_max) {
+            if end {
+                return mismatch(format!("turn-end killed mid-way: turn {new} appeared"));
+            }
+            self.note(format!("  turn {new} was opened"));
+            self.open = Some((new, self.proj.tree.clone()));
+            self.stats.turns += 1;
+        } else if let Some(id) = open_now {
+            if self.open.as_ref().map(|o| o.0) != Some(id) {
+                return mismatch(format!(
+                    "after a killed {cmd}: turn {id} is open, the model has {:?}",
+                    self.open.as_ref().map(|o| o.0)
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// `show id` must list exactly the changes in `want`.
+    fn check_turn_entries(
+        &self,
+        id: i64,
+        want: &BTreeMap<Vec<u8>, rules::Change>,
+    ) -> anyhow::Result<()> {
+        let c = self.world.ctl(&["--json", "show", &id.to_string()])?;
+        if c.code != Some(0) {
+            return mismatch(format!("show {id} failed: {}", c.describe()));
+        }
+        let r: ckpt_proto::ShowReply = c.parse()?;
+        let diffs = entry_diffs(want, r.turn.entries);
+        if !diffs.is_empty() {
+            return mismatch(format!(
+                "capture: turn {id}'s recorded changes differ from what was done:\n  {}",
+                diffs.join("\n  ")
+            ));
+        }
+        Ok(())
     }
 
     fn kill_idle(&mut self) -> anyhow::Result<()> {
@@ -956,4 +1029,37 @@ fn at_own_target(before: &Tree, disk: &Tree, r: &RewindReply) -> bool {
         Some(t) => Node::to_state(disk.get(k)) == **t,
         None => before.get(k) == disk.get(k),
     })
+}
+
+/// Every difference between the model's changes of a turn and the
+/// daemon's recorded entries.
+fn entry_diffs(
+    want: &BTreeMap<Vec<u8>, rules::Change>,
+    entries: Vec<ckpt_proto::TurnEntry>,
+) -> Vec<String> {
+    let mut got: BTreeMap<Vec<u8>, (ckpt_proto::State, ckpt_proto::State)> = BTreeMap::new();
+    for e in entries {
+        got.insert(
+            e.path.0,
+            (e.pre, e.post.unwrap_or(ckpt_proto::State::Absent)),
+        );
+    }
+    let mut keys: BTreeSet<&Vec<u8>> = want.keys().collect();
+    keys.extend(got.keys());
+    let mut diffs = Vec::new();
+    for k in keys {
+        let w = want
+            .get(k)
+            .map(|(a, b)| (Node::to_state(a.as_ref()), Node::to_state(b.as_ref())));
+        if w.as_ref() != got.get(k) {
+            diffs.push(format!(
+                "{}: expected {} vs found {}",
+                show(k),
+                w.map_or("untouched".into(), |(a, b)| format!("{a:?} -> {b:?}")),
+                got.get(k)
+                    .map_or("untouched".into(), |(a, b)| format!("{a:?} -> {b:?}"))
+            ));
+        }
+    }
+    diffs
 }
