@@ -142,6 +142,20 @@ fn run(args: &Args) -> anyhow::Result<u64> {
             );
         }
     }
+    if !args.no_fsck {
+        // Said once, up front, rather than as a mismatch in every sequence.
+        let st = std::process::Command::new(bin.join("ckptctl"))
+            .args(["fsck", "--help"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .context("running ckptctl fsck --help")?;
+        anyhow::ensure!(
+            st.success(),
+            "{} has no `fsck` command: pass --no-fsck to run without it",
+            bin.join("ckptctl").display()
+        );
+    }
     // Modes in the model assume files 0644 and directories 0755.
     // SAFETY: umask(2) has no failure mode and touches only this process.
     unsafe {
