@@ -63,6 +63,9 @@ struct Args {
     /// smallest failing sequence found.
     #[arg(long, requires = "seed")]
     shrink: bool,
+    /// Print every sequence's operations, not only failing ones'.
+    #[arg(long)]
+    print_log: bool,
     /// Keep the temp dir (project, daemon data and log) of failing sequences.
     #[arg(long)]
     keep_failed: bool,
@@ -203,6 +206,12 @@ fn run(args: &Args) -> anyhow::Result<u64> {
         total.redos += s.redos;
         total.kills += s.kills;
         total.overflows += s.overflows;
+        if args.print_log && result.is_ok() {
+            println!("---- sequence seed {seed}:");
+            for l in &seq.log {
+                println!("  {l}");
+            }
+        }
         if let Err(e) = result {
             mismatches += 1;
             let kind = if e.downcast_ref::<Mismatch>().is_some() {

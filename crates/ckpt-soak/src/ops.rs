@@ -110,7 +110,7 @@ impl Project {
         v.extend(
             self.tree
                 .iter()
-                .filter(|(_, n)| n.is_dir())
+                .filter(|(k, n)| n.is_dir() && !tree::uncaptured(k))
                 .map(|(k, _)| k.clone()),
         );
         v
@@ -119,7 +119,7 @@ impl Project {
     fn files(&self) -> Vec<Vec<u8>> {
         self.tree
             .iter()
-            .filter(|(_, n)| matches!(n, Node::File { .. }))
+            .filter(|(k, n)| matches!(n, Node::File { .. }) && !tree::uncaptured(k))
             .map(|(k, _)| k.clone())
             .collect()
     }
@@ -127,7 +127,7 @@ impl Project {
     fn of_kind(&self, f: impl Fn(&Node) -> bool) -> Vec<Vec<u8>> {
         self.tree
             .iter()
-            .filter(|(_, n)| f(n))
+            .filter(|(k, n)| f(n) && !tree::uncaptured(k))
             .map(|(k, _)| k.clone())
             .collect()
     }
@@ -202,6 +202,7 @@ pub fn random_edit(p: &mut Project, rng: &mut Rng) -> anyhow::Result<Option<Stri
         4,                       // 16 file -> dir
         rm,                      // 17 rm -rf a middle level
         3,                       // 18 mkdir empty
+        2,                       // 19 npm install: an uncaptured node_modules
     ];
     let shell = rng.chance(50);
     let how = if shell { "sh" } else { "fs" };
@@ -592,6 +593,26 @@ pub fn random_edit(p: &mut Project, rng: &mut Rng) -> anyhow::Result<Option<Stri
             };
             rm_rf(p, &path, shell)?;
             Some(format!("{how}: rm -rf middle level {}", show(&path)))
+        }
+        19 => {
+            let dirs = p.dirs();
+            let Some(d) = rng.pick(&dirs).cloned() else {
+                return Ok(None);
+            };
+            let nm = join(&d, b"node_modules");
+            if p.tree.contains_key(&nm) {
+                return Ok(None);
+            }
+            let pkg = join(&nm, b"pkg");
+            let f = join(&pkg, b"index.js");
+            let bytes = content(rng);
+            std::fs::create_dir_all(p.full(&pkg))
+                .with_context(|| format!("mkdir {}", show(&pkg)))?;
+            write(&p.full(&f), &bytes)?;
+            p.tree.insert(nm.clone(), Node::Dir { mode: 0o755 });
+            p.tree.insert(pkg, Node::Dir { mode: 0o755 });
+            p.tree.insert(f, Node::file(&bytes, 0o644));
+            Some(format!("{how}: npm install in {} (uncaptured)", show(&nm)))
         }
         _ => {
             let Some(path) = p.new_path(rng) else {

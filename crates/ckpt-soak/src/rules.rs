@@ -54,7 +54,7 @@ pub fn touched(start: &Tree, end: &Tree) -> BTreeMap<Vec<u8>, Change> {
     let mut keys: BTreeSet<&Vec<u8>> = start.keys().collect();
     keys.extend(end.keys());
     keys.into_iter()
-        .filter(|k| start.get(*k) != end.get(*k))
+        .filter(|k| start.get(*k) != end.get(*k) && !crate::tree::uncaptured(k))
         .map(|k| ((*k).clone(), (start.get(k).cloned(), end.get(k).cloned())))
         .collect()
 }
@@ -115,7 +115,9 @@ fn plan(tree: &Tree, items: &BTreeMap<Vec<u8>, Change>, force: bool, redo: bool)
         if !takes_dir {
             continue;
         }
-        for (q, _) in below(tree, p) {
+        // Uncaptured content is nobody's edit: not a conflict, but R5
+        // keeps the directory that holds it.
+        for (q, _) in below(tree, p).filter(|(q, _)| !crate::tree::uncaptured(q)) {
             if planned.get(q) != Some(&None) {
                 if !force {
                     held.insert(q.clone());
@@ -333,6 +335,29 @@ mod tests {
         let e = rewind(&now, &turns, 1, false);
         assert!(!e.refused && e.conflicts.is_empty());
         assert_eq!(e.result, t(&[("a", f("file"))]));
+    }
+
+    #[test]
+    fn a_directory_holding_uncaptured_content_is_kept_without_a_conflict() {
+        let s0 = t(&[]);
+        let s1 = t(&[("D", d()), ("D/a", f("a"))]);
+        let now = t(&[
+            ("D", d()),
+            ("D/a", f("a")),
+            ("D/node_modules", d()),
+            ("D/node_modules/x", f("x")),
+        ]);
+        let turns = [turn(1, &s0, &s1)];
+        let e = rewind(&now, &turns, 1, false);
+        assert!(!e.refused && e.conflicts.is_empty());
+        assert_eq!(
+            e.result,
+            t(&[
+                ("D", d()),
+                ("D/node_modules", d()),
+                ("D/node_modules/x", f("x"))
+            ])
+        );
     }
 
     #[test]

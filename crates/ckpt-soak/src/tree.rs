@@ -78,6 +78,13 @@ pub fn show(p: &[u8]) -> String {
 
 pub type Tree = BTreeMap<Vec<u8>, Node>;
 
+/// Whether ckpt leaves `p` alone by design: it is a dependency directory
+/// (`node_modules`) or below one. Such paths are in the tree (the disk
+/// must keep them) but in no turn, and no rewind may touch them.
+pub fn uncaptured(p: &[u8]) -> bool {
+    p.split(|&b| b == b'/').any(|c| c == b"node_modules")
+}
+
 /// `p`'s parent, or `None` for a top-level path.
 pub fn parent(p: &[u8]) -> Option<&[u8]> {
     p.iter().rposition(|&b| b == b'/').map(|i| &p[..i])
