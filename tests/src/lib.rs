@@ -42,11 +42,14 @@ pub fn bin(name: &str) -> PathBuf {
     let path = profile_dir.join(name);
     let built = BUILT.get_or_init(|| {
         // `<target>/<profile>`, or `<target>/<triple>/<profile>` when a
-        // target is configured (as ours is); cargo tags the target dir.
+        // target is configured (as ours is). Cargo tags the target dir, and
+        // newer versions `<triple>/` too: the outer one is the target dir.
         let target_dir = profile_dir
             .ancestors()
             .skip(1)
-            .find(|d| d.join("CACHEDIR.TAG").is_file())
+            .take(2)
+            .filter(|d| d.join("CACHEDIR.TAG").is_file())
+            .last()
             .expect("the target dir above the profile dir");
         let mut cmd = Command::new(env!("CARGO"));
         cmd.args([

@@ -129,6 +129,11 @@ const MIGRATIONS: &[&str] = &[
     ",
 ];
 
+/// The schema version this build writes and understands.
+pub(crate) fn known_version() -> i64 {
+    MIGRATIONS.len() as i64
+}
+
 /// WAL frames (pages) after which a commit checkpoints and truncates the WAL.
 const WAL_TRUNCATE_PAGES: i32 = 256;
 

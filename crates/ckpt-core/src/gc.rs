@@ -26,11 +26,18 @@ impl Project {
         )?;
         let mut report = GcReport::default();
         if let Some(last) = newest_dropped {
+            // A rewind whose turns outlive it would leave them rewound for
+            // good: it stays as long as they do, so they can be redone.
+            let dropped = "SELECT id FROM rewinds WHERE turn <= ?1 AND id NOT IN
+                 (SELECT rewound_by FROM turns WHERE id > ?1 AND rewound_by IS NOT NULL)";
             tx.execute(
-                "DELETE FROM rewind_actions WHERE rewind IN (SELECT id FROM rewinds WHERE turn <= ?1)",
+                &format!("DELETE FROM rewind_actions WHERE rewind IN ({dropped})"),
                 [last],
             )?;
-            tx.execute("DELETE FROM rewinds WHERE turn <= ?1", [last])?;
+            tx.execute(
+                &format!("DELETE FROM rewinds WHERE id IN ({dropped})"),
+                [last],
+            )?;
             tx.execute("DELETE FROM turn_entries WHERE turn <= ?1", [last])?;
             report.turns_dropped = tx.execute("DELETE FROM turns WHERE id <= ?1", [last])? as u64;
         }
@@ -93,5 +100,33 @@ mod tests {
         let out = p.rewind(turns[2], RewindOptions::default()).unwrap();
         assert!(matches!(out, RewindOutcome::Applied { .. }));
         assert_eq!(fs::read(root.join("f")).unwrap(), b"v2");
+    }
+
+    /// A rewind of turns 2 and 3, then gc dropping turns 1 and 2: turn 3 is
+    /// still marked rewound, so its rewind stays and can be redone.
+    #[test]
+    fn gc_keeps_a_rewind_whose_turns_it_keeps() {
+        let (tmp, root, mut p) = reconciled(&[("f", "v0")]);
+        let mut turns = Vec::new();
+        for v in 1..=3 {
+            turns.push(p.turn_start(TurnMeta::default()).unwrap());
+            fs::write(root.join("f"), format!("v{v}")).unwrap();
+            p.reconcile().unwrap();
+            p.turn_end().unwrap();
+        }
+        let out = p.rewind(turns[1], RewindOptions::default()).unwrap();
+        assert!(matches!(out, RewindOutcome::Applied { .. }));
+        let policy = Retention {
+            keep_turns: 1,
+            max_age_secs: 0,
+            grace_secs: 0,
+        };
+        assert_eq!(p.gc(&policy).unwrap().turns_dropped, 2);
+        let report =
+            crate::fsck(&tmp.path().join("store"), &crate::FsckOptions::default()).unwrap();
+        assert!(report.problems.is_empty(), "{report:?}");
+        let out = p.redo(RewindOptions::default()).unwrap();
+        assert!(matches!(out, RewindOutcome::Applied { .. }), "{out:?}");
+        assert_eq!(fs::read(root.join("f")).unwrap(), b"v3");
     }
 }

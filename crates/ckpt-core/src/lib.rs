@@ -25,6 +25,7 @@ mod confined;
 mod db;
 mod diff;
 mod error;
+mod fsck;
 mod gc;
 mod model;
 mod plan;
@@ -38,6 +39,7 @@ mod store;
 mod turns;
 
 pub use error::{Error, Result};
+pub use fsck::{fsck, Finding, FindingKind, FsckCounts, FsckOptions, FsckReport};
 pub use model::*;
 pub use project::{Project, DB_FILE, OBJECTS_DIR};
 pub use relpath::{below_range, RelPath};

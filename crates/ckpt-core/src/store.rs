@@ -42,7 +42,7 @@ use crate::state::Hash;
 
 /// Prefix of temp files in the fan-out directories. Hex digits never start
 /// with a dot, so a temp file can never be taken for a blob.
-const TMP_PREFIX: &str = ".tmp-";
+pub(crate) const TMP_PREFIX: &str = ".tmp-";
 
 /// A blob hashed and compressed, ready to be inserted by the writer. Making
 /// one needs no database, so it can happen on any thread.
@@ -100,7 +100,7 @@ pub const DELTA_MIN: usize = 64 << 10;
 
 /// Longest chain of deltas before a version is stored whole again; bounds
 /// the work of reading one blob.
-const MAX_DELTA_DEPTH: i64 = 8;
+pub(crate) const MAX_DELTA_DEPTH: i64 = 8;
 
 /// zstd's window must span the prefix and the data.
 fn window_log(len: usize) -> u32 {
@@ -168,6 +168,20 @@ impl BlobStore {
             pending: Mutex::new(Pending::default()),
             recent_packs: Mutex::new(VecDeque::new()),
         })
+    }
+
+    /// A store over an existing object directory `dir`, for reading only:
+    /// nothing is created (fsck must not write, even a missing directory).
+    pub(crate) fn reader(dir: &Path) -> BlobStore {
+        BlobStore {
+            dir: dir.to_path_buf(),
+            level: 3,
+            inline_max: 0,
+            fan_ready: std::array::from_fn(|_| AtomicBool::new(false)),
+            tmp_seq: AtomicU64::new(0),
+            pending: Mutex::new(Pending::default()),
+            recent_packs: Mutex::new(VecDeque::new()),
+        }
     }
 
     /// Hashes and compresses `data`.
@@ -452,6 +466,18 @@ impl BlobStore {
     /// The raw bytes of `hash`, not verified: a delta's bases are read with
     /// this, since the hash of the final content covers the whole chain.
     fn load(&self, conn: &Connection, hash: &Hash, decode: Decode) -> Result<Vec<u8>> {
+        self.load_chain(conn, hash, decode, MAX_DELTA_DEPTH)
+    }
+
+    /// [`Self::load`], following at most `links` more delta bases: a
+    /// damaged store whose chain loops must fail, not overflow the stack.
+    fn load_chain(
+        &self,
+        conn: &Connection,
+        hash: &Hash,
+        decode: Decode,
+        links: i64,
+    ) -> Result<Vec<u8>> {
         let corrupt = |reason: String| Error::CorruptBlob {
             hash: hash.to_hex(),
             reason,
@@ -509,8 +535,11 @@ impl BlobStore {
             Some(base) => {
                 let base =
                     Hash::from_slice(&base).ok_or_else(|| corrupt("bad delta base".into()))?;
-                // The chain is at most MAX_DELTA_DEPTH long.
-                let prefix = self.load(conn, &base, decode)?;
+                if links == 0 {
+                    let why = format!("its delta chain is longer than {MAX_DELTA_DEPTH} links");
+                    return Err(corrupt(why));
+                }
+                let prefix = self.load_chain(conn, &base, decode, links - 1)?;
                 decompress_delta(&compressed, &prefix, size as usize)
                     .map_err(|code| corrupt(format!("decompress delta: zstd error {code}")))?
             }
@@ -742,7 +771,7 @@ impl BlobStore {
         Ok((removed, freed))
     }
 
-    fn object_path(&self, hash: &Hash) -> PathBuf {
+    pub(crate) fn object_path(&self, hash: &Hash) -> PathBuf {
         let hex = hash.to_hex();
         self.dir.join(&hex[..2]).join(&hex[2..])
     }
@@ -909,11 +938,11 @@ fn mtime_ns(meta: &fs::Metadata) -> i64 {
         .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
 }
 
-fn is_hex(s: &str, len: usize) -> bool {
+pub(crate) fn is_hex(s: &str, len: usize) -> bool {
     s.len() == len && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 
-fn hex_hash(prefix: &str, rest: &str) -> Option<Hash> {
+pub(crate) fn hex_hash(prefix: &str, rest: &str) -> Option<Hash> {
     let mut out = [0u8; 32];
     hex::decode_to_slice([prefix, rest].concat(), &mut out).ok()?;
     Some(Hash(out))

@@ -85,6 +85,11 @@ pub enum Request {
         force: bool,
     },
     Status,
+    /// Check the project's store, read-only: every blob, every reference
+    /// to one, the rewind journal, SQLite's own check.
+    Fsck {
+        dir: WirePath,
+    },
 }
 
 /// What the daemon answers: exactly one response per request.
@@ -107,6 +112,7 @@ pub enum Response {
     /// A rewind or a redo, planned, refused or applied.
     Rewind(RewindReply),
     Status(StatusReply),
+    Fsck(FsckReply),
 }
 
 /// Kinds of failure; `ckptctl` maps them to exit codes (1, or 3 for
@@ -452,4 +458,50 @@ pub struct DaemonInfo {
 pub struct StatusReply {
     pub daemon: DaemonInfo,
     pub projects: Vec<ProjectInfo>,
+}
+
+/// What `fsck` looked at.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct FsckChecked {
+    /// Blobs decoded and hashed, packed or not.
+    pub blobs: u64,
+    pub packs: u64,
+    /// Blobs stored as object files.
+    pub objects: u64,
+    pub cache_rows: u64,
+    pub turn_entries: u64,
+    pub rewind_actions: u64,
+}
+
+/// One thing `fsck` found: `kind` (e.g. `corrupt_blob`, `missing_object`,
+/// `missing_blob`, `bad_journal`; a string, so a newer daemon's kinds
+/// still reach an older client), what it is about (`blob <hex>`, `pack 3`,
+/// `cache <path>`, `turn 2 <path>`, `rewind 1 action 4 <path>`,
+/// `objects/ab/...`), and why.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct FsckFinding {
+    pub kind: String,
+    pub subject: String,
+    pub detail: String,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct FsckReply {
+    pub project: WirePath,
+    /// No problems (warnings allowed).
+    pub ok: bool,
+    pub checked: FsckChecked,
+    pub problems: Vec<FsckFinding>,
+    /// Odd but harmless, e.g. object files no row names (gc removes them).
+    #[serde(default)]
+    pub warnings: Vec<FsckFinding>,
+    /// Problems found beyond those listed.
+    #[serde(default)]
+    pub problems_unlisted: u64,
+    #[serde(default)]
+    pub warnings_unlisted: u64,
+    #[serde(default)]
+    pub elapsed_ms: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub degraded: Option<String>,
 }

@@ -100,6 +100,10 @@ pub enum Command {
     },
     /// The daemon and every project.
     Status,
+    /// Check the project's store, read-only (blobs, references to them, the
+    /// rewind journal, the database); exits 1 listing any problem. Safe
+    /// while the daemon captures; repairs and deletes nothing.
+    Fsck,
     /// Run a command as one turn: turn-start, the command, turn-end. Exits
     /// with the command's status.
     Run {

@@ -9,6 +9,7 @@ use crate::cli::{Cli, Command, Global};
 use crate::client::Client;
 
 mod diff;
+mod fsck;
 mod hook;
 mod log;
 mod projects;
@@ -85,6 +86,7 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
         } => rewind::rewind(&ctx, turn, &paths, dry_run, force),
         Command::Redo { dry_run, force } => rewind::redo(&ctx, dry_run, force),
         Command::Status => status::run(&ctx),
+        Command::Fsck => fsck::run(&ctx),
         Command::Run { turn, command } => run::run(&ctx, turn, &command),
         Command::Service { action } => service::run(&ctx, action),
     }

@@ -10,6 +10,7 @@ use crate::daemon::Daemon;
 use crate::error::ReqError;
 
 mod diff;
+mod fsck;
 mod log;
 mod projects;
 mod rewind;
@@ -58,6 +59,7 @@ pub fn handle(d: &Arc<Daemon>, req: Request) -> Response {
             force,
         } => rewind::redo(d, &dir, dry_run, force).map(Response::Rewind),
         Request::Status => Ok(Response::Status(status::handle(d))),
+        Request::Fsck { dir } => fsck::handle(d, &dir).map(Response::Fsck),
     };
     result.unwrap_or_else(Response::from)
 }

@@ -1,0 +1,196 @@
+//! `ckptctl fsck` through the real binaries: a sound store passes, a
+//! damaged object is named and fails the check, the store is not changed
+//! by checking it, and a check runs while the daemon captures.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use ckpt_e2e::*;
+
+/// Incompressible bytes (a small LCG), so the file is stored as an object
+/// file rather than inline in the database.
+fn noise(len: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed;
+    (0..len)
+        .map(|_| {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (x >> 56) as u8
+        })
+        .collect()
+}
+
+/// A watched project with a turn, a rewind and a redo behind it; returns
+/// it and its store directory.
+fn project_with_history(env: &Env) -> (PathBuf, PathBuf) {
+    let big = noise(300 << 10, 7);
+    let proj = env.git_repo(
+        "app",
+        &[
+            ("a.txt", b"a\n"),
+            ("src/lib.rs", b"pub fn f() {}\n"),
+            ("big.bin", &big),
+        ],
+    );
+    let id = env.ctl_json(&proj, &["watch"])["id"]
+        .as_str()
+        .expect("watch names the project's id")
+        .to_string();
+    env.ctl_ok(&proj, &["turn-start", "--label", "edit"]);
+    sh(
+        &proj,
+        "echo b >> a.txt && echo 'pub fn g() {}' > src/g.rs && rm src/lib.rs",
+    );
+    env.ctl_ok(&proj, &["turn-end"]);
+    env.ctl_ok(&proj, &["rewind", "1"]);
+    env.ctl_ok(&proj, &["redo"]);
+    (proj, env.data.join("projects").join(id))
+}
+
+/// The object files of a store (`objects/<2 hex>/<62 hex>`), by blob hash.
+fn object_files(store: &Path) -> BTreeMap<String, PathBuf> {
+    let mut out = BTreeMap::new();
+    for fan in std::fs::read_dir(store.join("objects")).expect("objects dir") {
+        let fan = fan.expect("entry").path();
+        for f in std::fs::read_dir(&fan).expect("fan dir") {
+            let f = f.expect("entry").path();
+            let name = |p: &Path| p.file_name().unwrap().to_string_lossy().into_owned();
+            out.insert(format!("{}{}", name(&fan), name(&f)), f);
+        }
+    }
+    out
+}
+
+/// Every file of the store, byte for byte, except SQLite's shared-memory
+/// index (readers write their read marks there by design).
+fn store_bytes(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).expect("read_dir") {
+            let p = e.expect("entry").path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if !p.to_string_lossy().ends_with("-shm") {
+                out.insert(p.clone(), std::fs::read(&p).expect("read"));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn fsck_passes_a_sound_store_without_changing_it_and_names_a_corrupt_object() {
+    let env = Env::new();
+    let _d = env.start_daemon();
+    let (proj, store) = project_with_history(&env);
+    env.ctl_ok(&proj, &["sync"]);
+
+    let before = store_bytes(&store);
+    let text = env.ctl_ok(&proj, &["fsck"]);
+    assert!(text.contains(": ok"), "{text}");
+    let doc = env.ctl_json(&proj, &["fsck"]);
+    assert_eq!(doc["ok"], true, "{doc}");
+    assert_eq!(doc["problems"].as_array().unwrap().len(), 0, "{doc}");
+    assert!(doc["project"].as_str().unwrap().ends_with("/app"), "{doc}");
+    for field in [
+        "blobs",
+        "packs",
+        "objects",
+        "cache_rows",
+        "turn_entries",
+        "rewind_actions",
+    ] {
+        assert!(
+            doc["checked"][field].as_u64().unwrap() > 0,
+            "{field}: {doc}"
+        );
+    }
+    assert_eq!(before, store_bytes(&store), "fsck changed the store");
+
+    // Damage the object file of big.bin's content: one byte.
+    let objects = object_files(&store);
+    let (hash, path) = objects.iter().next().expect("big.bin is an object file");
+    let mut bytes = std::fs::read(path).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0x01;
+    std::fs::write(path, &bytes).unwrap();
+
+    let out = env.ctl(&proj, &["fsck"]);
+    assert_eq!(out.code(), 1, "{out:?}");
+    assert!(
+        out.stdout.contains("corrupt_blob") && out.stdout.contains(hash.as_str()),
+        "names the blob: {out:?}"
+    );
+    let out = env.ctl(&proj, &["fsck", "--json"]);
+    assert_eq!(out.code(), 1, "{out:?}");
+    let doc = out.json();
+    assert_eq!(doc["ok"], false);
+    let subject = format!("blob {hash}");
+    assert!(
+        doc["problems"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p["kind"] == "corrupt_blob" && p["subject"] == subject.as_str()),
+        "{doc}"
+    );
+
+    // Gone altogether: a missing object, named with its file.
+    std::fs::remove_file(path).unwrap();
+    let out = env.ctl(&proj, &["fsck", "--json"]);
+    assert_eq!(out.code(), 1, "{out:?}");
+    let doc = out.json();
+    let missing = doc["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["kind"] == "missing_object" && p["subject"] == subject.as_str())
+        .unwrap_or_else(|| panic!("{doc}"))
+        .clone();
+    assert!(
+        missing["detail"].as_str().unwrap().contains(&hash[2..]),
+        "{missing}"
+    );
+    assert!(!path.exists(), "fsck repairs nothing");
+}
+
+#[test]
+fn fsck_runs_while_the_daemon_captures() {
+    let env = Env::new();
+    let _d = env.start_daemon();
+    let (proj, _store) = project_with_history(&env);
+    env.ctl_ok(&proj, &["turn-start", "--label", "while checking"]);
+    const FILES: usize = 1500;
+    let writer = {
+        let proj = proj.clone();
+        std::thread::spawn(move || {
+            for i in 0..FILES {
+                let dir = proj.join(format!("gen/{}", i % 10));
+                std::fs::create_dir_all(&dir).unwrap();
+                let line = format!("line of file {i}\n");
+                std::fs::write(dir.join(format!("f{i}.txt")), line.repeat(1 + i % 200)).unwrap();
+            }
+        })
+    };
+    let mut runs = 0;
+    while !writer.is_finished() || runs < 3 {
+        let doc = env.ctl_json(&proj, &["fsck"]);
+        assert_eq!(doc["ok"], true, "{doc}");
+        runs += 1;
+    }
+    writer.join().unwrap();
+    eprintln!("{runs} fsck runs while {FILES} files were written");
+    let ended = env.ctl_json(&proj, &["turn-end"]);
+    assert!(
+        ended["turn"]["entries"].as_array().unwrap().len() >= FILES,
+        "the capture went on: {ended}"
+    );
+    let doc = env.ctl_json(&proj, &["fsck"]);
+    assert_eq!(doc["ok"], true, "{doc}");
+    assert!(
+        doc["checked"]["turn_entries"].as_u64().unwrap() >= FILES as u64,
+        "{doc}"
+    );
+}
