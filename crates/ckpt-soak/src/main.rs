@@ -66,6 +66,10 @@ struct Args {
     /// Print every sequence's operations, not only failing ones'.
     #[arg(long)]
     print_log: bool,
+    /// Faults five times as often inside turns, most of them inotify
+    /// overflows (what happens right after a rescan).
+    #[arg(long)]
+    stress_overflow: bool,
     /// Keep the temp dir (project, daemon data and log) of failing sequences.
     #[arg(long)]
     keep_failed: bool,
@@ -173,6 +177,7 @@ fn run(args: &Args) -> anyhow::Result<u64> {
         fsck: !args.no_fsck,
         queue,
         spare_rewinds: args.spare_rewinds,
+        stress_overflow: args.stress_overflow,
     };
     let master = args.master_seed.unwrap_or_else(|| {
         std::time::SystemTime::now()

@@ -52,6 +52,8 @@ pub struct Options {
     /// Let requests meant to be killed mid-way finish instead (same random
     /// draws): tells a recovery bug from a plan that differs anyway.
     pub spare_rewinds: bool,
+    /// Many more faults in turns, most of them overflows.
+    pub stress_overflow: bool,
 }
 
 pub struct Seq<'a> {
@@ -167,7 +169,8 @@ impl<'a> Seq<'a> {
         let was_rewound = std::mem::take(&mut self.just_rewound);
         let choice = if self.open.is_some() {
             // edit, turn-end, turn-start, rewind, redo, fault
-            self.rng.weighted(&[60, 14, 3, 4, 2, 4])
+            let fault = if self.opts.stress_overflow { 20 } else { 4 };
+            self.rng.weighted(&[60, 14, 3, 4, 2, fault])
         } else {
             let redo = if was_rewound { 40 } else { 5 };
             match self.rng.weighted(&[30, 18, 14, redo, 4]) {
@@ -563,7 +566,11 @@ impl<'a> Seq<'a> {
     }
 
     fn fault(&mut self) -> anyhow::Result<()> {
-        let overflow = if self.opts.queue.is_some() { 1 } else { 0 };
+        let overflow = match (self.opts.queue, self.opts.stress_overflow) {
+            (None, _) => 0,
+            (Some(_), false) => 1,
+            (Some(_), true) => 30,
+        };
         match self.rng.weighted(&[4, 2, 3, 2, overflow, 2, 2]) {
             0 => self.kill_idle(),
             1 => self.kill_in_burst(),
