@@ -94,12 +94,15 @@ fn build_next_to_us(profile_dir: &std::path::Path) -> anyhow::Result<()> {
     let Some(cargo) = std::env::var_os("CARGO") else {
         return Ok(());
     };
-    // `<target>/<profile>` or `<target>/<triple>/<profile>`; cargo tags
-    // the target dir.
+    // `<target>/<profile>` or `<target>/<triple>/<profile>`. Cargo tags the
+    // target dir, and newer versions `<triple>/` too: the outer one is it
+    // (else the build lands in `<triple>/<triple>/` and we test stale ones).
     let Some(target_dir) = profile_dir
         .ancestors()
         .skip(1)
-        .find(|d| d.join("CACHEDIR.TAG").is_file())
+        .take(2)
+        .filter(|d| d.join("CACHEDIR.TAG").is_file())
+        .last()
     else {
         return Ok(());
     };
