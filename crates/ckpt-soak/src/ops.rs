@@ -1,0 +1,694 @@
+//! Edits to the project, made for real (std::fs or a shell tool through
+//! `sh -c`) and applied to the model in the same step.
+//!
+//! Every edit acts only on what the model says is there and never writes
+//! through a symlink, so the model stays exact without reading the disk.
+
+use std::ffi::OsStr;
+use std::io::Write;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use anyhow::{bail, Context};
+
+use crate::rng::Rng;
+use crate::tree::{self, join, parent, show, Node, Tree};
+
+/// Names are drawn from one small pool for files and directories alike, so
+/// a name often comes back as the other kind: the planner's parent handling
+/// is where bugs live.
+const NAMES: &[&[u8]] = &[
+    b"a",
+    b"b",
+    b"src",
+    b"lib",
+    b"docs",
+    b"x y",
+    b"\xc3\xbcn\xc3\xaf",
+    b"-d",
+    b"data",
+    b"f.txt",
+    b"main.rs",
+    b"notes md",
+    b"-n",
+    b"odd\xffbyte",
+    b"q'uote",
+    b"$x",
+    b"*",
+    b".hidden",
+    b"a.b.c",
+    b"tab\there",
+];
+
+const WORDS: &[&str] = &[
+    "alpha",
+    "beta",
+    "gamma",
+    "fn main()",
+    "{",
+    "}",
+    "let a = 1;",
+    "abc",
+    "banana",
+    "TODO",
+];
+
+/// The project on disk and its model.
+pub struct Project {
+    pub root: PathBuf,
+    pub tree: Tree,
+}
+
+impl Project {
+    pub fn full(&self, p: &[u8]) -> PathBuf {
+        self.root.join(OsStr::from_bytes(p))
+    }
+
+    /// A path as a shell argument: `./p`, so a leading dash is no option.
+    fn arg(p: &[u8]) -> PathBuf {
+        let mut v = b"./".to_vec();
+        v.extend_from_slice(p);
+        PathBuf::from(OsStr::from_bytes(&v))
+    }
+
+    /// `sh -c script sh args...` in the project, optional stdin; must succeed.
+    fn sh(&self, script: &str, args: &[&[u8]], stdin: Option<&[u8]>) -> anyhow::Result<()> {
+        let mut cmd = Command::new("sh");
+        cmd.arg("-c")
+            .arg(script)
+            .arg("sh")
+            .args(args.iter().map(|a| Project::arg(a)))
+            .current_dir(&self.root)
+            .env("LC_ALL", "C")
+            .stdin(if stdin.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().context("spawning sh")?;
+        if let (Some(bytes), Some(mut w)) = (stdin, child.stdin.take()) {
+            w.write_all(bytes).context("writing to sh")?;
+        }
+        let out = child.wait_with_output().context("waiting for sh")?;
+        if !out.status.success() {
+            bail!(
+                "sh -c {script:?} {:?} failed ({}): {}",
+                args.iter().map(|a| show(a)).collect::<Vec<_>>(),
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        Ok(())
+    }
+
+    fn dirs(&self) -> Vec<Vec<u8>> {
+        let mut v: Vec<Vec<u8>> = vec![Vec::new()];
+        v.extend(
+            self.tree
+                .iter()
+                .filter(|(k, n)| n.is_dir() && !tree::uncaptured(k))
+                .map(|(k, _)| k.clone()),
+        );
+        v
+    }
+
+    fn files(&self) -> Vec<Vec<u8>> {
+        self.tree
+            .iter()
+            .filter(|(k, n)| matches!(n, Node::File { .. }) && !tree::uncaptured(k))
+            .map(|(k, _)| k.clone())
+            .collect()
+    }
+
+    fn of_kind(&self, f: impl Fn(&Node) -> bool) -> Vec<Vec<u8>> {
+        self.tree
+            .iter()
+            .filter(|(k, n)| f(n) && !tree::uncaptured(k))
+            .map(|(k, _)| k.clone())
+            .collect()
+    }
+
+    /// A path that does not exist, in an existing directory.
+    fn new_path(&self, rng: &mut Rng) -> Option<Vec<u8>> {
+        let dirs = self.dirs();
+        for _ in 0..6 {
+            let d = rng.pick(&dirs)?.clone();
+            let name = rng.pick(NAMES)?;
+            let p = join(&d, name);
+            if !self.tree.contains_key(&p) {
+                return Some(p);
+            }
+        }
+        None
+    }
+}
+
+/// File content of a random sort: text (with `a`s for `sed`), binary with
+/// NULs and high bytes, empty, or now and then large.
+pub fn content(rng: &mut Rng) -> Vec<u8> {
+    match rng.weighted(&[60, 20, 8, 2]) {
+        0 => {
+            let mut s = String::new();
+            for _ in 0..rng.range(1, 8) {
+                for _ in 0..rng.range(1, 5) {
+                    s.push_str(rng.pick(WORDS).copied().unwrap_or("a"));
+                    s.push(' ');
+                }
+                s.push('\n');
+            }
+            if rng.chance(20) {
+                s.pop();
+            }
+            s.into_bytes()
+        }
+        1 => (0..rng.range(1, 300)).map(|_| rng.u64() as u8).collect(),
+        2 => Vec::new(),
+        _ => {
+            let n = rng.range(70_000, 200_000);
+            let seed = rng.u64();
+            (0..n)
+                .map(|i| b"abcdefgh \n"[((i as u64 ^ seed) % 10) as usize])
+                .collect()
+        }
+    }
+}
+
+/// One random edit, made for real and in the model; returns its log line,
+/// or `None` when nothing fitting was found.
+pub fn random_edit(p: &mut Project, rng: &mut Rng) -> anyhow::Result<Option<String>> {
+    let big = p.tree.len() > 400;
+    let rm = if big { 20 } else { 5 };
+    let weights = [
+        12,                      // 0 create
+        10,                      // 1 overwrite
+        8,                       // 2 append
+        3,                       // 3 truncate
+        6,                       // 4 sed -i
+        6,                       // 5 atomic save
+        5,                       // 6 mv file
+        5,                       // 7 mv dir
+        rm,                      // 8 rm file/symlink
+        rm,                      // 9 rm -rf dir
+        6,                       // 10 mkdir -p deep
+        5,                       // 11 symlink
+        4,                       // 12 chmod
+        3,                       // 13 made and removed
+        if big { 0 } else { 2 }, // 14 burst
+        4,                       // 15 dir -> file
+        4,                       // 16 file -> dir
+        rm,                      // 17 rm -rf a middle level
+        3,                       // 18 mkdir empty
+        2,                       // 19 npm install: an uncaptured node_modules
+    ];
+    let shell = rng.chance(50);
+    let how = if shell { "sh" } else { "fs" };
+    Ok(match rng.weighted(&weights) {
+        0 => {
+            let Some(path) = p.new_path(rng) else {
+                return Ok(None);
+            };
+            let bytes = content(rng);
+            if shell {
+                p.sh("cat > \"$1\"", &[&path], Some(&bytes))?;
+            } else {
+                write(&p.full(&path), &bytes)?;
+            }
+            p.tree.insert(path.clone(), Node::file(&bytes, 0o644));
+            Some(format!(
+                "{how}: create {} ({} bytes)",
+                show(&path),
+                bytes.len()
+            ))
+        }
+        1..=3 => {
+            let files = p.files();
+            let Some(path) = rng.pick(&files).cloned() else {
+                return Ok(None);
+            };
+            let Some(Node::File { bytes: old, mode }) = p.tree.get(&path).cloned() else {
+                return Ok(None);
+            };
+            let (new, what) = match rng.below(3) {
+                0 => (content(rng), "overwrite"),
+                1 => {
+                    let mut v = old.to_vec();
+                    v.extend_from_slice(&content(rng));
+                    (v, "append")
+                }
+                _ => (
+                    old[..rng.below(old.len() + 1).min(old.len())].to_vec(),
+                    "truncate",
+                ),
+            };
+            match (what, shell) {
+                ("append", true) => p.sh("cat >> \"$1\"", &[&path], Some(&new[old.len()..]))?,
+                ("truncate", true) => {
+                    p.sh(&format!("truncate -s {} \"$1\"", new.len()), &[&path], None)?
+                }
+                (_, true) => p.sh("cat > \"$1\"", &[&path], Some(&new))?,
+                ("truncate", false) => {
+                    let f = std::fs::OpenOptions::new()
+                        .write(true)
+                        .open(p.full(&path))
+                        .with_context(|| format!("open {}", show(&path)))?;
+                    f.set_len(new.len() as u64)
+                        .with_context(|| format!("truncate {}", show(&path)))?;
+                }
+                (_, false) => write(&p.full(&path), &new)?,
+            }
+            p.tree.insert(path.clone(), Node::file(&new, mode));
+            Some(format!(
+                "{how}: {what} {} ({} bytes)",
+                show(&path),
+                new.len()
+            ))
+        }
+        4 => {
+            let files = p.files();
+            let Some(path) = rng.pick(&files).cloned() else {
+                return Ok(None);
+            };
+            let Some(Node::File { bytes: old, mode }) = p.tree.get(&path).cloned() else {
+                return Ok(None);
+            };
+            p.sh("sed -i 's/a/X/g' \"$1\"", &[&path], None)?;
+            let new: Vec<u8> = old
+                .iter()
+                .map(|&b| if b == b'a' { b'X' } else { b })
+                .collect();
+            p.tree.insert(path.clone(), Node::file(&new, mode));
+            Some(format!("sh: sed -i s/a/X/g {}", show(&path)))
+        }
+        5 => {
+            let files = p.files();
+            let Some(path) = rng.pick(&files).cloned() else {
+                return Ok(None);
+            };
+            let tmp = join(parent(&path).unwrap_or(b""), b".save~tmp");
+            if p.tree.contains_key(&tmp) {
+                return Ok(None);
+            }
+            let bytes = content(rng);
+            if shell {
+                p.sh(
+                    "cat > \"$1\" && mv -f \"$1\" \"$2\"",
+                    &[&tmp, &path],
+                    Some(&bytes),
+                )?;
+            } else {
+                write(&p.full(&tmp), &bytes)?;
+                std::fs::rename(p.full(&tmp), p.full(&path))
+                    .with_context(|| format!("rename over {}", show(&path)))?;
+            }
+            p.tree.insert(path.clone(), Node::file(&bytes, 0o644));
+            Some(format!(
+                "{how}: atomic save of {} (temp + rename)",
+                show(&path)
+            ))
+        }
+        6 => {
+            let srcs = p.of_kind(|n| !n.is_dir());
+            let Some(src) = rng.pick(&srcs).cloned() else {
+                return Ok(None);
+            };
+            // Onto another file now and then: mv replaces it.
+            // (Never a link onto a file: it may be its own target, which
+            // mv refuses.)
+            let is_link = matches!(p.tree.get(&src), Some(Node::Symlink { .. }));
+            let dst = if rng.chance(25) {
+                match rng.pick(&p.files()).cloned() {
+                    Some(d) if d != src && !is_link => d,
+                    _ => return Ok(None),
+                }
+            } else {
+                match p.new_path(rng) {
+                    Some(d) => d,
+                    None => return Ok(None),
+                }
+            };
+            mv(p, &src, &dst, shell)?;
+            Some(format!("{how}: mv {} {}", show(&src), show(&dst)))
+        }
+        7 => {
+            let dirs = p.of_kind(Node::is_dir);
+            let Some(src) = rng.pick(&dirs).cloned() else {
+                return Ok(None);
+            };
+            let Some(dst) = p.new_path(rng) else {
+                return Ok(None);
+            };
+            if dst == src || tree::is_below(&dst, &src) {
+                return Ok(None);
+            }
+            mv(p, &src, &dst, shell)?;
+            Some(format!("{how}: mv dir {} {}", show(&src), show(&dst)))
+        }
+        8 => {
+            let v = p.of_kind(|n| !n.is_dir());
+            let Some(path) = rng.pick(&v).cloned() else {
+                return Ok(None);
+            };
+            if shell {
+                p.sh("rm -f \"$1\"", &[&path], None)?;
+            } else {
+                std::fs::remove_file(p.full(&path))
+                    .with_context(|| format!("rm {}", show(&path)))?;
+            }
+            p.tree.remove(&path);
+            Some(format!("{how}: rm {}", show(&path)))
+        }
+        9 => {
+            let v = p.of_kind(Node::is_dir);
+            let Some(path) = rng.pick(&v).cloned() else {
+                return Ok(None);
+            };
+            rm_rf(p, &path, shell)?;
+            Some(format!("{how}: rm -rf {}", show(&path)))
+        }
+        10 => {
+            let Some(first) = p.new_path(rng) else {
+                return Ok(None);
+            };
+            let mut path = first;
+            for _ in 0..rng.range(1, 4) {
+                path = join(&path, rng.pick(NAMES).copied().unwrap_or(b"a"));
+            }
+            if shell {
+                p.sh("mkdir -p \"$1\"", &[&path], None)?;
+            } else {
+                std::fs::create_dir_all(p.full(&path))
+                    .with_context(|| format!("mkdir -p {}", show(&path)))?;
+            }
+            let mut at = path.clone();
+            loop {
+                if p.tree.contains_key(&at) {
+                    break;
+                }
+                p.tree.insert(at.clone(), Node::Dir { mode: 0o755 });
+                match parent(&at) {
+                    Some(up) => at = up.to_vec(),
+                    None => break,
+                }
+            }
+            let f = join(&path, b"leaf.txt");
+            let bytes = content(rng);
+            write(&p.full(&f), &bytes)?;
+            p.tree.insert(f, Node::file(&bytes, 0o644));
+            Some(format!("{how}: mkdir -p {} and a file in it", show(&path)))
+        }
+        11 => {
+            // A new link, or an existing one pointed elsewhere.
+            let links = p.of_kind(|n| matches!(n, Node::Symlink { .. }));
+            let (path, replace) = if !links.is_empty() && rng.chance(35) {
+                (rng.pick(&links).cloned().unwrap_or_default(), true)
+            } else {
+                match p.new_path(rng) {
+                    Some(n) => (n, false),
+                    None => return Ok(None),
+                }
+            };
+            let target = link_target(p, rng, &path);
+            if shell {
+                // `ln` itself, not through sh: the target is raw bytes.
+                let st = Command::new("ln")
+                    .arg(if replace { "-sfn" } else { "-s" })
+                    // A target may start with a dash.
+                    .arg("--")
+                    .arg(OsStr::from_bytes(&target))
+                    .arg(Project::arg(&path))
+                    .current_dir(&p.root)
+                    .status()
+                    .context("ln -s")?;
+                if !st.success() {
+                    bail!("ln -s {} {} failed", show(&target), show(&path));
+                }
+            } else {
+                if replace {
+                    std::fs::remove_file(p.full(&path))
+                        .with_context(|| format!("rm {}", show(&path)))?;
+                }
+                std::os::unix::fs::symlink(OsStr::from_bytes(&target), p.full(&path))
+                    .with_context(|| format!("symlink {}", show(&path)))?;
+            }
+            p.tree.insert(
+                path.clone(),
+                Node::Symlink {
+                    target: target.clone(),
+                },
+            );
+            Some(format!(
+                "{how}: {} symlink {} -> {}",
+                if replace { "repoint" } else { "new" },
+                show(&path),
+                show(&target)
+            ))
+        }
+        12 => {
+            let files = p.files();
+            let Some(path) = rng.pick(&files).cloned() else {
+                return Ok(None);
+            };
+            let Some(Node::File { bytes, mode }) = p.tree.get(&path).cloned() else {
+                return Ok(None);
+            };
+            let exec = mode & 0o111 == 0;
+            let new_mode = if exec { 0o755 } else { 0o644 };
+            if shell {
+                let flag = if exec { "+x" } else { "-x" };
+                p.sh(&format!("chmod {flag} \"$1\""), &[&path], None)?;
+            } else {
+                std::fs::set_permissions(p.full(&path), std::fs::Permissions::from_mode(new_mode))
+                    .with_context(|| format!("chmod {}", show(&path)))?;
+            }
+            p.tree.insert(
+                path.clone(),
+                Node::File {
+                    bytes,
+                    mode: new_mode,
+                },
+            );
+            Some(format!(
+                "{how}: chmod {} {}",
+                if exec { "+x" } else { "-x" },
+                show(&path)
+            ))
+        }
+        13 => {
+            let Some(path) = p.new_path(rng) else {
+                return Ok(None);
+            };
+            if shell {
+                p.sh(
+                    "mkdir \"$1\" && echo t > \"$1/t\" && rm -rf \"$1\"",
+                    &[&path],
+                    None,
+                )?;
+            } else {
+                write(&p.full(&path), b"gone soon")?;
+                std::fs::remove_file(p.full(&path))
+                    .with_context(|| format!("rm {}", show(&path)))?;
+            }
+            Some(format!("{how}: made and removed {}", show(&path)))
+        }
+        14 => {
+            let Some(dir) = p.new_path(rng) else {
+                return Ok(None);
+            };
+            let n = rng.range(100, 300);
+            let subs = rng.range(1, 5);
+            std::fs::create_dir(p.full(&dir)).with_context(|| format!("mkdir {}", show(&dir)))?;
+            p.tree.insert(dir.clone(), Node::Dir { mode: 0o755 });
+            for s in 0..subs {
+                let sd = join(&dir, format!("s{s}").as_bytes());
+                std::fs::create_dir(p.full(&sd)).with_context(|| format!("mkdir {}", show(&sd)))?;
+                p.tree.insert(sd, Node::Dir { mode: 0o755 });
+            }
+            for i in 0..n {
+                let f = join(&dir, format!("s{}/f{i}", i % subs).as_bytes());
+                let bytes = format!("burst {i} {}\n", rng.u64()).into_bytes();
+                write(&p.full(&f), &bytes)?;
+                p.tree.insert(f, Node::file(&bytes, 0o644));
+            }
+            Some(format!("fs: burst of {n} files in {}", show(&dir)))
+        }
+        15 => {
+            let v = p.of_kind(Node::is_dir);
+            let Some(path) = rng.pick(&v).cloned() else {
+                return Ok(None);
+            };
+            rm_rf(p, &path, shell)?;
+            // A directory becomes a symlink (to the empty directory beside
+            // the project, or nowhere) now and then: nothing may be written
+            // through it.
+            if rng.chance(30) {
+                let depth = path.iter().filter(|&&b| b == b'/').count();
+                let mut elsewhere = b"../".repeat(depth + 1);
+                elsewhere.extend_from_slice(b"elsewhere");
+                let target = if rng.chance(50) {
+                    &elsewhere[..]
+                } else {
+                    b"gone/dir"
+                };
+                std::os::unix::fs::symlink(OsStr::from_bytes(target), p.full(&path))
+                    .with_context(|| format!("symlink {}", show(&path)))?;
+                p.tree.insert(
+                    path.clone(),
+                    Node::Symlink {
+                        target: target.to_vec(),
+                    },
+                );
+                Some(format!(
+                    "{how}: directory {} replaced by a symlink -> {}",
+                    show(&path),
+                    show(target)
+                ))
+            } else {
+                let bytes = content(rng);
+                write(&p.full(&path), &bytes)?;
+                p.tree.insert(path.clone(), Node::file(&bytes, 0o644));
+                Some(format!(
+                    "{how}: directory {} replaced by a file",
+                    show(&path)
+                ))
+            }
+        }
+        16 => {
+            let v = p.of_kind(|n| !n.is_dir());
+            let Some(path) = rng.pick(&v).cloned() else {
+                return Ok(None);
+            };
+            let child = join(&path, rng.pick(NAMES).copied().unwrap_or(b"a"));
+            let bytes = content(rng);
+            if shell {
+                p.sh(
+                    "rm -f \"$1\" && mkdir \"$1\" && cat > \"$2\"",
+                    &[&path, &child],
+                    Some(&bytes),
+                )?;
+            } else {
+                std::fs::remove_file(p.full(&path))
+                    .with_context(|| format!("rm {}", show(&path)))?;
+                std::fs::create_dir(p.full(&path))
+                    .with_context(|| format!("mkdir {}", show(&path)))?;
+                write(&p.full(&child), &bytes)?;
+            }
+            p.tree.insert(path.clone(), Node::Dir { mode: 0o755 });
+            p.tree.insert(child, Node::file(&bytes, 0o644));
+            Some(format!("{how}: {} replaced by a directory", show(&path)))
+        }
+        17 => {
+            // A directory with a parent directory and a subdirectory.
+            let v: Vec<Vec<u8>> = p
+                .of_kind(Node::is_dir)
+                .into_iter()
+                .filter(|d| parent(d).is_some())
+                .filter(|d| tree::below(&p.tree, d).any(|(_, n)| n.is_dir()))
+                .collect();
+            let Some(path) = rng.pick(&v).cloned() else {
+                return Ok(None);
+            };
+            rm_rf(p, &path, shell)?;
+            Some(format!("{how}: rm -rf middle level {}", show(&path)))
+        }
+        19 => {
+            let dirs = p.dirs();
+            let Some(d) = rng.pick(&dirs).cloned() else {
+                return Ok(None);
+            };
+            let nm = join(&d, b"node_modules");
+            if p.tree.contains_key(&nm) {
+                return Ok(None);
+            }
+            let pkg = join(&nm, b"pkg");
+            let f = join(&pkg, b"index.js");
+            let bytes = content(rng);
+            std::fs::create_dir_all(p.full(&pkg))
+                .with_context(|| format!("mkdir {}", show(&pkg)))?;
+            write(&p.full(&f), &bytes)?;
+            p.tree.insert(nm.clone(), Node::Dir { mode: 0o755 });
+            p.tree.insert(pkg, Node::Dir { mode: 0o755 });
+            p.tree.insert(f, Node::file(&bytes, 0o644));
+            Some(format!("{how}: npm install in {} (uncaptured)", show(&nm)))
+        }
+        _ => {
+            let Some(path) = p.new_path(rng) else {
+                return Ok(None);
+            };
+            std::fs::create_dir(p.full(&path)).with_context(|| format!("mkdir {}", show(&path)))?;
+            p.tree.insert(path.clone(), Node::Dir { mode: 0o755 });
+            Some(format!("fs: mkdir {}", show(&path)))
+        }
+    })
+}
+
+fn write(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    std::fs::write(path, bytes).with_context(|| format!("write {}", path.display()))
+}
+
+fn mv(p: &mut Project, src: &[u8], dst: &[u8], shell: bool) -> anyhow::Result<()> {
+    if shell {
+        p.sh("mv -f -T \"$1\" \"$2\"", &[src, dst], None)?;
+    } else {
+        std::fs::rename(p.full(src), p.full(dst))
+            .with_context(|| format!("mv {} {}", show(src), show(dst)))?;
+    }
+    tree::rename(&mut p.tree, src, dst);
+    Ok(())
+}
+
+fn rm_rf(p: &mut Project, path: &[u8], shell: bool) -> anyhow::Result<()> {
+    if shell {
+        p.sh("rm -rf \"$1\"", &[path], None)?;
+    } else {
+        std::fs::remove_dir_all(p.full(path)).with_context(|| format!("rm -rf {}", show(path)))?;
+    }
+    tree::remove_all(&mut p.tree, path);
+    Ok(())
+}
+
+/// A symlink target for a link at `at`: a file of the tree (relative), the
+/// file outside the project, or nothing at all.
+fn link_target(p: &Project, rng: &mut Rng, at: &[u8]) -> Vec<u8> {
+    let depth = at.iter().filter(|&&b| b == b'/').count();
+    let mut up = b"../".repeat(depth);
+    match rng.below(4) {
+        0 => match rng.pick(&p.files()) {
+            Some(f) => {
+                up.extend_from_slice(f);
+                up
+            }
+            None => b"missing/nowhere".to_vec(),
+        },
+        1 => {
+            up.extend_from_slice(b"../outside.txt");
+            up
+        }
+        2 => b"missing/nowhere".to_vec(),
+        _ => b"/nonexistent/abs".to_vec(),
+    }
+}
+
+/// A starting tree: a few nested directories, files, an executable and a
+/// symlink, written straight to disk before the project is watched.
+pub fn seed_tree(p: &mut Project, rng: &mut Rng) -> anyhow::Result<()> {
+    for _ in 0..rng.range(3, 12) {
+        // Mostly the edits that build something.
+        let _ = random_edit_kind(p, rng)?;
+    }
+    Ok(())
+}
+
+fn random_edit_kind(p: &mut Project, rng: &mut Rng) -> anyhow::Result<Option<String>> {
+    loop {
+        // Only kinds that add, so the start is never empty for long.
+        let before = p.tree.len();
+        let line = random_edit(p, rng)?;
+        if p.tree.len() >= before {
+            return Ok(line);
+        }
+    }
+}
