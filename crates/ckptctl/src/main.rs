@@ -29,6 +29,13 @@ use crate::client::DaemonError;
 pub const EXIT_CONFLICTS: u8 = 3;
 
 fn main() -> ExitCode {
+    // Like other Unix tools, end quietly when the reader of our output goes
+    // away (`ckptctl log | head`) instead of panicking on the write. The
+    // request has been answered by then: nothing is cut short.
+    // SAFETY: at start-up, before any thread exists.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = cli::Cli::parse();
     let json = cli.global.json;
     match commands::run(cli) {
