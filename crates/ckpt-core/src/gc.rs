@@ -73,10 +73,17 @@ mod tests {
 
     use crate::model::{Retention, RewindOptions, RewindOutcome, TurnMeta};
     use crate::project::tests::reconciled;
+    use crate::project::Project;
 
-    #[test]
-    fn gc_drops_old_turns_and_their_blobs_but_keeps_what_is_live() {
-        let (_tmp, root, mut p) = reconciled(&[("f", "v0")]);
+    const KEEP_ONE: Retention = Retention {
+        keep_turns: 1,
+        max_age_secs: 0,
+        grace_secs: 0,
+    };
+
+    /// A project whose one file `f` is `v0`, then `v1`..`v3` in three turns.
+    fn three_turns() -> (tempfile::TempDir, std::path::PathBuf, Project, Vec<i64>) {
+        let (tmp, root, mut p) = reconciled(&[("f", "v0")]);
         let mut turns = Vec::new();
         for v in 1..=3 {
             turns.push(p.turn_start(TurnMeta::default()).unwrap());
@@ -84,12 +91,14 @@ mod tests {
             p.reconcile().unwrap();
             p.turn_end().unwrap();
         }
+        (tmp, root, p, turns)
+    }
+
+    #[test]
+    fn gc_drops_old_turns_and_their_blobs_but_keeps_what_is_live() {
+        let (_tmp, root, mut p, turns) = three_turns();
         let blobs_before = p.status().unwrap().blobs;
-        let policy = Retention {
-            keep_turns: 1,
-            max_age_secs: 0,
-            grace_secs: 0,
-        };
+        let policy = KEEP_ONE;
         let report = p.gc(&policy).unwrap();
         assert_eq!(report.turns_dropped, 2);
         // v0 and v1 were only pre-images of dropped turns.
@@ -106,21 +115,10 @@ mod tests {
     /// still marked rewound, so its rewind stays and can be redone.
     #[test]
     fn gc_keeps_a_rewind_whose_turns_it_keeps() {
-        let (tmp, root, mut p) = reconciled(&[("f", "v0")]);
-        let mut turns = Vec::new();
-        for v in 1..=3 {
-            turns.push(p.turn_start(TurnMeta::default()).unwrap());
-            fs::write(root.join("f"), format!("v{v}")).unwrap();
-            p.reconcile().unwrap();
-            p.turn_end().unwrap();
-        }
+        let (tmp, root, mut p, turns) = three_turns();
         let out = p.rewind(turns[1], RewindOptions::default()).unwrap();
         assert!(matches!(out, RewindOutcome::Applied { .. }));
-        let policy = Retention {
-            keep_turns: 1,
-            max_age_secs: 0,
-            grace_secs: 0,
-        };
+        let policy = KEEP_ONE;
         assert_eq!(p.gc(&policy).unwrap().turns_dropped, 2);
         let report =
             crate::fsck(&tmp.path().join("store"), &crate::FsckOptions::default()).unwrap();
