@@ -86,8 +86,8 @@ impl Project {
         }
         let mut known =
             self.recheck_touched(touched.keys().cloned().collect(), opts.after_barrier)?;
-        let wanted = db::reading(&self.conn, || {
-            touched
+        let plan = db::reading(&self.conn, || {
+            let wanted = touched
                 .into_iter()
                 .map(|(path, (target, expected))| {
                     let current = known
@@ -100,17 +100,9 @@ impl Project {
                         expected,
                     })
                 })
-                .collect::<Result<Vec<_>>>()
-        })?;
-        let plan = db::reading(&self.conn, || {
-            plan::plan(
-                &self.tree(),
-                Kind::Rewind,
-                turn,
-                live.clone(),
-                wanted,
-                opts.force,
-            )
+                .collect::<Result<Vec<_>>>()?;
+            let turns = live.clone();
+            plan::plan(&self.tree(), Kind::Rewind, turn, turns, wanted, opts.force)
         })?;
         if opts.dry_run {
             return Ok(RewindOutcome::DryRun(plan));
