@@ -159,10 +159,10 @@ impl<T: Tree> Planner<'_, T> {
     /// R3: paths now inside a directory the plan takes away that it does not
     /// remove. A redo is blocked by them instead (R5 finds them).
     fn held_paths(&self) -> Result<Vec<Conflict>> {
-        let mut out: BTreeMap<RelPath, Conflict> = BTreeMap::new();
         if self.kind == Kind::Redo {
             return Ok(Vec::new());
         }
+        let mut out: BTreeMap<RelPath, Conflict> = BTreeMap::new();
         for a in self.actions.values().filter(|a| removes_dir(a)) {
             for (child, state) in self.tree.below(&a.path)? {
                 if !self.ends_absent(&child) && !self.conflicts.contains_key(&child) {

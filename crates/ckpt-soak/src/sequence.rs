@@ -335,16 +335,7 @@ impl<'a> Seq<'a> {
         self.stats.rewinds += 1;
         self.judge(&what, &c, &e, false, dry)?;
         if e.refused && !dry && self.rng.chance(70) {
-            let e = rules::rewind(&self.proj.tree, &self.turns, n, true);
-            let what = format!("rewind {n} --force");
-            let c = self.call(&[
-                "--json".into(),
-                "rewind".into(),
-                n.to_string(),
-                "--force".into(),
-            ])?;
-            self.stats.rewinds += 1;
-            self.judge(&what, &c, &e, false, false)?;
+            self.forced_rewind(n, "")?;
         }
         Ok(())
     }
@@ -389,6 +380,21 @@ impl<'a> Seq<'a> {
 
     /// Checks a rewind or redo reply and the tree against the contract,
     /// and moves the model on when it was applied.
+    /// `rewind N --force`, judged against the model's forced plan.
+    fn forced_rewind(&mut self, n: i64, note: &str) -> anyhow::Result<()> {
+        let e = rules::rewind(&self.proj.tree, &self.turns, n, true);
+        let what = format!("rewind {n} --force{note}");
+        let args = [
+            "--json".into(),
+            "rewind".into(),
+            n.to_string(),
+            "--force".into(),
+        ];
+        let c = self.call(&args)?;
+        self.stats.rewinds += 1;
+        self.judge(&what, &c, &e, false, false)
+    }
+
     fn judge(
         &mut self,
         what: &str,
@@ -939,16 +945,7 @@ impl<'a> Seq<'a> {
         }
         if let Some(first) = self.live().first().copied() {
             self.check_model("the final rewind")?;
-            let e = rules::rewind(&self.proj.tree, &self.turns, first, true);
-            let what = format!("rewind {first} --force (final)");
-            let c = self.call(&[
-                "--json".into(),
-                "rewind".into(),
-                first.to_string(),
-                "--force".into(),
-            ])?;
-            self.stats.rewinds += 1;
-            self.judge(&what, &c, &e, false, false)?;
+            self.forced_rewind(first, " (final)")?;
             if let Some(last) = self.applied.last().cloned() {
                 let e = rules::redo(&self.proj.tree, &last, false);
                 let c = self.call(&["--json".into(), "redo".into()])?;
