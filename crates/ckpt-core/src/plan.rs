@@ -69,6 +69,9 @@ struct Planner<'t, T: Tree> {
     /// Per directory that must end a directory: `None` if it will, else the
     /// non-directory above (or at) it that blocks it.
     dir_ok: HashMap<RelPath, Option<RelPath>>,
+    /// What is now below each directory the plan takes away, read once
+    /// for R3 and R5 (R4 only drops such actions, never adds one).
+    below: HashMap<RelPath, Vec<(RelPath, State)>>,
 }
 
 /// Plans bringing every `wanted` path to its target. `turn` and `turns`
@@ -88,12 +91,14 @@ pub(crate) fn plan(
         conflicts: BTreeMap::new(),
         notes: Vec::new(),
         dir_ok: HashMap::new(),
+        below: HashMap::new(),
     };
     let mut skipped = Vec::new();
     for w in wanted {
         p.path(w, force, &mut skipped);
     }
-    let dir_conflicts = if force { Vec::new() } else { p.held_paths()? };
+    p.read_below()?;
+    let dir_conflicts = if force { Vec::new() } else { p.held_paths() };
     p.parents()?;
     p.empty_dirs()?;
     // A conflict on a path the plan no longer changes overwrites nothing.
@@ -158,23 +163,30 @@ impl<T: Tree> Planner<'_, T> {
 
     /// R3: paths now inside a directory the plan takes away that it does not
     /// remove. A redo is blocked by them instead (R5 finds them).
-    fn held_paths(&self) -> Result<Vec<Conflict>> {
+    fn read_below(&mut self) -> Result<()> {
+        for a in self.actions.values().filter(|a| removes_dir(a)) {
+            self.below.insert(a.path.clone(), self.tree.below(&a.path)?);
+        }
+        Ok(())
+    }
+
+    fn held_paths(&self) -> Vec<Conflict> {
         if self.kind == Kind::Redo {
-            return Ok(Vec::new());
+            return Vec::new();
         }
         let mut out: BTreeMap<RelPath, Conflict> = BTreeMap::new();
         for a in self.actions.values().filter(|a| removes_dir(a)) {
-            for (child, state) in self.tree.below(&a.path)? {
-                if !self.ends_absent(&child) && !self.conflicts.contains_key(&child) {
+            for (child, state) in &self.below[&a.path] {
+                if !self.ends_absent(child) && !self.conflicts.contains_key(child) {
                     out.entry(child.clone()).or_insert(Conflict {
-                        path: child,
+                        path: child.clone(),
                         expected: State::Absent,
-                        current: state,
+                        current: state.clone(),
                     });
                 }
             }
         }
-        Ok(out.into_values().collect())
+        out.into_values().collect()
     }
 
     fn ends_absent(&self, path: &RelPath) -> bool {
@@ -249,10 +261,8 @@ impl<T: Tree> Planner<'_, T> {
     fn empty_dirs(&mut self) -> Result<()> {
         let mut keep: Vec<(RelPath, String)> = Vec::new();
         for a in self.actions.values().filter(|a| removes_dir(a)) {
-            let held = self
-                .tree
-                .below(&a.path)?
-                .into_iter()
+            let held = self.below[&a.path]
+                .iter()
                 .find(|(child, _)| !self.ends_absent(child));
             if let Some((child, _)) = held {
                 let why = format!("kept: it holds {child}, which this does not remove");
