@@ -265,9 +265,7 @@ fn real_main() -> Result<bool> {
 
     let mut res = Results::default();
     if mount.as_ref().is_some_and(|m| m.discards()) {
-        // Measured on such a VM: git-kept's fulltree rewind took 1.4-5.3 s,
-        // mostly blocked in blkdev_issue_discard, against 0.8-1.1 s on an
-        // ext4 without discard (README, "Performance").
+        // git's checkout blocks in blkdev_issue_discard there (docs/performance.md).
         res.note(format!(
             "the work dir's filesystem is mounted with `discard` ({fs_line}): a process that \
              frees blocks waits for the device to discard them. git's checkout unlinks the files \
