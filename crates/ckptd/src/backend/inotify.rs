@@ -22,7 +22,7 @@ use notify::event::{
 };
 use notify::{Event, EventKind};
 
-use crate::handle::lock;
+use crate::mutex::lock;
 use crate::pathmap::PathMap;
 
 /// Changes only: no open, read or close-without-write events (every read

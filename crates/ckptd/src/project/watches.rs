@@ -1,0 +1,257 @@
+//! The directories watched for a project: one non-recursive watch per
+//! captured directory, so excluded trees (`.git`, `node_modules`, tagged
+//! build directories, `.ckptignore` matches) cost no watch and send no
+//! events.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use ckpt_core::RelPath;
+
+use super::ProjectHandle;
+use crate::backend::{self, Backend};
+use crate::mutex::lock;
+use crate::pathmap::PathMap;
+
+/// The file that tags a cache or build directory (the core excludes such
+/// directories; its walk applies the same test).
+const CACHE_TAG: &str = "CACHEDIR.TAG";
+
+/// The directories of a project that have a watch, and the backend to add
+/// more with. Never held while calling the backend: the backend's thread
+/// runs the router, which updates `dirs`.
+#[derive(Default)]
+pub(super) struct DirWatches {
+    backend: Option<Arc<Backend>>,
+    /// Absolute paths, root included.
+    dirs: PathMap<()>,
+}
+
+/// Whether a directory already in the watch table is watched again.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Again {
+    No,
+    /// After lost events: the table is keyed by path, and the directory at
+    /// a path may have been replaced unseen (its watch went with the old
+    /// one). Watching an inode again only returns its watch.
+    Yes,
+}
+
+impl ProjectHandle {
+    /// Watches the root and every captured directory below it (the project
+    /// must already be in the registry, so early events find it). Failures
+    /// degrade the project.
+    pub fn start_watching(&self, backend: &Arc<Backend>) {
+        lock(&self.watches).backend = Some(Arc::clone(backend));
+        let root = self.root.clone();
+        if let Err(e) = self.add_dir(backend, &root, Again::No) {
+            self.mark_degraded(backend::describe(&e), true);
+            return;
+        }
+        self.watch_below(backend, &root, Again::No);
+    }
+
+    /// Drops every watch.
+    pub fn stop_watching(&self) {
+        let (backend, dirs) = {
+            let mut w = lock(&self.watches);
+            (w.backend.take(), w.dirs.take_all())
+        };
+        if let Some(backend) = backend {
+            for (dir, ()) in &dirs {
+                backend.unwatch_dir(dir);
+            }
+        }
+    }
+
+    /// Forgets the watches of `dir` and everything below it: the backend
+    /// dropped them (the directory went away) or they are stale (one was
+    /// renamed in); the worker watches what is there again.
+    pub fn forget_watches_below(&self, dir: &Path) {
+        lock(&self.watches).dirs.remove_below(dir);
+    }
+
+    /// Adds one directory's watch unless it has one; true if it is new. A
+    /// directory that vanished or cannot be read is not an error.
+    fn add_dir(&self, backend: &Backend, abs: &Path, again: Again) -> backend::Result<bool> {
+        let known = lock(&self.watches).dirs.insert(abs, ()).is_some();
+        if known && again == Again::No {
+            return Ok(false);
+        }
+        match backend.watch_dir(abs) {
+            Ok(()) => Ok(!known),
+            Err(e) => {
+                lock(&self.watches).dirs.remove(abs);
+                if backend::nothing_to_watch(&e) {
+                    tracing::debug!(dir = %abs.display(), error = %e, "not watched");
+                    return Ok(false);
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// Watches every captured directory below `top` (already watched): each
+    /// one is watched before it is listed, so a subdirectory made meanwhile
+    /// either is listed or sends its own create event. Symlinks are never
+    /// followed; `Project::is_excluded` decides, plus the `CACHEDIR.TAG` test
+    /// the core's walk applies. Returns how many watches were added; a watch
+    /// limit degrades the project and stops.
+    fn watch_below(&self, backend: &Backend, top: &Path, again: Again) -> usize {
+        let mut added = 0;
+        let mut stack = vec![top.to_path_buf()];
+        while let Some(dir) = stack.pop() {
+            let Ok(entries) = std::fs::read_dir(&dir) else {
+                continue;
+            };
+            let mut children: Vec<(PathBuf, RelPath)> = Vec::new();
+            for entry in entries.flatten() {
+                if !entry.file_type().is_ok_and(|t| t.is_dir()) {
+                    continue;
+                }
+                let abs = entry.path();
+                if let Ok(rel) = RelPath::from_abs(&self.root, &abs) {
+                    children.push((abs, rel));
+                }
+            }
+            if children.is_empty() {
+                continue;
+            }
+            let keep = self.call(|p| {
+                Ok(children
+                    .iter()
+                    .map(|(_, rel)| !p.is_excluded(rel, true))
+                    .collect::<Vec<bool>>())
+            });
+            let Ok(keep) = keep else {
+                continue;
+            };
+            for ((abs, _), keep) in children.into_iter().zip(keep) {
+                if !keep || abs.join(CACHE_TAG).is_file() {
+                    continue;
+                }
+                match self.add_dir(backend, &abs, again) {
+                    Ok(true) => added += 1,
+                    Ok(false) => {}
+                    Err(e) => {
+                        self.watch_failed(&e);
+                        return added;
+                    }
+                }
+                stack.push(abs);
+            }
+        }
+        added
+    }
+
+    /// After the worker checked `paths`: gives every captured directory among
+    /// them (new ones, renamed-in ones, whose watches the router dropped) a
+    /// watch, with its subdirectories, and drops the watches of directories
+    /// that became excluded (a `CACHEDIR.TAG` appeared). Returns the
+    /// directories that got new watches: files made in them before the watch
+    /// existed are found by rechecking them at the next cookie.
+    pub(super) fn sync_dirs(&self, paths: &[RelPath]) -> Vec<RelPath> {
+        let Some(backend) = lock(&self.watches).backend.clone() else {
+            return Vec::new();
+        };
+        if self.scans_only() {
+            return Vec::new();
+        }
+        let mut fresh = Vec::new();
+        for rel in paths {
+            let abs = self.root.join(rel.as_path());
+            if rel.file_name() == CACHE_TAG {
+                if let Some(dir) = rel.parent() {
+                    let dir_abs = self.root.join(dir.as_path());
+                    let watched = lock(&self.watches).dirs.contains(&dir_abs);
+                    if watched
+                        && self
+                            .call(|p| Ok(p.is_excluded(&dir, true)))
+                            .unwrap_or(false)
+                    {
+                        let gone = lock(&self.watches).dirs.remove_below(&dir_abs);
+                        for (d, ()) in gone.iter().rev() {
+                            backend.unwatch_dir(d);
+                        }
+                    }
+                }
+                continue;
+            }
+            if lock(&self.watches).dirs.contains(&abs) {
+                continue;
+            }
+            if !std::fs::symlink_metadata(&abs).is_ok_and(|m| m.is_dir()) {
+                continue;
+            }
+            // Only below a watched parent: an excluded or vanished parent's
+            // children stay unwatched.
+            let parent_watched = abs
+                .parent()
+                .is_some_and(|p| lock(&self.watches).dirs.contains(p));
+            if !parent_watched
+                || abs.join(CACHE_TAG).is_file()
+                || self.call(|p| Ok(p.is_excluded(rel, true))).unwrap_or(true)
+            {
+                continue;
+            }
+            match self.add_dir(&backend, &abs, Again::No) {
+                Ok(true) => {}
+                Ok(false) => continue,
+                Err(e) => {
+                    self.watch_failed(&e);
+                    break;
+                }
+            }
+            self.watch_below(&backend, &abs, Again::No);
+            fresh.push(rel.clone());
+        }
+        fresh
+    }
+
+    /// Before a full scan: watches whatever directory lacks a watch (events
+    /// lost in an overflow may have hidden new directories).
+    pub(super) fn resync_watches(&self) {
+        let Some(backend) = lock(&self.watches).backend.clone() else {
+            return;
+        };
+        if self.scans_only() {
+            return;
+        }
+        let root = self.root.clone();
+        if !lock(&self.watches).dirs.contains(&root) {
+            return;
+        }
+        let added = self.watch_below(&backend, &root, Again::Yes);
+        if added > 0 {
+            tracing::debug!(root = %root.display(), added, "watches added after a full scan");
+        }
+    }
+
+    /// A watch could not be added (the watch limit, mostly): capture relies
+    /// on full scans from now on. Already persistently degraded: nothing
+    /// more to say (and no new scan to schedule, or scans and retries would
+    /// loop).
+    fn watch_failed(&self, e: &backend::Error) {
+        if self.scans_only() {
+            return;
+        }
+        self.mark_degraded(backend::describe(e), true);
+    }
+
+    /// Whether adding watches is pointless: the project already relies on scans.
+    fn scans_only(&self) -> bool {
+        self.degraded().is_some_and(|d| d.persistent)
+    }
+
+    /// Records a watch without asking the backend, for tests of the router.
+    #[cfg(test)]
+    pub fn note_watched(&self, abs: &Path) {
+        lock(&self.watches).dirs.insert(abs, ());
+    }
+
+    /// The watched directories, in order.
+    #[cfg(test)]
+    pub fn watched_dirs(&self) -> Vec<PathBuf> {
+        lock(&self.watches).dirs.paths()
+    }
+}
