@@ -11,7 +11,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use ckpt_core::{is_internal_name, RelPath, DEFAULT_EXCLUDES};
+use ckpt_core::{is_excluded_by_default, is_internal_name, RelPath};
 use notify::event::{AccessKind, AccessMode, CreateKind, ModifyKind, RenameMode};
 
 use crate::backend::{self, Event, EventKind};
@@ -130,16 +130,8 @@ impl Router {
             }
             return;
         }
-        let mut names = rel.split(|&b| b == b'/').peekable();
-        while let Some(name) = names.next() {
-            if name == b".git" {
-                return;
-            }
-            // A path *named* like an excluded directory is still a file we
-            // capture; only components above it exclude it.
-            if names.peek().is_some() && DEFAULT_EXCLUDES.iter().any(|e| e.as_bytes() == name) {
-                return;
-            }
+        if is_excluded_by_default(rel) {
+            return;
         }
         if let Ok(rel) = RelPath::new(rel) {
             h.enqueue(rel, recheck);

@@ -6,16 +6,12 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use ckpt_core::RelPath;
+use ckpt_core::{is_cache_dir, RelPath, CACHE_TAG};
 
 use super::ProjectHandle;
 use crate::backend::{self, Backend};
 use crate::mutex::lock;
 use crate::pathmap::PathMap;
-
-/// The file that tags a cache or build directory (the core excludes such
-/// directories; its walk applies the same test).
-const CACHE_TAG: &str = "CACHEDIR.TAG";
 
 /// The directories of a project that have a watch, and the backend to add
 /// more with. Never held while calling the backend: the backend's thread
@@ -94,8 +90,8 @@ impl ProjectHandle {
     /// Watches every captured directory below `top` (already watched): each
     /// one is watched before it is listed, so a subdirectory made meanwhile
     /// either is listed or sends its own create event. Symlinks are never
-    /// followed; `Project::is_excluded` decides, plus the `CACHEDIR.TAG` test
-    /// the core's walk applies. Returns how many watches were added; a watch
+    /// followed; the core's rules decide (`Project::is_excluded`,
+    /// `is_cache_dir`). Returns how many watches were added; a watch
     /// limit degrades the project and stops.
     fn watch_below(&self, backend: &Backend, top: &Path, again: Again) -> usize {
         let mut added = 0;
@@ -127,7 +123,7 @@ impl ProjectHandle {
                 continue;
             };
             for ((abs, _), keep) in children.into_iter().zip(keep) {
-                if !keep || abs.join(CACHE_TAG).is_file() {
+                if !keep || is_cache_dir(&abs) {
                     continue;
                 }
                 match self.add_dir(backend, &abs, again) {
@@ -189,7 +185,7 @@ impl ProjectHandle {
                 .parent()
                 .is_some_and(|p| lock(&self.watches).dirs.contains(p));
             if !parent_watched
-                || abs.join(CACHE_TAG).is_file()
+                || is_cache_dir(&abs)
                 || self.call(|p| Ok(p.is_excluded(rel, true))).unwrap_or(true)
             {
                 continue;
