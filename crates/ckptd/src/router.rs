@@ -245,7 +245,7 @@ mod tests {
             Some(&q.enqueued)
         );
         assert!(
-            q.deep.iter().any(|p| p.display() == "d"),
+            q.released.iter().any(|p| p.display() == "d"),
             "recheck queued before the cookie"
         );
         assert!(q.recheck.is_empty());

@@ -20,13 +20,13 @@ pub struct Queue {
     /// value this had when its cookie arrived.
     pub enqueued: u64,
     pub processed: u64,
-    /// New directories and renamed-in paths: checked again, with everything
-    /// below them, when the next cookie arrives, because the watcher adds
-    /// its watches on a new directory only after reporting it, and files
-    /// made in that gap send no event.
+    /// New directories, renamed-in paths and everything the watch walk
+    /// found below a new directory: checked again when the next cookie
+    /// arrives, because watches on a new directory are added only after it
+    /// was reported, and files made in that gap send no event.
     pub recheck: HashSet<RelPath>,
-    /// Rechecks released by a cookie: the worker walks each subtree.
-    pub deep: HashSet<RelPath>,
+    /// Rechecks released by a cookie, for the worker's next batch.
+    pub released: HashSet<RelPath>,
     pub cookies_expected: HashSet<OsString>,
     pub cookies_seen: HashMap<OsString, u64>,
     /// Numbers this project's cookies.
@@ -82,7 +82,7 @@ impl ProjectHandle {
         }
         let recheck = std::mem::take(&mut q.recheck);
         for p in recheck {
-            q.deep.insert(p);
+            q.released.insert(p);
             q.enqueued += 1;
         }
         let seq = q.enqueued;

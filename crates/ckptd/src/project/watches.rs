@@ -1,7 +1,9 @@
 //! The directories watched for a project: one non-recursive watch per
 //! captured directory, so excluded trees (`.git`, `node_modules`, tagged
 //! build directories, `.ckptignore` matches) cost no watch and send no
-//! events.
+//! events. A new directory is walked once, by [`ProjectHandle::sync_dirs`]:
+//! the walk adds the watches and yields every path it found, which is
+//! checked again at the next cookie.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -44,7 +46,7 @@ impl ProjectHandle {
             self.mark_degraded(backend::describe(&e), true);
             return;
         }
-        self.watch_below(backend, &root, Again::No);
+        self.watch_below(backend, &root, Again::No, None);
     }
 
     /// Drops every watch.
@@ -87,27 +89,36 @@ impl ProjectHandle {
         }
     }
 
-    /// Watches every captured directory below `top` (already watched): each
-    /// one is watched before it is listed, so a subdirectory made meanwhile
-    /// either is listed or sends its own create event. Symlinks are never
-    /// followed; the core's rules decide (`Project::is_excluded`,
-    /// `is_cache_dir`). Returns how many watches were added; a watch
-    /// limit degrades the project and stops.
-    fn watch_below(&self, backend: &Backend, top: &Path, again: Again) -> usize {
+    /// The one walk of a subtree: watches every captured directory below
+    /// `top` (already watched), each before it is listed, so a subdirectory
+    /// made meanwhile either is listed or sends its own create event. With
+    /// `found`, also collects every captured path listed (a tagged
+    /// directory itself, not what is in it), for the recheck. Symlinks are
+    /// never followed; the core's rules decide what is captured. Returns
+    /// how many watches were added; a watch limit degrades the project and
+    /// stops.
+    fn watch_below(
+        &self,
+        backend: &Backend,
+        top: &Path,
+        again: Again,
+        mut found: Option<&mut Vec<RelPath>>,
+    ) -> usize {
         let mut added = 0;
         let mut stack = vec![top.to_path_buf()];
         while let Some(dir) = stack.pop() {
             let Ok(entries) = std::fs::read_dir(&dir) else {
                 continue;
             };
-            let mut children: Vec<(PathBuf, RelPath)> = Vec::new();
+            let mut children: Vec<(PathBuf, RelPath, bool)> = Vec::new();
             for entry in entries.flatten() {
-                if !entry.file_type().is_ok_and(|t| t.is_dir()) {
+                let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
+                if !is_dir && found.is_none() {
                     continue;
                 }
                 let abs = entry.path();
                 if let Ok(rel) = RelPath::from_abs(&self.root, &abs) {
-                    children.push((abs, rel));
+                    children.push((abs, rel, is_dir));
                 }
             }
             if children.is_empty() {
@@ -116,14 +127,20 @@ impl ProjectHandle {
             let keep = self.call(|p| {
                 Ok(children
                     .iter()
-                    .map(|(_, rel)| !p.is_excluded(rel, true))
+                    .map(|(_, rel, is_dir)| !p.is_excluded(rel, *is_dir))
                     .collect::<Vec<bool>>())
             });
             let Ok(keep) = keep else {
                 continue;
             };
-            for ((abs, _), keep) in children.into_iter().zip(keep) {
-                if !keep || is_cache_dir(&abs) {
+            for ((abs, rel, is_dir), keep) in children.into_iter().zip(keep) {
+                if !keep {
+                    continue;
+                }
+                if let Some(found) = found.as_deref_mut() {
+                    found.push(rel);
+                }
+                if !is_dir || is_cache_dir(&abs) {
                     continue;
                 }
                 match self.add_dir(backend, &abs, again) {
@@ -144,8 +161,8 @@ impl ProjectHandle {
     /// them (new ones, renamed-in ones, whose watches the router dropped) a
     /// watch, with its subdirectories, and drops the watches of directories
     /// that became excluded (a `CACHEDIR.TAG` appeared). Returns the
-    /// directories that got new watches: files made in them before the watch
-    /// existed are found by rechecking them at the next cookie.
+    /// directories that got new watches and every path found below them:
+    /// files made in them before the watch existed send no event.
     pub(super) fn sync_dirs(&self, paths: &[RelPath]) -> Vec<RelPath> {
         let Some(backend) = lock(&self.watches).backend.clone() else {
             return Vec::new();
@@ -153,7 +170,7 @@ impl ProjectHandle {
         if self.scans_only() {
             return Vec::new();
         }
-        let mut fresh = Vec::new();
+        let mut found = Vec::new();
         for rel in paths {
             let abs = self.root.join(rel.as_path());
             if rel.file_name() == CACHE_TAG {
@@ -198,10 +215,10 @@ impl ProjectHandle {
                     break;
                 }
             }
-            self.watch_below(&backend, &abs, Again::No);
-            fresh.push(rel.clone());
+            found.push(rel.clone());
+            self.watch_below(&backend, &abs, Again::No, Some(&mut found));
         }
-        fresh
+        found
     }
 
     /// Before a full scan: watches whatever directory lacks a watch (events
@@ -217,7 +234,7 @@ impl ProjectHandle {
         if !lock(&self.watches).dirs.contains(&root) {
             return;
         }
-        let added = self.watch_below(&backend, &root, Again::Yes);
+        let added = self.watch_below(&backend, &root, Again::Yes, None);
         if added > 0 {
             tracing::debug!(root = %root.display(), added, "watches added after a full scan");
         }

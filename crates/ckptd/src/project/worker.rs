@@ -2,12 +2,10 @@
 //! new directories their watches, runs full scans when asked, and applies
 //! the retention policy after a batch.
 
-use std::os::unix::ffi::OsStrExt;
-use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ckpt_core::{is_internal_name, RelPath, Retention, DEFAULT_EXCLUDES};
+use ckpt_core::{RelPath, Retention};
 
 use super::ProjectHandle;
 use crate::mutex::lock;
@@ -45,7 +43,11 @@ impl ProjectHandle {
                 // No timeout: an idle daemon does not wake up. (A deleted
                 // root sends no event while we hold it open; every request
                 // checks the root instead.)
-                while q.pending.is_empty() && q.deep.is_empty() && !q.reconcile_needed && !q.stop {
+                while q.pending.is_empty()
+                    && q.released.is_empty()
+                    && !q.reconcile_needed
+                    && !q.stop
+                {
                     q = self.cond.wait(q).unwrap_or_else(|p| p.into_inner());
                 }
                 if q.stop {
@@ -53,11 +55,11 @@ impl ProjectHandle {
                 }
                 let reconcile = std::mem::take(&mut q.reconcile_needed);
                 let mut batch: Vec<RelPath> = q.pending.drain().collect();
-                let deep: Vec<RelPath> = q.deep.drain().collect();
+                let released = std::mem::take(&mut q.released);
                 let seq = q.enqueued;
                 drop(q);
                 if !reconcile {
-                    batch.extend(walk_subtrees(&self.root, deep));
+                    batch.extend(released);
                 }
                 (batch, seq, reconcile)
             };
@@ -73,12 +75,11 @@ impl ProjectHandle {
                         ),
                         Err(e) => self.capture_failed(&e),
                     }
-                    // Watches for directories that appeared. Files made in
-                    // one before its watch existed send no event: it is
-                    // checked again, whole, at the next cookie.
-                    let fresh = self.sync_dirs(&batch);
-                    if !fresh.is_empty() {
-                        self.recheck_at_cookie(fresh);
+                    // Watches for directories that appeared; what their
+                    // watch walk found is checked again at the next cookie.
+                    let found = self.sync_dirs(&batch);
+                    if !found.is_empty() {
+                        self.recheck_at_cookie(found);
                     }
                 }
             }
@@ -145,38 +146,4 @@ impl ProjectHandle {
             }
         }
     }
-}
-
-/// Every path at and below `dirs` (not following symlinks, skipping `.git`,
-/// default-excluded directories and ckpt's own files), for a recheck that
-/// must not trust a directory's unchanged mtime to mean its subtree is
-/// unchanged.
-fn walk_subtrees(root: &Path, dirs: Vec<RelPath>) -> Vec<RelPath> {
-    let mut out = Vec::new();
-    let mut stack = dirs;
-    while let Some(rel) = stack.pop() {
-        let abs = root.join(rel.as_path());
-        let is_dir = std::fs::symlink_metadata(&abs).is_ok_and(|m| m.is_dir());
-        out.push(rel.clone());
-        if !is_dir {
-            continue;
-        }
-        let Ok(entries) = std::fs::read_dir(&abs) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            let name = entry.file_name();
-            let bytes = name.as_bytes();
-            let excluded = name == ".git"
-                || is_internal_name(bytes)
-                || name.to_str().is_some_and(|n| DEFAULT_EXCLUDES.contains(&n));
-            if excluded {
-                continue;
-            }
-            if let Ok(child) = rel.join(bytes) {
-                stack.push(child);
-            }
-        }
-    }
-    out
 }
