@@ -268,3 +268,46 @@ impl ProjectHandle {
         lock(&self.watches).dirs.paths()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_walk_watches_a_new_directory_and_yields_what_is_captured_in_it() {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().join("root");
+        std::fs::create_dir_all(&root).unwrap();
+        let root = root.canonicalize().unwrap();
+        let store = t.path().join("store");
+        let p = ckpt_core::Project::open(&store, &root, ckpt_core::Options::default()).unwrap();
+        let h = ProjectHandle::new("id".into(), store, p);
+        let backend = Arc::new(Backend::start(|_| {}).unwrap());
+        h.start_watching(&backend);
+        for d in ["new/sub", "new/node_modules/m", "new/tagged/in"] {
+            std::fs::create_dir_all(root.join(d)).unwrap();
+        }
+        for f in [
+            "new/a",
+            "new/sub/b",
+            "new/node_modules/m/c",
+            "new/tagged/CACHEDIR.TAG",
+        ] {
+            std::fs::write(root.join(f), f).unwrap();
+        }
+
+        let new = RelPath::new("new").unwrap();
+        let mut found: Vec<String> = h.sync_dirs(&[new]).iter().map(|p| p.display()).collect();
+        found.sort();
+        assert_eq!(
+            found,
+            ["new", "new/a", "new/sub", "new/sub/b", "new/tagged"]
+        );
+        let watched: Vec<PathBuf> = ["", "new", "new/sub"]
+            .iter()
+            .map(|d| root.join(d))
+            .collect();
+        assert_eq!(h.watched_dirs(), watched);
+        backend.shutdown();
+    }
+}
