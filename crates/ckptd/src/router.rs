@@ -73,9 +73,8 @@ impl Router {
                 }
                 continue;
             }
-            // Restore temp files and spares (and cookies of older daemons)
-            // are never captured: dropped first, as half of a rewind's
-            // events name them.
+            // Restore temp files and spares are never captured: dropped
+            // first, as half of a rewind's events name them.
             if is_internal_name(name.as_bytes()) {
                 continue;
             }
