@@ -18,6 +18,32 @@ pub const IGNORE_FILE: &str = ".ckptignore";
 /// (<https://bford.info/cachedir/>; Cargo tags `target/` with it): excluded.
 pub const CACHE_TAG: &str = "CACHEDIR.TAG";
 
+/// Whether the directory at `abs` is tagged with [`CACHE_TAG`].
+pub fn is_cache_dir(abs: &Path) -> bool {
+    abs.join(CACHE_TAG).is_file()
+}
+
+/// Whether the rules every project shares exclude `path` (relative, as
+/// bytes): `.git` at any depth, and anything below a [`DEFAULT_EXCLUDES`]
+/// directory. It needs no project, so the daemon can drop events with it
+/// without taking a project's lock; a path *named* like an excluded
+/// directory, and everything else, is left to the project's own rules.
+pub fn is_excluded_by_default(path: &[u8]) -> bool {
+    let mut names = path.split(|&b| b == b'/').peekable();
+    while let Some(name) = names.next() {
+        if name == GIT.as_bytes() {
+            return true;
+        }
+        if names.peek().is_some() && DEFAULT_EXCLUDES.iter().any(|e| e.as_bytes() == name) {
+            return true;
+        }
+    }
+    false
+}
+
+/// Never captured, never read, never configurable back in.
+const GIT: &str = ".git";
+
 /// What is never captured: `.git` (file or directory), built-in dependency and
 /// build directories, ckpt's own cookies and temp files, and `.ckptignore`
 /// matches, and directories tagged with `CACHEDIR.TAG`. Gitignored files such
@@ -37,7 +63,7 @@ impl Excludes {
             .map(|n| n.as_bytes().to_vec())
             .collect();
         names.extend(extra.iter().map(|n| n.as_bytes().to_vec()));
-        names.insert(b".git".to_vec());
+        names.insert(GIT.as_bytes().to_vec());
         let file = root.join(IGNORE_FILE);
         let ignore = file.is_file().then(|| {
             let mut b = GitignoreBuilder::new(root);
@@ -207,7 +233,7 @@ impl SortedWalk {
                 }
             };
             let is_dir = md.is_dir();
-            if is_dir && entry.path().join(CACHE_TAG).is_file() {
+            if is_dir && is_cache_dir(&entry.path()) {
                 self.excludes.note_tagged(&rel);
                 continue;
             }
@@ -290,5 +316,27 @@ mod tests {
             excludes.is_excluded(&RelPath::new("t/x").unwrap(), false),
             "tagged dir noted"
         );
+    }
+
+    #[test]
+    fn default_rules_exclude_git_anywhere_and_what_is_below_excluded_dirs() {
+        for excluded in [
+            ".git",
+            ".git/HEAD",
+            "sub/.git",
+            "node_modules/x.js",
+            "a/.venv/b",
+        ] {
+            assert!(is_excluded_by_default(excluded.as_bytes()), "{excluded}");
+        }
+        for kept in [
+            "src/a.rs",
+            "node_modules",
+            "a/.venv",
+            ".gitignore",
+            "node_modules2/x",
+        ] {
+            assert!(!is_excluded_by_default(kept.as_bytes()), "{kept}");
+        }
     }
 }

@@ -10,9 +10,12 @@ use ckpt_core::{Options, Project, RelPath};
 use ckpt_proto::{ErrorKind, WirePath};
 use sha2::Digest;
 
+use crate::barrier::{self, BarrierConfig, BarrierOutcome};
 use crate::config::Config;
+use crate::cookie;
 use crate::error::{panic_message, ReqError, ReqResult};
-use crate::handle::{lock, ProjectHandle};
+use crate::mutex::lock;
+use crate::project::ProjectHandle;
 use crate::registry::{BrokenStore, Registry};
 use crate::watcher::Watcher;
 
@@ -20,6 +23,7 @@ pub struct Daemon {
     pub config: Config,
     pub registry: Arc<Registry>,
     pub watcher: Watcher,
+    barrier: BarrierConfig,
     pub started: Instant,
     /// Serializes watch and unwatch, so two requests cannot open one store twice.
     watch_lock: Mutex<()>,
@@ -40,18 +44,29 @@ pub fn core_options() -> Options {
     Options::default()
 }
 
+/// Passes the barrier for `h` with this daemon's cookie directory and
+/// timeout.
+pub fn barrier(d: &Daemon, h: &ProjectHandle) -> ReqResult<BarrierOutcome> {
+    barrier::pass(&d.barrier, h)
+}
+
 impl Daemon {
     pub fn new(config: Config) -> Arc<Daemon> {
         let registry = Arc::new(Registry::default());
         let watcher = Watcher::new(
             Arc::clone(&registry),
-            config.data_dir.join("cookies"),
+            cookie::dir_in(&config.data_dir),
             config.hooks.fake_watch_limit,
         );
+        let barrier = BarrierConfig {
+            cookie_dir: watcher.cookie_dir().map(Path::to_path_buf),
+            timeout: config.barrier_timeout,
+        };
         Arc::new(Daemon {
             config,
             registry,
             watcher,
+            barrier,
             started: Instant::now(),
             watch_lock: Mutex::new(()),
             registered: Mutex::new(false),

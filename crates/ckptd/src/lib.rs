@@ -15,18 +15,24 @@
 //! # Ok::<(), anyhow::Error>(())
 //! ```
 
+// The layers, bottom first; a module uses only modules in layers below its
+// own: (config, convert, error, lock, mutex, pathmap, socket) < cookie <
+// backend < project < registry < router < watcher < barrier < daemon <
+// handlers < server.
+mod backend;
 mod barrier;
 mod config;
 mod convert;
+mod cookie;
 mod daemon;
 mod error;
-mod handle;
 mod handlers;
-#[cfg(target_os = "linux")]
-mod inotify;
 mod lock;
+mod mutex;
 mod pathmap;
+mod project;
 mod registry;
+mod router;
 mod server;
 mod socket;
 mod watcher;

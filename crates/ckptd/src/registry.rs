@@ -4,7 +4,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 
-use crate::handle::ProjectHandle;
+use crate::project::ProjectHandle;
 
 /// A store that could not be opened at start-up; listed so it is not silently
 /// forgotten.

@@ -5,9 +5,8 @@ use std::sync::Arc;
 
 use ckpt_proto::{DiffReply, WirePath};
 
-use crate::barrier::barrier;
 use crate::convert;
-use crate::daemon::Daemon;
+use crate::daemon::{barrier, Daemon};
 use crate::error::ReqResult;
 
 pub fn handle(

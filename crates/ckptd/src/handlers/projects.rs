@@ -6,7 +6,7 @@ use ckpt_proto::{Health, ProjectInfo, ProjectList, WirePath};
 
 use crate::convert;
 use crate::daemon::Daemon;
-use crate::handle::ProjectHandle;
+use crate::project::ProjectHandle;
 
 pub fn handle(d: &Arc<Daemon>) -> ProjectList {
     ProjectList { projects: all(d) }

@@ -8,12 +8,11 @@ use std::time::{Duration, Instant};
 use ckpt_core::{RewindOptions, RewindOutcome};
 use ckpt_proto::{ErrorKind, RewindReply, WirePath};
 
-use crate::barrier::barrier;
 use crate::config::TestHooks;
 use crate::convert;
-use crate::daemon::Daemon;
+use crate::daemon::{barrier, Daemon};
 use crate::error::{ReqError, ReqResult};
-use crate::handle::ProjectHandle;
+use crate::project::ProjectHandle;
 
 pub fn rewind(
     d: &Arc<Daemon>,

@@ -4,9 +4,8 @@ use std::sync::Arc;
 
 use ckpt_proto::{Synced, WirePath};
 
-use crate::barrier::barrier;
 use crate::convert;
-use crate::daemon::Daemon;
+use crate::daemon::{barrier, Daemon};
 use crate::error::ReqResult;
 
 pub fn handle(d: &Arc<Daemon>, dir: &WirePath) -> ReqResult<Synced> {

@@ -6,9 +6,8 @@ use std::sync::Arc;
 use ckpt_core::TurnMeta;
 use ckpt_proto::{ErrorKind, TurnStarted, WirePath};
 
-use crate::barrier::barrier;
 use crate::convert;
-use crate::daemon::{discover_root, Daemon};
+use crate::daemon::{barrier, discover_root, Daemon};
 use crate::error::ReqResult;
 
 pub fn handle(

@@ -36,7 +36,7 @@ pub fn handle(d: &Arc<Daemon>, dir: &WirePath, drop_data: bool) -> ReqResult<Unw
     if h.ensure_available().is_ok() {
         let open = h.call(|p| p.open_turn()).ok().flatten();
         if open.is_some() {
-            if let Err(e) = crate::barrier::barrier(d, &h) {
+            if let Err(e) = crate::daemon::barrier(d, &h) {
                 tracing::warn!(root = %h.root.display(), error = %e, "barrier before unwatch");
             }
             if let Err(e) = h.call(|p| p.turn_end()) {

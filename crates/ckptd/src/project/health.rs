@@ -1,0 +1,145 @@
+//! A project's health: still loading, unavailable (its root is gone),
+//! degraded (capture cannot be fully trusted), or fine; what every reply
+//! about the project says.
+
+use ckpt_proto::{ErrorKind, Health};
+
+use super::ProjectHandle;
+use crate::error::{ReqError, ReqResult};
+use crate::mutex::lock;
+
+/// Why capture for a project cannot be fully trusted.
+#[derive(Clone, Debug)]
+pub struct Degraded {
+    pub reason: String,
+    /// Lasts until the project is watched again (watch limit, watcher
+    /// error); otherwise cleared by the next successful full scan.
+    pub persistent: bool,
+}
+
+#[derive(Default)]
+pub(super) struct HealthState {
+    loading: bool,
+    unavailable: Option<String>,
+    degraded: Option<Degraded>,
+}
+
+impl ProjectHandle {
+    pub fn set_loading(&self, loading: bool) {
+        lock(&self.health).loading = loading;
+        self.loaded.notify_all();
+    }
+
+    /// Waits until start-up recovery of this project has finished.
+    pub fn wait_loaded(&self) {
+        let mut h = lock(&self.health);
+        while h.loading {
+            h = self.loaded.wait(h).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+
+    pub fn set_unavailable(&self, reason: Option<String>) {
+        if let Some(r) = &reason {
+            tracing::warn!(root = %self.root.display(), reason = %r, "project unavailable");
+        }
+        lock(&self.health).unavailable = reason;
+    }
+
+    pub fn unavailable(&self) -> Option<String> {
+        lock(&self.health).unavailable.clone()
+    }
+
+    /// Marks capture untrustworthy and schedules a full scan.
+    pub fn mark_degraded(&self, reason: String, persistent: bool) {
+        {
+            let mut h = lock(&self.health);
+            let keep_old = matches!(&h.degraded, Some(d) if d.persistent && !persistent);
+            if !keep_old {
+                if h.degraded.as_ref().map(|d| &d.reason) != Some(&reason) {
+                    tracing::warn!(root = %self.root.display(), %reason, "capture degraded");
+                }
+                h.degraded = Some(Degraded { reason, persistent });
+            }
+        }
+        self.request_reconcile();
+    }
+
+    /// A full scan succeeded: a passing degradation is over.
+    pub fn clear_transient(&self) {
+        let mut h = lock(&self.health);
+        if matches!(&h.degraded, Some(d) if !d.persistent) {
+            tracing::info!(root = %self.root.display(), "capture recovered after a full scan");
+            h.degraded = None;
+        }
+    }
+
+    pub fn degraded(&self) -> Option<Degraded> {
+        lock(&self.health).degraded.clone()
+    }
+
+    /// What every reply about this project says when capture is not fully
+    /// trusted.
+    pub fn degraded_reason(&self) -> Option<String> {
+        let h = lock(&self.health);
+        if let Some(u) = &h.unavailable {
+            return Some(u.clone());
+        }
+        h.degraded.as_ref().map(|d| d.reason.clone())
+    }
+
+    pub fn health(&self) -> Health {
+        let h = lock(&self.health);
+        if h.unavailable.is_some() {
+            Health::Unavailable
+        } else if h.loading {
+            Health::Loading
+        } else if h.degraded.is_some() {
+            Health::Degraded
+        } else {
+            Health::Ok
+        }
+    }
+
+    /// Fails when requests cannot be served for this project.
+    pub fn ensure_available(&self) -> ReqResult<()> {
+        self.wait_loaded();
+        self.check_root();
+        match self.unavailable() {
+            Some(reason) => Err(ReqError::new(
+                ErrorKind::ProjectUnavailable,
+                format!("project {} is unavailable: {reason}", self.root.display()),
+            )),
+            None => Ok(()),
+        }
+    }
+
+    /// Marks the project unavailable when its root is gone; true if it is there.
+    pub fn check_root(&self) -> bool {
+        if self.root.is_dir() {
+            return true;
+        }
+        if self.unavailable().is_none() {
+            self.set_unavailable(Some(format!(
+                "project root {} no longer exists",
+                self.root.display()
+            )));
+        }
+        false
+    }
+
+    /// Capture failed (a full disk, an unreadable tree): degraded until a
+    /// full scan succeeds, unless something worse already holds.
+    pub(super) fn capture_failed(&self, e: &ReqError) {
+        if !self.check_root() {
+            return;
+        }
+        let mut h = lock(&self.health);
+        if h.degraded.as_ref().is_none_or(|d| !d.persistent) {
+            h.degraded = Some(Degraded {
+                reason: format!("capture failed: {e}"),
+                persistent: false,
+            });
+        }
+        tracing::error!(root = %self.root.display(), error = %e, "capture failed");
+    }
+}

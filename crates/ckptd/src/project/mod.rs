@@ -1,0 +1,104 @@
+//! One watched project inside the daemon: its core `Project` behind a lock,
+//! its health, the directories watched for it, the queue of paths the
+//! router reported, and the worker thread that drains the queue into
+//! `check_paths`. The project knows the watcher backend (to add watches)
+//! but not the router or the registry, which sit above it.
+
+mod health;
+mod queue;
+mod watches;
+mod worker;
+
+use std::panic::AssertUnwindSafe;
+use std::path::PathBuf;
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+use ckpt_core::{Project, ProjectStatus};
+
+use crate::error::{panic_message, ReqError, ReqResult};
+use crate::mutex::lock;
+
+use watches::DirWatches;
+
+pub struct ProjectHandle {
+    pub id: String,
+    /// Canonical root.
+    pub root: PathBuf,
+    pub store_dir: PathBuf,
+    core: Mutex<Project>,
+    queue: Mutex<queue::Queue>,
+    /// Signalled on every queue change: new paths, cookies, progress, stop.
+    cond: Condvar,
+    health: Mutex<health::HealthState>,
+    loaded: Condvar,
+    status_cache: Mutex<Option<ProjectStatus>>,
+    worker: Mutex<Option<JoinHandle<()>>>,
+    /// The directories watched for this project.
+    watches: Mutex<DirWatches>,
+    last_gc: Mutex<Option<Instant>>,
+}
+
+impl ProjectHandle {
+    pub fn new(id: String, store_dir: PathBuf, project: Project) -> Arc<ProjectHandle> {
+        Arc::new(ProjectHandle {
+            id,
+            root: project.root().to_path_buf(),
+            store_dir,
+            core: Mutex::new(project),
+            queue: Mutex::new(queue::Queue::default()),
+            cond: Condvar::new(),
+            health: Mutex::new(health::HealthState::default()),
+            loaded: Condvar::new(),
+            status_cache: Mutex::new(None),
+            worker: Mutex::new(None),
+            watches: Mutex::new(DirWatches::default()),
+            last_gc: Mutex::new(None),
+        })
+    }
+
+    /// Runs `f` on the core project, holding its lock. A panic in the core
+    /// becomes an internal error instead of taking the daemon down. (The
+    /// status cache is refreshed by `status_nowait`, off the hot path.)
+    pub fn call<T>(&self, f: impl FnOnce(&mut Project) -> ckpt_core::Result<T>) -> ReqResult<T> {
+        let mut guard = lock(&self.core);
+        let result = std::panic::catch_unwind(AssertUnwindSafe(|| f(&mut guard)));
+        match result {
+            Ok(r) => r.map_err(ReqError::from),
+            Err(payload) => Err(ReqError::internal(format!(
+                "internal error in the capture engine: {}",
+                panic_message(payload.as_ref())
+            ))),
+        }
+    }
+
+    /// The status without waiting for a long operation: fresh if the project
+    /// is free, else the last one seen and `busy = true`.
+    pub fn status_nowait(&self) -> (Option<ProjectStatus>, bool) {
+        match self.core.try_lock() {
+            Ok(guard) => {
+                let fresh = std::panic::catch_unwind(AssertUnwindSafe(|| guard.status()));
+                drop(guard);
+                if let Ok(Ok(s)) = fresh {
+                    *lock(&self.status_cache) = Some(s.clone());
+                    return (Some(s), false);
+                }
+                (lock(&self.status_cache).clone(), false)
+            }
+            Err(std::sync::TryLockError::Poisoned(p)) => {
+                drop(p);
+                (lock(&self.status_cache).clone(), false)
+            }
+            Err(std::sync::TryLockError::WouldBlock) => (lock(&self.status_cache).clone(), true),
+        }
+    }
+
+    /// Whether no operation holds the project right now.
+    pub fn is_idle(&self) -> bool {
+        !matches!(
+            self.core.try_lock(),
+            Err(std::sync::TryLockError::WouldBlock)
+        )
+    }
+}

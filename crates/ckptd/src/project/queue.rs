@@ -1,0 +1,139 @@
+//! A project's queue: the paths the router reported, waiting for the
+//! worker, and the bookkeeping a barrier waits on (cookies expected and
+//! seen, how far the worker got).
+
+use std::collections::{HashMap, HashSet};
+use std::ffi::{OsStr, OsString};
+use std::time::{Duration, Instant};
+
+use ckpt_core::RelPath;
+
+use super::ProjectHandle;
+use crate::cookie;
+use crate::mutex::{lock, wait_until};
+
+/// Paths waiting for the worker, and the bookkeeping barriers wait on.
+#[derive(Default)]
+pub struct Queue {
+    pub pending: HashSet<RelPath>,
+    /// Counts every enqueue; a barrier waits until `processed` reaches the
+    /// value this had when its cookie arrived.
+    pub enqueued: u64,
+    pub processed: u64,
+    /// New directories, renamed-in paths and everything the watch walk
+    /// found below a new directory: checked again when the next cookie
+    /// arrives, because watches on a new directory are added only after it
+    /// was reported, and files made in that gap send no event.
+    pub recheck: HashSet<RelPath>,
+    /// Rechecks released by a cookie, for the worker's next batch.
+    pub released: HashSet<RelPath>,
+    pub cookies_expected: HashSet<OsString>,
+    pub cookies_seen: HashMap<OsString, u64>,
+    /// Numbers this project's cookies.
+    next_cookie: u64,
+    /// Run a full `reconcile` instead of the next batch.
+    pub reconcile_needed: bool,
+    pub stop: bool,
+}
+
+impl ProjectHandle {
+    pub fn enqueue(&self, path: RelPath, recheck_at_cookie: bool) {
+        let mut q = lock(&self.queue);
+        if recheck_at_cookie {
+            q.recheck.insert(path.clone());
+        }
+        // Only the worker waits for paths, and only on an empty queue: a
+        // wake-up per event would be a syscall per event, and a full rewind
+        // makes one event per file.
+        let wake = q.pending.is_empty();
+        q.pending.insert(path);
+        q.enqueued += 1;
+        drop(q);
+        if wake {
+            self.cond.notify_all();
+        }
+    }
+
+    /// Paths to check again at the next cookie.
+    pub(super) fn recheck_at_cookie(&self, paths: impl IntoIterator<Item = RelPath>) {
+        lock(&self.queue).recheck.extend(paths);
+    }
+
+    /// Names this project's next cookie and expects its event.
+    pub fn expect_cookie(&self) -> OsString {
+        let mut q = lock(&self.queue);
+        let name = cookie::name(&self.id, q.next_cookie);
+        q.next_cookie += 1;
+        q.cookies_expected.insert(name.clone());
+        name
+    }
+
+    /// A cookie that will not come (it could not be created).
+    pub fn forget_cookie(&self, name: &OsStr) {
+        lock(&self.queue).cookies_expected.remove(name);
+    }
+
+    /// A cookie's event came through the watcher: it marks the queue
+    /// position a barrier waits for, and releases the rechecks.
+    pub fn cookie_arrived(&self, name: &OsStr) {
+        let mut q = lock(&self.queue);
+        if !q.cookies_expected.remove(name) {
+            return;
+        }
+        let recheck = std::mem::take(&mut q.recheck);
+        for p in recheck {
+            q.released.insert(p);
+            q.enqueued += 1;
+        }
+        let seq = q.enqueued;
+        q.cookies_seen.insert(name.to_os_string(), seq);
+        drop(q);
+        self.cond.notify_all();
+    }
+
+    /// Waits for the cookie's event; returns the queue position it marks,
+    /// or `None` (and expects it no more) after `timeout`.
+    pub fn wait_cookie(&self, name: &OsStr, timeout: Duration) -> Option<u64> {
+        let deadline = Instant::now() + timeout;
+        match wait_until(&self.queue, &self.cond, deadline, |q| {
+            q.cookies_seen.remove(name)
+        }) {
+            Ok(seq) => Some(seq),
+            Err(mut q) => {
+                q.cookies_expected.remove(name);
+                None
+            }
+        }
+    }
+
+    /// Waits until the worker has checked everything queued up to `seq`;
+    /// false after `timeout` or when the worker stops.
+    pub fn wait_processed(&self, seq: u64, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        wait_until(&self.queue, &self.cond, deadline, |q| {
+            if q.processed >= seq {
+                Some(true)
+            } else if q.stop {
+                Some(false)
+            } else {
+                None
+            }
+        })
+        .unwrap_or(false)
+    }
+
+    pub fn request_reconcile(&self) {
+        lock(&self.queue).reconcile_needed = true;
+        self.cond.notify_all();
+    }
+
+    pub fn backlog(&self) -> u64 {
+        lock(&self.queue).pending.len() as u64
+    }
+
+    /// The queue itself, for tests that look inside.
+    #[cfg(test)]
+    pub fn queue(&self) -> std::sync::MutexGuard<'_, Queue> {
+        lock(&self.queue)
+    }
+}

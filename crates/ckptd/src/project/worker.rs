@@ -1,0 +1,149 @@
+//! A project's worker thread: drains the queue into `check_paths`, gives
+//! new directories their watches, runs full scans when asked, and applies
+//! the retention policy after a batch.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ckpt_core::{RelPath, Retention};
+
+use super::ProjectHandle;
+use crate::mutex::lock;
+
+/// How often a project's retention policy is applied (after a batch of
+/// changes has been captured, never on a timer).
+const GC_INTERVAL: Duration = Duration::from_secs(3600);
+
+impl ProjectHandle {
+    /// Starts the thread that turns queued paths into `check_paths` calls.
+    pub fn spawn_worker(self: &Arc<Self>) {
+        let me = Arc::clone(self);
+        let name = format!("ckpt-worker-{}", &self.id);
+        match std::thread::Builder::new()
+            .name(name)
+            .spawn(move || me.worker_loop())
+        {
+            Ok(j) => *lock(&self.worker) = Some(j),
+            Err(e) => self.mark_degraded(format!("cannot start the capture worker: {e}"), true),
+        }
+    }
+
+    pub fn stop_worker(&self) {
+        lock(&self.queue).stop = true;
+        self.cond.notify_all();
+        if let Some(j) = lock(&self.worker).take() {
+            let _ = j.join();
+        }
+    }
+
+    fn worker_loop(&self) {
+        loop {
+            let (batch, seq, reconcile) = {
+                let mut q = lock(&self.queue);
+                // No timeout: an idle daemon does not wake up. (A deleted
+                // root sends no event while we hold it open; every request
+                // checks the root instead.)
+                while q.pending.is_empty()
+                    && q.released.is_empty()
+                    && !q.reconcile_needed
+                    && !q.stop
+                {
+                    q = self.cond.wait(q).unwrap_or_else(|p| p.into_inner());
+                }
+                if q.stop {
+                    return;
+                }
+                let reconcile = std::mem::take(&mut q.reconcile_needed);
+                let mut batch: Vec<RelPath> = q.pending.drain().collect();
+                let released = std::mem::take(&mut q.released);
+                let seq = q.enqueued;
+                drop(q);
+                if !reconcile {
+                    batch.extend(released);
+                }
+                (batch, seq, reconcile)
+            };
+            if self.unavailable().is_none() {
+                if reconcile {
+                    self.reconcile_now();
+                } else {
+                    let n = batch.len();
+                    match self.call(|p| p.check_paths(batch.clone())) {
+                        Ok(report) => tracing::debug!(
+                            root = %self.root.display(), paths = n, changed = report.changed,
+                            "checked paths"
+                        ),
+                        Err(e) => self.capture_failed(&e),
+                    }
+                    // Watches for directories that appeared; what their
+                    // watch walk found is checked again at the next cookie.
+                    let found = self.sync_dirs(&batch);
+                    if !found.is_empty() {
+                        self.recheck_at_cookie(found);
+                    }
+                }
+            }
+            self.check_root();
+            let mut q = lock(&self.queue);
+            q.processed = q.processed.max(seq);
+            drop(q);
+            self.cond.notify_all();
+            if self.unavailable().is_none() {
+                self.maybe_gc();
+            }
+            // Let a burst settle a little so batches are not one path each.
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    /// Applies the retention policy when the project is idle, at most once
+    /// per [`GC_INTERVAL`] (and once soon after start-up).
+    fn maybe_gc(&self) {
+        {
+            let mut last = lock(&self.last_gc);
+            if last.is_some_and(|t| t.elapsed() < GC_INTERVAL) {
+                return;
+            }
+            *last = Some(Instant::now());
+        }
+        match self.call(|p| p.gc(&Retention::default())) {
+            Ok(r) if r.turns_dropped > 0 || r.blobs_removed > 0 => tracing::info!(
+                root = %self.root.display(), turns = r.turns_dropped, blobs = r.blobs_removed,
+                bytes = r.bytes_freed, "retention applied"
+            ),
+            Ok(_) => {}
+            Err(e) => {
+                tracing::warn!(root = %self.root.display(), error = %e, "garbage collection failed")
+            }
+        }
+    }
+
+    /// A full stat-scan; clears a passing degradation when it succeeds.
+    pub fn reconcile_now(&self) -> bool {
+        if !self.check_root() {
+            return false;
+        }
+        // Lost events may have hidden new directories: watch them before
+        // the scan lists them, so a change made in one after the scan's
+        // listing still comes as an event.
+        self.resync_watches();
+        // A rewind that could neither finish nor roll back (a full disk)
+        // is finished from its journal first, or the scan would take its
+        // half-way tree for changes.
+        match self.call(|p| {
+            p.recover()?;
+            p.reconcile()
+        }) {
+            Ok(report) => {
+                tracing::debug!(root = %self.root.display(), entries = report.entries,
+                    changed = report.changed, "full scan");
+                self.clear_transient();
+                true
+            }
+            Err(e) => {
+                self.capture_failed(&e);
+                false
+            }
+        }
+    }
+}

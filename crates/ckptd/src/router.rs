@@ -1,0 +1,286 @@
+//! The event router: hands each backend event to the project it concerns.
+//! It runs on the backend's thread and does no IO: it maps each path to
+//! its project, forgets the watches of directories that went away (the
+//! backend drops them itself), drops what cannot matter (`.git`, what is
+//! below default-excluded directories, ckpt's own files), passes cookies to
+//! their project, and queues the rest; each project's worker does the
+//! stat/read/hash work.
+
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use ckpt_core::{is_excluded_by_default, is_internal_name, RelPath};
+use notify::event::{AccessKind, AccessMode, CreateKind, ModifyKind, RenameMode};
+
+use crate::backend::{self, Event, EventKind};
+use crate::cookie;
+use crate::project::ProjectHandle;
+use crate::registry::Registry;
+
+pub struct Router {
+    registry: Arc<Registry>,
+    cookie_dir: PathBuf,
+}
+
+impl Router {
+    pub fn new(registry: Arc<Registry>, cookie_dir: PathBuf) -> Router {
+        Router {
+            registry,
+            cookie_dir,
+        }
+    }
+
+    pub fn handle(&self, res: backend::Result<Event>) {
+        let event = match res {
+            Ok(ev) => ev,
+            Err(e) => {
+                let reason = backend::describe(&e);
+                let targets = self.targets(&e.paths);
+                for h in targets {
+                    h.mark_degraded(reason.clone(), true);
+                }
+                return;
+            }
+        };
+        if event.need_rescan() {
+            for h in self.targets(&event.paths) {
+                h.mark_degraded(
+                    "the file watcher lost events (queue overflow); rescanning".into(),
+                    false,
+                );
+            }
+        }
+        let recheck = match event.kind {
+            EventKind::Access(AccessKind::Close(AccessMode::Write)) => false,
+            EventKind::Access(_) => return,
+            EventKind::Create(CreateKind::Folder) => true,
+            EventKind::Modify(ModifyKind::Name(RenameMode::To | RenameMode::Both)) => true,
+            _ => false,
+        };
+        for path in &event.paths {
+            let bytes = path.as_os_str().as_bytes();
+            let (dir, name) = match bytes.iter().rposition(|&b| b == b'/') {
+                Some(i) => (&bytes[..i], OsStr::from_bytes(&bytes[i + 1..])),
+                None => (&b""[..], path.as_os_str()),
+            };
+            if dir == self.cookie_dir.as_os_str().as_bytes() {
+                if let EventKind::Create(_) = &event.kind {
+                    if let Some(h) = cookie::project_of(name).and_then(|id| self.registry.get(id)) {
+                        h.cookie_arrived(name);
+                    }
+                }
+                continue;
+            }
+            // Restore temp files and spares are never captured: dropped
+            // first, as half of a rewind's events name them.
+            if is_internal_name(name.as_bytes()) {
+                continue;
+            }
+            self.route(path, recheck, &event.kind);
+        }
+    }
+
+    /// The projects an event concerns: those its paths fall in, or all.
+    fn targets(&self, paths: &[PathBuf]) -> Vec<Arc<ProjectHandle>> {
+        if paths.is_empty() {
+            return self.registry.all();
+        }
+        let mut out: Vec<Arc<ProjectHandle>> = Vec::new();
+        for p in paths {
+            if let Some(h) = self.registry.containing(p) {
+                if !out.iter().any(|o| o.id == h.id) {
+                    out.push(h);
+                }
+            }
+        }
+        out
+    }
+
+    fn route(&self, path: &Path, recheck: bool, kind: &EventKind) {
+        let Some((h, rel)) = self.registry.containing_rel(path) else {
+            return;
+        };
+        if !rel.is_empty()
+            && matches!(
+                kind,
+                EventKind::Remove(_)
+                    | EventKind::Create(CreateKind::Folder)
+                    | EventKind::Modify(ModifyKind::Name(
+                        RenameMode::From | RenameMode::To | RenameMode::Any
+                    ))
+            )
+        {
+            // The backend drops the watches of a directory that went away (and
+            // of everything below it); one that appeared, or was renamed
+            // in, is (re)watched by the worker with its subdirectories.
+            h.forget_watches_below(path);
+        }
+        if rel.is_empty() {
+            if matches!(
+                kind,
+                EventKind::Remove(_) | EventKind::Modify(ModifyKind::Name(_))
+            ) {
+                h.mark_degraded(
+                    format!("the project root {} was removed or moved", h.root.display()),
+                    true,
+                );
+            }
+            return;
+        }
+        if is_excluded_by_default(rel) {
+            return;
+        }
+        if let Ok(rel) = RelPath::new(rel) {
+            h.enqueue(rel, recheck);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use notify::event::{AccessKind, Flag, RemoveKind};
+
+    fn setup() -> (tempfile::TempDir, Arc<Registry>, Arc<ProjectHandle>, Router) {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().join("root");
+        std::fs::create_dir_all(&root).unwrap();
+        let root = root.canonicalize().unwrap();
+        let store = t.path().join("store");
+        let p = ckpt_core::Project::open(&store, &root, ckpt_core::Options::default()).unwrap();
+        let h = ProjectHandle::new("id".into(), store, p);
+        let registry = Arc::new(Registry::default());
+        registry.insert(Arc::clone(&h));
+        let router = Router::new(Arc::clone(&registry), t.path().join("cookies"));
+        (t, registry, h, router)
+    }
+
+    fn pending(h: &ProjectHandle) -> Vec<String> {
+        let mut v: Vec<String> = h.queue().pending.iter().map(|p| p.display()).collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn queues_content_events_and_drops_the_rest() {
+        let (_t, _r, h, router) = setup();
+        let ev = |kind: EventKind, rel: &str| Ok(Event::new(kind).add_path(h.root.join(rel)));
+        let modify = EventKind::Modify(ModifyKind::Any);
+        router.handle(ev(modify, "src/a.rs"));
+        router.handle(ev(
+            EventKind::Access(AccessKind::Close(AccessMode::Write)),
+            "w",
+        ));
+        router.handle(ev(
+            EventKind::Access(AccessKind::Open(AccessMode::Any)),
+            "opened",
+        ));
+        router.handle(ev(
+            EventKind::Access(AccessKind::Close(AccessMode::Read)),
+            "read",
+        ));
+        router.handle(ev(modify, ".git/index"));
+        router.handle(ev(modify, "sub/.git/HEAD"));
+        router.handle(ev(modify, "node_modules/x/index.js"));
+        router.handle(ev(modify, "node_modules"));
+        router.handle(ev(modify, ".ckpt-tmp-123"));
+        router.handle(ev(EventKind::Create(CreateKind::Folder), "newdir"));
+        // Outside every project.
+        router.handle(Ok(Event::new(modify).add_path("/elsewhere/file".into())));
+        assert_eq!(pending(&h), ["newdir", "node_modules", "src/a.rs", "w"]);
+        assert_eq!(
+            h.queue().recheck.len(),
+            1,
+            "new dirs are checked again at the next cookie"
+        );
+    }
+
+    #[test]
+    fn directories_that_go_or_come_lose_their_recorded_watches() {
+        let (_t, _r, h, router) = setup();
+        let names = ["", "a", "a/b", "a/b/c", "a-b", "ab", "c", "d", "e"];
+        for n in names {
+            h.note_watched(&h.root.join(n));
+        }
+        let ev = |kind: EventKind, rel: &str| Ok(Event::new(kind).add_path(h.root.join(rel)));
+        router.handle(ev(EventKind::Remove(RemoveKind::Folder), "a"));
+        router.handle(ev(EventKind::Create(CreateKind::Folder), "c"));
+        router.handle(ev(
+            EventKind::Modify(ModifyKind::Name(RenameMode::From)),
+            "d",
+        ));
+        router.handle(ev(EventKind::Modify(ModifyKind::Name(RenameMode::To)), "e"));
+        router.handle(ev(EventKind::Modify(ModifyKind::Any), "ab"));
+        router.handle(ev(EventKind::Create(CreateKind::File), "a-b"));
+        let left = h.watched_dirs();
+        let expected: Vec<PathBuf> = ["", "a-b", "ab"].iter().map(|n| h.root.join(n)).collect();
+        assert_eq!(left, expected);
+    }
+
+    #[test]
+    fn cookies_mark_the_queue_position_and_release_rechecks() {
+        let (t, _r, h, router) = setup();
+        let cookies = t.path().join("cookies");
+        let name = cookie::name(&h.id, 0);
+        h.queue().cookies_expected.insert(name.clone());
+        // The same name in the project is a file like any other.
+        router.handle(Ok(
+            Event::new(EventKind::Create(CreateKind::File)).add_path(h.root.join(&name))
+        ));
+        assert!(h.queue().cookies_seen.is_empty());
+        h.queue().pending.clear();
+        router.handle(Ok(
+            Event::new(EventKind::Create(CreateKind::Folder)).add_path(h.root.join("d"))
+        ));
+        h.queue().pending.clear();
+        router.handle(Ok(
+            Event::new(EventKind::Create(CreateKind::File)).add_path(cookies.join(&name))
+        ));
+        let q = h.queue();
+        assert_eq!(
+            q.cookies_seen.get(std::ffi::OsStr::new(&name)),
+            Some(&q.enqueued)
+        );
+        assert!(
+            q.released.iter().any(|p| p.display() == "d"),
+            "recheck queued before the cookie"
+        );
+        assert!(q.recheck.is_empty());
+        drop(q);
+        // An unexpected cookie (a late delete, an unknown project) is ignored.
+        router.handle(Ok(
+            Event::new(EventKind::Remove(RemoveKind::File)).add_path(cookies.join(&name))
+        ));
+        router.handle(Ok(Event::new(EventKind::Create(CreateKind::File))
+            .add_path(cookies.join(cookie::name("0123456789abcdef", 7)))));
+        assert!(h.queue().cookies_seen.len() == 1);
+        assert!(pending(&h).is_empty(), "cookies are never project content");
+    }
+
+    #[test]
+    fn overflow_degrades_until_a_full_scan_and_watch_limit_stays() {
+        let (_t, _r, h, router) = setup();
+        router.handle(Ok(Event::new(EventKind::Other).set_flag(Flag::Rescan)));
+        let d = h.degraded().expect("degraded after an overflow");
+        assert!(!d.persistent && d.reason.contains("lost events"), "{d:?}");
+        assert!(h.queue().reconcile_needed, "a full scan is scheduled");
+        assert!(h.reconcile_now());
+        assert!(h.degraded().is_none(), "a successful scan ends it");
+
+        let err =
+            notify::Error::new(notify::ErrorKind::MaxFilesWatch).add_path(h.root.join("deep"));
+        router.handle(Err(err));
+        let d = h.degraded().expect("degraded at the watch limit");
+        assert!(
+            d.persistent && d.reason.contains("fs.inotify.max_user_watches"),
+            "{d:?}"
+        );
+        assert!(h.reconcile_now());
+        assert!(
+            h.degraded().is_some(),
+            "a scan does not bring the missing watches back"
+        );
+    }
+}
