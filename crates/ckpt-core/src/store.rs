@@ -22,9 +22,6 @@
 //! and points their rows into it. Reading a packed blob
 //! decodes its pack up to the blob's end; the last few packs read are kept,
 //! and a second read of a kept pack that needs more decodes all of it.
-//!
-//! `examples/store_options.rs` measures the layouts this module can use
-//! (everything in files, everything inline, hybrid thresholds).
 
 use std::collections::{HashSet, VecDeque};
 use std::fs::{self, File, OpenOptions};
@@ -185,8 +182,8 @@ impl BlobStore {
     }
 
     /// Hashes and compresses `data`.
-    #[allow(dead_code)] // tests and examples/store_options.rs use it
-    pub fn prepare(&self, data: &[u8]) -> Prepared {
+    #[cfg(test)]
+    pub(crate) fn prepare(&self, data: &[u8]) -> Prepared {
         self.prepare_hashed(Hash::of(data), data)
     }
 
