@@ -4,13 +4,15 @@
 //! A blob is always written before the row that names it, and only ever
 //! found through that row. Where its bytes live:
 //!
-//! - small whole blobs: in solid packs in the database ([`pack`]), so a turn
-//!   that rewrites thousands of small files costs one transaction commit,
-//!   not one fsync per file;
+//! - whole blobs under [`PACK_BLOB_MAX`] that compress within `inline_max`:
+//!   in solid packs in the database ([`pack`]), so a turn that rewrites
+//!   thousands of small files costs one transaction commit, not one fsync
+//!   per file;
 //! - other blobs up to `inline_max` compressed: inline in their `blobs` row;
-//! - larger ones: object files under the object directory ([`objects`]);
-//! - files of [`DELTA_MIN`] and more: a zstd delta from their previous
-//!   version when there is one ([`compress`]).
+//! - larger ones: object files under the object directory ([`objects`]).
+//!
+//! Files of [`DELTA_MIN`] and more are stored as a zstd delta from their
+//! previous version when there is one ([`mod@compress`]).
 //!
 //! Reading is in [`read`], garbage collection in [`gc`].
 
