@@ -1,0 +1,347 @@
+//! Garbage collection of blobs nothing references: rows first (committed),
+//! then their files, and only past a grace period, so a blob that is being
+//! stored or referenced again is never taken away.
+
+use std::collections::{HashMap, HashSet};
+use std::fs;
+use std::io::ErrorKind;
+
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior};
+
+use super::objects::{hex_hash, is_hex, mtime_ns, TMP_PREFIX};
+use super::BlobStore;
+use crate::error::{Error, IoContext, Result};
+use crate::state::Hash;
+
+impl BlobStore {
+    /// Removes every blob that is not in `referenced` and was created (or
+    /// last re-inserted) more than `grace_ns` before `now_ns`; returns
+    /// (blobs removed, bytes freed).
+    ///
+    /// Runs its own transaction, so it must be called outside one: the rows
+    /// are deleted and committed first, then the files they named, so a
+    /// crash in between leaves only unnamed files, never a row without its
+    /// object. It also removes, past the same grace period, files in the
+    /// object directory that no row names: objects whose row was never
+    /// committed (counted as blobs) and temp files left by a crash (only
+    /// their bytes are counted). `referenced` must be computed by the writer
+    /// with no insert in flight.
+    ///
+    /// Bytes freed are compressed sizes; space freed by deleting inline rows
+    /// is reused by later inserts but the database file does not shrink.
+    pub fn gc(
+        &self,
+        conn: &Connection,
+        referenced: &HashSet<Hash>,
+        grace_ns: i64,
+        now_ns: i64,
+    ) -> Result<(u64, u64)> {
+        if !conn.is_autocommit() {
+            return Err(Error::Invalid(
+                "blob gc must run outside a transaction (it commits before deleting files)".into(),
+            ));
+        }
+        let cutoff = now_ns.saturating_sub(grace_ns);
+        let mut removed = 0u64;
+        let mut freed = 0u64;
+        let mut files = Vec::new();
+        {
+            let tx = rusqlite::Transaction::new_unchecked(conn, TransactionBehavior::Immediate)?;
+            let referenced = &with_delta_bases(&tx, referenced)?;
+            let mut doomed = Vec::new();
+            {
+                let mut stmt = tx
+                    .prepare("SELECT hash, csize, data IS NULL AND pack IS NULL FROM blobs WHERE created_ns < ?1")?;
+                let mut rows = stmt.query([cutoff])?;
+                while let Some(row) = rows.next()? {
+                    let raw: Vec<u8> = row.get(0)?;
+                    let Some(hash) = Hash::from_slice(&raw) else {
+                        continue; // not a name we wrote; leave it alone
+                    };
+                    if referenced.contains(&hash) {
+                        continue;
+                    }
+                    let csize: i64 = row.get(1)?;
+                    let is_file: bool = row.get(2)?;
+                    doomed.push(hash);
+                    freed += csize.max(0) as u64;
+                    if is_file {
+                        files.push(hash);
+                    }
+                }
+            }
+            {
+                let mut del = tx.prepare("DELETE FROM blobs WHERE hash = ?1")?;
+                for hash in &doomed {
+                    del.execute([&hash.0[..]])?;
+                }
+            }
+            // A pack goes with the last blob that points into it.
+            let mut stmt = tx.prepare(
+                "DELETE FROM packs WHERE created_ns < ?1
+                 AND NOT EXISTS (SELECT 1 FROM blobs WHERE pack = packs.id)
+                 RETURNING csize",
+            )?;
+            let mut rows = stmt.query([cutoff])?;
+            while let Some(row) = rows.next()? {
+                freed += row.get::<_, i64>(0)?.max(0) as u64;
+            }
+            drop(rows);
+            drop(stmt);
+            tx.commit()?;
+            removed += doomed.len() as u64;
+        }
+        for hash in files {
+            let path = self.object_path(&hash);
+            match fs::remove_file(&path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == ErrorKind::NotFound => {}
+                Err(e) => return Err(e).ctx("remove blob", path),
+            }
+        }
+        let (n, bytes) = self.sweep_unnamed(conn, cutoff)?;
+        Ok((removed + n, freed + bytes))
+    }
+
+    /// Removes files older than `cutoff_ns` in the object directory that no
+    /// file row names (temp files, objects whose row was never committed).
+    fn sweep_unnamed(&self, conn: &Connection, cutoff_ns: i64) -> Result<(u64, u64)> {
+        let mut removed = 0u64;
+        let mut freed = 0u64;
+        let mut named = conn.prepare_cached(
+            "SELECT 1 FROM blobs WHERE hash = ?1 AND data IS NULL AND pack IS NULL",
+        )?;
+        for fan in fs::read_dir(&self.dir).ctx("list object dir", &self.dir)? {
+            let fan = fan.ctx("list object dir", &self.dir)?;
+            let fan_name = fan.file_name();
+            let Some(prefix) = fan_name.to_str().filter(|s| is_hex(s, 2)) else {
+                continue;
+            };
+            let fan_path = fan.path();
+            if !fan.file_type().ctx("stat", &fan_path)?.is_dir() {
+                continue;
+            }
+            for entry in fs::read_dir(&fan_path).ctx("list object dir", &fan_path)? {
+                let entry = entry.ctx("list object dir", &fan_path)?;
+                let path = entry.path();
+                let name = entry.file_name();
+                let Some(name) = name.to_str() else { continue };
+                let is_tmp = name.starts_with(TMP_PREFIX);
+                let hash = if is_hex(name, 62) {
+                    hex_hash(prefix, name)
+                } else {
+                    None
+                };
+                if !is_tmp && hash.is_none() {
+                    continue; // not ours
+                }
+                let meta = match entry.metadata() {
+                    Ok(m) => m,
+                    Err(e) if e.kind() == ErrorKind::NotFound => continue,
+                    Err(e) => return Err(e).ctx("stat", path),
+                };
+                if !meta.is_file() || mtime_ns(&meta) >= cutoff_ns {
+                    continue;
+                }
+                if let Some(hash) = hash {
+                    if named
+                        .query_row([&hash.0[..]], |_| Ok(()))
+                        .optional()?
+                        .is_some()
+                    {
+                        continue;
+                    }
+                }
+                match fs::remove_file(&path) {
+                    Ok(()) => {
+                        removed += u64::from(!is_tmp);
+                        freed += meta.len();
+                    }
+                    Err(e) if e.kind() == ErrorKind::NotFound => {}
+                    Err(e) => return Err(e).ctx("remove unnamed object", path),
+                }
+            }
+        }
+        Ok((removed, freed))
+    }
+}
+
+/// `referenced` plus every blob a referenced delta needs, transitively.
+fn with_delta_bases(conn: &Connection, referenced: &HashSet<Hash>) -> Result<HashSet<Hash>> {
+    let mut bases = HashMap::new();
+    let mut stmt = conn.prepare("SELECT hash, base FROM blobs WHERE base IS NOT NULL")?;
+    let mut rows = stmt.query([])?;
+    while let Some(row) = rows.next()? {
+        let (h, b): (Vec<u8>, Vec<u8>) = (row.get(0)?, row.get(1)?);
+        if let (Some(h), Some(b)) = (Hash::from_slice(&h), Hash::from_slice(&b)) {
+            bases.insert(h, b);
+        }
+    }
+    let mut keep = referenced.clone();
+    let mut work: Vec<Hash> = referenced.iter().copied().collect();
+    while let Some(h) = work.pop() {
+        if let Some(b) = bases.get(&h) {
+            if keep.insert(*b) {
+                work.push(*b);
+            }
+        }
+    }
+    Ok(keep)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::now_ns;
+    use crate::store::tests::{
+        count, fill_a_pack, fixture, is_inline, noise, object_files, put, HOUR,
+    };
+
+    #[test]
+    fn gc_keeps_a_pack_while_any_blob_in_it_is_kept() {
+        let f = fixture(64 << 10);
+        let blobs = fill_a_pack(&f);
+        let keep: HashSet<Hash> = [blobs[3].0].into();
+        let later = now_ns() + 2 * HOUR;
+        let (n, _) = f.store.gc(&f.conn, &keep, HOUR, later).unwrap();
+        assert_eq!(n, blobs.len() as u64 - 1);
+        assert_eq!(count(&f, "SELECT count(*) FROM packs"), 1);
+        assert_eq!(f.store.get(&f.conn, &blobs[3].0).unwrap(), blobs[3].1);
+        let pack_csize = count(&f, "SELECT csize FROM packs") as u64;
+        assert_eq!(
+            f.store.gc(&f.conn, &HashSet::new(), HOUR, later).unwrap(),
+            (1, pack_csize),
+            "the pack goes with its last blob"
+        );
+        assert_eq!(count(&f, "SELECT count(*) FROM packs"), 0);
+        assert_eq!(f.store.usage(&f.conn).unwrap(), (0, 0));
+    }
+
+    #[test]
+    fn leftover_temp_file_is_never_a_blob() {
+        let f = fixture(0);
+        let h = put(&f, b"real");
+        let hex = h.to_hex();
+        let fan = f.objects.join(&hex[..2]);
+        let tmp = fan.join(format!("{TMP_PREFIX}crashed"));
+        fs::write(&tmp, b"half a blob").unwrap();
+        assert_eq!(f.store.get(&f.conn, &h).unwrap(), b"real");
+        assert_eq!(f.store.usage(&f.conn).unwrap().0, 1);
+        // gc leaves it while young, removes it past the grace period, and
+        // does not count it as a blob.
+        let keep: HashSet<Hash> = [h].into();
+        assert_eq!(f.store.gc(&f.conn, &keep, HOUR, now_ns()).unwrap(), (0, 0));
+        assert!(tmp.exists());
+        assert_eq!(
+            f.store
+                .gc(&f.conn, &keep, HOUR, now_ns() + 2 * HOUR)
+                .unwrap(),
+            (0, 11)
+        );
+        assert!(!tmp.exists());
+        assert_eq!(f.store.get(&f.conn, &h).unwrap(), b"real");
+    }
+
+    #[test]
+    fn gc_respects_referenced_and_grace() {
+        let f = fixture(100);
+        let keep_inline = put(&f, b"keep me");
+        let keep_file = put(&f, &noise(5000, 4));
+        let drop_inline = put(&f, b"drop me");
+        let drop_file_data = noise(6000, 5);
+        let drop_file = put(&f, &drop_file_data);
+        assert!(!is_inline(&f, &keep_file) && !is_inline(&f, &drop_file));
+        let referenced: HashSet<Hash> = [keep_inline, keep_file].into();
+        let now = now_ns();
+
+        // Young blobs survive even when unreferenced.
+        assert_eq!(f.store.gc(&f.conn, &referenced, HOUR, now).unwrap(), (0, 0));
+        assert_eq!(f.store.usage(&f.conn).unwrap().0, 4);
+
+        // Past the grace period only the unreferenced go, rows and files.
+        let csize = |h: &Hash| -> u64 {
+            f.conn
+                .query_row(
+                    "SELECT csize + coalesce((SELECT csize FROM packs WHERE id = pack), 0)
+                     FROM blobs WHERE hash = ?1",
+                    [&h.0[..]],
+                    |r| r.get::<_, i64>(0),
+                )
+                .unwrap() as u64
+        };
+        let expect_freed = csize(&drop_inline) + csize(&drop_file);
+        let (n, freed) = f
+            .store
+            .gc(&f.conn, &referenced, HOUR, now + 2 * HOUR)
+            .unwrap();
+        assert_eq!((n, freed), (2, expect_freed));
+        assert_eq!(f.store.get(&f.conn, &keep_inline).unwrap(), b"keep me");
+        assert!(f.store.get(&f.conn, &keep_file).is_ok());
+        assert!(matches!(
+            f.store.get(&f.conn, &drop_inline),
+            Err(Error::MissingBlob(_))
+        ));
+        assert!(matches!(
+            f.store.get(&f.conn, &drop_file),
+            Err(Error::MissingBlob(_))
+        ));
+        assert_eq!(object_files(&f.objects).len(), 1);
+
+        // Storing a removed blob again works.
+        put(&f, &drop_file_data);
+        assert_eq!(f.store.get(&f.conn, &drop_file).unwrap(), drop_file_data);
+    }
+
+    #[test]
+    fn reinsert_freshens_an_old_blob_against_gc() {
+        let f = fixture(1024);
+        let h = put(&f, b"old but wanted again");
+        f.conn
+            .execute("UPDATE blobs SET created_ns = 0", [])
+            .unwrap();
+        put(&f, b"old but wanted again");
+        assert_eq!(
+            f.store
+                .gc(&f.conn, &HashSet::new(), HOUR, now_ns())
+                .unwrap(),
+            (0, 0)
+        );
+        assert!(f.store.contains(&f.conn, &h).unwrap());
+    }
+
+    #[test]
+    fn gc_removes_old_objects_that_no_row_names() {
+        let f = fixture(0);
+        let h = put(&f, b"orphan after a crash");
+        let hex = h.to_hex();
+        let path = f.objects.join(&hex[..2]).join(&hex[2..]);
+        let len = fs::metadata(&path).unwrap().len();
+        // As if the process died after the rename, before the commit.
+        f.conn.execute("DELETE FROM blobs", []).unwrap();
+        assert_eq!(
+            f.store
+                .gc(&f.conn, &HashSet::new(), HOUR, now_ns())
+                .unwrap(),
+            (0, 0)
+        );
+        assert!(path.exists());
+        assert_eq!(
+            f.store
+                .gc(&f.conn, &HashSet::new(), HOUR, now_ns() + 2 * HOUR)
+                .unwrap(),
+            (1, len)
+        );
+        assert!(!path.exists());
+    }
+
+    #[test]
+    fn gc_refuses_to_run_inside_a_transaction() {
+        let f = fixture(0);
+        f.conn.execute_batch("BEGIN").unwrap();
+        assert!(matches!(
+            f.store.gc(&f.conn, &HashSet::new(), 0, now_ns()),
+            Err(Error::Invalid(_))
+        ));
+        f.conn.execute_batch("ROLLBACK").unwrap();
+    }
+}
