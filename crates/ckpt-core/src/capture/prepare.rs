@@ -90,8 +90,7 @@ pub(super) fn prepare_one(
 /// (see [`group_for_packs`]). Files big enough to be stored as deltas later
 /// get packs of their own, even a small one: reading one as a delta base
 /// decodes its pack up to it, and small files packed in between would be
-/// decoded for nothing (a full-tree capture of the bench tree decoded
-/// 78-84 MB of packs for 27 MB of bases).
+/// decoded for nothing (about three times the bytes of the bases).
 pub(super) fn pack_small(
     store: &BlobStore,
     captured: &mut [Captured],

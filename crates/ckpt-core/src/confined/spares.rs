@@ -47,8 +47,7 @@ impl Spares {
     /// The spare to write `len` bytes into: the one with the most blocks
     /// that still needs none freed, or `None` to make a new file. Never one
     /// to cut short: on ext4 with `discard`, freeing blocks waits for the
-    /// device, the longer the more is freed (in a rewind of 42,416 files,
-    /// 8,603 such cuts took 9 s of its 12–20 s).
+    /// device, the longer the more is freed (9 s of one 42,416-file rewind).
     pub(super) fn take(&mut self, new_file: NewFile, len: u64) -> Option<Spare> {
         let best = self.0.iter().enumerate();
         let best = best.filter(|(_, s)| s.new_file == new_file && !s.needs_freeing(len));
