@@ -59,15 +59,13 @@ impl Project {
         let (fs, store) = (&self.root_fs, &self.store);
         let (max, threads) = (self.opts.max_file_size, self.opts.threads);
         let db_path = conn.path().map(PathBuf::from);
-        // Everything but the write runs on the workers (reading and hashing
-        // a share of the batch each, then looking up and compressing file
-        // by file), so no serial step (store lookups, reading a delta base)
-        // leaves a core idle between reading and compressing. Each worker reads the
-        // store through a read-only connection of its own (the writer's
-        // cannot be shared across threads); when its batch is prepared while
-        // the previous one is being written, it may not see that batch's
-        // blobs yet and compresses a duplicate for nothing, which the
-        // writer then finds stored.
+        // Everything but the write runs on the workers, so no serial step (a
+        // store lookup, reading a delta base) idles a core between reading
+        // and compressing. Each worker reads the store through a read-only
+        // connection of its own (the writer's cannot cross threads); one
+        // preparing while the previous batch is written may miss that
+        // batch's blobs and compress a duplicate, which the writer finds
+        // stored.
         let prepare = |batch: Vec<Seen>, writer: Option<&Connection>| -> Result<Batch> {
             // Hashes being compressed in this batch: identical new content
             // is compressed once.
