@@ -1,6 +1,6 @@
 //! Errors of the core library. Every IO error names the path and the action.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// What went wrong in a core operation.
 #[derive(Debug, thiserror::Error)]
@@ -62,9 +62,14 @@ impl Error {
     }
 }
 
-/// Attaches the action and path to an IO error.
+/// Attaches the action and path to an IO error: the one way the core builds
+/// an [`Error::Io`].
 pub(crate) trait IoContext<T> {
     fn ctx(self, action: &'static str, path: impl Into<PathBuf>) -> Result<T>;
+
+    /// For a path inside a project: names it as `root/rel`, joined only when
+    /// there is an error (the capture and rewind loops call this per path).
+    fn ctx_in(self, action: &'static str, root: &Path, rel: impl AsRef<Path>) -> Result<T>;
 }
 
 impl<T> IoContext<T> for std::io::Result<T> {
@@ -72,6 +77,14 @@ impl<T> IoContext<T> for std::io::Result<T> {
         self.map_err(|source| Error::Io {
             action,
             path: path.into(),
+            source,
+        })
+    }
+
+    fn ctx_in(self, action: &'static str, root: &Path, rel: impl AsRef<Path>) -> Result<T> {
+        self.map_err(|source| Error::Io {
+            action,
+            path: root.join(rel),
             source,
         })
     }

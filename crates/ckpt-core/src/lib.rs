@@ -28,6 +28,7 @@ mod error;
 mod fsck;
 mod gc;
 mod model;
+mod par;
 mod plan;
 mod prefetch;
 mod project;

@@ -5,9 +5,8 @@ use serde::{Deserialize, Serialize};
 use crate::relpath::RelPath;
 use crate::state::State;
 
-/// Files whose name starts with this were barrier cookies of ckpt 0.1
-/// daemons, at a project's root (cookies now live in the daemon's data
-/// directory): never captured, never restored, in case one was left.
+/// Barrier cookies left at a project's root by older daemons start with
+/// this: never captured, never restored.
 pub const COOKIE_PREFIX: &str = ".ckpt-cookie-";
 
 /// Temp files ckpt writes while restoring start with this; never captured.

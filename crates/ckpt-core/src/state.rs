@@ -9,8 +9,7 @@ pub struct Hash(pub [u8; 32]);
 
 impl Hash {
     pub fn of(data: &[u8]) -> Hash {
-        // ring's assembly runs ~1.7x faster than the sha2 crate on CPUs
-        // without SHA extensions (measured in one process on these machines),
+        // ring: ~1.7x the sha2 crate's speed on CPUs without SHA extensions,
         // and hashing is half of a baseline's CPU time.
         let digest = ring::digest::digest(&ring::digest::SHA256, data);
         Hash(
@@ -24,7 +23,7 @@ impl Hash {
     /// The hashes of many contents at once, in their order. Independent
     /// messages hash in lockstep in the SIMD lanes of one core (16 with
     /// AVX-512), about twice the rate of hashing them one by one on a CPU
-    /// without SHA extensions (the bench tree's files in batches of 2 MiB).
+    /// without SHA extensions.
     /// A lane idles once its message ends, so they go in longest first,
     /// each with the next longest ones, as long as the lanes are on
     /// average a third full (where lanes and one by one break even); a
@@ -57,8 +56,7 @@ impl Hash {
     }
 
     pub fn to_hex(&self) -> String {
-        // (A `format!` per byte took 5 µs per hash: 57 ms of a full-tree
-        // rewind's reply.)
+        // Not a `format!` per byte: that cost 5 µs per hash.
         hex::encode(self.0)
     }
 

@@ -1,0 +1,241 @@
+//! The full scan: the sorted walk of the tree merged with the hash cache,
+//! read page by page in the same order, so memory does not grow with the
+//! size of the tree.
+
+use rusqlite::Connection;
+
+use super::{Seen, BATCH_BYTES, BATCH_PATHS};
+use crate::cache::{self, CacheRow};
+use crate::error::Result;
+use crate::model::ScanReport;
+use crate::project::{now_ns, Project};
+use crate::relpath::RelPath;
+use crate::scan::{self, Excludes};
+
+/// Cache rows read per query while a full scan merges the cache with the walk.
+const CACHE_PAGE: usize = if cfg!(test) { 3 } else { 1024 };
+
+/// Reads the cache in path order, a page at a time.
+#[derive(Default)]
+struct CacheCursor {
+    /// The current page, reversed (`pop` gives the next row).
+    page: Vec<(RelPath, CacheRow)>,
+    /// The key of the last row read.
+    after: Vec<u8>,
+    done: bool,
+}
+
+impl CacheCursor {
+    /// The next row. The merge only writes rows at or before the one it
+    /// compares, so rows read ahead stay valid and the next page (keys after
+    /// the last row read) sees none of its writes.
+    fn next(&mut self, conn: &Connection) -> Result<Option<(RelPath, CacheRow)>> {
+        while self.page.is_empty() && !self.done {
+            match cache::page(conn, &self.after, CACHE_PAGE, &mut self.page)? {
+                Some(last) => self.after = last,
+                None => self.done = true,
+            }
+            self.page.reverse();
+        }
+        Ok(self.page.pop())
+    }
+}
+
+impl Project {
+    /// Full stat-compare scan of the tree against the hash cache; captures
+    /// every change. The first call is the baseline.
+    ///
+    /// The walk and the cache are both read in path order and merged, and
+    /// what changed is captured batch by batch as the merge goes, so memory
+    /// does not grow with the size of the tree.
+    pub fn reconcile(&mut self) -> Result<ScanReport> {
+        use std::cmp::Ordering;
+        let scan_start = now_ns();
+        self.excludes = Excludes::load(&self.root, &self.opts.extra_excludes);
+        let mut walk = scan::SortedWalk::new(&self.root, None, &self.excludes);
+        let mut cached = CacheCursor::default();
+        let mut report = ScanReport::default();
+        let mut seen = Vec::new();
+        let mut seen_bytes = 0;
+        // Rows of paths that are excluded now: they simply leave the cache
+        // (they were not deleted).
+        let mut gone = Vec::new();
+        let mut disk = walk.next();
+        let mut row = cached.next(&self.conn)?;
+        loop {
+            let ord = match (&disk, &row) {
+                (None, None) => break,
+                (Some(_), None) => Ordering::Less,
+                (None, Some(_)) => Ordering::Greater,
+                (Some((d, _)), Some((c, _))) => d.cmp(c),
+            };
+            if ord == Ordering::Greater {
+                // In the cache, not found by the walk: gone, unless it lies
+                // in a directory we could not read (which the walk, being in
+                // the same order, has tried to read by now), or is excluded.
+                let (path, old) = row.take().expect("compared above");
+                row = cached.next(&self.conn)?;
+                if walk
+                    .unreadable
+                    .iter()
+                    .any(|(d, _)| path.starts_with(d) && &path != d)
+                {
+                    continue;
+                }
+                if self.excludes.is_excluded(&path, old.state.is_dir()) {
+                    gone.push(path);
+                } else {
+                    seen.push(Seen {
+                        path,
+                        stat: None,
+                        old: Some(old),
+                    });
+                }
+            } else {
+                let (path, stat) = disk.take().expect("compared above");
+                disk = walk.next();
+                report.entries += 1;
+                let old = match ord {
+                    Ordering::Equal => {
+                        let old = row.take().map(|(_, r)| r);
+                        row = cached.next(&self.conn)?;
+                        old
+                    }
+                    _ => None,
+                };
+                if old.as_ref().is_none_or(|o| !o.unchanged(&stat)) {
+                    seen_bytes += stat.size;
+                    seen.push(Seen {
+                        path,
+                        stat: Some(stat),
+                        old,
+                    });
+                }
+            }
+            if seen_bytes >= BATCH_BYTES || seen.len() + gone.len() >= BATCH_PATHS {
+                let (s, g) = (std::mem::take(&mut seen), std::mem::take(&mut gone));
+                self.capture(s, g, scan_start, &mut report)?;
+                seen_bytes = 0;
+            }
+        }
+        self.capture(seen, gone, scan_start, &mut report)?;
+        report.skipped.splice(0..0, walk.unreadable);
+        Ok(report)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::fs;
+    use std::path::Path;
+
+    use super::super::tests::{cached, setup};
+    use crate::model::{Options, TurnMeta};
+    use crate::project::Project;
+    use crate::relpath::RelPath;
+    use crate::state::State;
+
+    /// Every cache row: path and state.
+    fn states(p: &Project) -> BTreeMap<String, State> {
+        crate::cache::all(&p.conn)
+            .unwrap()
+            .into_iter()
+            .map(|(k, r)| (k.display(), r.state))
+            .collect()
+    }
+
+    /// Names whose byte order interleaves a directory's own entry, its
+    /// siblings and its contents (`a` < `a-b` < `a.rs` < `a/x` < `a0`), more
+    /// of them than one page of the cache or one batch holds.
+    fn tricky_tree(root: &Path) {
+        for d in ["a/x/y", "a/x-y", "a0/q", "b/c"] {
+            fs::create_dir_all(root.join(d)).unwrap();
+        }
+        for f in [
+            "a-b", "a.rs", "a/x/y/1", "a/x/z", "a/x/z-", "a/x.txt", "a/x-y/1", "a0/q/2", "b/c/d",
+            "b0",
+        ] {
+            fs::write(root.join(f), f).unwrap();
+        }
+    }
+
+    #[test]
+    fn reconcile_finds_what_a_fresh_baseline_finds_and_records_each_change_once() {
+        let (tmp, root, mut p) = setup();
+        tricky_tree(&root);
+        p.reconcile().unwrap();
+        let before = states(&p);
+        assert!(before.contains_key("a/x/z-") && before.contains_key("b/c/d"));
+        p.turn_start(TurnMeta::default()).unwrap();
+        // Changes on both sides of every interleaving: a directory replaced
+        // by a file, removals, an edit, a renamed directory, additions
+        // before, between and after cached paths, and a cached directory
+        // that is excluded now (it leaves the cache; it was not deleted).
+        fs::remove_dir_all(root.join("a/x")).unwrap();
+        fs::write(root.join("a/x"), "now a file").unwrap();
+        fs::remove_file(root.join("a-b")).unwrap();
+        fs::write(root.join("a.rs"), "edited").unwrap();
+        fs::rename(root.join("a0"), root.join("a1")).unwrap();
+        fs::write(root.join("a+"), "new").unwrap();
+        fs::write(root.join("0"), "new").unwrap();
+        fs::create_dir_all(root.join("zz/new")).unwrap();
+        fs::write(root.join("zz/new/f"), "new").unwrap();
+        fs::write(root.join(".ckptignore"), "*.log\n/scratch/\n/b/\n").unwrap();
+        let report = p.reconcile().unwrap();
+        let after = states(&p);
+
+        let mut fresh =
+            Project::open(&tmp.path().join("store2"), &root, Options::default()).unwrap();
+        fresh.reconcile().unwrap();
+        assert_eq!(after, states(&fresh));
+        assert!(!after.contains_key("b") && !after.contains_key("b/c/d"));
+
+        let mut want = BTreeMap::new();
+        for path in before.keys().chain(after.keys()) {
+            let rel = RelPath::new(path.as_str()).unwrap();
+            let is_dir = before.get(path).is_some_and(|s| s.is_dir());
+            if before.get(path) != after.get(path) && !p.is_excluded(&rel, is_dir) {
+                want.insert(
+                    path.clone(),
+                    before.get(path).cloned().unwrap_or(State::Absent),
+                );
+            }
+        }
+        assert!(want.contains_key("a/x/y/1") && want.contains_key("a1/q/2"));
+        assert_eq!(report.changed, want.len() as u64);
+        let got: BTreeMap<String, State> = p
+            .turn_end()
+            .unwrap()
+            .entries
+            .into_iter()
+            .map(|e| (e.path.display(), e.pre))
+            .collect();
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn excludes_tagged_build_dirs_dependencies_and_ckptignore_but_not_dotenv() {
+        let (_tmp, _root, mut p) = setup();
+        p.reconcile().unwrap();
+        assert_eq!(
+            cached(&p),
+            [
+                ".ckptignore",
+                ".env",
+                "src",
+                "src/target",
+                "src/target/x.rs"
+            ],
+        );
+        for (path, dir) in [
+            ("target/debug/bin", false),
+            ("node_modules/x", true),
+            ("a.log", false),
+            ("scratch/s", false),
+        ] {
+            assert!(p.is_excluded(&RelPath::new(path).unwrap(), dir), "{path}");
+        }
+        assert!(!p.is_excluded(&RelPath::new("src/target/x.rs").unwrap(), false));
+    }
+}

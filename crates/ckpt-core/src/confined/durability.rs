@@ -1,0 +1,180 @@
+//! Durability of a batch: written files are fsynced on sync threads while
+//! the writer goes on, or, for a large batch, the filesystem is synced whole.
+
+use std::io;
+use std::os::fd::OwnedFd;
+use std::sync::atomic::Ordering;
+
+use rustix::fs::{Mode, OFlags};
+
+use super::root::Root;
+
+/// Runs `sync(i)` for every `i < n` on up to `threads` threads; the first
+/// error wins.
+pub(crate) fn parallel_fsync(
+    n: usize,
+    threads: usize,
+    sync: impl Fn(usize) -> io::Result<()> + Sync,
+) -> io::Result<()> {
+    let threads = threads.clamp(1, n.max(1));
+    if threads == 1 {
+        return (0..n).try_for_each(sync);
+    }
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                s.spawn(|| loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= n {
+                        return Ok(());
+                    }
+                    sync(i)?;
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|w| w.join().expect("an fsync worker does not panic"))
+            .collect::<io::Result<Vec<()>>>()
+            .map(|_| ())
+    })
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Calls of `WholeFs::sync`, and files handed to a sync thread, on
+    /// this thread (for tests of which way a batch is synced).
+    pub(crate) static SYNCFS_CALLS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    pub(crate) static FILE_FSYNCS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// A filesystem made durable with one `syncfs` instead of an fsync per file
+/// and directory. For a batch of thousands of files this spares an inode
+/// write and a device flush per file: 20% of a full-tree rewind's CPU went
+/// to those fsyncs. Linux only; elsewhere there is no `WholeFs`.
+pub(crate) struct WholeFs {
+    fd: OwnedFd,
+    dev: u64,
+}
+
+impl WholeFs {
+    /// The filesystem of `root`, through a handle opened now: `syncfs`
+    /// reports the write errors its filesystem had since its handle was
+    /// opened, so these are this batch's, not older ones.
+    pub fn open(root: &Root) -> io::Result<Option<WholeFs>> {
+        if !cfg!(target_os = "linux") {
+            return Ok(None);
+        }
+        let fd = rustix::fs::openat(
+            &root.fd,
+            ".",
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )?;
+        let dev = rustix::fs::fstat(&fd)?.st_dev as u64;
+        Ok(Some(WholeFs { fd, dev }))
+    }
+
+    /// Whether `fd` is on this filesystem (else it needs its own fsync: a
+    /// directory under the root can be another mount).
+    #[allow(clippy::unnecessary_cast)] // st_dev's type differs across platforms
+    pub fn holds(&self, fd: impl std::os::fd::AsFd) -> io::Result<bool> {
+        Ok(rustix::fs::fstat(fd)?.st_dev as u64 == self.dev)
+    }
+
+    /// Starts writing `file`'s data out without waiting, so that `sync`
+    /// has less left to wait for.
+    fn start_writeback(file: &std::fs::File) -> io::Result<()> {
+        #[cfg(target_os = "linux")]
+        {
+            use std::os::fd::AsRawFd;
+            // SAFETY: a plain syscall on a descriptor `file` keeps open.
+            let r = unsafe {
+                libc::sync_file_range(file.as_raw_fd(), 0, 0, libc::SYNC_FILE_RANGE_WRITE)
+            };
+            if r != 0 {
+                return Err(io::Error::last_os_error());
+            }
+        }
+        let _ = file;
+        Ok(())
+    }
+
+    /// Writes out everything the filesystem has pending and flushes the
+    /// device.
+    pub fn sync(&self) -> io::Result<()> {
+        #[cfg(test)]
+        SYNCFS_CALLS.with(|n| n.set(n.get() + 1));
+        #[cfg(target_os = "linux")]
+        return rustix::fs::syncfs(&self.fd).map_err(Into::into);
+        #[cfg(not(target_os = "linux"))]
+        unreachable!("no WholeFs outside Linux");
+    }
+}
+
+/// Where written files go to be made durable (`sync_while`).
+pub(crate) struct SyncQueue<'w> {
+    /// A file, and whether to fsync it (else only start its writeback).
+    tx: std::sync::mpsc::SyncSender<(std::fs::File, bool)>,
+    whole: Option<&'w WholeFs>,
+}
+
+impl SyncQueue<'_> {
+    /// fsyncs and closes `file`, on device `dev` (`Staged::dev`), on a sync
+    /// thread; on the filesystem synced whole, only starts writing it out.
+    pub fn push(&self, file: std::fs::File, dev: u64) -> io::Result<()> {
+        let fsync = self.whole.is_none_or(|whole| whole.dev != dev);
+        #[cfg(test)]
+        FILE_FSYNCS.with(|n| n.set(n.get() + usize::from(fsync)));
+        match self.tx.send((file, fsync)) {
+            Ok(()) => Ok(()),
+            // Unreachable while `sync_while` runs; sync here rather than lose it.
+            Err(std::sync::mpsc::SendError((file, _))) => file.sync_all(),
+        }
+    }
+}
+
+/// Runs `work` while `threads` threads fsync the files it pushes, so writing
+/// and syncing overlap (and concurrent fsyncs share the device's flushes).
+/// Files on `whole`'s filesystem are only written out, and left to its
+/// caller's `syncfs`.
+/// Returns `work`'s result and the first sync error, after every pushed
+/// file is synced.
+pub(crate) fn sync_while<R>(
+    threads: usize,
+    whole: Option<&WholeFs>,
+    work: impl FnOnce(&SyncQueue) -> R,
+) -> (R, io::Result<()>) {
+    // Bounds the open handles waiting for a sync thread.
+    const QUEUE: usize = 256;
+    let (tx, rx) = std::sync::mpsc::sync_channel::<(std::fs::File, bool)>(QUEUE);
+    let rx = std::sync::Mutex::new(rx);
+    let failed: std::sync::Mutex<Option<io::Error>> = std::sync::Mutex::new(None);
+    let r = std::thread::scope(|s| {
+        for _ in 0..threads.max(1) {
+            s.spawn(|| loop {
+                let next = rx.lock().unwrap_or_else(|e| e.into_inner()).recv();
+                let Ok((file, fsync)) = next else { return };
+                // All metadata too: a restore may change only the mode.
+                let synced = if fsync {
+                    file.sync_all()
+                } else {
+                    WholeFs::start_writeback(&file)
+                };
+                if let Err(e) = synced {
+                    failed
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .get_or_insert(e);
+                }
+            });
+        }
+        let queue = SyncQueue { tx, whole };
+        let r = work(&queue);
+        drop(queue);
+        r
+    });
+    let failed = failed.into_inner().unwrap_or_else(|e| e.into_inner());
+    (r, failed.map_or(Ok(()), Err))
+}

@@ -1,0 +1,243 @@
+//! The single confined operations: each walks from the root's handle to
+//! the path's parent, then acts on the last name.
+
+use std::ffi::OsStr;
+use std::io::{self, Read};
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+
+use rustix::fs::{AtFlags, Mode, OFlags};
+
+use crate::model::TEMP_PREFIX;
+use crate::relpath::RelPath;
+
+/// An open project root.
+pub(crate) struct Root {
+    path: PathBuf,
+    /// Also the start of `Dirs`' walks and `WholeFs`' handle.
+    pub(super) fd: OwnedFd,
+}
+
+/// What `lstat` says about a path, reduced to what the hash cache compares.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Stat {
+    pub kind: StatKind,
+    /// Permission bits (`0o7777`).
+    pub mode: u32,
+    pub size: u64,
+    pub mtime_ns: i64,
+    pub ctime_ns: i64,
+    pub ino: u64,
+    pub dev: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum StatKind {
+    File,
+    Dir,
+    Symlink,
+    /// fifo, socket, device: never captured.
+    Other,
+}
+
+impl Stat {
+    pub fn from_std(md: &std::fs::Metadata) -> Stat {
+        use std::os::unix::fs::MetadataExt;
+        let ft = md.file_type();
+        let kind = if ft.is_file() {
+            StatKind::File
+        } else if ft.is_dir() {
+            StatKind::Dir
+        } else if ft.is_symlink() {
+            StatKind::Symlink
+        } else {
+            StatKind::Other
+        };
+        Stat {
+            kind,
+            mode: md.mode() & 0o7777,
+            size: md.size(),
+            mtime_ns: md.mtime() * 1_000_000_000 + md.mtime_nsec(),
+            ctime_ns: md.ctime() * 1_000_000_000 + md.ctime_nsec(),
+            ino: md.ino(),
+            dev: md.dev(),
+        }
+    }
+
+    #[allow(clippy::unnecessary_cast)] // field types differ across platforms
+    pub fn from_rustix(st: &rustix::fs::Stat) -> Stat {
+        let fmt = rustix::fs::FileType::from_raw_mode(st.st_mode as _);
+        let kind = match fmt {
+            rustix::fs::FileType::RegularFile => StatKind::File,
+            rustix::fs::FileType::Directory => StatKind::Dir,
+            rustix::fs::FileType::Symlink => StatKind::Symlink,
+            _ => StatKind::Other,
+        };
+        Stat {
+            kind,
+            mode: (st.st_mode as u32) & 0o7777,
+            size: st.st_size as u64,
+            mtime_ns: st.st_mtime as i64 * 1_000_000_000 + st.st_mtime_nsec as i64,
+            ctime_ns: st.st_ctime as i64 * 1_000_000_000 + st.st_ctime_nsec as i64,
+            ino: st.st_ino as u64,
+            dev: st.st_dev as u64,
+        }
+    }
+}
+
+pub(super) fn not_dir(path: &RelPath) -> io::Error {
+    io::Error::other(format!(
+        "{path}: a parent is not a directory (or is a symlink); refusing to follow it"
+    ))
+}
+
+impl Root {
+    pub fn open(path: &Path) -> io::Result<Root> {
+        let fd = rustix::fs::open(
+            path,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )?;
+        Ok(Root {
+            path: path.to_path_buf(),
+            fd,
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Opens the directory `path` (relative, never through a symlink).
+    fn open_dir(&self, comps: &[&OsStr]) -> rustix::io::Result<OwnedFd> {
+        let mut fd = rustix::io::dup(&self.fd)?;
+        for comp in comps {
+            fd = rustix::fs::openat(
+                &fd,
+                *comp,
+                OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                Mode::empty(),
+            )?;
+        }
+        Ok(fd)
+    }
+
+    /// The handle of `path`'s parent directory. `Ok(None)` when a parent is
+    /// missing or is not a real directory: then `path` cannot exist in the
+    /// tree as far as ckpt is concerned.
+    fn parent(&self, path: &RelPath) -> io::Result<Option<OwnedFd>> {
+        let comps: Vec<&OsStr> = path.components().collect();
+        match self.open_dir(&comps[..comps.len() - 1]) {
+            Ok(fd) => Ok(Some(fd)),
+            Err(e)
+                if e == rustix::io::Errno::NOENT
+                    || e == rustix::io::Errno::NOTDIR
+                    || e == rustix::io::Errno::LOOP =>
+            {
+                Ok(None)
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    fn parent_required(&self, path: &RelPath) -> io::Result<OwnedFd> {
+        self.parent(path)?.ok_or_else(|| not_dir(path))
+    }
+
+    /// `lstat`; `None` if nothing is there.
+    pub fn lstat(&self, path: &RelPath) -> io::Result<Option<Stat>> {
+        let Some(dir) = self.parent(path)? else {
+            return Ok(None);
+        };
+        match rustix::fs::statat(&dir, path.file_name(), AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(st) => Ok(Some(Stat::from_rustix(&st))),
+            Err(rustix::io::Errno::NOENT) | Err(rustix::io::Errno::NOTDIR) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Reads a regular file (never through a symlink), returning its bytes
+    /// and the stat of the open file taken before reading.
+    pub fn read_file(&self, path: &RelPath) -> io::Result<(Vec<u8>, Stat)> {
+        let dir = self.parent_required(path)?;
+        let fd = rustix::fs::openat(
+            &dir,
+            path.file_name(),
+            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NOCTTY | OFlags::NONBLOCK,
+            Mode::empty(),
+        )?;
+        let st = Stat::from_rustix(&rustix::fs::fstat(&fd)?);
+        let mut file = std::fs::File::from(fd);
+        let mut buf = Vec::with_capacity(st.size as usize);
+        file.read_to_end(&mut buf)?;
+        Ok((buf, st))
+    }
+
+    pub fn read_link(&self, path: &RelPath) -> io::Result<Vec<u8>> {
+        let dir = self.parent_required(path)?;
+        Ok(rustix::fs::readlinkat(&dir, path.file_name(), Vec::new())?.into_bytes())
+    }
+
+    /// Removes whatever is at `path` (an empty directory, a file, a link).
+    /// Nothing there is fine.
+    pub fn remove(&self, path: &RelPath) -> io::Result<()> {
+        let Some(dir) = self.parent(path)? else {
+            return Ok(());
+        };
+        let name = path.file_name();
+        let st = match rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(st) => Stat::from_rustix(&st),
+            Err(rustix::io::Errno::NOENT) => return Ok(()),
+            Err(e) => return Err(e.into()),
+        };
+        let flags = if st.kind == StatKind::Dir {
+            AtFlags::REMOVEDIR
+        } else {
+            AtFlags::empty()
+        };
+        match rustix::fs::unlinkat(&dir, name, flags) {
+            Ok(()) | Err(rustix::io::Errno::NOENT) => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// The names in directory `path` (the root when `None`), never through
+    /// a symlink. A missing directory has none.
+    pub fn list_dir_at(&self, path: Option<&RelPath>) -> io::Result<Vec<Vec<u8>>> {
+        let comps: Vec<&OsStr> = path.map(|p| p.components().collect()).unwrap_or_default();
+        let fd = match self.open_dir(&comps) {
+            Ok(fd) => fd,
+            Err(rustix::io::Errno::NOENT) | Err(rustix::io::Errno::NOTDIR) => return Ok(Vec::new()),
+            Err(e) => return Err(e.into()),
+        };
+        let mut names = Vec::new();
+        for entry in rustix::fs::Dir::read_from(&fd)? {
+            let name = entry?.file_name().to_bytes().to_vec();
+            if name != b"." && name != b".." {
+                names.push(name);
+            }
+        }
+        Ok(names)
+    }
+
+    pub fn list_dir(&self, path: &RelPath) -> io::Result<Vec<Vec<u8>>> {
+        self.list_dir_at(Some(path))
+    }
+
+    /// Removes ckpt's own temp files (a write cut short by a crash) from
+    /// directory `dir` (the root when `None`).
+    pub fn remove_temp_files(&self, dir: Option<&RelPath>) -> io::Result<()> {
+        for name in self.list_dir_at(dir)? {
+            if name.starts_with(TEMP_PREFIX.as_bytes()) {
+                let rel = match dir {
+                    Some(d) => d.join(&name),
+                    None => RelPath::new(name),
+                };
+                if let Ok(rel) = rel {
+                    self.remove(&rel)?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
