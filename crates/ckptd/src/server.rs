@@ -3,15 +3,15 @@
 //! error reply (and, when the framing can no longer be trusted, a closed
 //! connection); other clients never notice.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use ckpt_proto::{
-    decode_body, decode_len, encode, read_body, ErrorKind, FrameError, HelloReply, Request,
-    Response, PROTOCOL_VERSION,
+    encode, read_frame_or_end, ErrorKind, FrameError, HelloReply, Request, Response,
+    PROTOCOL_VERSION,
 };
 
 use crate::daemon::Daemon;
@@ -99,7 +99,7 @@ fn serve_connection(mut stream: UnixStream, d: Arc<Daemon>) {
     }
     let mut greeted = false;
     loop {
-        let req = match read_request(&mut stream) {
+        let req = match read_frame_or_end::<_, Request>(&mut stream) {
             Ok(Some(req)) => req,
             Ok(None) => return,
             Err(FrameError::Io(e)) => {
@@ -195,23 +195,6 @@ fn hello(req: &Request) -> Response {
 
 fn error(kind: ErrorKind, message: String) -> Response {
     Response::Error { kind, message }
-}
-
-/// Reads one request; `None` on a clean end of stream between frames.
-fn read_request(rd: &mut UnixStream) -> Result<Option<Request>, FrameError> {
-    let mut header = [0u8; 4];
-    let mut got = 0;
-    while got < header.len() {
-        match rd.read(&mut header[got..]) {
-            Ok(0) if got == 0 => return Ok(None),
-            Ok(0) => return Err(FrameError::Io(std::io::ErrorKind::UnexpectedEof.into())),
-            Ok(n) => got += n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(FrameError::Io(e)),
-        }
-    }
-    let len = decode_len::<Request>(header)?;
-    decode_body(&read_body(rd, len)?).map(Some)
 }
 
 fn send(wr: &mut UnixStream, reply: &Response) -> std::io::Result<()> {
