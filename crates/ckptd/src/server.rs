@@ -4,11 +4,11 @@
 //! connection); other clients never notice.
 
 use std::io::Write;
-use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+use interprocess::local_socket::{prelude::*, Listener, Stream};
 use ckpt_proto::{
     encode, read_frame_or_end, ErrorKind, FrameError, HelloReply, Request, Response,
     PROTOCOL_VERSION,
@@ -17,14 +17,14 @@ use ckpt_proto::{
 use crate::daemon::Daemon;
 use crate::error::panic_message;
 use crate::handlers;
-use crate::socket::euid;
+use crate::socket;
 
 /// Accepts until `shutdown` resolves, on a thread of its own: the kernel
 /// wakes that thread directly, where an async accept first wakes the
 /// runtime's IO driver, then the task. Each connection is served on a
 /// thread of the runtime's blocking pool.
 pub async fn accept_loop(
-    listener: UnixListener,
+    listener: Listener,
     socket: PathBuf,
     d: Arc<Daemon>,
     shutdown: impl std::future::Future<Output = ()>,
@@ -60,36 +60,18 @@ pub async fn accept_loop(
     stopping.store(true, Ordering::Release);
     // Wake the blocked accept so the thread sees the flag and drops the
     // listener.
-    let _ = UnixStream::connect(&socket);
-}
-
-/// The uid of the process at the other end of `stream`.
-#[cfg(any(target_os = "linux", target_os = "android"))]
-fn peer_uid(stream: &UnixStream) -> std::io::Result<u32> {
-    Ok(rustix::net::sockopt::socket_peercred(stream)?.uid.as_raw())
-}
-
-/// The uid of the process at the other end of `stream`.
-#[cfg(not(any(target_os = "linux", target_os = "android")))]
-fn peer_uid(stream: &UnixStream) -> std::io::Result<u32> {
-    use std::os::fd::AsRawFd;
-    let (mut uid, mut gid) = (0, 0);
-    // SAFETY: both out-pointers are valid; the fd is an open socket.
-    if unsafe { libc::getpeereid(stream.as_raw_fd(), &mut uid, &mut gid) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(uid)
+    let _ = socket::connect(&socket);
 }
 
 /// Serves one connection on a blocking thread: reading, handling and
 /// answering a request on the same thread spares each call two thread
 /// hand-offs (a `ckptctl` call is a few milliseconds, mostly process
 /// start-up, so every hop shows).
-fn serve_connection(mut stream: UnixStream, d: Arc<Daemon>) {
-    match peer_uid(&stream) {
-        Ok(uid) if uid == euid() => {}
-        Ok(uid) => {
-            tracing::warn!(uid, "refusing a connection from another user");
+fn serve_connection(mut stream: Stream, d: Arc<Daemon>) {
+    match socket::peer_is_us(&stream) {
+        Ok(true) => {}
+        Ok(false) => {
+            tracing::warn!(peer = ?stream.peer_creds().ok(), "refusing a connection from another user");
             return;
         }
         Err(e) => {
@@ -197,7 +179,7 @@ fn error(kind: ErrorKind, message: String) -> Response {
     Response::Error { kind, message }
 }
 
-fn send(wr: &mut UnixStream, reply: &Response) -> std::io::Result<()> {
+fn send(wr: &mut Stream, reply: &Response) -> std::io::Result<()> {
     let bytes = match encode(reply) {
         Ok(b) => b,
         Err(e) => {
