@@ -9,10 +9,10 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context};
-use interprocess::local_socket::{prelude::*, GenericFilePath, Stream};
 use ckpt_proto::{
     read_frame, write_frame, ErrorKind, FrameError, Request, Response, PROTOCOL_VERSION,
 };
+use interprocess::local_socket::{prelude::*, GenericFilePath, Stream};
 
 use crate::cli::Global;
 

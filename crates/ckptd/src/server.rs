@@ -8,11 +8,11 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use interprocess::local_socket::{prelude::*, Listener, Stream};
 use ckpt_proto::{
     encode, read_frame_or_end, ErrorKind, FrameError, HelloReply, Request, Response,
     PROTOCOL_VERSION,
 };
+use interprocess::local_socket::{prelude::*, Listener, Stream};
 
 use crate::daemon::Daemon;
 use crate::error::panic_message;
