@@ -44,10 +44,9 @@ fn main() -> ExitCode {
     }
 }
 
-/// glibc gives each thread that allocates its own arena (up to 8 per core)
-/// and keeps freed memory in each. With the daemon's capture, request and
-/// runtime threads that cost up to ~12 MiB of peak RSS on a 53k-file
-/// baseline; two arenas showed no consistent slowdown there.
+/// glibc gives each allocating thread its own arena (up to 8 per core),
+/// each keeping its freed memory: two arenas save up to ~12 MiB of peak RSS
+/// on a 53k-file baseline, with no consistent slowdown.
 fn limit_malloc_arenas() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: called first thing in main, before any other thread exists.
@@ -57,19 +56,15 @@ fn limit_malloc_arenas() {
 }
 
 /// Keeps the daemon's code in memory once it has run, and the client's
-/// whole executable. An agent's first hook call after some idle minutes
-/// otherwise waits while the kernel reads both back in: turn-start took
-/// 8-12.5 ms that way against 3.5-5 ms warm (daemon code paged out with
-/// `process_madvise`), and 5.8 ms against 2.6 ms with only `ckptctl`'s
-/// file dropped from the page cache.
+/// whole executable: after some idle minutes an agent's first hook call
+/// otherwise waits for the kernel to read them back (turn-start about 2x
+/// slower).
 ///
-/// The daemon's pages are locked as they are first used (`MLOCK_ONFAULT`),
-/// so the cost is the code it runs; the client's 1.6 MiB are read in at
-/// once (its pages are faulted in by its own processes, not ours). The
-/// daemon's machine code goes first, then the client's file, then the
-/// daemon's constants, in case `RLIMIT_MEMLOCK` (often 8 MiB) runs out
-/// (~7 MiB and 1.6 MiB mapped). Best effort: without it only latency
-/// suffers.
+/// The daemon's pages are locked as first used (`MLOCK_ONFAULT`), so the
+/// cost is the code it runs; the client's file is read in at once (its
+/// own processes fault its pages, not ours). Machine code first, then the
+/// client, then constants, in case `RLIMIT_MEMLOCK` (often 8 MiB) runs
+/// out. Best effort: without it only latency suffers.
 #[cfg(target_os = "linux")]
 fn lock_code_in_memory() {
     let ranges = match code_ranges() {
