@@ -38,11 +38,11 @@ pub struct Global {
 
 #[derive(Subcommand, Debug)]
 pub enum Command {
-    /// Watch a directory (default: the git top-level containing the current
-    /// directory or -C's, else that directory); returns when the baseline is
-    /// complete.
+    /// Watch a project; returns when the baseline is complete. Without DIR:
+    /// the git top-level containing -C's directory (or the current one),
+    /// else that directory.
     Watch {
-        /// The directory to watch, exactly (not a -C with it).
+        /// The directory to watch, exactly (not together with -C).
         dir: Option<PathBuf>,
     },
     /// Stop watching a project; its history is kept unless --drop-data.
@@ -127,7 +127,8 @@ pub enum Command {
         #[arg(required = true, trailing_var_arg = true)]
         command: Vec<std::ffi::OsString>,
     },
-    /// Start ckptd at login (systemd user unit or launchd agent).
+    /// Start ckptd at login: a systemd user unit (on macOS a launchd agent,
+    /// which no test runs).
     Service {
         #[command(subcommand)]
         action: ServiceAction,
