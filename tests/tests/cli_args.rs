@@ -35,6 +35,55 @@ fn watch_and_unwatch_take_dash_c() {
     assert_eq!(projects["projects"].as_array().unwrap().len(), 0);
 }
 
+/// Every command that acts on a project takes `-C` from anywhere, before
+/// or after the subcommand's name.
+#[test]
+fn every_project_command_takes_dash_c() {
+    let env = Env::new();
+    let _d = env.start_daemon();
+    let proj = env.git_repo("p", &[("f", b"1\n")]);
+    let before = snapshot_work(&proj);
+    let elsewhere = env.dir("elsewhere");
+    let c = s(&proj);
+    let t = env.ctl_json(&elsewhere, &["turn-start", "-C", c]);
+    assert_eq!(t["turn"], 1, "{t}");
+    sh(&proj, "echo 2 > f");
+    env.ctl_ok(&elsewhere, &["sync", "-C", c]);
+    let e = env.ctl_json(&elsewhere, &["-C", c, "turn-end"]);
+    assert_eq!(e["turn"]["info"]["counts"]["modified"], 1, "{e}");
+    assert_eq!(
+        env.ctl_json(&elsewhere, &["log", "-C", c])["turns"][0]["id"],
+        1
+    );
+    let show = env.ctl_json(&elsewhere, &["show", "1", "-C", c]);
+    assert_eq!(show["turn"]["entries"][0]["path"], "f", "{show}");
+    let diff = env.ctl_ok(&elsewhere, &["diff", "-C", c, "1"]);
+    assert!(diff.contains("+2"), "{diff}");
+    let r = env.ctl_json(&elsewhere, &["rewind", "-C", c, "1"]);
+    assert_eq!(r["outcome"], "applied", "{r}");
+    assert_same_tree("rewound with -C", &before, &snapshot_work(&proj));
+    env.ctl_ok(&elsewhere, &["redo", "-C", c]);
+    assert_eq!(std::fs::read(proj.join("f")).unwrap(), b"2\n");
+    assert_eq!(env.ctl_json(&elsewhere, &["fsck", "-C", c])["ok"], true);
+    let out = env.ctl(
+        &elsewhere,
+        &["run", "-C", c, "--", "sh", "-c", "echo 3 > f"],
+    );
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(
+        std::fs::read(proj.join("f")).unwrap(),
+        b"3\n",
+        "ran in -C's dir"
+    );
+    assert_eq!(
+        env.ctl_json(&proj, &["log"])["turns"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+}
+
 /// A directory given twice (`-C A` and a positional B) is refused, not
 /// resolved by a rule the user has to guess.
 #[test]
