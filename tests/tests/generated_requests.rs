@@ -151,7 +151,10 @@ fn concrete(proj: &Path, g: &Gen) -> Request {
             session: None,
             auto_watch: *auto_watch,
         },
-        Gen::TurnEnd(s) => Request::TurnEnd { dir: p(s) },
+        Gen::TurnEnd(s) => Request::TurnEnd {
+            dir: p(s),
+            session: None,
+        },
         Gen::Sync(s) => Request::Sync { dir: p(s) },
         Gen::Log(s, limit) => Request::Log {
             dir: p(s),

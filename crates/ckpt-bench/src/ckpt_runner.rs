@@ -111,6 +111,14 @@ impl Ckpt {
         c
     }
 
+    /// `ckptctl ARGS` for `status`, which acts on no project and refuses `-C`.
+    fn daemon_cmd(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(&self.bins.ctl);
+        self.env(&mut c);
+        c.args(args);
+        c
+    }
+
     /// One `ckptctl ARGS --json` process: its reply if it printed JSON, and
     /// its stdout.
     fn ctl(&mut self, args: &[&str]) -> Result<(Option<Value>, String)> {
@@ -173,7 +181,11 @@ impl Ckpt {
                 self.daemon = None;
                 bail!("ckptd exited at start-up ({st}):\n{tail}");
             }
-            let t = run(&mut self.ctl_cmd(&["status", "--json"]), None, self.timeout)?;
+            let t = run(
+                &mut self.daemon_cmd(&["status", "--json"]),
+                None,
+                self.timeout,
+            )?;
             if t.status().success() {
                 return Ok(());
             }
@@ -229,8 +241,8 @@ impl System for Ckpt {
     }
 
     fn init(&mut self) -> Result<()> {
-        let root = self.root.to_string_lossy().into_owned();
-        self.ctl(&["watch", &root]).map(|_| ())
+        // The project is `-C`'s (ckptctl refuses a second directory).
+        self.ctl(&["watch"]).map(|_| ())
     }
 
     fn turn_start(&mut self) -> Result<u64> {
@@ -255,8 +267,7 @@ impl System for Ckpt {
     }
 
     fn forget(&mut self) -> Result<()> {
-        let root = self.root.to_string_lossy().into_owned();
-        self.ctl(&["unwatch", "--drop-data", &root]).map(|_| ())
+        self.ctl(&["unwatch", "--drop-data"]).map(|_| ())
     }
 
     fn settle(&mut self) -> Result<()> {
@@ -294,7 +305,11 @@ impl System for Ckpt {
         if t.status().success() {
             out.push(("spawn", t.elapsed));
         }
-        let t = run(&mut self.ctl_cmd(&["status", "--json"]), None, self.timeout)?;
+        let t = run(
+            &mut self.daemon_cmd(&["status", "--json"]),
+            None,
+            self.timeout,
+        )?;
         if !t.status().success() {
             bail!("ckptctl status failed: {}", t.stderr().trim());
         }

@@ -1,6 +1,6 @@
-//! Length-prefixed JSON frames, usable from blocking std IO (the client) and
-//! from an async reader (the daemon reads the 4-byte header and the body
-//! itself, then calls [`decode_len`] and [`decode_body`]).
+//! Length-prefixed JSON frames over blocking std IO, read and written the
+//! same way by the client and the daemon: a `u32` big-endian length capped
+//! per direction ([`Message::MAX`]), then that many bytes of JSON.
 
 use std::io::{Read, Write};
 
@@ -87,7 +87,7 @@ pub fn encode<T: Message>(msg: &T) -> Result<Vec<u8>, FrameError> {
 
 /// The body length announced by a frame header for a `T`, checked against
 /// its limit.
-pub fn decode_len<T: Message>(header: [u8; 4]) -> Result<usize, FrameError> {
+fn decode_len<T: Message>(header: [u8; 4]) -> Result<usize, FrameError> {
     let (len, max) = (u32::from_be_bytes(header) as usize, T::MAX);
     if len > max {
         return Err(FrameError::TooLarge { len, max });
@@ -115,7 +115,7 @@ pub const READ_AHEAD: usize = 64 << 10;
 /// Reads a body of `len` bytes (already checked by [`decode_len`]). The
 /// buffer grows as bytes arrive, never to `len` on the header's word alone;
 /// a stream that ends early is an `UnexpectedEof` error.
-pub fn read_body<R: Read>(r: &mut R, len: usize) -> Result<Vec<u8>, FrameError> {
+fn read_body<R: Read>(r: &mut R, len: usize) -> Result<Vec<u8>, FrameError> {
     let mut body = Vec::with_capacity(len.min(READ_AHEAD));
     r.take(len as u64).read_to_end(&mut body)?;
     if body.len() < len {
@@ -124,12 +124,30 @@ pub fn read_body<R: Read>(r: &mut R, len: usize) -> Result<Vec<u8>, FrameError> 
     Ok(body)
 }
 
-/// Reads one frame from a blocking reader.
+/// Reads one frame from a blocking reader; a stream that ends anywhere,
+/// even before the header, is an `UnexpectedEof` error.
 pub fn read_frame<R: Read, T: Message>(r: &mut R) -> Result<T, FrameError> {
+    read_frame_or_end(r)?
+        .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::UnexpectedEof).into())
+}
+
+/// Reads one frame, or `None` when the stream ends cleanly before its
+/// first byte: how a server tells a client that hung up between requests
+/// from one that broke off in the middle of a frame.
+pub fn read_frame_or_end<R: Read, T: Message>(r: &mut R) -> Result<Option<T>, FrameError> {
     let mut header = [0u8; 4];
-    r.read_exact(&mut header)?;
+    let mut got = 0;
+    while got < header.len() {
+        match r.read(&mut header[got..]) {
+            Ok(0) if got == 0 => return Ok(None),
+            Ok(0) => return Err(std::io::Error::from(std::io::ErrorKind::UnexpectedEof).into()),
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
     let len = decode_len::<T>(header)?;
-    decode_body(&read_body(r, len)?)
+    decode_body(&read_body(r, len)?).map(Some)
 }
 
 #[cfg(test)]
@@ -195,6 +213,27 @@ mod tests {
             Response::Error { message, .. } => assert_eq!(message.len(), MAX_REQUEST),
             other => panic!("unexpected {other:?}"),
         }
+    }
+
+    #[test]
+    fn a_clean_end_between_frames_is_not_an_error_but_a_cut_header_is() {
+        let mut buf = Vec::new();
+        write_frame(&mut buf, &Request::Status).unwrap();
+        let mut r = buf.as_slice();
+        assert!(matches!(
+            read_frame_or_end::<_, Request>(&mut r),
+            Ok(Some(Request::Status))
+        ));
+        assert!(matches!(read_frame_or_end::<_, Request>(&mut r), Ok(None)));
+        assert!(matches!(
+            read_frame::<_, Request>(&mut [].as_slice()),
+            Err(FrameError::Io(_))
+        ));
+        let mut r: &[u8] = &[0, 0];
+        assert!(matches!(
+            read_frame_or_end::<_, Request>(&mut r),
+            Err(FrameError::Io(_))
+        ));
     }
 
     #[test]

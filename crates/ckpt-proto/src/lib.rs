@@ -25,7 +25,7 @@ mod types;
 mod wirepath;
 
 pub use frame::{
-    decode_body, decode_len, encode, read_body, read_frame, write_frame, FrameError, Message,
+    decode_body, encode, read_frame, read_frame_or_end, write_frame, FrameError, Message,
     MAX_REPLY, MAX_REQUEST, READ_AHEAD,
 };
 pub use types::*;

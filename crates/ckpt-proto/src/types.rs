@@ -47,6 +47,9 @@ pub enum Request {
     },
     TurnEnd {
         dir: WirePath,
+        /// The agent's session: a turn another session opened is left open.
+        #[serde(default)]
+        session: Option<String>,
     },
     Sync {
         dir: WirePath,
@@ -325,7 +328,12 @@ pub struct TurnStarted {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct TurnEnded {
     pub project: WirePath,
+    /// The closed turn; or, when [`TurnEnded::left_open`], the open one.
     pub turn: TurnDetail,
+    /// The open turn belongs to another session than the request's, and
+    /// was left open.
+    #[serde(default)]
+    pub left_open: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub degraded: Option<String>,
 }

@@ -25,8 +25,11 @@ pub struct Global {
     /// The data dir given to a daemon this command starts [default: $XDG_DATA_HOME/ckpt].
     #[arg(long, global = true, env = "CKPT_DATA_DIR", value_name = "DIR")]
     pub data_dir: Option<PathBuf>,
-    /// Act on the project containing DIR instead of the current directory.
-    #[arg(short = 'C', global = true, value_name = "DIR")]
+    /// Act on the project containing DIR instead of the current directory
+    /// (refused by the commands that act on no single project).
+    // Its own id: with the default `dir`, the `dir` arguments of watch and
+    // unwatch shadowed it there ("unexpected argument '-C'").
+    #[arg(short = 'C', global = true, value_name = "DIR", id = "project_dir")]
     pub dir: Option<PathBuf>,
     /// Print nothing on success (errors still go to stderr).
     #[arg(short, long, global = true)]
@@ -35,13 +38,17 @@ pub struct Global {
 
 #[derive(Subcommand, Debug)]
 pub enum Command {
-    /// Watch a directory (default: the git top-level containing the current
-    /// directory, else the current directory); returns when the baseline is
-    /// complete.
-    Watch { dir: Option<PathBuf> },
+    /// Watch a project; returns when the baseline is complete. Without DIR:
+    /// the git top-level containing -C's directory (or the current one),
+    /// else that directory.
+    Watch {
+        /// The directory to watch, exactly (not together with -C).
+        dir: Option<PathBuf>,
+    },
     /// Stop watching a project; its history is kept unless --drop-data.
     Unwatch {
-        /// A directory inside the project [default: the current directory].
+        /// A directory inside the project [default: -C's, else the current
+        /// directory].
         dir: Option<PathBuf>,
         /// Delete the project's stored history too.
         #[arg(long)]
@@ -53,8 +60,14 @@ pub enum Command {
     TurnStart(TurnStartArgs),
     /// Barrier, close the open turn; prints what it changed.
     TurnEnd {
-        /// Called from an agent hook: read the hook's JSON on stdin (its
-        /// `cwd`) and print nothing on success.
+        /// The agent's session id: a turn that another session opened is
+        /// left open, and the reply says so. Without it, any open turn is
+        /// closed.
+        #[arg(long)]
+        session: Option<String>,
+        /// Called from a Claude Code hook (Stop): read the hook's JSON on
+        /// stdin (`session_id` → session, `cwd` → project) and print nothing
+        /// on success.
         #[arg(long)]
         from_hook: bool,
     },
@@ -105,23 +118,47 @@ pub enum Command {
     /// while the daemon captures; repairs and deletes nothing.
     Fsck,
     /// Run a command as one turn: turn-start, the command, turn-end. Exits
-    /// with the command's status.
+    /// with the command's status. With --json, stdout holds only the JSON
+    /// document: the command's stdout goes to stderr.
     Run {
         #[command(flatten)]
-        turn: TurnStartArgs,
+        turn: TurnMeta,
         /// The command and its arguments (after `--`).
-        #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
+        #[arg(required = true, trailing_var_arg = true)]
         command: Vec<std::ffi::OsString>,
     },
-    /// Start ckptd at login (systemd user unit or launchd agent).
+    /// Start ckptd at login: a systemd user unit (on macOS a launchd agent,
+    /// which no test runs).
     Service {
         #[command(subcommand)]
         action: ServiceAction,
     },
 }
 
+impl Command {
+    /// The name of a command that acts on no single project, where `-C`
+    /// means nothing.
+    pub fn projectless(&self) -> Option<&'static str> {
+        match self {
+            Command::Projects => Some("projects"),
+            Command::Status => Some("status"),
+            Command::Service { .. } => Some("service"),
+            _ => None,
+        }
+    }
+}
+
+/// Exits with a usage error (exit 2), as clap does for what it checks.
+pub fn usage_error(message: impl std::fmt::Display) -> ! {
+    use clap::CommandFactory;
+    Cli::command()
+        .error(clap::error::ErrorKind::ArgumentConflict, message)
+        .exit()
+}
+
+/// Who opens a turn and why.
 #[derive(Args, Debug, Clone, Default)]
-pub struct TurnStartArgs {
+pub struct TurnMeta {
     /// What the turn is about (e.g. the prompt).
     #[arg(long)]
     pub label: Option<String>,
@@ -131,9 +168,15 @@ pub struct TurnStartArgs {
     /// The agent's session id.
     #[arg(long)]
     pub session: Option<String>,
-    /// Called from an agent hook (Claude Code, Gemini CLI, Cursor…): read the
-    /// hook's JSON on stdin (`prompt` → label, `session_id` → session, `cwd`
-    /// → project) and print nothing on success, so nothing is added to the
+}
+
+#[derive(Args, Debug, Clone, Default)]
+pub struct TurnStartArgs {
+    #[command(flatten)]
+    pub meta: TurnMeta,
+    /// Called from a Claude Code hook (UserPromptSubmit): read the hook's
+    /// JSON on stdin (`prompt` → label, `session_id` → session, `cwd` →
+    /// project) and print nothing on success, so nothing is added to the
     /// agent's context.
     #[arg(long)]
     pub from_hook: bool,

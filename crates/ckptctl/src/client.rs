@@ -3,7 +3,6 @@
 //! `ckptctl` call, so nothing heavy happens before the connection.
 
 use std::io::Read;
-use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -13,6 +12,7 @@ use anyhow::{anyhow, bail, Context};
 use ckpt_proto::{
     read_frame, write_frame, ErrorKind, FrameError, Request, Response, PROTOCOL_VERSION,
 };
+use interprocess::local_socket::{prelude::*, GenericFilePath, Stream};
 
 use crate::cli::Global;
 
@@ -39,7 +39,7 @@ impl std::fmt::Display for DaemonError {
 impl std::error::Error for DaemonError {}
 
 pub struct Client {
-    stream: UnixStream,
+    stream: Stream,
     socket: PathBuf,
     /// The hello was sent but its reply not yet read: it is read right
     /// after the first request is sent, saving a round trip per call.
@@ -58,7 +58,7 @@ impl Client {
     /// `CKPT_NO_AUTOSTART=1`).
     pub fn connect(g: &Global) -> anyhow::Result<Client> {
         let socket = socket_path(g);
-        let stream = match UnixStream::connect(&socket) {
+        let stream = match connect(&socket) {
             Ok(s) => s,
             Err(e)
                 if matches!(
@@ -92,7 +92,7 @@ impl Client {
     /// Connects to a running daemon only (never starts one); `None` if none answers.
     pub fn connect_existing(g: &Global) -> Option<Client> {
         let socket = socket_path(g);
-        let stream = UnixStream::connect(&socket).ok()?;
+        let stream = connect(&socket).ok()?;
         let mut client = Client {
             stream,
             socket,
@@ -147,6 +147,11 @@ impl Client {
     }
 }
 
+/// Connects to the daemon's socket at `path`.
+fn connect(path: &Path) -> std::io::Result<Stream> {
+    Stream::connect(path.to_fs_name::<GenericFilePath>()?)
+}
+
 fn hello_request() -> Request {
     Request::Hello {
         version: PROTOCOL_VERSION,
@@ -179,7 +184,7 @@ pub fn find_ckptd() -> anyhow::Result<PathBuf> {
 }
 
 /// Starts a detached daemon on `socket` and waits until it answers.
-fn start_daemon(g: &Global, socket: &Path) -> anyhow::Result<UnixStream> {
+fn start_daemon(g: &Global, socket: &Path) -> anyhow::Result<Stream> {
     let exe = find_ckptd()?;
     let data_dir = match &g.data_dir {
         Some(d) => d.clone(),
@@ -217,7 +222,7 @@ fn start_daemon(g: &Global, socket: &Path) -> anyhow::Result<UnixStream> {
     let deadline = Instant::now() + START_TIMEOUT;
     let mut exited: Option<(Instant, std::process::ExitStatus)> = None;
     loop {
-        if let Ok(s) = UnixStream::connect(socket) {
+        if let Ok(s) = connect(socket) {
             return Ok(s);
         }
         if exited.is_none() {

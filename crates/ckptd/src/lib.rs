@@ -135,10 +135,7 @@ pub async fn serve(
         .with_context(|| format!("creating data directory {}", config.data_dir.display()))?;
     let _data_lock = lock::LockFile::acquire(&config.data_dir.join("ckptd.lock"))?;
     tracing::debug!(socket_lock = %_socket_lock.path().display(), data_lock = %_data_lock.path().display(), "locked");
-    socket::reclaim_stale(&config.socket)?;
-    let listener = std::os::unix::net::UnixListener::bind(&config.socket)
-        .with_context(|| format!("listening on {}", config.socket.display()))?;
-    socket::restrict(&config.socket)?;
+    let listener = socket::listen(&config.socket)?;
     tracing::info!(
         socket = %config.socket.display(), data = %config.data_dir.display(),
         pid = std::process::id(), "ckptd listening"

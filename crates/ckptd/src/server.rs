@@ -3,28 +3,28 @@
 //! error reply (and, when the framing can no longer be trusted, a closed
 //! connection); other clients never notice.
 
-use std::io::{Read, Write};
-use std::os::unix::net::{UnixListener, UnixStream};
+use std::io::Write;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use ckpt_proto::{
-    decode_body, decode_len, encode, read_body, ErrorKind, FrameError, HelloReply, Request,
-    Response, PROTOCOL_VERSION,
+    encode, read_frame_or_end, ErrorKind, FrameError, HelloReply, Request, Response,
+    PROTOCOL_VERSION,
 };
+use interprocess::local_socket::{prelude::*, Listener, Stream};
 
 use crate::daemon::Daemon;
 use crate::error::panic_message;
 use crate::handlers;
-use crate::socket::euid;
+use crate::socket;
 
 /// Accepts until `shutdown` resolves, on a thread of its own: the kernel
 /// wakes that thread directly, where an async accept first wakes the
 /// runtime's IO driver, then the task. Each connection is served on a
 /// thread of the runtime's blocking pool.
 pub async fn accept_loop(
-    listener: UnixListener,
+    listener: Listener,
     socket: PathBuf,
     d: Arc<Daemon>,
     shutdown: impl std::future::Future<Output = ()>,
@@ -60,36 +60,18 @@ pub async fn accept_loop(
     stopping.store(true, Ordering::Release);
     // Wake the blocked accept so the thread sees the flag and drops the
     // listener.
-    let _ = UnixStream::connect(&socket);
-}
-
-/// The uid of the process at the other end of `stream`.
-#[cfg(any(target_os = "linux", target_os = "android"))]
-fn peer_uid(stream: &UnixStream) -> std::io::Result<u32> {
-    Ok(rustix::net::sockopt::socket_peercred(stream)?.uid.as_raw())
-}
-
-/// The uid of the process at the other end of `stream`.
-#[cfg(not(any(target_os = "linux", target_os = "android")))]
-fn peer_uid(stream: &UnixStream) -> std::io::Result<u32> {
-    use std::os::fd::AsRawFd;
-    let (mut uid, mut gid) = (0, 0);
-    // SAFETY: both out-pointers are valid; the fd is an open socket.
-    if unsafe { libc::getpeereid(stream.as_raw_fd(), &mut uid, &mut gid) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(uid)
+    let _ = socket::connect(&socket);
 }
 
 /// Serves one connection on a blocking thread: reading, handling and
 /// answering a request on the same thread spares each call two thread
 /// hand-offs (a `ckptctl` call is a few milliseconds, mostly process
 /// start-up, so every hop shows).
-fn serve_connection(mut stream: UnixStream, d: Arc<Daemon>) {
-    match peer_uid(&stream) {
-        Ok(uid) if uid == euid() => {}
-        Ok(uid) => {
-            tracing::warn!(uid, "refusing a connection from another user");
+fn serve_connection(mut stream: Stream, d: Arc<Daemon>) {
+    match socket::peer_is_us(&stream) {
+        Ok(true) => {}
+        Ok(false) => {
+            tracing::warn!(peer = ?stream.peer_creds().ok(), "refusing a connection from another user");
             return;
         }
         Err(e) => {
@@ -99,7 +81,7 @@ fn serve_connection(mut stream: UnixStream, d: Arc<Daemon>) {
     }
     let mut greeted = false;
     loop {
-        let req = match read_request(&mut stream) {
+        let req = match read_frame_or_end::<_, Request>(&mut stream) {
             Ok(Some(req)) => req,
             Ok(None) => return,
             Err(FrameError::Io(e)) => {
@@ -143,14 +125,13 @@ fn serve_connection(mut stream: UnixStream, d: Arc<Daemon>) {
 }
 
 /// Requests that ran at least this long (a turn or a rewind of thousands
-/// of files) are followed by [`release_freed_memory`], once the reply has
-/// gone: it took 2-16 ms after requests over 5,302 to 42,416 files.
+/// of files) are followed by [`release_freed_memory`] once the reply has
+/// gone: the trim costs milliseconds (up to 16 ms), too much for short calls.
 const LONG_REQUEST: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// Hands memory freed after a large request back to the system, which
-/// glibc keeps otherwise: after a turn-end and a rewind of 5,302 files the
-/// daemon stayed at 63 MiB (37 MiB with this), after watching them at 38
-/// MiB (16 MiB).
+/// glibc keeps otherwise: 37 MiB resident instead of 63 MiB after a turn-end
+/// and a rewind of 5,302 files.
 fn release_freed_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: malloc_trim only walks the allocator's own free lists.
@@ -197,24 +178,7 @@ fn error(kind: ErrorKind, message: String) -> Response {
     Response::Error { kind, message }
 }
 
-/// Reads one request; `None` on a clean end of stream between frames.
-fn read_request(rd: &mut UnixStream) -> Result<Option<Request>, FrameError> {
-    let mut header = [0u8; 4];
-    let mut got = 0;
-    while got < header.len() {
-        match rd.read(&mut header[got..]) {
-            Ok(0) if got == 0 => return Ok(None),
-            Ok(0) => return Err(FrameError::Io(std::io::ErrorKind::UnexpectedEof.into())),
-            Ok(n) => got += n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(FrameError::Io(e)),
-        }
-    }
-    let len = decode_len::<Request>(header)?;
-    decode_body(&read_body(rd, len)?).map(Some)
-}
-
-fn send(wr: &mut UnixStream, reply: &Response) -> std::io::Result<()> {
+fn send(wr: &mut Stream, reply: &Response) -> std::io::Result<()> {
     let bytes = match encode(reply) {
         Ok(b) => b,
         Err(e) => {

@@ -1,10 +1,12 @@
 //! The listening socket: a private directory, a stale socket reclaimed, a
-//! live one never stolen.
+//! live one never stolen, only our own user served. The socket itself is an
+//! `interprocess` local socket, named by its file path.
 
 use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt, PermissionsExt};
 use std::path::Path;
 
 use anyhow::{bail, Context};
+use interprocess::local_socket::{prelude::*, GenericFilePath, Listener, ListenerOptions, Stream};
 
 /// The longest socket path `sockaddr_un` holds (minus the NUL).
 const MAX_SOCKET_PATH: usize = 103;
@@ -51,7 +53,7 @@ pub fn prepare_private_dir(dir: &Path) -> anyhow::Result<()> {
 
 /// Removes a socket file nobody listens on. Refuses when a daemon answers
 /// or when the path is something other than a socket.
-pub fn reclaim_stale(path: &Path) -> anyhow::Result<()> {
+fn reclaim_stale(path: &Path) -> anyhow::Result<()> {
     let meta = match std::fs::symlink_metadata(path) {
         Ok(m) => m,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
@@ -63,7 +65,7 @@ pub fn reclaim_stale(path: &Path) -> anyhow::Result<()> {
             path.display()
         );
     }
-    match std::os::unix::net::UnixStream::connect(path) {
+    match connect(path) {
         Ok(_) => bail!(
             "a daemon is already listening on {}; not taking over its socket",
             path.display()
@@ -90,9 +92,37 @@ pub fn check_path_length(path: &Path) -> anyhow::Result<()> {
 }
 
 /// Restricts the socket file itself to its owner.
-pub fn restrict(path: &Path) -> anyhow::Result<()> {
+fn restrict(path: &Path) -> anyhow::Result<()> {
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
         .with_context(|| format!("setting permissions of {}", path.display()))
+}
+
+/// Listens on `path` (in a directory [`prepare_private_dir`] checked),
+/// after reclaiming a stale socket there; the file is left for the daemon
+/// to remove when it stops.
+pub fn listen(path: &Path) -> anyhow::Result<Listener> {
+    reclaim_stale(path)?;
+    let listener = ListenerOptions::new()
+        .name(name(path)?)
+        .reclaim_name(false)
+        .create_sync()
+        .with_context(|| format!("listening on {}", path.display()))?;
+    restrict(path)?;
+    Ok(listener)
+}
+
+/// Connects to the socket at `path`.
+pub fn connect(path: &Path) -> std::io::Result<Stream> {
+    Stream::connect(name(path)?)
+}
+
+fn name(path: &Path) -> std::io::Result<interprocess::local_socket::Name<'_>> {
+    path.to_fs_name::<GenericFilePath>()
+}
+
+/// Whether the process at the other end of `stream` runs as our user.
+pub fn peer_is_us(stream: &Stream) -> std::io::Result<bool> {
+    Ok(stream.peer_creds()?.euid() == Some(euid()))
 }
 
 #[cfg(test)]
@@ -107,6 +137,24 @@ mod tests {
         std::fs::set_permissions(&sub, std::fs::Permissions::from_mode(0o755)).unwrap();
         let err = prepare_private_dir(&sub).unwrap_err().to_string();
         assert!(err.contains("chmod 700"), "{err}");
+    }
+
+    #[test]
+    fn a_live_socket_is_not_reclaimed_and_a_stale_one_is() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sock");
+        let listener = listen(&path).unwrap();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        let client = connect(&path).unwrap();
+        let served = listener.accept().unwrap();
+        assert!(peer_is_us(&served).unwrap());
+        assert!(peer_is_us(&client).unwrap());
+        let err = listen(&path).unwrap_err().to_string();
+        assert!(err.contains("already listening"), "{err}");
+        drop((listener, client, served));
+        assert!(path.exists(), "the file is the daemon's to remove");
+        let _again = listen(&path).unwrap();
     }
 
     #[test]

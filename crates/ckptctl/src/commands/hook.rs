@@ -1,7 +1,8 @@
 //! Agent hooks pass their context as JSON on stdin. Claude Code sends
-//! `{"session_id", "cwd", "prompt", …}`; Gemini CLI is alike; Cursor sends
-//! `conversation_id` and `workspace_roots`. Whatever is missing is left to
-//! the flags and the current directory.
+//! `{"session_id", "cwd", "prompt", …}`, tested end to end. Cursor's names
+//! (`conversation_id`, `workspace_roots`) are read too, but only this
+//! file's unit test has seen them. Whatever is missing is left to the flags
+//! and the current directory.
 
 use std::io::{IsTerminal, Read};
 use std::path::PathBuf;

@@ -63,6 +63,11 @@ pub fn absolute(p: &Path) -> anyhow::Result<PathBuf> {
 
 /// Runs the command; returns the exit code.
 pub fn run(cli: Cli) -> anyhow::Result<u8> {
+    if let (Some(_), Some(name)) = (&cli.global.dir, cli.command.projectless()) {
+        crate::cli::usage_error(format!(
+            "-C names a project, and `ckptctl {name}` acts on no single project; drop -C"
+        ));
+    }
     let dir = match &cli.global.dir {
         Some(d) => absolute(d)?,
         None => std::env::current_dir().context("reading the current directory")?,
@@ -73,7 +78,7 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Unwatch { dir, drop_data } => unwatch::run(&ctx, dir.as_deref(), drop_data),
         Command::Projects => projects::run(&ctx),
         Command::TurnStart(args) => turn_start::run(ctx, args),
-        Command::TurnEnd { from_hook } => turn_end::run(ctx, from_hook),
+        Command::TurnEnd { session, from_hook } => turn_end::run(ctx, session, from_hook),
         Command::Sync => sync::run(&ctx),
         Command::Log { limit } => log::run(&ctx, limit),
         Command::Show { turn } => show::run(&ctx, turn),

@@ -1,5 +1,7 @@
 //! `ckptctl run -- CMD…`: one turn around a command. The command's own
-//! output stays on stdout; the turn summary goes to stderr.
+//! output stays on stdout and the turn summary goes to stderr; with
+//! `--json`, stdout holds only the JSON document, so the command's stdout
+//! goes to stderr.
 
 use std::ffi::OsString;
 use std::os::unix::process::ExitStatusExt;
@@ -7,10 +9,10 @@ use std::os::unix::process::ExitStatusExt;
 use anyhow::Context;
 
 use super::{turn_end, turn_start, Ctx};
-use crate::cli::TurnStartArgs;
+use crate::cli::TurnMeta;
 use crate::output;
 
-pub fn run(ctx: &Ctx, mut args: TurnStartArgs, command: &[OsString]) -> anyhow::Result<u8> {
+pub fn run(ctx: &Ctx, mut args: TurnMeta, command: &[OsString]) -> anyhow::Result<u8> {
     let (program, rest) = command
         .split_first()
         .context("no command given (ckptctl run -- CMD ARGS…)")?;
@@ -25,12 +27,15 @@ pub fn run(ctx: &Ctx, mut args: TurnStartArgs, command: &[OsString]) -> anyhow::
     if !ctx.g.quiet && !ctx.g.json {
         eprintln!("ckptctl: turn {} started", started.turn);
     }
-    let status = std::process::Command::new(program)
-        .args(rest)
-        .current_dir(&ctx.dir)
-        .status();
-    // Close the turn whether or not the command could run.
-    let ended = turn_end::end(ctx)?;
+    let mut child = std::process::Command::new(program);
+    child.args(rest).current_dir(&ctx.dir);
+    if ctx.g.json {
+        child.stdout(std::io::stderr());
+    }
+    let status = child.status();
+    // Close the turn whether or not the command could run; it is ours, so
+    // no session is asked for.
+    let ended = turn_end::end(ctx, None)?;
     let status = status.with_context(|| format!("running {}", program.to_string_lossy()))?;
     let code = match (status.code(), status.signal()) {
         (Some(c), _) => c,

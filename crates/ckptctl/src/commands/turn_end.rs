@@ -1,20 +1,22 @@
-//! `ckptctl turn-end`: barrier, close the open turn, print what it changed.
+//! `ckptctl turn-end`: barrier, close the open turn, print what it changed;
+//! with a session, a turn another session opened stays open.
 
 use ckpt_proto::{Request, Response, TurnEnded};
 
 use super::{unexpected, Ctx};
 use crate::output;
 
-pub fn run(mut ctx: Ctx, from_hook: bool) -> anyhow::Result<u8> {
+pub fn run(mut ctx: Ctx, mut session: Option<String>, from_hook: bool) -> anyhow::Result<u8> {
     if from_hook {
         let input = super::hook::read_stdin()?;
+        session = session.or(input.session);
         if let (Some(cwd), None) = (input.cwd, &ctx.g.dir) {
             ctx.dir = super::absolute(&cwd)?;
         }
         ctx.g.quiet = true;
     }
     let ctx = &ctx;
-    let t = end(ctx)?;
+    let t = end(ctx, session)?;
     if ctx.g.json {
         output::json(&t)?;
     } else if !ctx.g.quiet {
@@ -23,9 +25,10 @@ pub fn run(mut ctx: Ctx, from_hook: bool) -> anyhow::Result<u8> {
     Ok(0)
 }
 
-pub fn end(ctx: &Ctx) -> anyhow::Result<TurnEnded> {
+pub fn end(ctx: &Ctx, session: Option<String>) -> anyhow::Result<TurnEnded> {
     let t = match ctx.request(&Request::TurnEnd {
         dir: ctx.wire_dir(),
+        session,
     })? {
         Response::TurnEnded(t) => t,
         other => return Err(unexpected(other)),
@@ -36,6 +39,11 @@ pub fn end(ctx: &Ctx) -> anyhow::Result<TurnEnded> {
 
 pub fn print(t: &TurnEnded) {
     let info = &t.turn.info;
+    if t.left_open {
+        let owner = info.session.as_deref().unwrap_or("another session");
+        println!("turn {} left open: session {owner} opened it", info.id);
+        return;
+    }
     println!(
         "turn {} closed: {}",
         info.id,

@@ -4,21 +4,21 @@
 use ckpt_proto::{Request, Response, TurnStarted};
 
 use super::{unexpected, Ctx};
-use crate::cli::TurnStartArgs;
+use crate::cli::{TurnMeta, TurnStartArgs};
 use crate::output;
 
 pub fn run(mut ctx: Ctx, mut args: TurnStartArgs) -> anyhow::Result<u8> {
     if args.from_hook {
         let input = super::hook::read_stdin()?;
-        args.label = args.label.or(input.prompt);
-        args.session = args.session.or(input.session);
+        args.meta.label = args.meta.label.or(input.prompt);
+        args.meta.session = args.meta.session.or(input.session);
         if let (Some(cwd), None) = (input.cwd, &ctx.g.dir) {
             ctx.dir = super::absolute(&cwd)?;
         }
         ctx.g.quiet = true;
     }
     let ctx = &ctx;
-    let t = start(ctx, args)?;
+    let t = start(ctx, args.meta)?;
     if ctx.g.json {
         output::json(&t)?;
     } else if !ctx.g.quiet {
@@ -33,7 +33,7 @@ pub fn run(mut ctx: Ctx, mut args: TurnStartArgs) -> anyhow::Result<u8> {
     Ok(0)
 }
 
-pub fn start(ctx: &Ctx, args: TurnStartArgs) -> anyhow::Result<TurnStarted> {
+pub fn start(ctx: &Ctx, args: TurnMeta) -> anyhow::Result<TurnStarted> {
     let t = match ctx.request(&Request::TurnStart {
         dir: ctx.wire_dir(),
         label: args.label,

@@ -1,4 +1,6 @@
-//! `turn-end`: barrier, then close the open turn, recording post-images.
+//! `turn-end`: barrier, then close the open turn, recording post-images;
+//! unless the request names a session and another session opened the turn
+//! (two agents in one project), which leaves it open.
 
 use std::sync::Arc;
 
@@ -8,14 +10,28 @@ use crate::convert;
 use crate::daemon::{barrier, Daemon};
 use crate::error::ReqResult;
 
-pub fn handle(d: &Arc<Daemon>, dir: &WirePath) -> ReqResult<TurnEnded> {
+pub fn handle(d: &Arc<Daemon>, dir: &WirePath, session: Option<&str>) -> ReqResult<TurnEnded> {
     let h = d.project_for(dir)?;
     barrier(d, &h)?;
-    let detail = h.call(|p| p.turn_end())?;
-    tracing::info!(root = %h.root.display(), turn = detail.info.id, paths = detail.entries.len(), "turn ended");
+    let (detail, left_open) = h.call(|p| {
+        if let (Some(ours), Some(open)) = (session, p.open_turn()?) {
+            let detail = p.show(open)?;
+            let theirs = detail.info.meta.session.as_deref();
+            if theirs.is_some_and(|theirs| theirs != ours) {
+                return Ok((detail, true));
+            }
+        }
+        Ok((p.turn_end()?, false))
+    })?;
+    if left_open {
+        tracing::info!(root = %h.root.display(), turn = detail.info.id, "turn of another session left open");
+    } else {
+        tracing::info!(root = %h.root.display(), turn = detail.info.id, paths = detail.entries.len(), "turn ended");
+    }
     Ok(TurnEnded {
         project: convert::abs(&h.root),
         turn: convert::turn_detail(&detail),
+        left_open,
         degraded: h.degraded_reason(),
     })
 }
