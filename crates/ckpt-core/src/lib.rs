@@ -29,7 +29,6 @@ mod fsck;
 mod gc;
 mod model;
 mod par;
-mod plan;
 mod prefetch;
 mod project;
 mod relpath;

@@ -11,17 +11,19 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use rusqlite::{params, Connection, OptionalExtension};
 
+use self::plan::{Kind, Wanted};
 use crate::cache;
 use crate::confined::{sync_while, Dirs, Staged, StatKind, WholeFs};
 use crate::db;
 use crate::error::{Error, Result};
 use crate::model::{Action, RecoveryReport, RewindOptions, RewindOutcome, RewindPlan};
-use crate::plan::{self, Kind, Wanted};
 use crate::prefetch;
 use crate::project::{now_ns, Project};
 use crate::relpath::RelPath;
 use crate::state::{Hash, State};
 use crate::turns;
+
+mod plan;
 
 /// Which side of a journaled action to apply.
 #[derive(Clone, Copy, PartialEq, Eq)]
