@@ -3,9 +3,8 @@
 
 use std::collections::HashSet;
 
-use rusqlite::params;
-
 use crate::error::Result;
+use crate::history;
 use crate::model::{GcReport, Retention};
 use crate::project::{now_ns, Project};
 use crate::state::Hash;
@@ -18,45 +17,21 @@ impl Project {
         // The newest `keep_turns` are kept; older ones go once past the age.
         // Dropping turn N drops everything older than N too, so the turns
         // that remain can always be rewound.
-        let newest_dropped: Option<i64> = tx.query_row(
-            "SELECT max(id) FROM turns WHERE status != 'open' AND started_ns < ?1
-             AND id NOT IN (SELECT id FROM turns ORDER BY id DESC LIMIT ?2)",
-            params![cutoff, policy.keep_turns as i64],
-            |r| r.get(0),
-        )?;
         let mut report = GcReport::default();
-        if let Some(last) = newest_dropped {
-            // A rewind whose turns outlive it would leave them rewound for
-            // good: it stays as long as they do, so they can be redone.
-            let dropped = "SELECT id FROM rewinds WHERE turn <= ?1 AND id NOT IN
-                 (SELECT rewound_by FROM turns WHERE id > ?1 AND rewound_by IS NOT NULL)";
-            tx.execute(
-                &format!("DELETE FROM rewind_actions WHERE rewind IN ({dropped})"),
-                [last],
-            )?;
-            tx.execute(
-                &format!("DELETE FROM rewinds WHERE id IN ({dropped})"),
-                [last],
-            )?;
-            tx.execute("DELETE FROM turn_entries WHERE turn <= ?1", [last])?;
-            report.turns_dropped = tx.execute("DELETE FROM turns WHERE id <= ?1", [last])? as u64;
+        if let Some(last) = history::newest_expired_turn(&tx, cutoff, policy.keep_turns)? {
+            report.turns_dropped = history::drop_turns_through(&tx, last)?;
         }
         tx.commit()?;
 
         let mut referenced = HashSet::new();
-        for sql in [
-            "SELECT data FROM files WHERE kind = 1",
-            "SELECT pre_data FROM turn_entries WHERE pre_kind = 1",
-            "SELECT post_data FROM turn_entries WHERE post_kind = 1",
-            "SELECT cur_data FROM rewind_actions WHERE cur_kind = 1",
-            "SELECT tgt_data FROM rewind_actions WHERE tgt_kind = 1",
-        ] {
-            let mut stmt = self.conn.prepare(sql)?;
+        {
+            let mut stmt = self.conn.prepare("SELECT data FROM files WHERE kind = 1")?;
             let rows = stmt.query_map([], |r| r.get::<_, Vec<u8>>(0))?;
             for r in rows {
                 referenced.extend(Hash::from_slice(&r?));
             }
         }
+        history::blobs_named(&self.conn, &mut referenced)?;
         let grace = (policy.grace_secs as i64).saturating_mul(1_000_000_000);
         let (blobs, bytes) = self.store.gc(&self.conn, &referenced, grace, now)?;
         report.blobs_removed = blobs;

@@ -27,6 +27,7 @@ mod diff;
 mod error;
 mod fsck;
 mod gc;
+mod history;
 mod model;
 mod par;
 mod prefetch;

@@ -8,6 +8,7 @@ use rusqlite::{Connection, OptionalExtension};
 use crate::confined::Root;
 use crate::db;
 use crate::error::{Error, IoContext, Result};
+use crate::history;
 use crate::model::*;
 use crate::relpath::RelPath;
 use crate::scan::Excludes;
@@ -126,14 +127,12 @@ impl Project {
             [],
             |r| Ok((r.get(0)?, r.get(1)?)),
         )?;
-        let turns: i64 = self
-            .conn
-            .query_row("SELECT count(*) FROM turns", [], |r| r.get(0))?;
+        let turns = history::count_turns(&self.conn)?;
         let (blobs, store_bytes) = self.store.usage(&self.conn)?;
         Ok(ProjectStatus {
             root: self.root.clone(),
             open_turn: self.open_turn()?,
-            turns: turns as u64,
+            turns,
             entries: entries as u64,
             skipped: skipped as u64,
             store_bytes,

@@ -9,19 +9,19 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use rusqlite::{params, Connection, OptionalExtension};
+use rusqlite::Connection;
 
 use self::plan::{Kind, Wanted};
 use crate::cache;
 use crate::confined::{sync_while, Dirs, Staged, StatKind, WholeFs};
 use crate::db;
 use crate::error::{Error, Result};
-use crate::model::{Action, RecoveryReport, RewindOptions, RewindOutcome, RewindPlan};
+use crate::history::{self, RewindStatus};
+use crate::model::{Action, RecoveryReport, RewindOptions, RewindOutcome, RewindPlan, TurnStatus};
 use crate::prefetch;
 use crate::project::{now_ns, Project};
 use crate::relpath::RelPath;
 use crate::state::{Hash, State};
-use crate::turns;
 
 mod plan;
 
@@ -56,29 +56,20 @@ impl Project {
     /// an open turn first. Call after a barrier.
     pub fn rewind(&mut self, turn: i64, mut opts: RewindOptions) -> Result<RewindOutcome> {
         self.recover()?;
-        let status: String = self
-            .conn
-            .query_row("SELECT status FROM turns WHERE id = ?1", [turn], |r| {
-                r.get(0)
-            })
-            .optional()?
-            .ok_or(Error::UnknownTurn(turn))?;
-        if status == "rewound" {
-            return Err(Error::TurnRewound(turn));
+        match history::turn_status(&self.conn, turn)? {
+            None => return Err(Error::UnknownTurn(turn)),
+            Some(TurnStatus::Rewound) => return Err(Error::TurnRewound(turn)),
+            Some(_) => {}
         }
         if self.open_turn()?.is_some() {
             self.turn_end()?;
         }
-        let live: Vec<i64> = self
-            .conn
-            .prepare("SELECT id FROM turns WHERE id >= ?1 AND status = 'closed' ORDER BY id")?
-            .query_map([turn], |r| r.get(0))?
-            .collect::<rusqlite::Result<_>>()?;
+        let live = history::live_turns_from(&self.conn, turn)?;
         // Per path: the pre-image of the oldest turn that touched it (the
         // target) and the post-image of the newest (what the agent left).
         let mut touched: BTreeMap<RelPath, (State, State)> = BTreeMap::new();
         for &t in &live {
-            for e in turns::entries(&self.conn, t)? {
+            for e in history::entries(&self.conn, t)? {
                 let post = e.post.unwrap_or(State::Absent);
                 touched.entry(e.path).or_insert((e.pre, State::Absent)).1 = post;
             }
@@ -134,29 +125,16 @@ impl Project {
     /// states it found.
     pub fn redo(&mut self, mut opts: RewindOptions) -> Result<RewindOutcome> {
         self.recover()?;
-        let (id, turn): (i64, i64) = self
-            .conn
-            .query_row(
-                "SELECT id, turn FROM rewinds WHERE status = 'applied' AND redoes IS NULL
-                 ORDER BY id DESC LIMIT 1",
-                [],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
-            .optional()?
-            .ok_or(Error::NothingToRedo)?;
+        let (id, turn) = history::last_applied_rewind(&self.conn)?.ok_or(Error::NothingToRedo)?;
         if self.open_turn()?.is_some() {
             self.turn_end()?;
         }
-        let actions = load_actions(&self.conn, id)?;
+        let actions = history::actions(&self.conn, id)?;
         let mut known = self.recheck_touched(
             actions.iter().map(|a| a.path.clone()).collect(),
             opts.after_barrier,
         )?;
-        let turns: Vec<i64> = self
-            .conn
-            .prepare("SELECT id FROM turns WHERE rewound_by = ?1 ORDER BY id")?
-            .query_map([id], |r| r.get(0))?
-            .collect::<rusqlite::Result<_>>()?;
+        let turns = history::turns_rewound_by(&self.conn, id)?;
         let plan = db::reading(&self.conn, || {
             let wanted = actions
                 .into_iter()
@@ -191,26 +169,18 @@ impl Project {
     /// Finishes a journaled rewind or redo that was interrupted (the process
     /// died while applying it). Call at start-up, before anything else.
     pub fn recover(&mut self) -> Result<Option<RecoveryReport>> {
-        let pending: Option<(i64, String, Option<i64>)> = self
-            .conn
-            .query_row(
-                "SELECT id, status, redoes FROM rewinds WHERE status IN ('pending', 'redoing')
-                 ORDER BY id LIMIT 1",
-                [],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-            )
-            .optional()?;
-        let Some((id, status, redoes)) = pending else {
+        let Some((id, status)) = history::unfinished_rewind(&self.conn)? else {
             return Ok(None);
         };
-        let side = if status == "redoing" {
+        let side = if status == RewindStatus::Redoing {
             Side::Current
         } else {
             Side::Target
         };
-        let actions = load_actions(&self.conn, id)?;
+        let actions = history::actions(&self.conn, id)?;
+        let (_, redoes) = history::rewind_links(&self.conn, id)?;
         let paths = actions.len();
-        tracing::info!(rewind = id, %status, paths, "finishing an interrupted rewind");
+        tracing::info!(rewind = id, status = %status.as_str(), paths, "finishing an interrupted rewind");
         // A write cut short leaves its temp file behind.
         let dirs: HashSet<Option<RelPath>> = actions.iter().map(|a| a.path.parent()).collect();
         for dir in dirs {
@@ -235,42 +205,14 @@ impl Project {
     /// Writes the plan to the journal, durably, before any file is touched.
     /// `marked`: the turns it rewinds; `redoes`: the rewind a redo undoes.
     fn journal(&mut self, plan: &RewindPlan, marked: &[i64], redoes: Option<i64>) -> Result<i64> {
-        db::durably(&mut self.conn, |tx| {
-            tx.execute(
-                "INSERT INTO rewinds (created_ns, turn, turns, status, redoes)
-                 VALUES (?1, ?2, ?3, 'pending', ?4)",
-                params![
-                    now_ns(),
-                    plan.turn,
-                    serde_json::to_string(marked).expect("a list of ints serializes"),
-                    redoes
-                ],
-            )?;
-            let id = tx.last_insert_rowid();
-            // Parsed once: a full-tree rewind journals thousands of rows.
-            let mut insert = tx.prepare_cached(
-                "INSERT INTO rewind_actions (rewind, seq, path, cur_kind, cur_mode, cur_data, cur_size,
-                 tgt_kind, tgt_mode, tgt_data, tgt_size) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-            )?;
-            for (seq, a) in plan.actions.iter().enumerate() {
-                let (ck, cm, cd, cs) = a.current.encode();
-                let (tk, tm, td, ts) = a.target.encode();
-                insert.execute(params![
-                    id,
-                    seq as i64,
-                    a.path.as_bytes(),
-                    ck,
-                    cm,
-                    cd,
-                    cs,
-                    tk,
-                    tm,
-                    td,
-                    ts
-                ])?;
-            }
-            Ok(id)
-        })
+        history::journal(
+            &mut self.conn,
+            plan.turn,
+            &plan.actions,
+            marked,
+            redoes,
+            now_ns(),
+        )
     }
 
     /// Applies one side of journaled rewind `id`, then records the outcome.
@@ -278,7 +220,7 @@ impl Project {
     /// the tree is left as it was; an injected failure (a test's simulated
     /// crash) leaves the journal pending for `recover`.
     fn apply_journaled(&mut self, id: i64, side: Side, hook: Hook<'_>) -> Result<()> {
-        let actions = load_actions(&self.conn, id)?;
+        let actions = history::actions(&self.conn, id)?;
         let steps = ordered(&actions, side);
         let missing = db::reading(&self.conn, || {
             for (path, state) in &steps {
@@ -314,29 +256,19 @@ impl Project {
         }
         let tx = self.conn.transaction()?;
         refresh_cache_in(&tx, &self.root_fs, &steps)?;
-        let (marked, redoes): (String, Option<i64>) = tx.query_row(
-            "SELECT turns, redoes FROM rewinds WHERE id = ?1",
-            [id],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )?;
+        let (marked, redoes) = history::rewind_links(&tx, id)?;
         match (side, redoes) {
             (Side::Target, None) => {
-                let marked: Vec<i64> = serde_json::from_str(&marked).unwrap_or_default();
-                for t in marked {
-                    tx.execute(
-                        "UPDATE turns SET status = 'rewound', rewound_by = ?2 WHERE id = ?1",
-                        params![t, id],
-                    )?;
-                }
-                tx.execute("UPDATE rewinds SET status = 'applied' WHERE id = ?1", [id])?;
+                history::mark_rewound(&tx, &marked, id)?;
+                history::set_rewind_status(&tx, id, RewindStatus::Applied)?;
             }
             (Side::Target, Some(undone)) => {
-                bring_back(&tx, undone)?;
-                tx.execute("UPDATE rewinds SET status = 'applied' WHERE id = ?1", [id])?;
+                history::bring_back(&tx, undone)?;
+                history::set_rewind_status(&tx, id, RewindStatus::Applied)?;
             }
             // A redo journaled by an older ckpt: the rewind's own journal,
             // applied backwards.
-            (Side::Current, _) => bring_back(&tx, id)?,
+            (Side::Current, _) => history::bring_back(&tx, id)?,
         }
         tx.commit()?;
         Ok(())
@@ -345,14 +277,11 @@ impl Project {
     /// Records that applying `side` of rewind `id` failed and was undone.
     fn fail(&mut self, id: i64, side: Side, err: Error) -> Result<()> {
         let status = match side {
-            Side::Target => "failed",
+            Side::Target => RewindStatus::Failed,
             // A legacy redo that failed: the rewind stays applied.
-            Side::Current => "applied",
+            Side::Current => RewindStatus::Applied,
         };
-        self.conn.execute(
-            "UPDATE rewinds SET status = ?2 WHERE id = ?1",
-            params![id, status],
-        )?;
+        history::set_rewind_status(&self.conn, id, status)?;
         Err(err)
     }
 
@@ -611,16 +540,6 @@ impl Project {
     }
 }
 
-/// Marks rewind `id` redone and its turns live again.
-fn bring_back(tx: &Connection, id: i64) -> Result<()> {
-    tx.execute(
-        "UPDATE turns SET status = 'closed', rewound_by = NULL WHERE rewound_by = ?1",
-        [id],
-    )?;
-    tx.execute("UPDATE rewinds SET status = 'redone' WHERE id = ?1", [id])?;
-    Ok(())
-}
-
 struct CacheTree<'a> {
     project: &'a Project,
 }
@@ -712,36 +631,6 @@ fn ordered(actions: &[Action], side: Side) -> Vec<(RelPath, State)> {
             .then_with(|| if ra { pb.cmp(pa) } else { pa.cmp(pb) })
     });
     steps
-}
-
-fn load_actions(conn: &Connection, id: i64) -> Result<Vec<Action>> {
-    let mut stmt = conn.prepare(
-        "SELECT path, cur_kind, cur_mode, cur_data, cur_size, tgt_kind, tgt_mode, tgt_data, tgt_size
-         FROM rewind_actions WHERE rewind = ?1 ORDER BY seq",
-    )?;
-    let rows = stmt.query_map([id], |r| {
-        Ok((
-            r.get::<_, Vec<u8>>(0)?,
-            State::from_row(r, 1)?,
-            State::from_row(r, 5)?,
-        ))
-    })?;
-    let mut out = Vec::new();
-    for row in rows {
-        let (path, current, target) = row?;
-        let path = RelPath::new(path)?;
-        let (Some(current), Some(target)) = (current, target) else {
-            return Err(Error::Invalid(format!(
-                "rewind {id}: undecodable action for {path}"
-            )));
-        };
-        out.push(Action {
-            path,
-            current,
-            target,
-        });
-    }
-    Ok(out)
 }
 
 #[cfg(test)]

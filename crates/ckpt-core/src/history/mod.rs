@@ -1,0 +1,517 @@
+//! The history tables: turns and their entries, the rewind journal and its
+//! actions. Every SQL statement on them is here, and so is each status they
+//! store, spelled once. Callers say what they want (open a turn, journal a
+//! plan, drop old turns); the rules of when to do it live with them.
+
+use std::collections::HashSet;
+
+use rusqlite::types::{FromSql, FromSqlError, FromSqlResult, ToSql, ToSqlOutput, ValueRef};
+use rusqlite::{params, Connection, OptionalExtension};
+
+use crate::db;
+use crate::error::{Error, Result};
+use crate::model::{Action, TurnEntry, TurnMeta, TurnStatus};
+use crate::relpath::RelPath;
+use crate::state::{Hash, State};
+
+mod audit;
+
+pub(crate) use audit::{audit_actions, audit_entries, audit_rewinds, audit_turns};
+
+impl TurnStatus {
+    const ALL: [TurnStatus; 3] = [TurnStatus::Open, TurnStatus::Closed, TurnStatus::Rewound];
+
+    /// As stored in `turns.status`.
+    pub(crate) const fn as_str(self) -> &'static str {
+        match self {
+            TurnStatus::Open => "open",
+            TurnStatus::Closed => "closed",
+            TurnStatus::Rewound => "rewound",
+        }
+    }
+
+    /// `None` for a status ckpt never writes (a tampered row).
+    pub(crate) fn parse(s: &str) -> Option<TurnStatus> {
+        Self::ALL.into_iter().find(|t| t.as_str() == s)
+    }
+
+    /// An unknown status reads as closed (fsck reports it).
+    fn read(s: &str) -> TurnStatus {
+        Self::parse(s).unwrap_or(TurnStatus::Closed)
+    }
+}
+
+impl ToSql for TurnStatus {
+    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        Ok(ToSqlOutput::from(self.as_str()))
+    }
+}
+
+/// A rewind's status in the journal (`rewinds.status`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum RewindStatus {
+    /// Journaled and being applied; recovery finishes it at the next start.
+    Pending,
+    Applied,
+    /// Applying it failed and was rolled back.
+    Failed,
+    /// Being undone by applying its own journal backwards: only older
+    /// versions wrote it (a redo is now a rewind of its own); recovery
+    /// finishes it.
+    Redoing,
+    /// Undone by a redo: its turns are live again.
+    Redone,
+}
+
+impl RewindStatus {
+    const ALL: [RewindStatus; 5] = [
+        RewindStatus::Pending,
+        RewindStatus::Applied,
+        RewindStatus::Failed,
+        RewindStatus::Redoing,
+        RewindStatus::Redone,
+    ];
+
+    pub(crate) const fn as_str(self) -> &'static str {
+        match self {
+            RewindStatus::Pending => "pending",
+            RewindStatus::Applied => "applied",
+            RewindStatus::Failed => "failed",
+            RewindStatus::Redoing => "redoing",
+            RewindStatus::Redone => "redone",
+        }
+    }
+
+    /// `None` for a status ckpt never writes (a tampered row).
+    pub(crate) fn parse(s: &str) -> Option<RewindStatus> {
+        Self::ALL.into_iter().find(|r| r.as_str() == s)
+    }
+
+    /// Left by a process that died while applying it: recovery finishes it.
+    pub(crate) fn is_unfinished(self) -> bool {
+        matches!(self, RewindStatus::Pending | RewindStatus::Redoing)
+    }
+
+    /// Its turns stay marked rewound.
+    pub(crate) fn marks_turns(self) -> bool {
+        matches!(self, RewindStatus::Applied | RewindStatus::Redoing)
+    }
+}
+
+impl ToSql for RewindStatus {
+    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        Ok(ToSqlOutput::from(self.as_str()))
+    }
+}
+
+impl FromSql for RewindStatus {
+    fn column_result(value: ValueRef<'_>) -> FromSqlResult<Self> {
+        let s = value.as_str()?;
+        RewindStatus::parse(s)
+            .ok_or_else(|| FromSqlError::Other(format!("rewind status {s:?}").into()))
+    }
+}
+
+// ---- turns ----
+
+/// Served by the partial index `turns_open`: a project keeps thousands of
+/// turns, and every turn boundary and capture batch asks. `'open'` is
+/// spelled out because SQLite uses a partial index only for a query that
+/// names its value (a test checks it is `TurnStatus::Open`).
+const OPEN_TURN: &str = "SELECT id FROM turns WHERE status = 'open'";
+
+pub(crate) fn open_turn(conn: &Connection) -> Result<Option<i64>> {
+    Ok(conn
+        .prepare_cached(OPEN_TURN)?
+        .query_row([], |r| r.get(0))
+        .optional()?)
+}
+
+/// Opens a turn and returns its id. Prepared once, as every statement of a
+/// hook call is: parsing them was a tenth of the daemon's CPU in a
+/// turn-start/turn-end loop.
+pub(crate) fn insert_turn(conn: &Connection, meta: &TurnMeta, started_ns: i64) -> Result<i64> {
+    conn.prepare_cached(
+        "INSERT INTO turns (started_ns, label, agent, session, status) VALUES (?1, ?2, ?3, ?4, ?5)",
+    )?
+    .execute(params![
+        started_ns,
+        meta.label,
+        meta.agent,
+        meta.session,
+        TurnStatus::Open
+    ])?;
+    Ok(conn.last_insert_rowid())
+}
+
+/// Records `pre` as the pre-image of `path` in `turn`, unless the turn
+/// already has one: only the first change of a path in a turn counts.
+pub(crate) fn record_pre(conn: &Connection, turn: i64, path: &RelPath, pre: &State) -> Result<()> {
+    let (kind, mode, data, size) = pre.encode();
+    conn.prepare_cached(
+        "INSERT OR IGNORE INTO turn_entries (turn, path, pre_kind, pre_mode, pre_data, pre_size)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    )?
+    .execute(params![turn, path.as_bytes(), kind, mode, data, size])?;
+    Ok(())
+}
+
+/// Every entry of `turn`, ordered by path. A row that does not decode (a
+/// tampered database) is an error.
+pub(crate) fn entries(conn: &Connection, turn: i64) -> Result<Vec<TurnEntry>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT path, pre_kind, pre_mode, pre_data, pre_size, post_kind, post_mode, post_data, post_size
+         FROM turn_entries WHERE turn = ?1 ORDER BY path",
+    )?;
+    let rows = stmt.query_map([turn], |r| {
+        let post = match r.get::<_, Option<i64>>(5)? {
+            Some(_) => Some(State::from_row(r, 5)?),
+            None => None,
+        };
+        Ok((r.get::<_, Vec<u8>>(0)?, State::from_row(r, 1)?, post))
+    })?;
+    let mut out = Vec::new();
+    for row in rows {
+        let (path, pre, post) = row?;
+        let path = RelPath::new(path)?;
+        let bad = || Error::Invalid(format!("turn {turn}: undecodable entry for {path}"));
+        let pre = pre.ok_or_else(bad)?;
+        let post = match post {
+            Some(p) => Some(p.ok_or_else(bad)?),
+            None => None,
+        };
+        out.push(TurnEntry { path, pre, post });
+    }
+    Ok(out)
+}
+
+/// Closes `turn`: each entry gets its post-image (`post_of` its path), or
+/// is dropped if it ended as it began. Call in a transaction.
+pub(crate) fn close_turn(
+    tx: &Connection,
+    turn: i64,
+    ended_ns: i64,
+    mut post_of: impl FnMut(&RelPath) -> Result<State>,
+) -> Result<()> {
+    {
+        // Prepared once: a turn that touched the whole tree has one entry
+        // per file.
+        let mut drop_entry =
+            tx.prepare_cached("DELETE FROM turn_entries WHERE turn = ?1 AND path = ?2")?;
+        let mut set_post = tx.prepare_cached(
+            "UPDATE turn_entries SET post_kind = ?3, post_mode = ?4, post_data = ?5, post_size = ?6
+             WHERE turn = ?1 AND path = ?2",
+        )?;
+        for e in entries(tx, turn)? {
+            let post = post_of(&e.path)?;
+            if post == e.pre {
+                drop_entry.execute(params![turn, e.path.as_bytes()])?;
+                continue;
+            }
+            let (kind, mode, data, size) = post.encode();
+            set_post.execute(params![turn, e.path.as_bytes(), kind, mode, data, size])?;
+        }
+    }
+    tx.prepare_cached("UPDATE turns SET status = ?3, ended_ns = ?2 WHERE id = ?1")?
+        .execute(params![turn, ended_ns, TurnStatus::Closed])?;
+    Ok(())
+}
+
+/// A turn's own row.
+pub(crate) struct TurnRow {
+    pub started_ns: i64,
+    pub ended_ns: Option<i64>,
+    pub meta: TurnMeta,
+    pub status: TurnStatus,
+}
+
+pub(crate) fn turn(conn: &Connection, id: i64) -> Result<Option<TurnRow>> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT started_ns, ended_ns, label, agent, session, status FROM turns WHERE id = ?1",
+        )?
+        .query_row([id], |r| {
+            Ok(TurnRow {
+                started_ns: r.get(0)?,
+                ended_ns: r.get(1)?,
+                meta: TurnMeta {
+                    label: r.get(2)?,
+                    agent: r.get(3)?,
+                    session: r.get(4)?,
+                },
+                status: TurnStatus::read(&r.get::<_, String>(5)?),
+            })
+        })
+        .optional()?)
+}
+
+pub(crate) fn turn_status(conn: &Connection, id: i64) -> Result<Option<TurnStatus>> {
+    Ok(conn
+        .query_row("SELECT status FROM turns WHERE id = ?1", [id], |r| {
+            r.get::<_, String>(0)
+        })
+        .optional()?
+        .map(|s| TurnStatus::read(&s)))
+}
+
+/// The ids of the newest `limit` turns, newest first.
+pub(crate) fn newest_turns(conn: &Connection, limit: usize) -> Result<Vec<i64>> {
+    Ok(conn
+        .prepare_cached("SELECT id FROM turns ORDER BY id DESC LIMIT ?1")?
+        .query_map([limit as i64], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?)
+}
+
+pub(crate) fn count_turns(conn: &Connection) -> Result<u64> {
+    let n: i64 = conn.query_row("SELECT count(*) FROM turns", [], |r| r.get(0))?;
+    Ok(n as u64)
+}
+
+/// The closed turns from `turn` on, oldest first: what a rewind to `turn`
+/// undoes.
+pub(crate) fn live_turns_from(conn: &Connection, turn: i64) -> Result<Vec<i64>> {
+    Ok(conn
+        .prepare("SELECT id FROM turns WHERE id >= ?1 AND status = ?2 ORDER BY id")?
+        .query_map(params![turn, TurnStatus::Closed], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?)
+}
+
+/// The turns rewind `rewind` marked rewound, oldest first.
+pub(crate) fn turns_rewound_by(conn: &Connection, rewind: i64) -> Result<Vec<i64>> {
+    Ok(conn
+        .prepare("SELECT id FROM turns WHERE rewound_by = ?1 ORDER BY id")?
+        .query_map([rewind], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?)
+}
+
+/// Marks `turns` rewound by rewind `by`.
+pub(crate) fn mark_rewound(conn: &Connection, turns: &[i64], by: i64) -> Result<()> {
+    for &t in turns {
+        conn.execute(
+            "UPDATE turns SET status = ?3, rewound_by = ?2 WHERE id = ?1",
+            params![t, by, TurnStatus::Rewound],
+        )?;
+    }
+    Ok(())
+}
+
+/// Marks rewind `id` redone and its turns live again.
+pub(crate) fn bring_back(conn: &Connection, id: i64) -> Result<()> {
+    conn.execute(
+        "UPDATE turns SET status = ?2, rewound_by = NULL WHERE rewound_by = ?1",
+        params![id, TurnStatus::Closed],
+    )?;
+    set_rewind_status(conn, id, RewindStatus::Redone)
+}
+
+// ---- the rewind journal ----
+
+/// Journals a rewind (to `turn`; marking `marked` once applied; undoing
+/// rewind `redoes`, for a redo) and its actions, pending, durably: before
+/// any file is touched. Returns its id.
+pub(crate) fn journal(
+    conn: &mut Connection,
+    turn: i64,
+    actions: &[Action],
+    marked: &[i64],
+    redoes: Option<i64>,
+    created_ns: i64,
+) -> Result<i64> {
+    db::durably(conn, |tx| {
+        tx.execute(
+            "INSERT INTO rewinds (created_ns, turn, turns, status, redoes)
+             VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![
+                created_ns,
+                turn,
+                serde_json::to_string(marked).expect("a list of ints serializes"),
+                RewindStatus::Pending,
+                redoes
+            ],
+        )?;
+        let id = tx.last_insert_rowid();
+        // Parsed once: a full-tree rewind journals thousands of rows.
+        let mut insert = tx.prepare_cached(
+            "INSERT INTO rewind_actions (rewind, seq, path, cur_kind, cur_mode, cur_data, cur_size,
+             tgt_kind, tgt_mode, tgt_data, tgt_size) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+        )?;
+        for (seq, a) in actions.iter().enumerate() {
+            let (ck, cm, cd, cs) = a.current.encode();
+            let (tk, tm, td, ts) = a.target.encode();
+            insert.execute(params![
+                id,
+                seq as i64,
+                a.path.as_bytes(),
+                ck,
+                cm,
+                cd,
+                cs,
+                tk,
+                tm,
+                td,
+                ts
+            ])?;
+        }
+        Ok(id)
+    })
+}
+
+/// The actions of rewind `id`, in journal order.
+pub(crate) fn actions(conn: &Connection, id: i64) -> Result<Vec<Action>> {
+    let mut stmt = conn.prepare(
+        "SELECT path, cur_kind, cur_mode, cur_data, cur_size, tgt_kind, tgt_mode, tgt_data, tgt_size
+         FROM rewind_actions WHERE rewind = ?1 ORDER BY seq",
+    )?;
+    let rows = stmt.query_map([id], |r| {
+        Ok((
+            r.get::<_, Vec<u8>>(0)?,
+            State::from_row(r, 1)?,
+            State::from_row(r, 5)?,
+        ))
+    })?;
+    let mut out = Vec::new();
+    for row in rows {
+        let (path, current, target) = row?;
+        let path = RelPath::new(path)?;
+        let (Some(current), Some(target)) = (current, target) else {
+            return Err(Error::Invalid(format!(
+                "rewind {id}: undecodable action for {path}"
+            )));
+        };
+        out.push(Action {
+            path,
+            current,
+            target,
+        });
+    }
+    Ok(out)
+}
+
+/// The turns rewind `id` marks once applied (none if the list does not
+/// decode), and the rewind it redoes.
+pub(crate) fn rewind_links(conn: &Connection, id: i64) -> Result<(Vec<i64>, Option<i64>)> {
+    let (marked, redoes): (String, Option<i64>) = conn.query_row(
+        "SELECT turns, redoes FROM rewinds WHERE id = ?1",
+        [id],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )?;
+    Ok((serde_json::from_str(&marked).unwrap_or_default(), redoes))
+}
+
+/// The oldest unfinished rewind: its id and status.
+pub(crate) fn unfinished_rewind(conn: &Connection) -> Result<Option<(i64, RewindStatus)>> {
+    Ok(conn
+        .query_row(
+            "SELECT id, status FROM rewinds WHERE status IN (?1, ?2) ORDER BY id LIMIT 1",
+            [RewindStatus::Pending, RewindStatus::Redoing],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .optional()?)
+}
+
+/// The newest applied rewind that is not a redo: its id and turn.
+pub(crate) fn last_applied_rewind(conn: &Connection) -> Result<Option<(i64, i64)>> {
+    Ok(conn
+        .query_row(
+            "SELECT id, turn FROM rewinds WHERE status = ?1 AND redoes IS NULL
+             ORDER BY id DESC LIMIT 1",
+            [RewindStatus::Applied],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .optional()?)
+}
+
+pub(crate) fn set_rewind_status(conn: &Connection, id: i64, status: RewindStatus) -> Result<()> {
+    conn.execute(
+        "UPDATE rewinds SET status = ?2 WHERE id = ?1",
+        params![id, status],
+    )?;
+    Ok(())
+}
+
+// ---- retention ----
+
+/// The newest turn past retention: not open, started before `cutoff`, and
+/// not among the newest `keep`.
+pub(crate) fn newest_expired_turn(
+    conn: &Connection,
+    cutoff: i64,
+    keep: usize,
+) -> Result<Option<i64>> {
+    Ok(conn.query_row(
+        "SELECT max(id) FROM turns WHERE status != ?3 AND started_ns < ?1
+         AND id NOT IN (SELECT id FROM turns ORDER BY id DESC LIMIT ?2)",
+        params![cutoff, keep as i64, TurnStatus::Open],
+        |r| r.get(0),
+    )?)
+}
+
+/// Drops turn `last` and every older one with their entries, and the
+/// rewinds to them, except a rewind whose turns outlive it (they would stay
+/// rewound for good: it stays as long as they do, so they can be redone).
+/// Returns how many turns were dropped.
+pub(crate) fn drop_turns_through(conn: &Connection, last: i64) -> Result<u64> {
+    let dropped = "SELECT id FROM rewinds WHERE turn <= ?1 AND id NOT IN
+         (SELECT rewound_by FROM turns WHERE id > ?1 AND rewound_by IS NOT NULL)";
+    conn.execute(
+        &format!("DELETE FROM rewind_actions WHERE rewind IN ({dropped})"),
+        [last],
+    )?;
+    conn.execute(
+        &format!("DELETE FROM rewinds WHERE id IN ({dropped})"),
+        [last],
+    )?;
+    conn.execute("DELETE FROM turn_entries WHERE turn <= ?1", [last])?;
+    Ok(conn.execute("DELETE FROM turns WHERE id <= ?1", [last])? as u64)
+}
+
+/// Adds every blob a turn entry or a rewind action names to `out`.
+pub(crate) fn blobs_named(conn: &Connection, out: &mut HashSet<Hash>) -> Result<()> {
+    for sql in [
+        "SELECT pre_data FROM turn_entries WHERE pre_kind = 1",
+        "SELECT post_data FROM turn_entries WHERE post_kind = 1",
+        "SELECT cur_data FROM rewind_actions WHERE cur_kind = 1",
+        "SELECT tgt_data FROM rewind_actions WHERE tgt_kind = 1",
+    ] {
+        let mut stmt = conn.prepare(sql)?;
+        let rows = stmt.query_map([], |r| r.get::<_, Vec<u8>>(0))?;
+        for r in rows {
+            out.extend(Hash::from_slice(&r?));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn open_turn_lookup_does_not_scan_every_turn() {
+        let dir = tempfile::tempdir().unwrap();
+        let conn = crate::db::open(&dir.path().join("db")).unwrap();
+        let plan: String = conn
+            .query_row(&format!("EXPLAIN QUERY PLAN {OPEN_TURN}"), [], |r| r.get(3))
+            .unwrap();
+        assert!(plan.contains("USING COVERING INDEX turns_open"), "{plan}");
+    }
+
+    /// The one status spelled in SQL (for the partial index) is the enum's.
+    #[test]
+    fn the_open_turn_query_names_the_open_status() {
+        let open = format!("status = '{}'", TurnStatus::Open.as_str());
+        assert!(OPEN_TURN.ends_with(&open), "{OPEN_TURN}");
+    }
+
+    #[test]
+    fn statuses_read_back_as_written() {
+        for t in TurnStatus::ALL {
+            assert_eq!(TurnStatus::parse(t.as_str()), Some(t));
+        }
+        for r in RewindStatus::ALL {
+            assert_eq!(RewindStatus::parse(r.as_str()), Some(r));
+        }
+        assert_eq!(TurnStatus::parse("half-done"), None);
+        assert_eq!(RewindStatus::parse("half-done"), None);
+    }
+}
