@@ -4,12 +4,12 @@
 
 use rusqlite::Connection;
 
-use super::{journal, Side};
+use super::journal::Journaled;
+use super::Side;
 use crate::cache;
 use crate::confined::{sync_while, Dirs, Staged, StatKind, WholeFs};
 use crate::db;
 use crate::error::{Error, Result};
-use crate::history;
 use crate::model::Action;
 use crate::prefetch;
 use crate::project::{now_ns, Project};
@@ -33,13 +33,18 @@ const SYNCFS_MIN: usize = 128;
 pub(super) type Hook<'a> = &'a mut Option<Box<dyn FnMut(usize) -> Result<()> + Send>>;
 
 impl Project {
-    /// Applies one side of journaled rewind `id`, then records the outcome.
-    /// On an ordinary failure the other side is applied to what was done, so
-    /// the tree is left as it was; an injected failure (a test's simulated
-    /// crash) leaves the journal pending for `recover`.
-    pub(super) fn apply_journaled(&mut self, id: i64, side: Side, hook: Hook<'_>) -> Result<()> {
-        let actions = history::actions(&self.conn, id)?;
-        let steps = ordered(&actions, side);
+    /// Applies `side` of `actions`, journaled as `journaled`, then records
+    /// the outcome. On an ordinary failure the other side is applied to
+    /// what was done, so the tree is left as it was; an injected failure (a
+    /// test's simulated crash) leaves the journal pending for `recover`.
+    pub(super) fn apply(
+        &mut self,
+        journaled: &Journaled,
+        actions: &[Action],
+        side: Side,
+        hook: Hook<'_>,
+    ) -> Result<()> {
+        let steps = ordered(actions, side);
         let missing = db::reading(&self.conn, || {
             for (path, state) in &steps {
                 if let State::File { hash, .. } = state {
@@ -51,7 +56,8 @@ impl Project {
             Ok(None)
         })?;
         if let Some(missing) = missing {
-            return self.fail(id, side, Error::MissingBlob(missing));
+            journaled.failed(&self.conn, side)?;
+            return Err(Error::MissingBlob(missing));
         }
         // Written data is durable before the journal says "applied"
         // (`run_steps` syncs each file and each changed directory).
@@ -59,30 +65,25 @@ impl Project {
             if matches!(e, Error::Injected(_)) {
                 return Err(e);
             }
-            let back = self.still_to_undo(ordered(&actions, side.other()))?;
+            let back = self.still_to_undo(ordered(actions, side.other()))?;
             if let Err(e2) = self.run_steps(&back, &mut None) {
                 // Marked failed, a half-way tree would stay half-way; pending,
                 // `recover` finishes or rolls it back once it can.
                 tracing::error!(
-                    rewind = id,
+                    rewind = journaled.id,
                     "rolling back a failed rewind failed too, left for recovery: {e2}"
                 );
                 return Err(e);
             }
             self.refresh_cache(&back)?;
-            return self.fail(id, side, e);
+            journaled.failed(&self.conn, side)?;
+            return Err(e);
         }
         let tx = self.conn.transaction()?;
         refresh_cache_in(&tx, &self.root_fs, &steps)?;
-        journal::applied(&tx, id, side)?;
+        journaled.applied(&tx, side)?;
         tx.commit()?;
         Ok(())
-    }
-
-    /// Records that applying `side` of rewind `id` failed and was undone.
-    fn fail(&mut self, id: i64, side: Side, err: Error) -> Result<()> {
-        journal::failed(&self.conn, id, side)?;
-        Err(err)
     }
 
     /// Applies `steps` in order. Each file is written whole under a temp

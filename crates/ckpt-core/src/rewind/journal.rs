@@ -1,52 +1,129 @@
-//! A rewind's journal entry: written before any file is touched, and the
-//! outcome recorded once applied or undone. The rows are written through
-//! `history`.
+//! A rewind's journal entry, and how its outcome is recorded. Journaled
+//! before any file is touched; read back only by recovery, when the process
+//! that wrote it died (a fresh rewind applies from its plan in memory). The
+//! rows are written through `history`.
 
 use rusqlite::Connection;
 
 use super::Side;
 use crate::error::Result;
 use crate::history::{self, RewindStatus};
-use crate::model::RewindPlan;
+use crate::model::{Action, RewindPlan};
 use crate::project::now_ns;
 
-/// Writes the plan to the journal, durably, before any file is touched.
-/// `marked`: the turns it rewinds; `redoes`: the rewind a redo undoes.
-pub(super) fn write(
-    conn: &mut Connection,
-    plan: &RewindPlan,
-    marked: &[i64],
-    redoes: Option<i64>,
-) -> Result<i64> {
-    history::journal(conn, plan.turn, &plan.actions, marked, redoes, now_ns())
+/// One journaled rewind or redo.
+pub(super) struct Journaled {
+    pub id: i64,
+    /// The turns it marks rewound once applied.
+    pub marked: Vec<i64>,
+    /// For a redo: the rewind it undoes.
+    pub redoes: Option<i64>,
 }
 
-/// Records that `side` of rewind `id` was applied: a rewind marks its
-/// turns, a redo brings back the turns of the rewind it undoes. Call in
-/// the transaction that records what was written.
-pub(super) fn applied(tx: &Connection, id: i64, side: Side) -> Result<()> {
-    let (marked, redoes) = history::rewind_links(tx, id)?;
-    match (side, redoes) {
-        (Side::Target, None) => {
-            history::mark_rewound(tx, &marked, id)?;
-            history::set_rewind_status(tx, id, RewindStatus::Applied)
+impl Journaled {
+    /// Journals `plan`, pending, durably.
+    pub fn write(
+        conn: &mut Connection,
+        plan: &RewindPlan,
+        marked: Vec<i64>,
+        redoes: Option<i64>,
+    ) -> Result<Journaled> {
+        let id = history::journal(conn, plan.turn, &plan.actions, &marked, redoes, now_ns())?;
+        Ok(Journaled { id, marked, redoes })
+    }
+
+    /// Rewind `id` as journaled, with its actions.
+    pub fn read(conn: &Connection, id: i64) -> Result<(Journaled, Vec<Action>)> {
+        let actions = history::actions(conn, id)?;
+        let (marked, redoes) = history::rewind_links(conn, id)?;
+        Ok((Journaled { id, marked, redoes }, actions))
+    }
+
+    /// Records that `side` was applied: a rewind marks its turns, a redo
+    /// brings back the turns of the rewind it undoes. Call in the
+    /// transaction that records what was written.
+    pub fn applied(&self, tx: &Connection, side: Side) -> Result<()> {
+        match (side, self.redoes) {
+            (Side::Target, None) => {
+                history::mark_rewound(tx, &self.marked, self.id)?;
+                history::set_rewind_status(tx, self.id, RewindStatus::Applied)
+            }
+            (Side::Target, Some(undone)) => {
+                history::bring_back(tx, undone)?;
+                history::set_rewind_status(tx, self.id, RewindStatus::Applied)
+            }
+            // A redo journaled by an older ckpt: the rewind's own journal,
+            // applied backwards.
+            (Side::Current, _) => history::bring_back(tx, self.id),
         }
-        (Side::Target, Some(undone)) => {
-            history::bring_back(tx, undone)?;
-            history::set_rewind_status(tx, id, RewindStatus::Applied)
-        }
-        // A redo journaled by an older ckpt: the rewind's own journal,
-        // applied backwards.
-        (Side::Current, _) => history::bring_back(tx, id),
+    }
+
+    /// Records that applying `side` failed and was undone.
+    pub fn failed(&self, conn: &Connection, side: Side) -> Result<()> {
+        let status = match side {
+            Side::Target => RewindStatus::Failed,
+            // A legacy redo that failed: the rewind stays applied.
+            Side::Current => RewindStatus::Applied,
+        };
+        history::set_rewind_status(conn, self.id, status)
     }
 }
 
-/// Records that applying `side` of rewind `id` failed and was undone.
-pub(super) fn failed(conn: &Connection, id: i64, side: Side) -> Result<()> {
-    let status = match side {
-        Side::Target => RewindStatus::Failed,
-        // A legacy redo that failed: the rewind stays applied.
-        Side::Current => RewindStatus::Applied,
-    };
-    history::set_rewind_status(conn, id, status)
+#[cfg(test)]
+mod tests {
+    use std::fs;
+    use std::os::unix::fs::PermissionsExt;
+
+    use super::Journaled;
+    use crate::model::{Action, RewindOptions, RewindOutcome, TurnMeta};
+    use crate::project::tests::reconciled;
+    use crate::relpath::RelPath;
+    use crate::state::State;
+
+    fn key(a: &Action) -> (RelPath, State, State) {
+        (a.path.clone(), a.current.clone(), a.target.clone())
+    }
+
+    /// A fresh rewind or redo applies its plan from memory, recovery the
+    /// journal it wrote: both must be the same actions, the same turns.
+    #[test]
+    fn a_journaled_plan_reads_back_as_planned() {
+        let (_tmp, root, mut p) =
+            reconciled(&[("src/a.txt", "one\n"), ("gone.txt", "bye\n"), ("d/x", "x")]);
+        let turn = p.turn_start(TurnMeta::default()).unwrap();
+        fs::write(root.join("src/a.txt"), "two\n").unwrap();
+        fs::remove_file(root.join("gone.txt")).unwrap();
+        fs::set_permissions(root.join("d/x"), fs::Permissions::from_mode(0o755)).unwrap();
+        fs::create_dir_all(root.join("new/deep")).unwrap();
+        fs::write(root.join("new/deep/f"), "f").unwrap();
+        std::os::unix::fs::symlink("src/a.txt", root.join("link")).unwrap();
+        p.reconcile().unwrap();
+        p.turn_end().unwrap();
+
+        let out = p.rewind(turn, RewindOptions::default()).unwrap();
+        let RewindOutcome::Applied { rewind_id, plan } = out else {
+            panic!("not applied: {out:?}");
+        };
+        let (journaled, actions) = Journaled::read(&p.conn, rewind_id).unwrap();
+        let planned: Vec<_> = plan.actions.iter().map(key).collect();
+        assert_eq!(actions.iter().map(key).collect::<Vec<_>>(), planned);
+        assert_eq!(planned.len(), 7, "{planned:?}");
+        assert_eq!((journaled.marked, journaled.redoes), (vec![turn], None));
+
+        let out = p.redo(RewindOptions::default()).unwrap();
+        let RewindOutcome::Applied {
+            rewind_id: redo,
+            plan,
+        } = out
+        else {
+            panic!("redo not applied: {out:?}");
+        };
+        let (journaled, actions) = Journaled::read(&p.conn, redo).unwrap();
+        let planned: Vec<_> = plan.actions.iter().map(key).collect();
+        assert_eq!(actions.iter().map(key).collect::<Vec<_>>(), planned);
+        assert_eq!(
+            (journaled.marked, journaled.redoes),
+            (Vec::new(), Some(rewind_id))
+        );
+    }
 }

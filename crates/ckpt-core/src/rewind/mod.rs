@@ -12,6 +12,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
+use self::journal::Journaled;
 use self::plan::{Kind, Wanted};
 use crate::cache;
 use crate::confined::Dirs;
@@ -95,10 +96,10 @@ impl Project {
         } else {
             Vec::new()
         };
-        let id = journal::write(&mut self.conn, &plan, &marked, None)?;
-        self.apply_journaled(id, Side::Target, &mut opts.before_op)?;
+        let journaled = Journaled::write(&mut self.conn, &plan, marked, None)?;
+        self.apply(&journaled, &plan.actions, Side::Target, &mut opts.before_op)?;
         Ok(RewindOutcome::Applied {
-            rewind_id: id,
+            rewind_id: journaled.id,
             plan,
         })
     }
@@ -144,10 +145,10 @@ impl Project {
         if plan.refused(opts.force) {
             return Ok(RewindOutcome::Refused(plan));
         }
-        let redo_id = journal::write(&mut self.conn, &plan, &[], Some(id))?;
-        self.apply_journaled(redo_id, Side::Target, &mut opts.before_op)?;
+        let journaled = Journaled::write(&mut self.conn, &plan, Vec::new(), Some(id))?;
+        self.apply(&journaled, &plan.actions, Side::Target, &mut opts.before_op)?;
         Ok(RewindOutcome::Applied {
-            rewind_id: redo_id,
+            rewind_id: journaled.id,
             plan,
         })
     }
@@ -163,8 +164,7 @@ impl Project {
         } else {
             Side::Target
         };
-        let actions = history::actions(&self.conn, id)?;
-        let (_, redoes) = history::rewind_links(&self.conn, id)?;
+        let (journaled, actions) = Journaled::read(&self.conn, id)?;
         let paths = actions.len();
         tracing::info!(rewind = id, status = %status.as_str(), paths, "finishing an interrupted rewind");
         // A write cut short leaves its temp file behind.
@@ -174,10 +174,10 @@ impl Project {
                 tracing::warn!("removing temp files after an interrupted rewind: {e}");
             }
         }
-        self.apply_journaled(id, side, &mut None)?;
+        self.apply(&journaled, &actions, side, &mut None)?;
         Ok(Some(RecoveryReport {
             rewind_id: id,
-            redo: side == Side::Current || redoes.is_some(),
+            redo: side == Side::Current || journaled.redoes.is_some(),
             paths,
         }))
     }
