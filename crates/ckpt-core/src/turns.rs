@@ -35,9 +35,7 @@ fn counts(entries: &[TurnEntry], current: impl Fn(&RelPath) -> Result<State>) ->
 impl Project {
     /// Opens a new turn, closing an open one first. Call after a barrier.
     pub fn turn_start(&mut self, meta: TurnMeta) -> Result<i64> {
-        if self.open_turn()?.is_some() {
-            self.turn_end()?;
-        }
+        self.close_open_turn()?;
         history::insert_turn(&self.conn, &meta, now_ns())
     }
 
@@ -46,10 +44,24 @@ impl Project {
     /// barrier.
     pub fn turn_end(&mut self) -> Result<TurnDetail> {
         let turn = self.open_turn()?.ok_or(Error::NoOpenTurn)?;
+        self.close_turn(turn)?;
+        self.show(turn)
+    }
+
+    /// Closes the open turn if there is one, without reading it back as
+    /// `turn_end` does (turn-start, rewind and redo do not report it).
+    pub(crate) fn close_open_turn(&mut self) -> Result<()> {
+        match self.open_turn()? {
+            Some(turn) => self.close_turn(turn),
+            None => Ok(()),
+        }
+    }
+
+    fn close_turn(&mut self, turn: i64) -> Result<()> {
         let tx = self.conn.transaction()?;
         history::close_turn(&tx, turn, now_ns(), |path| cache::state(&tx, path))?;
         tx.commit()?;
-        self.show(turn)
+        Ok(())
     }
 
     pub fn open_turn(&self) -> Result<Option<i64>> {

@@ -48,9 +48,7 @@ impl Project {
             Some(TurnStatus::Rewound) => return Err(Error::TurnRewound(turn)),
             Some(_) => {}
         }
-        if self.open_turn()?.is_some() {
-            self.turn_end()?;
-        }
+        self.close_open_turn()?;
         let live = history::live_turns_from(&self.conn, turn)?;
         // Per path: the pre-image of the oldest turn that touched it (the
         // target) and the post-image of the newest (what the agent left).
@@ -113,9 +111,7 @@ impl Project {
     pub fn redo(&mut self, mut opts: RewindOptions) -> Result<RewindOutcome> {
         self.recover()?;
         let (id, turn) = history::last_applied_rewind(&self.conn)?.ok_or(Error::NothingToRedo)?;
-        if self.open_turn()?.is_some() {
-            self.turn_end()?;
-        }
+        self.close_open_turn()?;
         let actions = history::actions(&self.conn, id)?;
         let mut known = self.recheck_touched(
             actions.iter().map(|a| a.path.clone()).collect(),
