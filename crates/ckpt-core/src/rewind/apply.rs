@@ -9,7 +9,7 @@ use super::Side;
 use crate::cache;
 use crate::confined::{sync_while, Dirs, Staged, StatKind, WholeFs};
 use crate::db;
-use crate::error::{Error, Result};
+use crate::error::{Error, IoContext, Result};
 use crate::model::Action;
 use crate::prefetch;
 use crate::project::{now_ns, Project};
@@ -93,19 +93,7 @@ impl Project {
     /// With many files, the project's filesystem is synced once instead
     /// (`SYNCFS_MIN`). Directory handles are opened once for the whole run.
     fn run_steps(&self, steps: &[(RelPath, State)], hook: Hook<'_>) -> Result<()> {
-        let io = |action: &'static str, path: &RelPath| {
-            let full = self.root.join(path.as_path());
-            move |source| Error::Io {
-                action,
-                path: full,
-                source,
-            }
-        };
-        let mut dirs = Dirs::new(&self.root_fs).map_err(|source| Error::Io {
-            action: "open",
-            path: self.root.clone(),
-            source,
-        })?;
+        let mut dirs = Dirs::new(&self.root_fs).ctx("open", &self.root)?;
         let mut staged: Vec<Staged> = Vec::new();
         let mut committed = 0;
         let mut op = 0;
@@ -124,11 +112,7 @@ impl Project {
             })
             .collect();
         let whole = if blobs.len() >= SYNCFS_MIN {
-            WholeFs::open(&self.root_fs).map_err(|source| Error::Io {
-                action: "open",
-                path: self.root.clone(),
-                source,
-            })?
+            WholeFs::open(&self.root_fs).ctx("open", &self.root)?
         } else {
             None
         };
@@ -142,14 +126,17 @@ impl Project {
                         if let Some((file, dev)) =
                             self.ensure(&mut dirs, path, state, blob, &mut staged)?
                         {
-                            queue.push(file, dev).map_err(io("sync", path))?;
+                            queue
+                                .push(file, dev)
+                                .ctx("sync", self.root.join(path.as_path()))?;
                         }
                         // Into place at once: the file is whole (the journal,
                         // pending until every file is synced, covers a crash
                         // before its data reaches the disk).
                         while let Some(s) = staged.get(committed) {
                             next_op(hook)?;
-                            dirs.commit(s).map_err(io("put into place", &s.path))?;
+                            dirs.commit(s)
+                                .ctx("put into place", self.root.join(s.path.as_path()))?;
                             committed += 1;
                         }
                     }
@@ -164,14 +151,7 @@ impl Project {
             }
             _ => write_all(&mut |hash: &Hash| self.store.get(&self.conn, hash)),
         };
-        let result = written.and_then(|()| {
-            synced.map_err(|source| Error::Io {
-                action: "sync",
-                path: self.root.clone(),
-                source,
-            })
-        });
-        match result {
+        match written.and_then(|()| synced.ctx("sync", &self.root)) {
             Ok(()) => {}
             // A simulated crash leaves everything as a dead process would.
             Err(e @ Error::Injected(_)) => return Err(e),
@@ -184,18 +164,13 @@ impl Project {
             }
         }
         dirs.drop_spares();
-        let any = steps.first().map(|(p, _)| p.clone());
-        dirs.sync_touched(SYNC_THREADS, whole.as_ref())
-            .and_then(|()| whole.as_ref().map_or(Ok(()), WholeFs::sync))
-            .map_err(|e| match &any {
-                Some(p) => io("sync the directories of", p)(e),
-                None => Error::Io {
-                    action: "sync",
-                    path: self.root.clone(),
-                    source: e,
-                },
-            })?;
-        Ok(())
+        let synced = dirs
+            .sync_touched(SYNC_THREADS, whole.as_ref())
+            .and_then(|()| whole.as_ref().map_or(Ok(()), WholeFs::sync));
+        match steps.first() {
+            Some((p, _)) => synced.ctx("sync the directories of", self.root.join(p.as_path())),
+            None => synced.ctx("sync", &self.root),
+        }
     }
 
     /// Makes `path` be `state`, except that a file is only staged (written
@@ -211,44 +186,36 @@ impl Project {
         blob: &mut dyn FnMut(&Hash) -> Result<Vec<u8>>,
         staged: &mut Vec<Staged>,
     ) -> Result<Option<(std::fs::File, u64)>> {
-        let ctx = |action: &'static str| {
-            let full = self.root.join(path.as_path());
-            move |source| Error::Io {
-                action,
-                path: full,
-                source,
-            }
-        };
-        let now = dirs.lstat(path).map_err(ctx("stat"))?;
+        let full = self.root.join(path.as_path());
+        let now = dirs.lstat(path).ctx("stat", &full)?;
         let is_dir = now.is_some_and(|s| s.kind == StatKind::Dir);
         match state {
             State::Skipped { .. } => {}
-            State::Absent => dirs.remove(path, now).map_err(ctx("remove"))?,
+            State::Absent => dirs.remove(path, now).ctx("remove", &full)?,
             State::Dir { mode } => {
                 if now.is_some() && !is_dir {
-                    dirs.remove(path, now).map_err(ctx("remove"))?;
+                    dirs.remove(path, now).ctx("remove", &full)?;
                 }
-                dirs.make_dir(path, *mode)
-                    .map_err(ctx("create directory"))?;
+                dirs.make_dir(path, *mode).ctx("create directory", &full)?;
             }
             State::File { hash, mode, .. } => {
                 let data = blob(hash)?;
                 if is_dir {
-                    dirs.remove(path, now).map_err(ctx("remove directory"))?;
+                    dirs.remove(path, now).ctx("remove directory", &full)?;
                 }
                 let replaces_file = now.is_some_and(|s| s.kind == StatKind::File);
                 let (s, file) = dirs
                     .stage(path, &data, *mode, replaces_file)
-                    .map_err(ctx("write"))?;
+                    .ctx("write", &full)?;
                 let dev = s.dev;
                 staged.push(s);
                 return Ok(Some((file, dev)));
             }
             State::Symlink { target } => {
                 if is_dir {
-                    dirs.remove(path, now).map_err(ctx("remove directory"))?;
+                    dirs.remove(path, now).ctx("remove directory", &full)?;
                 }
-                dirs.symlink(path, target).map_err(ctx("create symlink"))?;
+                dirs.symlink(path, target).ctx("create symlink", &full)?;
             }
         }
         Ok(None)
@@ -259,18 +226,12 @@ impl Project {
     /// reached by the failed pass: rewriting it would need room that a full
     /// disk does not have, for nothing.
     fn still_to_undo(&self, steps: Vec<(RelPath, State)>) -> Result<Vec<(RelPath, State)>> {
-        let mut dirs = Dirs::new(&self.root_fs).map_err(|source| Error::Io {
-            action: "open",
-            path: self.root.clone(),
-            source,
-        })?;
+        let mut dirs = Dirs::new(&self.root_fs).ctx("open", &self.root)?;
         let mut left = Vec::with_capacity(steps.len());
         for (path, state) in steps {
-            let now = dirs.lstat(&path).map_err(|source| Error::Io {
-                action: "stat",
-                path: self.root.join(path.as_path()),
-                source,
-            })?;
+            let now = dirs
+                .lstat(&path)
+                .ctx("stat", self.root.join(path.as_path()))?;
             let untouched = match (cache::get(&self.conn, &path)?, now) {
                 (Some(row), Some(st)) => row.same_stat(&st) && row.state == state,
                 (None, None) => state == State::Absent,
@@ -299,11 +260,7 @@ fn refresh_cache_in(
     steps: &[(RelPath, State)],
 ) -> Result<()> {
     let stamp = now_ns();
-    let mut dirs = Dirs::new(fs).map_err(|source| Error::Io {
-        action: "open",
-        path: fs.path().to_path_buf(),
-        source,
-    })?;
+    let mut dirs = Dirs::new(fs).ctx("open", fs.path())?;
     for (path, state) in steps {
         match dirs.lstat(path) {
             Ok(Some(stat)) if !matches!(state, State::Absent | State::Skipped { .. }) => {

@@ -17,7 +17,7 @@ use self::plan::{Kind, Wanted};
 use crate::cache;
 use crate::confined::Dirs;
 use crate::db;
-use crate::error::{Error, Result};
+use crate::error::{Error, IoContext, Result};
 use crate::history::{self, RewindStatus};
 use crate::model::{RecoveryReport, RewindOptions, RewindOutcome, TurnStatus};
 use crate::project::Project;
@@ -202,19 +202,13 @@ impl Project {
             self.check_paths(paths)?;
             return Ok(known);
         }
-        let mut dirs = Dirs::new(&self.root_fs).map_err(|source| Error::Io {
-            action: "open",
-            path: self.root.clone(),
-            source,
-        })?;
+        let mut dirs = Dirs::new(&self.root_fs).ctx("open", &self.root)?;
         let mut changed = Vec::new();
         db::reading(&self.conn, || {
             for path in paths {
-                let now = dirs.lstat(&path).map_err(|e| Error::Io {
-                    action: "stat",
-                    path: self.root.join(path.as_path()),
-                    source: e,
-                })?;
+                let now = dirs
+                    .lstat(&path)
+                    .ctx("stat", self.root.join(path.as_path()))?;
                 match (cache::get(&self.conn, &path)?, now) {
                     (Some(row), Some(st)) if row.same_stat(&st) => {
                         known.insert(path, row.state);
@@ -251,11 +245,10 @@ impl plan::Tree for CacheTree<'_> {
 
     fn holds_uncaptured(&self, dir: &RelPath) -> Result<bool> {
         let p = self.project;
-        let names = p.root_fs.list_dir(dir).map_err(|source| Error::Io {
-            action: "list directory",
-            path: p.root.join(dir.as_path()),
-            source,
-        })?;
+        let names = p
+            .root_fs
+            .list_dir(dir)
+            .ctx("list directory", p.root.join(dir.as_path()))?;
         Ok(names.iter().any(|name| match dir.join(name) {
             Ok(child) => {
                 p.excludes.is_excluded(&child, false) || p.excludes.is_excluded(&child, true)
