@@ -2,6 +2,7 @@
 //! point of the core.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use rusqlite::{Connection, OptionalExtension};
 
@@ -30,7 +31,9 @@ pub(crate) fn now_ns() -> i64 {
 /// serializes access per project).
 pub struct Project {
     pub(crate) root: PathBuf,
-    pub(crate) root_fs: Root,
+    /// Shared so that a rewind's one tree writer (`Dirs`, which borrows
+    /// it) can outlive calls that take the whole project.
+    pub(crate) root_fs: Arc<Root>,
     pub(crate) conn: Connection,
     pub(crate) store: BlobStore,
     pub(crate) opts: Options,
@@ -93,7 +96,7 @@ impl Project {
                 )))
             }
         };
-        let root_fs = Root::open(&root).ctx("open project root", &root)?;
+        let root_fs = Arc::new(Root::open(&root).ctx("open project root", &root)?);
         let store = BlobStore::open(
             &store_dir.join(OBJECTS_DIR),
             opts.compression_level,

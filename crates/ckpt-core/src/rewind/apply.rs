@@ -2,10 +2,6 @@
 //! whole under a temp name and put into place, the data made durable, then
 //! the outcome recorded. A failure applies the other side to what was done.
 
-use rusqlite::Connection;
-
-use super::journal::Journaled;
-use super::Side;
 use crate::cache;
 use crate::confined::{sync_while, Dirs, Staged, StatKind, WholeFs};
 use crate::db;
@@ -15,6 +11,9 @@ use crate::prefetch;
 use crate::project::{now_ns, Project};
 use crate::relpath::RelPath;
 use crate::state::{Hash, State};
+
+use super::journal::Journaled;
+use super::Side;
 
 /// Rewinds that write at least this many files read their blobs on
 /// `READ_THREADS` threads.
@@ -39,6 +38,7 @@ impl Project {
     /// test's simulated crash) leaves the journal pending for `recover`.
     pub(super) fn apply(
         &mut self,
+        dirs: &mut Dirs<'_>,
         journaled: &Journaled,
         actions: &[Action],
         side: Side,
@@ -61,12 +61,12 @@ impl Project {
         }
         // Written data is durable before the journal says "applied"
         // (`run_steps` syncs each file and each changed directory).
-        if let Err(e) = self.run_steps(&steps, hook) {
+        if let Err(e) = self.run_steps(dirs, &steps, hook) {
             if matches!(e, Error::Injected(_)) {
                 return Err(e);
             }
-            let back = self.still_to_undo(ordered(actions, side.other()))?;
-            if let Err(e2) = self.run_steps(&back, &mut None) {
+            let back = self.still_to_undo(dirs, ordered(actions, side.other()))?;
+            if let Err(e2) = self.run_steps(dirs, &back, &mut None) {
                 // Marked failed, a half-way tree would stay half-way; pending,
                 // `recover` finishes or rolls it back once it can.
                 tracing::error!(
@@ -75,12 +75,14 @@ impl Project {
                 );
                 return Err(e);
             }
-            self.refresh_cache(&back)?;
+            let tx = self.conn.transaction()?;
+            refresh_cache(&tx, dirs, &back)?;
+            tx.commit()?;
             journaled.failed(&self.conn, side)?;
             return Err(e);
         }
         let tx = self.conn.transaction()?;
-        refresh_cache_in(&tx, &self.root_fs, &steps)?;
+        refresh_cache(&tx, dirs, &steps)?;
         journaled.applied(&tx, side)?;
         tx.commit()?;
         Ok(())
@@ -91,9 +93,13 @@ impl Project {
     /// few threads fsync the written files meanwhile, and the changed
     /// directories are synced last, all before the journal says "applied".
     /// With many files, the project's filesystem is synced once instead
-    /// (`SYNCFS_MIN`). Directory handles are opened once for the whole run.
-    fn run_steps(&self, steps: &[(RelPath, State)], hook: Hook<'_>) -> Result<()> {
-        let mut dirs = Dirs::new(&self.root_fs).ctx("open", &self.root)?;
+    /// (`SYNCFS_MIN`).
+    fn run_steps(
+        &self,
+        dirs: &mut Dirs<'_>,
+        steps: &[(RelPath, State)],
+        hook: Hook<'_>,
+    ) -> Result<()> {
         let mut staged: Vec<Staged> = Vec::new();
         let mut committed = 0;
         let mut op = 0;
@@ -124,7 +130,7 @@ impl Project {
                     for (path, state) in steps {
                         next_op(hook)?;
                         if let Some((file, dev)) =
-                            self.ensure(&mut dirs, path, state, blob, &mut staged)?
+                            self.ensure(dirs, path, state, blob, &mut staged)?
                         {
                             queue
                                 .push(file, dev)
@@ -225,8 +231,11 @@ impl Project {
     /// still equals its cache entry, which holds the state wanted, was never
     /// reached by the failed pass: rewriting it would need room that a full
     /// disk does not have, for nothing.
-    fn still_to_undo(&self, steps: Vec<(RelPath, State)>) -> Result<Vec<(RelPath, State)>> {
-        let mut dirs = Dirs::new(&self.root_fs).ctx("open", &self.root)?;
+    fn still_to_undo(
+        &self,
+        dirs: &mut Dirs<'_>,
+        steps: Vec<(RelPath, State)>,
+    ) -> Result<Vec<(RelPath, State)>> {
         let mut left = Vec::with_capacity(steps.len());
         for (path, state) in steps {
             let now = dirs
@@ -243,24 +252,16 @@ impl Project {
         }
         Ok(left)
     }
-
-    fn refresh_cache(&mut self, steps: &[(RelPath, State)]) -> Result<()> {
-        let tx = self.conn.transaction()?;
-        refresh_cache_in(&tx, &self.root_fs, steps)?;
-        tx.commit()?;
-        Ok(())
-    }
 }
 
 /// Records what the rewind wrote, so the watcher's events for it compare
 /// as unchanged and are never mistaken for an agent's changes.
-fn refresh_cache_in(
-    conn: &Connection,
-    fs: &crate::confined::Root,
+fn refresh_cache(
+    conn: &rusqlite::Connection,
+    dirs: &mut Dirs<'_>,
     steps: &[(RelPath, State)],
 ) -> Result<()> {
     let stamp = now_ns();
-    let mut dirs = Dirs::new(fs).ctx("open", fs.path())?;
     for (path, state) in steps {
         match dirs.lstat(path) {
             Ok(Some(stat)) if !matches!(state, State::Absent | State::Skipped { .. }) => {

@@ -11,9 +11,8 @@
 //! decides what is done, `journal` records it, `apply` writes it.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
 
-use self::journal::Journaled;
-use self::plan::{Kind, Wanted};
 use crate::cache;
 use crate::confined::Dirs;
 use crate::db;
@@ -23,6 +22,9 @@ use crate::model::{RecoveryReport, RewindOptions, RewindOutcome, TurnStatus};
 use crate::project::Project;
 use crate::relpath::RelPath;
 use crate::state::State;
+
+use self::journal::Journaled;
+use self::plan::{Kind, Wanted};
 
 mod apply;
 mod journal;
@@ -35,6 +37,15 @@ enum Side {
     Target,
     /// The state before the rewind (redo, or rolling a rewind back).
     Current,
+}
+
+impl Side {
+    fn other(self) -> Side {
+        match self {
+            Side::Target => Side::Current,
+            Side::Current => Side::Target,
+        }
+    }
 }
 
 impl Project {
@@ -62,8 +73,14 @@ impl Project {
         if !opts.paths.is_empty() {
             touched.retain(|p, _| opts.paths.iter().any(|want| p.starts_with(want)));
         }
-        let mut known =
-            self.recheck_touched(touched.keys().cloned().collect(), opts.after_barrier)?;
+        // One tree writer for the whole rewind: recheck, apply, refresh.
+        let root_fs = Arc::clone(&self.root_fs);
+        let mut dirs = Dirs::new(&root_fs).ctx("open", &self.root)?;
+        let mut known = self.recheck_touched(
+            &mut dirs,
+            touched.keys().cloned().collect(),
+            opts.after_barrier,
+        )?;
         let plan = db::reading(&self.conn, || {
             let wanted = touched
                 .into_iter()
@@ -95,7 +112,13 @@ impl Project {
             Vec::new()
         };
         let journaled = Journaled::write(&mut self.conn, &plan, marked, None)?;
-        self.apply(&journaled, &plan.actions, Side::Target, &mut opts.before_op)?;
+        self.apply(
+            &mut dirs,
+            &journaled,
+            &plan.actions,
+            Side::Target,
+            &mut opts.before_op,
+        )?;
         Ok(RewindOutcome::Applied {
             rewind_id: journaled.id,
             plan,
@@ -113,7 +136,10 @@ impl Project {
         let (id, turn) = history::last_applied_rewind(&self.conn)?.ok_or(Error::NothingToRedo)?;
         self.close_open_turn()?;
         let actions = history::actions(&self.conn, id)?;
+        let root_fs = Arc::clone(&self.root_fs);
+        let mut dirs = Dirs::new(&root_fs).ctx("open", &self.root)?;
         let mut known = self.recheck_touched(
+            &mut dirs,
             actions.iter().map(|a| a.path.clone()).collect(),
             opts.after_barrier,
         )?;
@@ -142,7 +168,13 @@ impl Project {
             return Ok(RewindOutcome::Refused(plan));
         }
         let journaled = Journaled::write(&mut self.conn, &plan, Vec::new(), Some(id))?;
-        self.apply(&journaled, &plan.actions, Side::Target, &mut opts.before_op)?;
+        self.apply(
+            &mut dirs,
+            &journaled,
+            &plan.actions,
+            Side::Target,
+            &mut opts.before_op,
+        )?;
         Ok(RewindOutcome::Applied {
             rewind_id: journaled.id,
             plan,
@@ -170,7 +202,9 @@ impl Project {
                 tracing::warn!("removing temp files after an interrupted rewind: {e}");
             }
         }
-        self.apply(&journaled, &actions, side, &mut None)?;
+        let root_fs = Arc::clone(&self.root_fs);
+        let mut dirs = Dirs::new(&root_fs).ctx("open", &self.root)?;
+        self.apply(&mut dirs, &journaled, &actions, side, &mut None)?;
         Ok(Some(RecoveryReport {
             rewind_id: id,
             redo: side == Side::Current || journaled.redoes.is_some(),
@@ -194,6 +228,7 @@ impl Project {
     /// again.
     fn recheck_touched(
         &mut self,
+        dirs: &mut Dirs<'_>,
         paths: Vec<RelPath>,
         after_barrier: bool,
     ) -> Result<HashMap<RelPath, State>> {
@@ -202,7 +237,6 @@ impl Project {
             self.check_paths(paths)?;
             return Ok(known);
         }
-        let mut dirs = Dirs::new(&self.root_fs).ctx("open", &self.root)?;
         let mut changed = Vec::new();
         db::reading(&self.conn, || {
             for path in paths {
@@ -221,7 +255,6 @@ impl Project {
             }
             Ok(())
         })?;
-        drop(dirs);
         if !changed.is_empty() {
             self.check_paths(changed)?;
         }
@@ -255,15 +288,6 @@ impl plan::Tree for CacheTree<'_> {
             }
             Err(_) => true, // `.git`
         }))
-    }
-}
-
-impl Side {
-    fn other(self) -> Side {
-        match self {
-            Side::Target => Side::Current,
-            Side::Current => Side::Target,
-        }
     }
 }
 
