@@ -23,13 +23,14 @@ pub fn rewind(
     force: bool,
 ) -> ReqResult<RewindReply> {
     let h = d.project_for(dir)?;
-    h.ensure_available()?;
+    let start = Instant::now();
+    // The barrier checks the project is available, first of all (so an
+    // unavailable project is reported as such whatever the paths).
+    barrier(d, &h)?;
     let rels = paths
         .iter()
         .map(|p| Daemon::rel_path(&h, p))
         .collect::<Result<Vec<_>, _>>()?;
-    let start = Instant::now();
-    barrier(d, &h)?;
     let opts = RewindOptions {
         paths: rels,
         dry_run,
@@ -46,8 +47,8 @@ pub fn rewind(
 
 pub fn redo(d: &Arc<Daemon>, dir: &WirePath, dry_run: bool, force: bool) -> ReqResult<RewindReply> {
     let h = d.project_for(dir)?;
-    h.ensure_available()?;
     let start = Instant::now();
+    // The barrier checks the project is available, first of all.
     barrier(d, &h)?;
     let opts = RewindOptions {
         paths: Vec::new(),
