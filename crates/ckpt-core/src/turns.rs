@@ -9,8 +9,8 @@ use crate::project::{now_ns, Project};
 use crate::relpath::RelPath;
 use crate::state::State;
 
-// capture records pre-images through these.
-pub(crate) use history::{entries, open_turn, record_pre};
+// Capture asks for the open turn and records pre-images through these.
+pub(crate) use history::{open_turn, record_pre};
 
 fn counts(entries: &[TurnEntry], current: impl Fn(&RelPath) -> Result<State>) -> Result<Counts> {
     let mut c = Counts::default();
@@ -78,7 +78,7 @@ impl Project {
     /// the counts compare with the current state.
     pub fn show(&self, turn: i64) -> Result<TurnDetail> {
         let row = history::turn(&self.conn, turn)?.ok_or(Error::UnknownTurn(turn))?;
-        let entries = entries(&self.conn, turn)?;
+        let entries = history::entries(&self.conn, turn)?;
         let counts = counts(&entries, |p| cache::state(&self.conn, p))?;
         Ok(TurnDetail {
             info: TurnInfo {

@@ -32,10 +32,11 @@ const SYNCFS_MIN: usize = 128;
 pub(super) type Hook<'a> = &'a mut Option<Box<dyn FnMut(usize) -> Result<()> + Send>>;
 
 impl Project {
-    /// Applies `side` of `actions`, journaled as `journaled`, then records
-    /// the outcome. On an ordinary failure the other side is applied to
-    /// what was done, so the tree is left as it was; an injected failure (a
-    /// test's simulated crash) leaves the journal pending for `recover`.
+    /// Applies `side` of `actions`, journaled as `journaled`, through
+    /// `dirs` (the rewind's one tree writer), then records the outcome. On
+    /// an ordinary failure the other side is applied to what was done, so
+    /// the tree is left as it was; an injected failure (a test's simulated
+    /// crash) leaves the journal pending for `recover`.
     pub(super) fn apply(
         &mut self,
         dirs: &mut Dirs<'_>,
