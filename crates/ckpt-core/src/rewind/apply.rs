@@ -135,15 +135,18 @@ impl Project {
                         {
                             queue
                                 .push(file, dev)
-                                .ctx("sync", self.root.join(path.as_path()))?;
+                                .ctx_in("sync", &self.root, path.as_path())?;
                         }
                         // Into place at once: the file is whole (the journal,
                         // pending until every file is synced, covers a crash
                         // before its data reaches the disk).
                         while let Some(s) = staged.get(committed) {
                             next_op(hook)?;
-                            dirs.commit(s)
-                                .ctx("put into place", self.root.join(s.path.as_path()))?;
+                            dirs.commit(s).ctx_in(
+                                "put into place",
+                                &self.root,
+                                s.path.as_path(),
+                            )?;
                             committed += 1;
                         }
                     }
@@ -175,7 +178,7 @@ impl Project {
             .sync_touched(SYNC_THREADS, whole.as_ref())
             .and_then(|()| whole.as_ref().map_or(Ok(()), WholeFs::sync));
         match steps.first() {
-            Some((p, _)) => synced.ctx("sync the directories of", self.root.join(p.as_path())),
+            Some((p, _)) => synced.ctx_in("sync the directories of", &self.root, p.as_path()),
             None => synced.ctx("sync", &self.root),
         }
     }
@@ -193,36 +196,40 @@ impl Project {
         blob: &mut dyn FnMut(&Hash) -> Result<Vec<u8>>,
         staged: &mut Vec<Staged>,
     ) -> Result<Option<(std::fs::File, u64)>> {
-        let full = self.root.join(path.as_path());
-        let now = dirs.lstat(path).ctx("stat", &full)?;
+        let (root, rel) = (&self.root, path.as_path());
+        let now = dirs.lstat(path).ctx_in("stat", root, rel)?;
         let is_dir = now.is_some_and(|s| s.kind == StatKind::Dir);
         match state {
             State::Skipped { .. } => {}
-            State::Absent => dirs.remove(path, now).ctx("remove", &full)?,
+            State::Absent => dirs.remove(path, now).ctx_in("remove", root, rel)?,
             State::Dir { mode } => {
                 if now.is_some() && !is_dir {
-                    dirs.remove(path, now).ctx("remove", &full)?;
+                    dirs.remove(path, now).ctx_in("remove", root, rel)?;
                 }
-                dirs.make_dir(path, *mode).ctx("create directory", &full)?;
+                dirs.make_dir(path, *mode)
+                    .ctx_in("create directory", root, rel)?;
             }
             State::File { hash, mode, .. } => {
                 let data = blob(hash)?;
                 if is_dir {
-                    dirs.remove(path, now).ctx("remove directory", &full)?;
+                    dirs.remove(path, now)
+                        .ctx_in("remove directory", root, rel)?;
                 }
                 let replaces_file = now.is_some_and(|s| s.kind == StatKind::File);
                 let (s, file) = dirs
                     .stage(path, &data, *mode, replaces_file)
-                    .ctx("write", &full)?;
+                    .ctx_in("write", root, rel)?;
                 let dev = s.dev;
                 staged.push(s);
                 return Ok(Some((file, dev)));
             }
             State::Symlink { target } => {
                 if is_dir {
-                    dirs.remove(path, now).ctx("remove directory", &full)?;
+                    dirs.remove(path, now)
+                        .ctx_in("remove directory", root, rel)?;
                 }
-                dirs.symlink(path, target).ctx("create symlink", &full)?;
+                dirs.symlink(path, target)
+                    .ctx_in("create symlink", root, rel)?;
             }
         }
         Ok(None)
@@ -241,7 +248,7 @@ impl Project {
         for (path, state) in steps {
             let now = dirs
                 .lstat(&path)
-                .ctx("stat", self.root.join(path.as_path()))?;
+                .ctx_in("stat", &self.root, path.as_path())?;
             let untouched = match (cache::get(&self.conn, &path)?, now) {
                 (Some(row), Some(st)) => row.same_stat(&st) && row.state == state,
                 (None, None) => state == State::Absent,

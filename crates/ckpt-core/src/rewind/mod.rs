@@ -242,7 +242,7 @@ impl Project {
             for path in paths {
                 let now = dirs
                     .lstat(&path)
-                    .ctx("stat", self.root.join(path.as_path()))?;
+                    .ctx_in("stat", &self.root, path.as_path())?;
                 match (cache::get(&self.conn, &path)?, now) {
                     (Some(row), Some(st)) if row.same_stat(&st) => {
                         known.insert(path, row.state);
@@ -281,7 +281,7 @@ impl plan::Tree for CacheTree<'_> {
         let names = p
             .root_fs
             .list_dir(dir)
-            .ctx("list directory", p.root.join(dir.as_path()))?;
+            .ctx_in("list directory", &p.root, dir.as_path())?;
         Ok(names.iter().any(|name| match dir.join(name) {
             Ok(child) => {
                 p.excludes.is_excluded(&child, false) || p.excludes.is_excluded(&child, true)
