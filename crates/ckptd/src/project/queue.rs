@@ -20,10 +20,10 @@ pub struct Queue {
     /// value this had when its cookie arrived.
     pub enqueued: u64,
     pub processed: u64,
-    /// New directories, renamed-in paths and everything the watch walk
-    /// found below a new directory: checked again when the next cookie
-    /// arrives, because watches on a new directory are added only after it
-    /// was reported, and files made in that gap send no event.
+    /// New directories and renamed-in paths: checked again, with everything
+    /// in them then, when the next cookie arrives, because watches on a new
+    /// directory are added only after it was reported, and files made in
+    /// that gap send no event.
     pub recheck: HashSet<RelPath>,
     /// Rechecks released by a cookie, for the worker's next batch.
     pub released: HashSet<RelPath>,

@@ -1,9 +1,9 @@
 //! The directories watched for a project: one non-recursive watch per
 //! captured directory, so excluded trees (`.git`, `node_modules`, tagged
 //! build directories, `.ckptignore` matches) cost no watch and send no
-//! events. A new directory is walked once, by [`ProjectHandle::sync_dirs`]:
-//! the walk adds the watches and yields every path it found, which is
-//! checked again at the next cookie.
+//! events. One walk, [`ProjectHandle::walk_below`], both adds the watches
+//! of a new directory and, when its recheck is released by the next
+//! cookie, lists what is in it then.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -46,7 +46,7 @@ impl ProjectHandle {
             self.mark_degraded(backend::describe(&e), true);
             return;
         }
-        self.watch_below(backend, &root, Again::No, None);
+        self.walk_below(Some(backend), &root, Again::No, None);
     }
 
     /// Drops every watch.
@@ -89,17 +89,16 @@ impl ProjectHandle {
         }
     }
 
-    /// The one walk of a subtree: watches every captured directory below
-    /// `top` (already watched), each before it is listed, so a subdirectory
-    /// made meanwhile either is listed or sends its own create event. With
-    /// `found`, also collects every captured path listed (a tagged
-    /// directory itself, not what is in it), for the recheck. Symlinks are
-    /// never followed; the core's rules decide what is captured. Returns
-    /// how many watches were added; a watch limit degrades the project and
-    /// stops.
-    fn watch_below(
+    /// The one walk of a subtree. With `backend`, watches every captured
+    /// directory below `top` (already watched), each before it is listed,
+    /// so a subdirectory made meanwhile either is listed or sends its own
+    /// create event. With `found`, collects every captured path listed (a
+    /// tagged directory itself, not what is in it). Symlinks are never
+    /// followed; the core's rules decide what is captured. Returns how many
+    /// watches were added; a watch limit degrades the project and stops.
+    fn walk_below(
         &self,
-        backend: &Backend,
+        backend: Option<&Backend>,
         top: &Path,
         again: Again,
         mut found: Option<&mut Vec<RelPath>>,
@@ -143,12 +142,14 @@ impl ProjectHandle {
                 if !is_dir || is_cache_dir(&abs) {
                     continue;
                 }
-                match self.add_dir(backend, &abs, again) {
-                    Ok(true) => added += 1,
-                    Ok(false) => {}
-                    Err(e) => {
-                        self.watch_failed(&e);
-                        return added;
+                if let Some(backend) = backend {
+                    match self.add_dir(backend, &abs, again) {
+                        Ok(true) => added += 1,
+                        Ok(false) => {}
+                        Err(e) => {
+                            self.watch_failed(&e);
+                            return added;
+                        }
                     }
                 }
                 stack.push(abs);
@@ -161,8 +162,9 @@ impl ProjectHandle {
     /// them (new ones, renamed-in ones, whose watches the router dropped) a
     /// watch, with its subdirectories, and drops the watches of directories
     /// that became excluded (a `CACHEDIR.TAG` appeared). Returns the
-    /// directories that got new watches and every path found below them:
-    /// files made in them before the watch existed send no event.
+    /// directories that got new watches: files made in them before the
+    /// watch existed send no event, so they are listed again at the next
+    /// cookie ([`Self::below_released`]).
     pub(super) fn sync_dirs(&self, paths: &[RelPath]) -> Vec<RelPath> {
         let Some(backend) = lock(&self.watches).backend.clone() else {
             return Vec::new();
@@ -170,7 +172,7 @@ impl ProjectHandle {
         if self.scans_only() {
             return Vec::new();
         }
-        let mut found = Vec::new();
+        let mut fresh = Vec::new();
         for rel in paths {
             let abs = self.root.join(rel.as_path());
             if rel.file_name() == CACHE_TAG {
@@ -215,10 +217,27 @@ impl ProjectHandle {
                     break;
                 }
             }
-            found.push(rel.clone());
-            self.watch_below(&backend, &abs, Again::No, Some(&mut found));
+            self.walk_below(Some(&backend), &abs, Again::No, None);
+            fresh.push(rel.clone());
         }
-        found
+        fresh
+    }
+
+    /// The paths released by a cookie and, for each that is a directory,
+    /// every captured path in it now: a directory that appeared or was
+    /// renamed in may have changed inside before its watches existed, and
+    /// its mtime does not tell.
+    pub(super) fn below_released(&self, released: Vec<RelPath>) -> Vec<RelPath> {
+        let mut out = Vec::with_capacity(released.len());
+        for rel in released {
+            let abs = self.root.join(rel.as_path());
+            let is_dir = std::fs::symlink_metadata(&abs).is_ok_and(|m| m.is_dir());
+            out.push(rel);
+            if is_dir && !is_cache_dir(&abs) {
+                self.walk_below(None, &abs, Again::No, Some(&mut out));
+            }
+        }
+        out
     }
 
     /// Before a full scan: watches whatever directory lacks a watch (events
@@ -234,7 +253,7 @@ impl ProjectHandle {
         if !lock(&self.watches).dirs.contains(&root) {
             return;
         }
-        let added = self.watch_below(&backend, &root, Again::Yes, None);
+        let added = self.walk_below(Some(&backend), &root, Again::Yes, None);
         if added > 0 {
             tracing::debug!(root = %root.display(), added, "watches added after a full scan");
         }
@@ -274,7 +293,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn one_walk_watches_a_new_directory_and_yields_what_is_captured_in_it() {
+    fn one_walk_watches_a_new_directory_and_lists_it_when_released() {
         let t = tempfile::tempdir().unwrap();
         let root = t.path().join("root");
         std::fs::create_dir_all(&root).unwrap();
@@ -297,11 +316,28 @@ mod tests {
         }
 
         let new = RelPath::new("new").unwrap();
-        let mut found: Vec<String> = h.sync_dirs(&[new]).iter().map(|p| p.display()).collect();
+        let fresh = h.sync_dirs(&[new]);
+        assert_eq!(
+            fresh.iter().map(|p| p.display()).collect::<Vec<_>>(),
+            ["new"]
+        );
+        std::fs::write(root.join("new/sub/late"), "made after the watch walk").unwrap();
+        let mut found: Vec<String> = h
+            .below_released(fresh)
+            .iter()
+            .map(|p| p.display())
+            .collect();
         found.sort();
         assert_eq!(
             found,
-            ["new", "new/a", "new/sub", "new/sub/b", "new/tagged"]
+            [
+                "new",
+                "new/a",
+                "new/sub",
+                "new/sub/b",
+                "new/sub/late",
+                "new/tagged"
+            ]
         );
         let watched: Vec<PathBuf> = ["", "new", "new/sub"]
             .iter()

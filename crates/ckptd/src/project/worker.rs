@@ -59,7 +59,7 @@ impl ProjectHandle {
                 let seq = q.enqueued;
                 drop(q);
                 if !reconcile {
-                    batch.extend(released);
+                    batch.extend(self.below_released(released.into_iter().collect()));
                 }
                 (batch, seq, reconcile)
             };
@@ -75,11 +75,11 @@ impl ProjectHandle {
                         ),
                         Err(e) => self.capture_failed(&e),
                     }
-                    // Watches for directories that appeared; what their
-                    // watch walk found is checked again at the next cookie.
-                    let found = self.sync_dirs(&batch);
-                    if !found.is_empty() {
-                        self.recheck_at_cookie(found);
+                    // Watches for directories that appeared; what is in
+                    // them is listed again at the next cookie.
+                    let fresh = self.sync_dirs(&batch);
+                    if !fresh.is_empty() {
+                        self.recheck_at_cookie(fresh);
                     }
                 }
             }
