@@ -4,178 +4,22 @@
 //! Every edit acts only on what the model says is there and never writes
 //! through a symlink, so the model stays exact without reading the disk.
 
+mod content;
+mod project;
+
+pub use project::Project;
+
 use std::ffi::OsStr;
-use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use anyhow::{bail, Context};
 
+use self::content::content;
+use self::project::{link_target, mv, rm_rf, write, NAMES};
 use crate::rng::Rng;
-use crate::tree::{self, join, parent, show, Node, Tree};
-
-/// Names are drawn from one small pool for files and directories alike, so
-/// a name often comes back as the other kind: the planner's parent handling
-/// is where bugs live.
-const NAMES: &[&[u8]] = &[
-    b"a",
-    b"b",
-    b"src",
-    b"lib",
-    b"docs",
-    b"x y",
-    b"\xc3\xbcn\xc3\xaf",
-    b"-d",
-    b"data",
-    b"f.txt",
-    b"main.rs",
-    b"notes md",
-    b"-n",
-    b"odd\xffbyte",
-    b"q'uote",
-    b"$x",
-    b"*",
-    b".hidden",
-    b"a.b.c",
-    b"tab\there",
-];
-
-const WORDS: &[&str] = &[
-    "alpha",
-    "beta",
-    "gamma",
-    "fn main()",
-    "{",
-    "}",
-    "let a = 1;",
-    "abc",
-    "banana",
-    "TODO",
-];
-
-/// The project on disk and its model.
-pub struct Project {
-    pub root: PathBuf,
-    pub tree: Tree,
-}
-
-impl Project {
-    pub fn full(&self, p: &[u8]) -> PathBuf {
-        self.root.join(OsStr::from_bytes(p))
-    }
-
-    /// A path as a shell argument: `./p`, so a leading dash is no option.
-    fn arg(p: &[u8]) -> PathBuf {
-        let mut v = b"./".to_vec();
-        v.extend_from_slice(p);
-        PathBuf::from(OsStr::from_bytes(&v))
-    }
-
-    /// `sh -c script sh args...` in the project, optional stdin; must succeed.
-    fn sh(&self, script: &str, args: &[&[u8]], stdin: Option<&[u8]>) -> anyhow::Result<()> {
-        let mut cmd = Command::new("sh");
-        cmd.arg("-c")
-            .arg(script)
-            .arg("sh")
-            .args(args.iter().map(|a| Project::arg(a)))
-            .current_dir(&self.root)
-            .env("LC_ALL", "C")
-            .stdin(if stdin.is_some() {
-                Stdio::piped()
-            } else {
-                Stdio::null()
-            })
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped());
-        let mut child = cmd.spawn().context("spawning sh")?;
-        if let (Some(bytes), Some(mut w)) = (stdin, child.stdin.take()) {
-            w.write_all(bytes).context("writing to sh")?;
-        }
-        let out = child.wait_with_output().context("waiting for sh")?;
-        if !out.status.success() {
-            bail!(
-                "sh -c {script:?} {:?} failed ({}): {}",
-                args.iter().map(|a| show(a)).collect::<Vec<_>>(),
-                out.status,
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-        Ok(())
-    }
-
-    fn dirs(&self) -> Vec<Vec<u8>> {
-        let mut v: Vec<Vec<u8>> = vec![Vec::new()];
-        v.extend(
-            self.tree
-                .iter()
-                .filter(|(k, n)| n.is_dir() && !tree::uncaptured(k))
-                .map(|(k, _)| k.clone()),
-        );
-        v
-    }
-
-    fn files(&self) -> Vec<Vec<u8>> {
-        self.tree
-            .iter()
-            .filter(|(k, n)| matches!(n, Node::File { .. }) && !tree::uncaptured(k))
-            .map(|(k, _)| k.clone())
-            .collect()
-    }
-
-    fn of_kind(&self, f: impl Fn(&Node) -> bool) -> Vec<Vec<u8>> {
-        self.tree
-            .iter()
-            .filter(|(k, n)| f(n) && !tree::uncaptured(k))
-            .map(|(k, _)| k.clone())
-            .collect()
-    }
-
-    /// A path that does not exist, in an existing directory.
-    fn new_path(&self, rng: &mut Rng) -> Option<Vec<u8>> {
-        let dirs = self.dirs();
-        for _ in 0..6 {
-            let d = rng.pick(&dirs)?.clone();
-            let name = rng.pick(NAMES)?;
-            let p = join(&d, name);
-            if !self.tree.contains_key(&p) {
-                return Some(p);
-            }
-        }
-        None
-    }
-}
-
-/// File content of a random sort: text (with `a`s for `sed`), binary with
-/// NULs and high bytes, empty, or now and then large.
-pub fn content(rng: &mut Rng) -> Vec<u8> {
-    match rng.weighted(&[60, 20, 8, 2]) {
-        0 => {
-            let mut s = String::new();
-            for _ in 0..rng.range(1, 8) {
-                for _ in 0..rng.range(1, 5) {
-                    s.push_str(rng.pick(WORDS).copied().unwrap_or("a"));
-                    s.push(' ');
-                }
-                s.push('\n');
-            }
-            if rng.chance(20) {
-                s.pop();
-            }
-            s.into_bytes()
-        }
-        1 => (0..rng.range(1, 300)).map(|_| rng.u64() as u8).collect(),
-        2 => Vec::new(),
-        _ => {
-            let n = rng.range(70_000, 200_000);
-            let seed = rng.u64();
-            (0..n)
-                .map(|i| b"abcdefgh \n"[((i as u64 ^ seed) % 10) as usize])
-                .collect()
-        }
-    }
-}
+use crate::tree::{self, join, parent, show, Node};
 
 /// One random edit, made for real and in the model; returns its log line,
 /// or `None` when nothing fitting was found.
@@ -623,53 +467,6 @@ pub fn random_edit(p: &mut Project, rng: &mut Rng) -> anyhow::Result<Option<Stri
             Some(format!("fs: mkdir {}", show(&path)))
         }
     })
-}
-
-fn write(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    std::fs::write(path, bytes).with_context(|| format!("write {}", path.display()))
-}
-
-fn mv(p: &mut Project, src: &[u8], dst: &[u8], shell: bool) -> anyhow::Result<()> {
-    if shell {
-        p.sh("mv -f -T \"$1\" \"$2\"", &[src, dst], None)?;
-    } else {
-        std::fs::rename(p.full(src), p.full(dst))
-            .with_context(|| format!("mv {} {}", show(src), show(dst)))?;
-    }
-    tree::rename(&mut p.tree, src, dst);
-    Ok(())
-}
-
-fn rm_rf(p: &mut Project, path: &[u8], shell: bool) -> anyhow::Result<()> {
-    if shell {
-        p.sh("rm -rf \"$1\"", &[path], None)?;
-    } else {
-        std::fs::remove_dir_all(p.full(path)).with_context(|| format!("rm -rf {}", show(path)))?;
-    }
-    tree::remove_all(&mut p.tree, path);
-    Ok(())
-}
-
-/// A symlink target for a link at `at`: a file of the tree (relative), the
-/// file outside the project, or nothing at all.
-fn link_target(p: &Project, rng: &mut Rng, at: &[u8]) -> Vec<u8> {
-    let depth = at.iter().filter(|&&b| b == b'/').count();
-    let mut up = b"../".repeat(depth);
-    match rng.below(4) {
-        0 => match rng.pick(&p.files()) {
-            Some(f) => {
-                up.extend_from_slice(f);
-                up
-            }
-            None => b"missing/nowhere".to_vec(),
-        },
-        1 => {
-            up.extend_from_slice(b"../outside.txt");
-            up
-        }
-        2 => b"missing/nowhere".to_vec(),
-        _ => b"/nonexistent/abs".to_vec(),
-    }
 }
 
 /// A starting tree: a few nested directories, files, an executable and a

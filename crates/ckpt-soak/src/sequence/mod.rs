@@ -1,0 +1,440 @@
+//! One sequence: a fresh project and daemon, seeded random turns, edits,
+//! rewinds, redos and faults, each checked against the model.
+//!
+//! The model is the tree as the soak made it plus every closed turn's
+//! (start, end) states; `rules` says what a rewind or redo must leave. Every
+//! rewind and redo is checked against the real tree exactly (and `.git`, the
+//! file outside the project, `ckptctl fsck`); every turn-end's reported
+//! pre/post images against the model's.
+
+mod check;
+mod fault;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use anyhow::{bail, Context};
+use ckpt_proto::{TurnEnded, TurnStarted};
+
+use self::check::entry_diffs;
+use crate::ops::{self, Project};
+use crate::rng::{self, Rng};
+use crate::rules::{self, Applied, Expect, Turn};
+use crate::tree::{self, Node, Tree};
+use crate::world::{Call, World};
+
+/// A difference between what ckpt did and what the contract says.
+#[derive(Debug)]
+pub struct Mismatch(pub String);
+
+impl std::fmt::Display for Mismatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Mismatch {}
+
+fn mismatch<T>(msg: String) -> anyhow::Result<T> {
+    Err(Mismatch(msg).into())
+}
+
+#[derive(Default, Clone, Copy)]
+pub struct Stats {
+    pub turns: u64,
+    pub rewinds: u64,
+    pub redos: u64,
+    pub kills: u64,
+    pub overflows: u64,
+}
+
+pub struct Options {
+    pub fsck: bool,
+    /// `/proc/sys/fs/inotify/max_queued_events`, if an overflow is feasible.
+    pub queue: Option<usize>,
+    /// Let requests meant to be killed mid-way finish instead (same random
+    /// draws): tells a recovery bug from a plan that differs anyway.
+    pub spare_rewinds: bool,
+    /// Many more faults in turns, most of them overflows.
+    pub stress_overflow: bool,
+}
+
+pub struct Seq<'a> {
+    rng: Rng,
+    world: World,
+    proj: Project,
+    pub log: Vec<String>,
+    turns: Vec<Turn>,
+    /// The open turn: its id and the tree at its start.
+    open: Option<(i64, Tree)>,
+    applied: Vec<Applied>,
+    git: BTreeMap<Vec<u8>, (Node, i64)>,
+    outside: Vec<u8>,
+    pub stats: Stats,
+    opts: &'a Options,
+    /// Whether the last step applied a rewind (redo is likelier then).
+    just_rewound: bool,
+    seed: u64,
+    /// Steps left out (shrinking); each step draws from its own generator,
+    /// so leaving one out does not change the others' draws.
+    pub skip: BTreeSet<usize>,
+    step_no: usize,
+}
+
+impl<'a> Seq<'a> {
+    pub fn new(seed: u64, bin: &Path, opts: &'a Options) -> anyhow::Result<Seq<'a>> {
+        let world = World::new(bin)?;
+        let proj = Project {
+            root: world.project.clone(),
+            tree: Tree::new(),
+        };
+        Ok(Seq {
+            rng: Rng::new(rng::step_seed(seed, 0)),
+            seed,
+            skip: BTreeSet::new(),
+            step_no: 0,
+            world,
+            proj,
+            log: Vec::new(),
+            turns: Vec::new(),
+            open: None,
+            applied: Vec::new(),
+            git: BTreeMap::new(),
+            outside: Vec::new(),
+            stats: Stats::default(),
+            opts,
+            just_rewound: false,
+        })
+    }
+
+    /// Keeps this sequence's temp dir; returns its path.
+    pub fn keep(&mut self) -> std::path::PathBuf {
+        self.world.keep()
+    }
+
+    pub fn daemon_log(&self) -> String {
+        self.world.log_tail()
+    }
+
+    fn note(&mut self, line: String) {
+        self.log.push(format!("{:>3}| {line}", self.step_no));
+    }
+
+    /// The number of steps this sequence has (before any is skipped).
+    pub fn steps(seed: u64) -> usize {
+        Rng::new(rng::step_seed(seed, u64::MAX)).range(15, 45)
+    }
+
+    pub fn run(&mut self) -> anyhow::Result<()> {
+        self.setup()?;
+        for i in 1..=Seq::steps(self.seed) {
+            if self.skip.contains(&i) {
+                continue;
+            }
+            self.step_no = i;
+            self.rng = Rng::new(rng::step_seed(self.seed, i as u64));
+            self.step()?;
+        }
+        self.step_no += 1;
+        self.finish()?;
+        self.world.stop()
+    }
+
+    fn setup(&mut self) -> anyhow::Result<()> {
+        let root = self.proj.root.clone();
+        git(&root, &["init", "-q", "-b", "main", "."])?;
+        std::fs::write(root.join("README"), b"tracked by git\n").context("README")?;
+        git(&root, &["add", "README"])?;
+        git(&root, &["commit", "-q", "-m", "initial"])?;
+        self.proj
+            .tree
+            .insert(b"README".to_vec(), Node::file(b"tracked by git\n", 0o644));
+        ops::seed_tree(&mut self.proj, &mut self.rng)?;
+        let disk = tree::read_disk(&root)?;
+        if disk != self.proj.tree {
+            bail!(
+                "soak bug: the seeded tree differs from its model:\n  {}",
+                tree::diff(&self.proj.tree, &disk).join("\n  ")
+            );
+        }
+        self.git = tree::read_git(&root)?;
+        self.outside = std::fs::read(&self.world.outside).context("outside file")?;
+        self.world.start(&[])?;
+        let c = self.world.ctl(&["--json", "watch"])?;
+        if c.code != Some(0) {
+            bail!("ckptctl watch failed: {}", c.describe());
+        }
+        self.note(format!("start: {} paths, watch", self.proj.tree.len()));
+        Ok(())
+    }
+
+    fn step(&mut self) -> anyhow::Result<()> {
+        let was_rewound = std::mem::take(&mut self.just_rewound);
+        let choice = if self.open.is_some() {
+            // edit, turn-end, turn-start, rewind, redo, fault
+            let fault = if self.opts.stress_overflow { 20 } else { 4 };
+            self.rng.weighted(&[60, 14, 3, 4, 2, fault])
+        } else {
+            let redo = if was_rewound { 40 } else { 5 };
+            match self.rng.weighted(&[30, 18, 14, redo, 4]) {
+                0 => 2,
+                1 => 0,
+                2 => 3,
+                3 => 4,
+                _ => 5,
+            }
+        };
+        match choice {
+            0 => self.edit(),
+            1 => self.turn_end(),
+            2 => self.turn_start(),
+            3 => self.rewind_step(),
+            4 => self.redo_step(),
+            _ => self.fault(),
+        }
+    }
+
+    fn who(&self) -> &'static str {
+        if self.open.is_some() {
+            "agent"
+        } else {
+            "user"
+        }
+    }
+
+    fn edit(&mut self) -> anyhow::Result<()> {
+        for _ in 0..self.rng.range(1, 4) {
+            if let Some(line) = ops::random_edit(&mut self.proj, &mut self.rng)? {
+                let who = self.who();
+                self.note(format!("{who}: {line}"));
+            }
+        }
+        Ok(())
+    }
+
+    fn turn_start(&mut self) -> anyhow::Result<()> {
+        let c = self.world.ctl(&["--json", "turn-start"])?;
+        if c.code != Some(0) {
+            return mismatch(format!("turn-start failed: {}", c.describe()));
+        }
+        let t: TurnStarted = c.parse()?;
+        if let Some((id, _)) = &self.open {
+            if t.closed_turn != Some(*id) {
+                return mismatch(format!(
+                    "turn-start should have closed turn {id}, reply says {:?}",
+                    t.closed_turn
+                ));
+            }
+            // The turn it closed must hold exactly the model's changes.
+            let id = *id;
+            let want = rules::touched(
+                &self.open.as_ref().map(|o| o.1.clone()).unwrap_or_default(),
+                &self.proj.tree,
+            );
+            self.check_turn_entries(id, &want)?;
+            self.close_open();
+        }
+        self.note(format!("turn-start -> turn {}", t.turn));
+        self.open = Some((t.turn, self.proj.tree.clone()));
+        self.stats.turns += 1;
+        Ok(())
+    }
+
+    /// Records the open turn as closed at the current tree.
+    fn close_open(&mut self) {
+        if let Some((id, start)) = self.open.take() {
+            self.turns.push(Turn {
+                id,
+                live: true,
+                touched: rules::touched(&start, &self.proj.tree),
+            });
+        }
+    }
+
+    fn turn_end(&mut self) -> anyhow::Result<()> {
+        let Some((id, start)) = self.open.clone() else {
+            return Ok(());
+        };
+        let c = self.world.ctl(&["--json", "turn-end"])?;
+        if c.code != Some(0) {
+            return mismatch(format!("turn-end failed: {}", c.describe()));
+        }
+        let t: TurnEnded = c.parse()?;
+        self.note(format!(
+            "turn-end (turn {id}: {} paths)",
+            t.turn.entries.len()
+        ));
+        if t.turn.info.id != id {
+            return mismatch(format!("turn-end closed turn {}, not {id}", t.turn.info.id));
+        }
+        // The daemon's pre/post images must be exactly the model's.
+        let want = rules::touched(&start, &self.proj.tree);
+        let diffs = entry_diffs(&want, t.turn.entries);
+        if !diffs.is_empty() {
+            return mismatch(format!(
+                "capture: turn {id}'s recorded changes differ from what was done:\n  {}",
+                diffs.join("\n  ")
+            ));
+        }
+        self.close_open();
+        Ok(())
+    }
+
+    fn live(&self) -> Vec<i64> {
+        let mut v: Vec<i64> = self.turns.iter().filter(|t| t.live).map(|t| t.id).collect();
+        if let Some((id, _)) = &self.open {
+            v.push(*id);
+        }
+        v
+    }
+
+    /// A random live turn, the recent ones likelier.
+    fn pick_turn(&mut self) -> Option<i64> {
+        let live = self.live();
+        if live.is_empty() {
+            return None;
+        }
+        let span = if self.rng.chance(70) {
+            live.len().min(3)
+        } else {
+            live.len()
+        };
+        let back = self.rng.below(span);
+        Some(live[live.len() - 1 - back])
+    }
+
+    fn rewind_step(&mut self) -> anyhow::Result<()> {
+        let Some(n) = self.pick_turn() else {
+            return Ok(());
+        };
+        self.check_model(&format!("rewind {n}"))?;
+        let force = self.rng.chance(15);
+        let dry = self.rng.chance(8);
+        // A rewind to a live turn closes an open turn first, refused or not.
+        self.close_open();
+        let e = rules::rewind(&self.proj.tree, &self.turns, n, force);
+        let mut args = vec!["--json".to_string(), "rewind".into(), n.to_string()];
+        if force {
+            args.push("--force".into());
+        }
+        if dry {
+            args.push("--dry-run".into());
+        }
+        let what = args[1..].join(" ");
+        let c = self.call(&args)?;
+        self.stats.rewinds += 1;
+        self.judge(&what, &c, &e, false, dry)?;
+        if e.refused && !dry && self.rng.chance(70) {
+            self.forced_rewind(n, "")?;
+        }
+        Ok(())
+    }
+
+    fn redo_step(&mut self) -> anyhow::Result<()> {
+        self.check_model("redo")?;
+        let force = self.rng.chance(25);
+        let mut args = vec!["--json".to_string(), "redo".into()];
+        if force {
+            args.push("--force".into());
+        }
+        let what = args[1..].join(" ");
+        let Some(last) = self.applied.last().cloned() else {
+            // Nothing to redo: an error, and nothing changes (the open
+            // turn stays open).
+            let c = self.call(&args)?;
+            self.stats.redos += 1;
+            self.note(format!("{what} -> {:?} (nothing to redo)", c.code));
+            if c.code != Some(1) {
+                return mismatch(format!("{what} with nothing to redo: {}", c.describe()));
+            }
+            return self.check_tree(&what, &self.proj.tree.clone());
+        };
+        self.close_open();
+        let e = rules::redo(&self.proj.tree, &last, force);
+        let c = self.call(&args)?;
+        self.stats.redos += 1;
+        self.judge(&what, &c, &e, true, false)?;
+        if e.refused && !force && e.structural.is_none() && self.rng.chance(60) {
+            let e = rules::redo(&self.proj.tree, &last, true);
+            let c = self.call(&["--json".into(), "redo".into(), "--force".into()])?;
+            self.stats.redos += 1;
+            self.judge("redo --force", &c, &e, true, false)?;
+        }
+        Ok(())
+    }
+
+    fn call(&self, args: &[String]) -> anyhow::Result<Call> {
+        let a: Vec<&str> = args.iter().map(String::as_str).collect();
+        self.world.ctl(&a)
+    }
+
+    /// `rewind N --force`, judged against the model's forced plan.
+    fn forced_rewind(&mut self, n: i64, note: &str) -> anyhow::Result<()> {
+        let e = rules::rewind(&self.proj.tree, &self.turns, n, true);
+        let what = format!("rewind {n} --force{note}");
+        let args = [
+            "--json".into(),
+            "rewind".into(),
+            n.to_string(),
+            "--force".into(),
+        ];
+        let c = self.call(&args)?;
+        self.stats.rewinds += 1;
+        self.judge(&what, &c, &e, false, false)
+    }
+
+    /// Moves the model past an applied rewind or redo.
+    fn apply(&mut self, e: &Expect, redo: bool) {
+        self.proj.tree = e.result.clone();
+        for t in &mut self.turns {
+            if e.turns.contains(&t.id) {
+                t.live = redo;
+            }
+        }
+        if redo {
+            self.applied.pop();
+        } else {
+            self.applied.push(Applied {
+                turns: e.turns.clone(),
+                changed: e.changed.clone(),
+            });
+            self.just_rewound = true;
+        }
+    }
+
+    /// The end of a sequence: close the turn, rewind everything live, redo.
+    fn finish(&mut self) -> anyhow::Result<()> {
+        if self.open.is_some() {
+            self.turn_end()?;
+        }
+        if let Some(first) = self.live().first().copied() {
+            self.check_model("the final rewind")?;
+            self.forced_rewind(first, " (final)")?;
+            if let Some(last) = self.applied.last().cloned() {
+                let e = rules::redo(&self.proj.tree, &last, false);
+                let c = self.call(&["--json".into(), "redo".into()])?;
+                self.stats.redos += 1;
+                self.judge("redo (final)", &c, &e, true, false)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn git(dir: &Path, args: &[&str]) -> anyhow::Result<()> {
+    let out = std::process::Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_AUTHOR_NAME", "Soak")
+        .env("GIT_AUTHOR_EMAIL", "soak@example.com")
+        .env("GIT_COMMITTER_NAME", "Soak")
+        .env("GIT_COMMITTER_EMAIL", "soak@example.com")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .output()
+        .context("running git")?;
+    if !out.status.success() {
+        bail!("git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    Ok(())
+}
