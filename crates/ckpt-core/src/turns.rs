@@ -68,6 +68,13 @@ impl Project {
         open_turn(&self.conn)
     }
 
+    /// Who opened `turn` (label, agent, session), without reading its entries.
+    pub fn turn_meta(&self, turn: i64) -> Result<TurnMeta> {
+        Ok(history::turn(&self.conn, turn)?
+            .ok_or(Error::UnknownTurn(turn))?
+            .meta)
+    }
+
     /// Turns, newest first.
     pub fn log(&self, limit: usize) -> Result<Vec<TurnInfo>> {
         let ids = history::newest_turns(&self.conn, limit)?;

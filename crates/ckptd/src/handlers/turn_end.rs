@@ -15,10 +15,9 @@ pub fn handle(d: &Arc<Daemon>, dir: &WirePath, session: Option<&str>) -> ReqResu
     barrier(d, &h)?;
     let (detail, left_open) = h.call(|p| {
         if let (Some(ours), Some(open)) = (session, p.open_turn()?) {
-            let detail = p.show(open)?;
-            let theirs = detail.info.meta.session.as_deref();
+            let theirs = p.turn_meta(open)?.session;
             if theirs.is_some_and(|theirs| theirs != ours) {
-                return Ok((detail, true));
+                return Ok((p.show(open)?, true));
             }
         }
         Ok((p.turn_end()?, false))
