@@ -145,12 +145,7 @@ mod tests {
 
     fn setup() -> (tempfile::TempDir, Arc<Registry>, Arc<ProjectHandle>, Router) {
         let t = tempfile::tempdir().unwrap();
-        let root = t.path().join("root");
-        std::fs::create_dir_all(&root).unwrap();
-        let root = root.canonicalize().unwrap();
-        let store = t.path().join("store");
-        let p = ckpt_core::Project::open(&store, &root, ckpt_core::Options::default()).unwrap();
-        let h = ProjectHandle::new("id".into(), store, p);
+        let h = crate::project::for_test(t.path());
         let registry = Arc::new(Registry::default());
         registry.insert(Arc::clone(&h));
         let router = Router::new(Arc::clone(&registry), t.path().join("cookies"));

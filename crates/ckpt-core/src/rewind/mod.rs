@@ -18,7 +18,7 @@ use crate::confined::Dirs;
 use crate::db;
 use crate::error::{Error, IoContext, Result};
 use crate::history::{self, RewindStatus};
-use crate::model::{RecoveryReport, RewindOptions, RewindOutcome, TurnStatus};
+use crate::model::{RecoveryReport, RewindOptions, RewindOutcome, RewindPlan, TurnStatus};
 use crate::project::Project;
 use crate::relpath::RelPath;
 use crate::state::State;
@@ -99,30 +99,13 @@ impl Project {
             let turns = live.clone();
             plan::plan(&self.tree(), Kind::Rewind, turn, turns, wanted, opts.force)
         })?;
-        if opts.dry_run {
-            return Ok(RewindOutcome::DryRun(plan));
-        }
-        if plan.refused(opts.force) {
-            return Ok(RewindOutcome::Refused(plan));
-        }
         // A partial rewind leaves the turns live.
         let marked = if opts.paths.is_empty() {
             live
         } else {
             Vec::new()
         };
-        let journaled = Journaled::write(&mut self.conn, &plan, marked, None)?;
-        self.apply(
-            &mut dirs,
-            &journaled,
-            &plan.actions,
-            Side::Target,
-            &mut opts.before_op,
-        )?;
-        Ok(RewindOutcome::Applied {
-            rewind_id: journaled.id,
-            plan,
-        })
+        self.carry_out(&mut dirs, plan, &mut opts, marked, None)
     }
 
     /// Undoes the last applied rewind exactly: every path it changed gets
@@ -161,15 +144,28 @@ impl Project {
                 .collect::<Result<Vec<_>>>()?;
             plan::plan(&self.tree(), Kind::Redo, turn, turns, wanted, opts.force)
         })?;
+        self.carry_out(&mut dirs, plan, &mut opts, Vec::new(), Some(id))
+    }
+
+    /// A plan's end: shown (dry run), refused, or journaled (marking
+    /// `marked` rewound, or redoing `redoes`) and applied from memory.
+    fn carry_out(
+        &mut self,
+        dirs: &mut Dirs<'_>,
+        plan: RewindPlan,
+        opts: &mut RewindOptions,
+        marked: Vec<i64>,
+        redoes: Option<i64>,
+    ) -> Result<RewindOutcome> {
         if opts.dry_run {
             return Ok(RewindOutcome::DryRun(plan));
         }
         if plan.refused(opts.force) {
             return Ok(RewindOutcome::Refused(plan));
         }
-        let journaled = Journaled::write(&mut self.conn, &plan, Vec::new(), Some(id))?;
+        let journaled = Journaled::write(&mut self.conn, &plan, marked, redoes)?;
         self.apply(
-            &mut dirs,
+            dirs,
             &journaled,
             &plan.actions,
             Side::Target,

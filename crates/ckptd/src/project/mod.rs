@@ -102,3 +102,14 @@ impl ProjectHandle {
         )
     }
 }
+
+/// A project on a new, empty tree at `dir/root`, for unit tests.
+#[cfg(test)]
+pub fn for_test(dir: &std::path::Path) -> Arc<ProjectHandle> {
+    let root = dir.join("root");
+    std::fs::create_dir_all(&root).unwrap();
+    let root = root.canonicalize().unwrap();
+    let store = dir.join("store");
+    let p = Project::open(&store, &root, ckpt_core::Options::default()).unwrap();
+    ProjectHandle::new("id".into(), store, p)
+}

@@ -295,12 +295,8 @@ mod tests {
     #[test]
     fn one_walk_watches_a_new_directory_and_lists_it_when_released() {
         let t = tempfile::tempdir().unwrap();
-        let root = t.path().join("root");
-        std::fs::create_dir_all(&root).unwrap();
-        let root = root.canonicalize().unwrap();
-        let store = t.path().join("store");
-        let p = ckpt_core::Project::open(&store, &root, ckpt_core::Options::default()).unwrap();
-        let h = ProjectHandle::new("id".into(), store, p);
+        let h = crate::project::for_test(t.path());
+        let root = h.root.clone();
         let backend = Arc::new(Backend::start(|_| {}).unwrap());
         h.start_watching(&backend);
         for d in ["new/sub", "new/node_modules/m", "new/tagged/in"] {
