@@ -23,6 +23,7 @@ pub fn run(ctx: &Ctx, mut args: TurnMeta, command: &[OsString]) -> anyhow::Resul
             .collect();
         args.label = Some(words.join(" "));
     }
+    let session = args.session.clone();
     let started = turn_start::start(ctx, args)?;
     if !ctx.g.quiet && !ctx.g.json {
         eprintln!("ckptctl: turn {} started", started.turn);
@@ -33,9 +34,9 @@ pub fn run(ctx: &Ctx, mut args: TurnMeta, command: &[OsString]) -> anyhow::Resul
         child.stdout(std::io::stderr());
     }
     let status = child.status();
-    // Close the turn whether or not the command could run; it is ours, so
-    // no session is asked for.
-    let ended = turn_end::end(ctx, None)?;
+    // Close the turn whether or not the command could run (with --session,
+    // only if no other session's turn has replaced it meanwhile).
+    let ended = turn_end::end(ctx, session)?;
     let status = status.with_context(|| format!("running {}", program.to_string_lossy()))?;
     let code = match (status.code(), status.signal()) {
         (Some(c), _) => c,
