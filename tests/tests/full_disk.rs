@@ -75,10 +75,19 @@ fn noise(n: usize, seed: u64) -> Vec<u8> {
         .collect()
 }
 
-/// The project's line in `status --json`.
+/// The project's line in `status --json`, once its worker is not holding
+/// it: `status` never waits for a busy project (it reports `busy` and what
+/// it saw last), and a failed capture's worker may still be at work.
 fn project_status(env: &Env, proj: &Path) -> serde_json::Value {
-    let st = env.ctl_json(proj, &["status"]);
-    st["projects"][0].clone()
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let st = env.ctl_json(proj, &["status"]);
+        let p = st["projects"][0].clone();
+        if p["busy"] != true || std::time::Instant::now() > deadline {
+            return p;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
 }
 
 /// Runs `ckptctl --json args`, expecting exit 1; returns the error message.
