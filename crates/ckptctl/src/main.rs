@@ -46,7 +46,7 @@ fn main() -> ExitCode {
                 Some(d) => (d.kind, 1),
                 None => (ErrorKind::Other, 1),
             };
-            let message = format!("{e:#}");
+            let message = output::error_message(&e);
             if json {
                 let doc = serde_json::json!({ "error": { "kind": kind, "message": message } });
                 println!("{doc}");
