@@ -12,6 +12,7 @@ mod diff;
 mod fsck;
 mod hook;
 mod log;
+mod mcp;
 mod projects;
 mod rewind;
 mod run;
@@ -94,6 +95,7 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Fsck => fsck::run(&ctx),
         Command::Run { turn, command } => run::run(&ctx, turn, &command),
         Command::Service { action } => service::run(&ctx, action),
+        Command::Mcp => mcp::run(ctx),
     }
 }
 
