@@ -299,3 +299,22 @@ fn mcp_client_lists_plans_rewinds_and_redoes_turns() {
     let status = mcp.close();
     assert!(status.success(), "{status:?}");
 }
+
+#[test]
+fn mcp_without_ckpt_mcp_next_to_ckptctl_says_so() {
+    let env = Env::new();
+    let lonely = env.dir("lonely");
+    let ctl = lonely.join("ckptctl");
+    std::fs::copy(bin("ckptctl"), &ctl).expect("copy ckptctl alone");
+    let mut cmd = std::process::Command::new(&ctl);
+    cmd.arg("mcp")
+        .current_dir(env.path())
+        .env("CKPT_NO_AUTOSTART", "1");
+    let out = run(&mut cmd);
+    assert_eq!(out.code(), 1, "{}", out.stderr);
+    let expected = format!(
+        "the MCP server {} is missing",
+        lonely.join("ckpt-mcp").display()
+    );
+    assert!(out.stderr.contains(&expected), "{}", out.stderr);
+}
