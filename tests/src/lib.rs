@@ -31,7 +31,9 @@ const COMMAND_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// A built binary of the workspace. `cargo test` builds only the test
 /// harnesses of other packages, not their binaries, so the first call builds
-/// `ckptd` and `ckptctl` into the same target dir and profile.
+/// `ckptd` and `ckptctl` into the same target dir and profile (the ckptctl
+/// package's every executable: `ckptctl` and the MCP server `ckpt-mcp`,
+/// which `ckptctl mcp` execs from next to itself).
 pub fn bin(name: &str) -> PathBuf {
     static BUILT: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
     let exe = std::env::current_exe().expect("test executable path");
@@ -68,7 +70,7 @@ pub fn bin(name: &str) -> PathBuf {
         }
         match cmd.status() {
             Ok(s) if s.success() => Ok(()),
-            other => Err(format!("building ckptd and ckptctl: {other:?}")),
+            other => Err(format!("building ckptd, ckptctl and ckpt-mcp: {other:?}")),
         }
     });
     if let Err(e) = built {

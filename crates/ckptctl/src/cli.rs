@@ -36,6 +36,9 @@ pub struct Global {
     pub quiet: bool,
 }
 
+/// How many turns `log` (and the MCP server's list_turns) lists by default.
+pub const LOG_LIMIT: usize = 20;
+
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Watch a project; returns when the baseline is complete. Without DIR:
@@ -76,7 +79,7 @@ pub enum Command {
     /// Turns, newest first.
     Log {
         /// How many turns to list.
-        #[arg(short = 'n', long, default_value_t = 20)]
+        #[arg(short = 'n', long, default_value_t = LOG_LIMIT)]
         limit: usize,
     },
     /// The paths of one turn.
@@ -127,6 +130,11 @@ pub enum Command {
         #[arg(required = true, trailing_var_arg = true)]
         command: Vec<std::ffi::OsString>,
     },
+    /// Serve MCP on stdin/stdout (for the agent's model): tools to list,
+    /// show, diff, rewind and redo turns of the project (-C's, else the
+    /// current directory's) and to read the status. A rewind or redo only
+    /// plans unless the tool call confirms it, and is never forced.
+    Mcp,
     /// Start ckptd at login: a systemd user unit (on macOS a launchd agent,
     /// which no test runs).
     Service {

@@ -1,58 +1,15 @@
-//! `ckptctl`: the thin client of ckpt. Marks turn boundaries for an AI coding
-//! agent, lists and diffs turns, rewinds and redoes them, by asking `ckptd`
-//! over its Unix socket (and starting it when none answers).
-//!
-//! ```text
-//! ckptctl watch                      # baseline the project
-//! ckptctl turn-start --label "fix the header"
-//! ...the agent edits files...
-//! ckptctl turn-end
-//! ckptctl rewind 1                   # back to before turn 1
-//! ckptctl redo                       # undo that rewind
-//! ```
-//!
-//! Exit codes: 0 ok, 1 error, 2 usage, 3 rewind refused because of conflicts.
-
-mod cli;
-mod client;
-mod commands;
-mod output;
+//! The `ckptctl` executable: parses the command line and runs the command
+//! (the library's doc says what each does).
 
 use std::process::ExitCode;
 
-use ckpt_proto::ErrorKind;
+use ckptctl::{cli, commands};
 use clap::Parser;
 
-use crate::client::DaemonError;
-
-/// Exit code of a rewind or redo refused because of conflicts.
-pub const EXIT_CONFLICTS: u8 = 3;
-
 fn main() -> ExitCode {
-    // Like other Unix tools, end quietly when the reader of our output goes
-    // away (`ckptctl log | head`) instead of panicking on the write. The
-    // request has been answered by then: nothing is cut short.
     // SAFETY: at start-up, before any thread exists.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-    }
+    unsafe { ckptctl::default_sigpipe() };
     let cli = cli::Cli::parse();
     let json = cli.global.json;
-    match commands::run(cli) {
-        Ok(code) => ExitCode::from(code),
-        Err(e) => {
-            let (kind, code) = match e.downcast_ref::<DaemonError>() {
-                Some(d) if d.kind == ErrorKind::Conflicts => (d.kind, EXIT_CONFLICTS),
-                Some(d) => (d.kind, 1),
-                None => (ErrorKind::Other, 1),
-            };
-            let message = format!("{e:#}");
-            if json {
-                let doc = serde_json::json!({ "error": { "kind": kind, "message": message } });
-                println!("{doc}");
-            }
-            eprintln!("ckptctl: error: {message}");
-            ExitCode::from(code)
-        }
-    }
+    ckptctl::exit_code(commands::run(cli), json)
 }

@@ -5,8 +5,18 @@ use serde::Serialize;
 
 /// Prints one JSON document on stdout.
 pub fn json<T: Serialize>(value: &T) -> anyhow::Result<()> {
-    println!("{}", serde_json::to_string_pretty(value)?);
+    println!("{}", json_text(value)?);
     Ok(())
+}
+
+/// One JSON document as `--json` prints it.
+pub fn json_text<T: Serialize>(value: &T) -> anyhow::Result<String> {
+    Ok(serde_json::to_string_pretty(value)?)
+}
+
+/// A failure as the CLI reports it: the error and its causes, on one line.
+pub fn error_message(e: &anyhow::Error) -> String {
+    format!("{e:#}")
 }
 
 /// Every reply about a project may say capture is degraded: always tell.

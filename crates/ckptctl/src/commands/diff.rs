@@ -3,24 +3,29 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use ckpt_proto::{ChangeKind, Request, Response};
+use ckpt_proto::{ChangeKind, DiffReply, Request, Response, WirePath};
 
 use super::{unexpected, Ctx};
 use crate::output;
+
+/// The diff of a turn (only `paths`, when given): the document `--json` prints.
+pub fn query(ctx: &Ctx, turn: i64, paths: Vec<WirePath>) -> anyhow::Result<DiffReply> {
+    match ctx.request(&Request::Diff {
+        dir: ctx.wire_dir(),
+        turn,
+        paths,
+    })? {
+        Response::Diff(d) => Ok(d),
+        other => Err(unexpected(other)),
+    }
+}
 
 pub fn run(ctx: &Ctx, turn: i64, paths: &[PathBuf]) -> anyhow::Result<u8> {
     let paths = paths
         .iter()
         .map(|p| ctx.wire_path(p))
         .collect::<anyhow::Result<Vec<_>>>()?;
-    let d = match ctx.request(&Request::Diff {
-        dir: ctx.wire_dir(),
-        turn,
-        paths,
-    })? {
-        Response::Diff(d) => d,
-        other => return Err(unexpected(other)),
-    };
+    let d = query(ctx, turn, paths)?;
     output::warn_degraded(&d.project, &d.degraded);
     if ctx.g.json {
         output::json(&d)?;

@@ -1,18 +1,23 @@
 //! `ckptctl log [-n N]`: turns, newest first.
 
-use ckpt_proto::{Request, Response};
+use ckpt_proto::{LogReply, Request, Response};
 
 use super::{unexpected, Ctx};
 use crate::output;
 
-pub fn run(ctx: &Ctx, limit: usize) -> anyhow::Result<u8> {
-    let l = match ctx.request(&Request::Log {
+/// The newest `limit` turns: the document `--json` prints.
+pub fn query(ctx: &Ctx, limit: usize) -> anyhow::Result<LogReply> {
+    match ctx.request(&Request::Log {
         dir: ctx.wire_dir(),
         limit: Some(limit),
     })? {
-        Response::Log(l) => l,
-        other => return Err(unexpected(other)),
-    };
+        Response::Log(l) => Ok(l),
+        other => Err(unexpected(other)),
+    }
+}
+
+pub fn run(ctx: &Ctx, limit: usize) -> anyhow::Result<u8> {
+    let l = query(ctx, limit)?;
     output::warn_degraded(&l.project, &l.degraded);
     if ctx.g.json {
         output::json(&l)?;

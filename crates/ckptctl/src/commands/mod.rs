@@ -8,16 +8,17 @@ use ckpt_proto::{Request, Response, WirePath};
 use crate::cli::{Cli, Command, Global};
 use crate::client::Client;
 
-mod diff;
+pub mod diff;
 mod fsck;
 mod hook;
-mod log;
+pub mod log;
+mod mcp;
 mod projects;
-mod rewind;
+pub mod rewind;
 mod run;
 mod service;
-mod show;
-mod status;
+pub mod show;
+pub mod status;
 mod sync;
 mod turn_end;
 mod turn_start;
@@ -32,6 +33,16 @@ pub struct Ctx {
 }
 
 impl Ctx {
+    /// The context of the global flags: `-C DIR`, made absolute, or the
+    /// current directory.
+    pub fn new(g: Global) -> anyhow::Result<Ctx> {
+        let dir = match &g.dir {
+            Some(d) => absolute(d)?,
+            None => std::env::current_dir().context("reading the current directory")?,
+        };
+        Ok(Ctx { g, dir })
+    }
+
     pub fn connect(&self) -> anyhow::Result<Client> {
         Client::connect(&self.g)
     }
@@ -68,11 +79,7 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
             "-C names a project, and `ckptctl {name}` acts on no single project; drop -C"
         ));
     }
-    let dir = match &cli.global.dir {
-        Some(d) => absolute(d)?,
-        None => std::env::current_dir().context("reading the current directory")?,
-    };
-    let ctx = Ctx { g: cli.global, dir };
+    let ctx = Ctx::new(cli.global)?;
     match cli.command {
         Command::Watch { dir } => watch::run(&ctx, dir.as_deref()),
         Command::Unwatch { dir, drop_data } => unwatch::run(&ctx, dir.as_deref(), drop_data),
@@ -94,6 +101,7 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Fsck => fsck::run(&ctx),
         Command::Run { turn, command } => run::run(&ctx, turn, &command),
         Command::Service { action } => service::run(&ctx, action),
+        Command::Mcp => mcp::run(&ctx),
     }
 }
 

@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use ckpt_proto::{ActionKind, Outcome, Request, Response, RewindReply, State};
+use ckpt_proto::{ActionKind, Outcome, Request, Response, RewindReply, State, WirePath};
 
 use super::{unexpected, Ctx};
 use crate::output;
@@ -21,30 +21,49 @@ pub fn rewind(
         .iter()
         .map(|p| ctx.wire_path(p))
         .collect::<anyhow::Result<Vec<_>>>()?;
-    let reply = ctx.request(&Request::Rewind {
+    let r = request_rewind(ctx, turn, paths, dry_run, force)?;
+    finish(ctx, r)
+}
+
+pub fn redo(ctx: &Ctx, dry_run: bool, force: bool) -> anyhow::Result<u8> {
+    let r = request_redo(ctx, dry_run, force)?;
+    finish(ctx, r)
+}
+
+/// Asks for a rewind (or its plan): the document `--json` prints.
+pub fn request_rewind(
+    ctx: &Ctx,
+    turn: i64,
+    paths: Vec<WirePath>,
+    dry_run: bool,
+    force: bool,
+) -> anyhow::Result<RewindReply> {
+    reply(ctx.request(&Request::Rewind {
         dir: ctx.wire_dir(),
         turn,
         paths,
         dry_run,
         force,
-    })?;
-    finish(ctx, reply)
+    })?)
 }
 
-pub fn redo(ctx: &Ctx, dry_run: bool, force: bool) -> anyhow::Result<u8> {
-    let reply = ctx.request(&Request::Redo {
+/// Asks for a redo (or its plan): the document `--json` prints.
+pub fn request_redo(ctx: &Ctx, dry_run: bool, force: bool) -> anyhow::Result<RewindReply> {
+    reply(ctx.request(&Request::Redo {
         dir: ctx.wire_dir(),
         dry_run,
         force,
-    })?;
-    finish(ctx, reply)
+    })?)
 }
 
-fn finish(ctx: &Ctx, reply: Response) -> anyhow::Result<u8> {
-    let r = match reply {
-        Response::Rewind(r) => r,
-        other => return Err(unexpected(other)),
-    };
+fn reply(r: Response) -> anyhow::Result<RewindReply> {
+    match r {
+        Response::Rewind(r) => Ok(r),
+        other => Err(unexpected(other)),
+    }
+}
+
+fn finish(ctx: &Ctx, r: RewindReply) -> anyhow::Result<u8> {
     output::warn_degraded(&r.project, &r.degraded);
     if ctx.g.json {
         output::json(&r)?;

@@ -1,18 +1,23 @@
 //! `ckptctl show N`: the paths of one turn.
 
-use ckpt_proto::{Request, Response, TurnStatus};
+use ckpt_proto::{Request, Response, ShowReply, TurnStatus};
 
 use super::{unexpected, Ctx};
 use crate::output;
 
-pub fn run(ctx: &Ctx, turn: i64) -> anyhow::Result<u8> {
-    let s = match ctx.request(&Request::Show {
+/// One turn and its paths: the document `--json` prints.
+pub fn query(ctx: &Ctx, turn: i64) -> anyhow::Result<ShowReply> {
+    match ctx.request(&Request::Show {
         dir: ctx.wire_dir(),
         turn,
     })? {
-        Response::Show(s) => s,
-        other => return Err(unexpected(other)),
-    };
+        Response::Show(s) => Ok(s),
+        other => Err(unexpected(other)),
+    }
+}
+
+pub fn run(ctx: &Ctx, turn: i64) -> anyhow::Result<u8> {
+    let s = query(ctx, turn)?;
     output::warn_degraded(&s.project, &s.degraded);
     if ctx.g.json {
         output::json(&s)?;

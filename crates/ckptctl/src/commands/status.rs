@@ -1,16 +1,21 @@
 //! `ckptctl status`: the daemon and every project.
 
-use ckpt_proto::{Request, Response};
+use ckpt_proto::{Request, Response, StatusReply};
 
 use super::projects::print_project;
 use super::{unexpected, Ctx};
 use crate::output;
 
+/// The daemon and every project: the document `--json` prints.
+pub fn query(ctx: &Ctx) -> anyhow::Result<StatusReply> {
+    match ctx.request(&Request::Status)? {
+        Response::Status(s) => Ok(s),
+        other => Err(unexpected(other)),
+    }
+}
+
 pub fn run(ctx: &Ctx) -> anyhow::Result<u8> {
-    let s = match ctx.request(&Request::Status)? {
-        Response::Status(s) => s,
-        other => return Err(unexpected(other)),
-    };
+    let s = query(ctx)?;
     if ctx.g.json {
         output::json(&s)?;
         return Ok(0);

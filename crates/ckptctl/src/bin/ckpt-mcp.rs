@@ -1,0 +1,280 @@
+//! `ckpt-mcp`, run as `ckptctl mcp`: an MCP server on stdin/stdout, so the
+//! agent's model can list, inspect, rewind and redo its own turns when the
+//! user asks it to.
+//!
+//! Every tool is answered by the same functions as the CLI command of the
+//! same name and returns the document `ckptctl --json` prints; a failure is
+//! a tool error (`isError`) carrying the message the CLI prints. A rewind or
+//! redo only plans unless the call says `confirm: true`, and it never
+//! forces: paths the user edited after the agent keep it refused.
+//!
+//! rmcp is async, and this is the only place that builds a runtime (one
+//! thread; each daemon request runs on its blocking pool). It is an
+//! executable of its own, which `ckptctl mcp` execs, so that `ckptctl`,
+//! started on every hook call, links neither rmcp nor tokio.
+//!
+//! ```text
+//! claude mcp add ckpt -- ckptctl mcp
+//! ```
+
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::Context;
+use ckpt_proto::{Outcome, RewindReply, WirePath};
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::{CallToolResult, ContentBlock, Implementation, ServerCapabilities, ServerConfig};
+use rmcp::{schemars, tool, tool_handler, tool_router, ServerHandler, ServiceExt};
+use std::process::ExitCode;
+
+use ckptctl::cli::{Global, LOG_LIMIT};
+use ckptctl::commands::{diff, log, rewind, show, status, Ctx};
+use ckptctl::output;
+use clap::Parser;
+use serde::{Deserialize, Serialize};
+
+/// MCP server of ckpt on stdin/stdout; run it as `ckptctl mcp`.
+#[derive(Parser, Debug)]
+#[command(name = "ckpt-mcp", version)]
+struct Cli {
+    #[command(flatten)]
+    global: Global,
+}
+
+fn main() -> ExitCode {
+    // SAFETY: at start-up, before any thread exists.
+    unsafe { ckptctl::default_sigpipe() };
+    let cli = Cli::parse();
+    let json = cli.global.json;
+    ckptctl::exit_code(Ctx::new(cli.global).and_then(run), json)
+}
+
+/// Serves MCP on stdin/stdout until the client closes stdin.
+fn run(ctx: Ctx) -> anyhow::Result<u8> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime for the MCP server")?;
+    rt.block_on(async {
+        let server = Ckpt::new(ctx)
+            .serve(rmcp::transport::stdio())
+            .await
+            .context("starting the MCP session on stdin/stdout")?;
+        server.waiting().await.context("serving MCP")?;
+        Ok(0)
+    })
+}
+
+const INSTRUCTIONS: &str = "ckpt records every change made to this project's files, \
+turn by turn (a turn is one user prompt and what the agent did for it), and can put \
+them back exactly. Use these tools when the user asks what you changed earlier or \
+asks you to undo it. rewind and redo only return their plan unless called with \
+confirm: true; they never overwrite files the user edited after you.";
+
+#[derive(Clone)]
+struct Ckpt {
+    ctx: Arc<Ctx>,
+    tool_router: ToolRouter<Ckpt>,
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ListTurns {
+    /// How many turns to list, newest first [default: 20].
+    limit: Option<usize>,
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ShowTurn {
+    /// The turn's id, as list_turns gives it.
+    turn: i64,
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct DiffTurn {
+    /// The turn's id, as list_turns gives it.
+    turn: i64,
+    /// Only these paths (and what is below them): relative to the project
+    /// root, as show_turn lists them, or absolute.
+    #[serde(default)]
+    paths: Vec<String>,
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Rewind {
+    /// The oldest turn to undo: it and every later turn are undone.
+    turn: i64,
+    /// Only these paths (and what is below them): relative to the project
+    /// root, as show_turn lists them, or absolute. Default: every path the
+    /// undone turns touched.
+    #[serde(default)]
+    paths: Vec<String>,
+    /// Apply the rewind. Without it nothing changes and the plan is returned.
+    #[serde(default)]
+    confirm: bool,
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Redo {
+    /// Apply the redo. Without it nothing changes and the plan is returned.
+    #[serde(default)]
+    confirm: bool,
+}
+
+#[tool_router]
+impl Ckpt {
+    fn new(ctx: Ctx) -> Ckpt {
+        Ckpt {
+            ctx: Arc::new(ctx),
+            tool_router: Self::tool_router(),
+        }
+    }
+
+    /// The turns ckpt recorded in this project, newest first: id, label
+    /// (the user's prompt), agent, session, status (open, closed, rewound)
+    /// and how many paths each added, modified and deleted. Use it first
+    /// whenever the user refers to earlier work ("undo your last change",
+    /// "what did you do before the tests passed"), to find the turn's id;
+    /// the open turn on top is usually the current request.
+    #[tool(annotations(read_only_hint = true))]
+    async fn list_turns(&self, Parameters(a): Parameters<ListTurns>) -> CallToolResult {
+        let limit = a.limit.unwrap_or(LOG_LIMIT);
+        self.call(move |ctx| log::query(ctx, limit)).await
+    }
+
+    /// The paths one turn added, modified or deleted, with their states
+    /// before and after it. Use it to see what a turn touched before
+    /// describing or rewinding it.
+    #[tool(annotations(read_only_hint = true))]
+    async fn show_turn(&self, Parameters(a): Parameters<ShowTurn>) -> CallToolResult {
+        self.call(move |ctx| show::query(ctx, a.turn)).await
+    }
+
+    /// Unified diff of one turn, from before it to after it (to now while
+    /// it is open); binary files are named, not shown. Use it when the user
+    /// asks what changed in a turn, or to check a turn before rewinding it.
+    #[tool(annotations(read_only_hint = true))]
+    async fn diff_turn(&self, Parameters(a): Parameters<DiffTurn>) -> CallToolResult {
+        self.call(move |ctx| diff::query(ctx, a.turn, wire_paths(ctx, &a.paths)?))
+            .await
+    }
+
+    /// Undo turn `turn` and every later turn: the files they touched go
+    /// back to what they were just before `turn` (only `paths`, when
+    /// given); the user's other files are untouched. Use when the user asks
+    /// to undo, revert or roll back what you did in the last turn(s): find
+    /// the turn with list_turns. Without `confirm: true` nothing changes:
+    /// it returns the plan (`actions`, `conflicts`, `skipped`); tell the
+    /// user what it would do when in doubt, then call again with `confirm:
+    /// true`. `conflicts` are files edited after your turns, by the user:
+    /// the rewind is refused then and nothing changes; tell the user (they
+    /// can pass `paths` to rewind the other files, or run `ckptctl rewind
+    /// N --force` themselves). `redo` undoes a rewind.
+    #[tool(annotations(destructive_hint = true, idempotent_hint = false))]
+    async fn rewind(&self, Parameters(a): Parameters<Rewind>) -> CallToolResult {
+        let dry_run = !a.confirm;
+        let r = self.call_raw(move |ctx| {
+            let paths = wire_paths(ctx, &a.paths)?;
+            rewind::request_rewind(ctx, a.turn, paths, dry_run, false)
+        });
+        rewind_result(r.await)
+    }
+
+    /// Undo the last rewind exactly: the files it restored get the content
+    /// they had before it. Use when the user wants back what a rewind
+    /// undid. Without `confirm: true` nothing changes: it returns the plan;
+    /// it is refused, changing nothing, if files were edited since the
+    /// rewind (`conflicts`) or the tree cannot be put back exactly
+    /// (`blocked`).
+    #[tool(annotations(destructive_hint = true, idempotent_hint = false))]
+    async fn redo(&self, Parameters(a): Parameters<Redo>) -> CallToolResult {
+        let dry_run = !a.confirm;
+        let r = self.call_raw(move |ctx| rewind::request_redo(ctx, dry_run, false));
+        rewind_result(r.await)
+    }
+
+    /// ckpt's daemon and every watched project: store sizes, capture
+    /// health (`degraded` says why changes may be missed). Use it when
+    /// another ckpt tool fails, or the user asks whether ckpt is recording.
+    #[tool(annotations(read_only_hint = true))]
+    async fn status(&self) -> CallToolResult {
+        self.call(status::query).await
+    }
+}
+
+impl Ckpt {
+    /// Runs a blocking daemon request off the runtime's thread; a failure
+    /// becomes the tool error the caller returns.
+    async fn call_raw<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Ctx) -> anyhow::Result<T> + Send + 'static,
+    ) -> Result<T, CallToolResult> {
+        let ctx = Arc::clone(&self.ctx);
+        match tokio::task::spawn_blocking(move || f(&ctx)).await {
+            Ok(Ok(doc)) => Ok(doc),
+            Ok(Err(e)) => Err(error(output::error_message(&e))),
+            Err(e) => Err(error(format!("the request failed: {e}"))),
+        }
+    }
+
+    /// Like [`Ckpt::call_raw`], returning the document as `--json` prints it.
+    async fn call<T: Serialize + Send + 'static>(
+        &self,
+        f: impl FnOnce(&Ctx) -> anyhow::Result<T> + Send + 'static,
+    ) -> CallToolResult {
+        match self.call_raw(f).await {
+            Ok(doc) => document(&doc, false),
+            Err(e) => e,
+        }
+    }
+}
+
+#[tool_handler(router = self.tool_router)]
+impl ServerHandler for Ckpt {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("ckpt", env!("CARGO_PKG_VERSION")))
+            .with_instructions(INSTRUCTIONS)
+    }
+}
+
+/// A rewind's or redo's document; a refused one is a tool error (nothing
+/// changed, as the CLI's exit 3 says).
+fn rewind_result(r: Result<RewindReply, CallToolResult>) -> CallToolResult {
+    match r {
+        Ok(r) => document(&r, r.outcome == Outcome::Refused),
+        Err(e) => e,
+    }
+}
+
+/// The document as `--json` prints it, as the tool's text content.
+fn document<T: Serialize>(doc: &T, is_error: bool) -> CallToolResult {
+    match output::json_text(doc) {
+        Ok(text) if is_error => CallToolResult::error(vec![ContentBlock::text(text)]),
+        Ok(text) => CallToolResult::success(vec![ContentBlock::text(text)]),
+        Err(e) => error(output::error_message(&e)),
+    }
+}
+
+fn error(message: String) -> CallToolResult {
+    CallToolResult::error(vec![ContentBlock::text(message)])
+}
+
+/// The model names paths as show_turn lists them, relative to the project
+/// root (not to the directory the server runs in): relative ones are
+/// joined to the root, which the daemon reports.
+fn wire_paths(ctx: &Ctx, paths: &[String]) -> anyhow::Result<Vec<WirePath>> {
+    if paths.iter().all(|p| Path::new(p).is_absolute()) {
+        return Ok(paths.iter().map(|p| WirePath::from(Path::new(p))).collect());
+    }
+    let root = log::query(ctx, 0)?.project;
+    Ok(paths
+        .iter()
+        .map(|p| WirePath::from(root.as_path().join(p)))
+        .collect())
+}

@@ -1,0 +1,52 @@
+//! `ckptctl mcp`: replaces this process with the MCP server, `ckpt-mcp`
+//! from the same build, found next to this executable.
+//!
+//! The server lives in its own executable because it links rmcp and an
+//! async runtime, which doubled `ckptctl` and slowed the start of every
+//! hook call (docs/architecture.md, issue 18).
+
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::Command;
+
+use anyhow::Context;
+
+use super::Ctx;
+
+/// The server's executable name, next to `ckptctl`'s.
+pub const SERVER: &str = "ckpt-mcp";
+
+/// Execs `ckpt-mcp` with the global flags it acts on; returns only on failure.
+pub fn run(ctx: &Ctx) -> anyhow::Result<u8> {
+    let exe = server_path()?;
+    let mut cmd = Command::new(&exe);
+    cmd.arg("-C").arg(&ctx.dir);
+    if let Some(socket) = &ctx.g.socket {
+        cmd.arg("--socket").arg(socket);
+    }
+    if let Some(data_dir) = &ctx.g.data_dir {
+        cmd.arg("--data-dir").arg(data_dir);
+    }
+    if ctx.g.json {
+        cmd.arg("--json");
+    }
+    if ctx.g.quiet {
+        cmd.arg("--quiet");
+    }
+    let e = cmd.exec();
+    if e.kind() == std::io::ErrorKind::NotFound {
+        anyhow::bail!(
+            "the MCP server {} is missing: install {SERVER} next to ckptctl, from the same build",
+            exe.display()
+        );
+    }
+    Err(e).with_context(|| format!("starting the MCP server {}", exe.display()))
+}
+
+fn server_path() -> anyhow::Result<PathBuf> {
+    let exe = std::env::current_exe().context("finding ckptctl's own executable")?;
+    let dir = exe
+        .parent()
+        .with_context(|| format!("{} has no parent directory", exe.display()))?;
+    Ok(dir.join(SERVER))
+}

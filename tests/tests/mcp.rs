@@ -1,0 +1,320 @@
+//! `ckptctl mcp` as an agent's MCP client sees it: newline-delimited
+//! JSON-RPC on the server's stdin and stdout, against the real daemon. The
+//! tools answer with the documents `ckptctl --json` prints, rewind and redo
+//! change nothing without `confirm: true`, never overwrite the user's edits,
+//! and failures are tool errors carrying the CLI's message.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Child, ChildStdin, Stdio};
+use std::sync::mpsc::{self, Receiver};
+use std::time::Duration;
+
+use ckpt_e2e::*;
+use serde_json::{json, Value};
+
+/// How long one reply may take before the test fails instead of hanging.
+const REPLY_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// A running `ckptctl mcp` and our end of its stdio.
+struct Mcp {
+    child: Child,
+    /// `None` once closed.
+    stdin: Option<ChildStdin>,
+    lines: Receiver<String>,
+    next_id: u64,
+}
+
+impl Mcp {
+    /// Starts `ckptctl -C DIR mcp` in `cwd`.
+    fn start(env: &Env, cwd: &Path, dir: &Path) -> Mcp {
+        let dir = dir.to_str().expect("UTF-8 temp path");
+        let mut child = env
+            .ctl_cmd(cwd, &["-C", dir, "mcp"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start ckptctl mcp");
+        let stdin = child.stdin.take().expect("stdin");
+        let stdout = child.stdout.take().expect("stdout");
+        // A reader thread, so a missing reply times out instead of hanging.
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Mcp {
+            child,
+            stdin: Some(stdin),
+            lines,
+            next_id: 1,
+        }
+    }
+
+    fn send(&mut self, msg: &Value) {
+        let mut line = serde_json::to_vec(msg).expect("encode");
+        line.push(b'\n');
+        let stdin = self.stdin.as_mut().expect("stdin is open");
+        stdin.write_all(&line).expect("write to ckptctl mcp");
+        stdin.flush().expect("flush");
+    }
+
+    /// Sends a request; returns its `result`, panicking on a JSON-RPC error.
+    fn request(&mut self, method: &str, params: Value) -> Value {
+        let msg = self.exchange(method, params);
+        assert!(msg.get("error").is_none(), "{method} failed: {msg}");
+        msg["result"].clone()
+    }
+
+    /// Sends a request; returns the whole reply.
+    fn exchange(&mut self, method: &str, params: Value) -> Value {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.send(&json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }));
+        loop {
+            let line = self
+                .lines
+                .recv_timeout(REPLY_TIMEOUT)
+                .unwrap_or_else(|e| panic!("no reply to {method} ({e})"));
+            let msg: Value = serde_json::from_str(&line)
+                .unwrap_or_else(|e| panic!("not one JSON message per line ({e}): {line}"));
+            if msg["id"] != json!(id) {
+                continue; // a notification or log message
+            }
+            assert_eq!(msg["jsonrpc"], "2.0", "{msg}");
+            return msg;
+        }
+    }
+
+    fn notify(&mut self, method: &str) {
+        self.send(&json!({ "jsonrpc": "2.0", "method": method }));
+    }
+
+    /// Calls a tool; returns `isError` and its one text content.
+    fn call(&mut self, tool: &str, args: Value) -> (bool, String) {
+        let r = self.request("tools/call", json!({ "name": tool, "arguments": args }));
+        let content = r["content"].as_array().expect("content");
+        assert_eq!(content.len(), 1, "{tool}: {r}");
+        assert_eq!(content[0]["type"], "text", "{tool}: {r}");
+        let text = content[0]["text"].as_str().expect("text").to_string();
+        (r["isError"] == json!(true), text)
+    }
+
+    /// Closes stdin, as a client that goes away does; returns how the
+    /// server exited.
+    fn close(&mut self) -> std::process::ExitStatus {
+        drop(self.stdin.take());
+        wait_timeout(&mut self.child, REPLY_TIMEOUT).expect("ckptctl mcp exits on EOF")
+    }
+
+    /// Calls a tool that must succeed; returns its JSON document.
+    fn call_ok(&mut self, tool: &str, args: Value) -> Value {
+        let (is_error, text) = self.call(tool, args.clone());
+        assert!(!is_error, "{tool} {args} failed: {text}");
+        serde_json::from_str(&text)
+            .unwrap_or_else(|e| panic!("{tool}: not a JSON document ({e}): {text}"))
+    }
+}
+
+impl Drop for Mcp {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn mcp_client_lists_plans_rewinds_and_redoes_turns() {
+    let env = Env::new();
+    let _d = env.start_daemon();
+    let proj = env.git_repo(
+        "app",
+        &[("a.txt", b"a0\n"), ("b.txt", b"b0\n"), ("lib/c.rs", b"c\n")],
+    );
+    env.ctl_ok(&proj, &["watch"]);
+    let mut states = vec![snapshot_work(&proj)];
+    let turns = [
+        ("add n.txt", "echo a1 > a.txt && echo new > n.txt"),
+        (
+            "drop n.txt",
+            "echo a2 > a.txt && rm n.txt && echo b2 > b.txt",
+        ),
+    ];
+    for (label, script) in turns {
+        env.ctl_ok(
+            &proj,
+            &["turn-start", "--label", label, "--agent", "claude-code"],
+        );
+        sh(&proj, script);
+        env.ctl_ok(&proj, &["turn-end"]);
+        states.push(snapshot_work(&proj));
+    }
+
+    // Started elsewhere, -C naming a folder inside the project.
+    let mut mcp = Mcp::start(&env, env.path(), &proj.join("lib"));
+    let init = mcp.request(
+        "initialize",
+        json!({
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": { "name": "ckpt-e2e", "version": "0" },
+        }),
+    );
+    assert_eq!(init["serverInfo"]["name"], "ckpt", "{init}");
+    assert!(init["capabilities"]["tools"].is_object(), "{init}");
+    mcp.notify("notifications/initialized");
+
+    let tools = mcp.request("tools/list", json!({}));
+    let tools = tools["tools"].as_array().expect("tools");
+    let mut names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "diff_turn",
+            "list_turns",
+            "redo",
+            "rewind",
+            "show_turn",
+            "status"
+        ]
+    );
+    for t in tools {
+        let props = &t["inputSchema"]["properties"];
+        assert!(props.get("force").is_none(), "no tool forces: {t}");
+        if t["name"] == "rewind" || t["name"] == "redo" {
+            assert!(props["confirm"].is_object(), "{t}");
+        }
+    }
+
+    // The read-only tools answer with exactly what `ckptctl --json` prints.
+    let log = mcp.call_ok("list_turns", json!({}));
+    assert_eq!(log, env.ctl_json(&proj, &["log"]));
+    let ids: Vec<&Value> = log["turns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| &t["id"])
+        .collect();
+    assert_eq!(ids, [&json!(2), &json!(1)], "newest first: {log}");
+    assert_eq!(log["turns"][1]["label"], "add n.txt");
+    assert_eq!(log["turns"][1]["agent"], "claude-code");
+    assert_eq!(log["turns"][1]["counts"]["added"], 1, "{log}");
+    let one = mcp.call_ok("list_turns", json!({ "limit": 1 }));
+    assert_eq!(one["turns"].as_array().unwrap().len(), 1, "{one}");
+    assert_eq!(
+        mcp.call_ok("show_turn", json!({ "turn": 2 })),
+        env.ctl_json(&proj, &["show", "2"])
+    );
+    assert_eq!(
+        mcp.call_ok("diff_turn", json!({ "turn": 1 })),
+        env.ctl_json(&proj, &["diff", "1"])
+    );
+    let status = mcp.call_ok("status", json!({}));
+    assert!(status["daemon"]["pid"].is_u64(), "{status}");
+
+    // Without confirm: the plan, and nothing touched.
+    let plan = mcp.call_ok("rewind", json!({ "turn": 1 }));
+    assert_eq!(plan["outcome"], "dry_run", "{plan}");
+    assert_eq!(plan["turns"], json!([1, 2]));
+    let mut planned: Vec<&str> = plan["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["path"].as_str().unwrap())
+        .collect();
+    planned.sort();
+    assert_eq!(planned, ["a.txt", "b.txt"], "{plan}");
+    assert_same_tree("after the dry run", &states[2], &snapshot_work(&proj));
+
+    // Confirmed: back to before turn 1, on disk.
+    let done = mcp.call_ok("rewind", json!({ "turn": 1, "confirm": true }));
+    assert_eq!(done["outcome"], "applied", "{done}");
+    assert_same_tree(
+        "rewound to before turn 1",
+        &states[0],
+        &snapshot_work(&proj),
+    );
+
+    // Redo plans first too, then puts the turns back.
+    let plan = mcp.call_ok("redo", json!({}));
+    assert_eq!(plan["outcome"], "dry_run", "{plan}");
+    assert_same_tree(
+        "after the redo's dry run",
+        &states[0],
+        &snapshot_work(&proj),
+    );
+    let done = mcp.call_ok("redo", json!({ "confirm": true }));
+    assert_eq!(done["outcome"], "applied", "{done}");
+    assert_same_tree("redone", &states[2], &snapshot_work(&proj));
+
+    // The user edits a file turn 2 wrote: a confirmed rewind is refused (a
+    // tool error, nothing changed), and there is no way to force it.
+    std::fs::write(proj.join("a.txt"), b"mine\n").unwrap();
+    let edited = snapshot_work(&proj);
+    let (is_error, text) = mcp.call("rewind", json!({ "turn": 2, "confirm": true }));
+    assert!(is_error, "a refused rewind is a tool error: {text}");
+    let refused: Value = serde_json::from_str(&text).expect("the rewind's document");
+    assert_eq!(refused["outcome"], "refused", "{refused}");
+    assert_eq!(refused["conflicts"][0]["path"], "a.txt", "{refused}");
+    assert_same_tree("after the refused rewind", &edited, &snapshot_work(&proj));
+    let forced = mcp.exchange(
+        "tools/call",
+        json!({ "name": "rewind", "arguments": { "turn": 2, "confirm": true, "force": true } }),
+    );
+    assert!(
+        forced.get("error").is_some() || forced["result"]["isError"] == json!(true),
+        "force is refused: {forced}"
+    );
+    assert_same_tree("after the forced call", &edited, &snapshot_work(&proj));
+
+    // Other paths can still be rewound: named relative to the project root,
+    // not to the server's directory.
+    let some = mcp.call_ok(
+        "rewind",
+        json!({ "turn": 2, "paths": ["b.txt"], "confirm": true }),
+    );
+    assert_eq!(some["outcome"], "applied", "{some}");
+    assert_eq!(std::fs::read(proj.join("b.txt")).unwrap(), b"b0\n");
+    assert_eq!(std::fs::read(proj.join("a.txt")).unwrap(), b"mine\n");
+
+    // An unknown turn: a tool error with the message the CLI prints.
+    let (is_error, text) = mcp.call("show_turn", json!({ "turn": 99 }));
+    assert!(is_error, "{text}");
+    let cli = env.ctl(&proj, &["show", "99"]);
+    assert_eq!(cli.code(), 1, "{cli:?}");
+    assert_eq!(cli.stderr.trim_end(), format!("ckptctl: error: {text}"));
+    assert!(text.contains("99"), "{text}");
+    let (is_error, text) = mcp.call("rewind", json!({ "turn": 99 }));
+    assert!(is_error, "{text}");
+    let cli = env.ctl(&proj, &["rewind", "99", "--dry-run"]);
+    assert_eq!(cli.stderr.trim_end(), format!("ckptctl: error: {text}"));
+
+    // The server ends when its client closes stdin.
+    let status = mcp.close();
+    assert!(status.success(), "{status:?}");
+}
+
+#[test]
+fn mcp_without_ckpt_mcp_next_to_ckptctl_says_so() {
+    let env = Env::new();
+    let lonely = env.dir("lonely");
+    let ctl = lonely.join("ckptctl");
+    std::fs::copy(bin("ckptctl"), &ctl).expect("copy ckptctl alone");
+    let mut cmd = std::process::Command::new(&ctl);
+    cmd.arg("mcp")
+        .current_dir(env.path())
+        .env("CKPT_NO_AUTOSTART", "1");
+    let out = run(&mut cmd);
+    assert_eq!(out.code(), 1, "{}", out.stderr);
+    let expected = format!(
+        "the MCP server {} is missing",
+        lonely.join("ckpt-mcp").display()
+    );
+    assert!(out.stderr.contains(&expected), "{}", out.stderr);
+}
