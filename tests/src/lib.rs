@@ -31,50 +31,19 @@ const COMMAND_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// A built binary of the workspace. `cargo test` builds only the test
 /// harnesses of other packages, not their binaries, so the first call builds
-/// `ckptd` and `ckptctl` into the same target dir and profile (the ckptctl
-/// package's every executable: `ckptctl` and the MCP server `ckpt-mcp`,
-/// which `ckptctl mcp` execs from next to itself).
+/// them into the same target dir and profile with [`build_binaries`].
 pub fn bin(name: &str) -> PathBuf {
-    static BUILT: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
+    static BUILT: std::sync::OnceLock<Result<bool, String>> = std::sync::OnceLock::new();
     let exe = std::env::current_exe().expect("test executable path");
     let profile_dir = exe
         .parent()
         .and_then(Path::parent)
         .expect("test executable lives in <target>/<profile>/deps");
     let path = profile_dir.join(name);
-    let built = BUILT.get_or_init(|| {
-        // `<target>/<profile>`, or `<target>/<triple>/<profile>` when a
-        // target is configured (as ours is). Cargo tags the target dir, and
-        // newer versions `<triple>/` too: the outer one is the target dir.
-        let target_dir = profile_dir
-            .ancestors()
-            .skip(1)
-            .take(2)
-            .filter(|d| d.join("CACHEDIR.TAG").is_file())
-            .last()
-            .expect("the target dir above the profile dir");
-        let mut cmd = Command::new(env!("CARGO"));
-        cmd.args([
-            "build",
-            "--quiet",
-            "-p",
-            "ckptd",
-            "-p",
-            "ckptctl",
-            "--target-dir",
-        ])
-        .arg(target_dir)
-        .current_dir(env!("CARGO_MANIFEST_DIR"));
-        if profile_dir.file_name().is_some_and(|p| p == "release") {
-            cmd.arg("--release");
-        }
-        match cmd.status() {
-            Ok(s) if s.success() => Ok(()),
-            other => Err(format!("building ckptd, ckptctl and ckpt-mcp: {other:?}")),
-        }
-    });
-    if let Err(e) = built {
-        panic!("{e}");
+    match BUILT.get_or_init(|| build_binaries(env!("CARGO").as_ref(), profile_dir)) {
+        Ok(true) => {}
+        Ok(false) => panic!("no cargo target dir above {}", profile_dir.display()),
+        Err(e) => panic!("{e}"),
     }
     assert!(
         path.is_file(),
@@ -82,6 +51,45 @@ pub fn bin(name: &str) -> PathBuf {
         path.display()
     );
     path
+}
+
+/// Builds `ckptd` and the ckptctl package's every executable (`ckptctl`, and
+/// `ckpt-mcp`, which `ckptctl mcp` execs from next to itself) with `cargo`
+/// into the target dir and profile of `profile_dir`. `Ok(false)`: no cargo
+/// target dir above it, nothing built.
+pub fn build_binaries(cargo: &std::ffi::OsStr, profile_dir: &Path) -> Result<bool, String> {
+    // `<target>/<profile>`, or `<target>/<triple>/<profile>` when a target
+    // is configured (as ours is). Cargo tags the target dir, and newer
+    // versions `<triple>/` too: the outer one is the target dir (else the
+    // build lands in `<triple>/<triple>/` and stale binaries are used).
+    let Some(target_dir) = profile_dir
+        .ancestors()
+        .skip(1)
+        .take(2)
+        .filter(|d| d.join("CACHEDIR.TAG").is_file())
+        .last()
+    else {
+        return Ok(false);
+    };
+    let mut cmd = Command::new(cargo);
+    cmd.args([
+        "build",
+        "--quiet",
+        "-p",
+        "ckptd",
+        "-p",
+        "ckptctl",
+        "--target-dir",
+    ])
+    .arg(target_dir)
+    .current_dir(env!("CARGO_MANIFEST_DIR"));
+    if profile_dir.file_name().is_some_and(|p| p == "release") {
+        cmd.arg("--release");
+    }
+    match cmd.status() {
+        Ok(s) if s.success() => Ok(true),
+        other => Err(format!("building ckptd, ckptctl and ckpt-mcp: {other:?}")),
+    }
 }
 
 /// What a finished command left.

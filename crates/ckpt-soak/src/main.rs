@@ -94,40 +94,7 @@ fn build_next_to_us(profile_dir: &std::path::Path) -> anyhow::Result<()> {
     let Some(cargo) = std::env::var_os("CARGO") else {
         return Ok(());
     };
-    // `<target>/<profile>` or `<target>/<triple>/<profile>`. Cargo tags the
-    // target dir, and newer versions `<triple>/` too: the outer one is it
-    // (else the build lands in `<triple>/<triple>/` and we test stale ones).
-    let Some(target_dir) = profile_dir
-        .ancestors()
-        .skip(1)
-        .take(2)
-        .filter(|d| d.join("CACHEDIR.TAG").is_file())
-        .last()
-    else {
-        return Ok(());
-    };
-    let mut cmd = std::process::Command::new(cargo);
-    cmd.args([
-        "build",
-        "--quiet",
-        "-p",
-        "ckptd",
-        "-p",
-        "ckptctl",
-        "--target-dir",
-    ])
-    .arg(target_dir)
-    .current_dir(env!("CARGO_MANIFEST_DIR"));
-    if profile_dir.file_name().is_some_and(|p| p == "release") {
-        cmd.arg("--release");
-    }
-    let st = cmd
-        .status()
-        .context("running cargo build for ckptd and ckptctl")?;
-    anyhow::ensure!(
-        st.success(),
-        "cargo build of ckptd and ckptctl failed ({st})"
-    );
+    ckpt_e2e::build_binaries(&cargo, profile_dir).map_err(anyhow::Error::msg)?;
     Ok(())
 }
 
