@@ -62,22 +62,12 @@ fn object_files(store: &Path) -> BTreeMap<String, PathBuf> {
     out
 }
 
-/// Every file of the store, byte for byte, except SQLite's shared-memory
+/// Everything in the store, byte for byte, except SQLite's shared-memory
 /// index (readers write their read marks there by design).
-fn store_bytes(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
-    let mut out = BTreeMap::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).expect("read_dir") {
-            let p = e.expect("entry").path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if !p.to_string_lossy().ends_with("-shm") {
-                out.insert(p.clone(), std::fs::read(&p).expect("read"));
-            }
-        }
-    }
-    out
+fn store_bytes(dir: &Path) -> Tree {
+    let mut tree = snapshot(dir);
+    tree.retain(|path, _| !path.ends_with(b"-shm"));
+    tree
 }
 
 #[test]
