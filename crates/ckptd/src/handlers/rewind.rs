@@ -23,14 +23,13 @@ pub fn rewind(
     force: bool,
 ) -> ReqResult<RewindReply> {
     let h = d.project_for(dir)?;
-    let start = Instant::now();
-    // The barrier checks the project is available, first of all (so an
-    // unavailable project is reported as such whatever the paths).
-    barrier(d, &h)?;
+    // A path outside the project is refused before the barrier's work.
     let rels = paths
         .iter()
         .map(|p| Daemon::rel_path(&h, p))
         .collect::<Result<Vec<_>, _>>()?;
+    let start = Instant::now();
+    barrier(d, &h)?;
     let opts = RewindOptions {
         paths: rels,
         dry_run,
@@ -48,7 +47,6 @@ pub fn rewind(
 pub fn redo(d: &Arc<Daemon>, dir: &WirePath, dry_run: bool, force: bool) -> ReqResult<RewindReply> {
     let h = d.project_for(dir)?;
     let start = Instant::now();
-    // The barrier checks the project is available, first of all.
     barrier(d, &h)?;
     let opts = RewindOptions {
         paths: Vec::new(),
