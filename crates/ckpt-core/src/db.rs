@@ -127,6 +127,11 @@ const MIGRATIONS: &[&str] = &[
     "
     ALTER TABLE rewinds ADD COLUMN redoes INTEGER;
     ",
+    // 6: the agent's transcript (conversation file) named by its hook, for
+    // rewinding the conversation with the code.
+    "
+    ALTER TABLE turns ADD COLUMN transcript TEXT;
+    ",
 ];
 
 /// The schema version this build writes and understands.

@@ -77,6 +77,8 @@ pub struct TurnMeta {
     pub label: Option<String>,
     pub agent: Option<String>,
     pub session: Option<String>,
+    /// The agent's transcript file, when its hook names one.
+    pub transcript: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

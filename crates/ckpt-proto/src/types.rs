@@ -41,6 +41,9 @@ pub enum Request {
         agent: Option<String>,
         #[serde(default)]
         session: Option<String>,
+        /// The agent's transcript file, when its hook names one.
+        #[serde(default)]
+        transcript: Option<String>,
         /// Watch the project (root discovered from `dir`) if it is not yet.
         #[serde(default)]
         auto_watch: bool,
@@ -207,6 +210,8 @@ pub struct TurnInfo {
     pub agent: Option<String>,
     #[serde(default)]
     pub session: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transcript: Option<String>,
     pub status: TurnStatus,
     pub counts: Counts,
 }

@@ -277,12 +277,13 @@ fn request() -> impl Strategy<Value = Request> {
         (odd_path(), any::<bool>())
             .prop_map(|(dir, drop_data)| Request::Unwatch { dir, drop_data }),
         Just(Request::Projects),
-        (odd_path(), opt(), opt(), opt(), any::<bool>()).prop_map(
-            |(dir, label, agent, session, auto_watch)| Request::TurnStart {
+        (odd_path(), opt(), opt(), opt(), opt(), any::<bool>()).prop_map(
+            |(dir, label, agent, session, transcript, auto_watch)| Request::TurnStart {
                 dir,
                 label,
                 agent,
                 session,
+                transcript,
                 auto_watch
             }
         ),

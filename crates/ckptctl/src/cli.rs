@@ -176,6 +176,9 @@ pub struct TurnMeta {
     /// The agent's session id.
     #[arg(long)]
     pub session: Option<String>,
+    /// The agent's transcript (conversation) file.
+    #[arg(long, value_name = "PATH")]
+    pub transcript: Option<String>,
 }
 
 #[derive(Args, Debug, Clone, Default)]

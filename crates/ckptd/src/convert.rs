@@ -50,6 +50,7 @@ pub fn turn_info(t: &core::TurnInfo) -> proto::TurnInfo {
         label: t.meta.label.clone(),
         agent: t.meta.agent.clone(),
         session: t.meta.session.clone(),
+        transcript: t.meta.transcript.clone(),
         status: match t.status {
             core::TurnStatus::Open => proto::TurnStatus::Open,
             core::TurnStatus::Closed => proto::TurnStatus::Closed,

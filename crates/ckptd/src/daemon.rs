@@ -442,20 +442,6 @@ impl Daemon {
     }
 }
 
-/// Walks up from `dir` to the nearest directory holding `.git` (a git
-/// top-level or worktree); `dir` itself if there is none. Only the presence
-/// of `.git` is checked, nothing in it is read.
-pub fn discover_root(dir: &Path) -> PathBuf {
-    let mut cur = Some(dir);
-    while let Some(d) = cur {
-        if std::fs::symlink_metadata(d.join(".git")).is_ok() {
-            return d.to_path_buf();
-        }
-        cur = d.parent();
-    }
-    dir.to_path_buf()
-}
-
 /// Removes `.` and resolves `..` lexically.
 fn normalize(p: &Path) -> PathBuf {
     let mut out = PathBuf::new();
@@ -498,22 +484,6 @@ mod tests {
         assert!(a.chars().all(|c| c.is_ascii_hexdigit()));
         assert_eq!(a, project_id(Path::new("/home/u/app")));
         assert_ne!(a, project_id(Path::new("/home/u/app2")));
-    }
-
-    #[test]
-    fn discover_finds_git_toplevel() {
-        let t = tempfile::tempdir().unwrap();
-        std::fs::create_dir_all(t.path().join("repo/.git")).unwrap();
-        std::fs::create_dir_all(t.path().join("repo/src/deep")).unwrap();
-        assert_eq!(
-            discover_root(&t.path().join("repo/src/deep")),
-            t.path().join("repo")
-        );
-        std::fs::create_dir_all(t.path().join("plain/x")).unwrap();
-        assert_eq!(
-            discover_root(&t.path().join("plain/x")),
-            t.path().join("plain/x")
-        );
     }
 
     #[test]

@@ -132,13 +132,15 @@ pub(crate) fn open_turn(conn: &Connection) -> Result<Option<i64>> {
 /// turn-start/turn-end loop.
 pub(crate) fn insert_turn(conn: &Connection, meta: &TurnMeta, started_ns: i64) -> Result<i64> {
     conn.prepare_cached(
-        "INSERT INTO turns (started_ns, label, agent, session, status) VALUES (?1, ?2, ?3, ?4, ?5)",
+        "INSERT INTO turns (started_ns, label, agent, session, transcript, status) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
     )?
     .execute(params![
         started_ns,
         meta.label,
         meta.agent,
         meta.session,
+        meta.transcript,
         TurnStatus::Open
     ])?;
     Ok(conn.last_insert_rowid())
@@ -228,7 +230,8 @@ pub(crate) struct TurnRow {
 pub(crate) fn turn(conn: &Connection, id: i64) -> Result<Option<TurnRow>> {
     Ok(conn
         .prepare_cached(
-            "SELECT started_ns, ended_ns, label, agent, session, status FROM turns WHERE id = ?1",
+            "SELECT started_ns, ended_ns, label, agent, session, transcript, status \
+             FROM turns WHERE id = ?1",
         )?
         .query_row([id], |r| {
             Ok(TurnRow {
@@ -238,8 +241,9 @@ pub(crate) fn turn(conn: &Connection, id: i64) -> Result<Option<TurnRow>> {
                     label: r.get(2)?,
                     agent: r.get(3)?,
                     session: r.get(4)?,
+                    transcript: r.get(5)?,
                 },
-                status: TurnStatus::read(&r.get::<_, String>(5)?),
+                status: TurnStatus::read(&r.get::<_, String>(6)?),
             })
         })
         .optional()?)

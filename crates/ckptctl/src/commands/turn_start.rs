@@ -39,6 +39,7 @@ pub fn start(ctx: &Ctx, args: TurnMeta) -> anyhow::Result<TurnStarted> {
         label: args.label,
         agent: args.agent,
         session: args.session,
+        transcript: args.transcript,
         auto_watch: true,
     })? {
         Response::TurnStarted(t) => t,

@@ -36,9 +36,17 @@ pub fn handle(d: &Arc<Daemon>, req: Request) -> Response {
             label,
             agent,
             session,
+            transcript,
             auto_watch,
-        } => turn_start::handle(d, &dir, label, agent, session, auto_watch)
-            .map(Response::TurnStarted),
+        } => {
+            let meta = ckpt_core::TurnMeta {
+                label,
+                agent,
+                session,
+                transcript,
+            };
+            turn_start::handle(d, &dir, meta, auto_watch).map(Response::TurnStarted)
+        }
         Request::TurnEnd { dir, session } => {
             turn_end::handle(d, &dir, session.as_deref()).map(Response::TurnEnded)
         }

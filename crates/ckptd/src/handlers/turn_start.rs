@@ -7,15 +7,15 @@ use ckpt_core::TurnMeta;
 use ckpt_proto::{ErrorKind, TurnStarted, WirePath};
 
 use crate::convert;
-use crate::daemon::{barrier, discover_root, Daemon};
+use ckpt_proto::paths::discover_root;
+
+use crate::daemon::{barrier, Daemon};
 use crate::error::ReqResult;
 
 pub fn handle(
     d: &Arc<Daemon>,
     dir: &WirePath,
-    label: Option<String>,
-    agent: Option<String>,
-    session: Option<String>,
+    meta: TurnMeta,
     auto_watch: bool,
 ) -> ReqResult<TurnStarted> {
     let (h, watched_now) = match d.project_for(dir) {
@@ -28,11 +28,6 @@ pub fn handle(
         Err(e) => return Err(e),
     };
     barrier(d, &h)?;
-    let meta = TurnMeta {
-        label,
-        agent,
-        session,
-    };
     let (closed_turn, turn) = h.call(|p| {
         let open = p.open_turn()?;
         Ok((open, p.turn_start(meta)?))

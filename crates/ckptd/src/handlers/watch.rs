@@ -6,7 +6,9 @@ use std::time::Instant;
 use ckpt_proto::{ScanSummary, Watched, WirePath};
 
 use crate::convert;
-use crate::daemon::{discover_root, Daemon};
+use ckpt_proto::paths::discover_root;
+
+use crate::daemon::Daemon;
 use crate::error::ReqResult;
 
 pub fn handle(d: &Arc<Daemon>, dir: &WirePath, discover: bool) -> ReqResult<Watched> {

@@ -1,0 +1,3 @@
+//! Installing ckpt into agents: their hook and MCP configs.
+
+pub mod edit;
