@@ -305,6 +305,7 @@ pub fn start(p: &mut Project, label: &str) -> i64 {
         label: Some(label.to_string()),
         agent: Some("test".into()),
         session: None,
+        transcript: None,
     })
     .expect("turn_start")
 }
