@@ -149,6 +149,7 @@ fn concrete(proj: &Path, g: &Gen) -> Request {
             label: label.clone(),
             agent: None,
             session: None,
+            transcript: None,
             auto_watch: *auto_watch,
         },
         Gen::TurnEnd(s) => Request::TurnEnd {
