@@ -4,6 +4,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+use crate::agents::Agent;
+
 /// Rewind what an AI coding agent did to your project, turn by turn.
 #[derive(Parser, Debug)]
 #[command(name = "ckptctl", version, propagate_version = true)]
@@ -34,6 +36,20 @@ pub struct Global {
     /// Print nothing on success (errors still go to stderr).
     #[arg(short, long, global = true)]
     pub quiet: bool,
+}
+
+impl Global {
+    /// `--data-dir`, else the default data dir.
+    pub fn data_dir(&self) -> anyhow::Result<PathBuf> {
+        match &self.data_dir {
+            Some(d) => Ok(d.clone()),
+            None => ckpt_proto::paths::default_data_dir().ok_or_else(|| {
+                anyhow::anyhow!(
+                    "cannot tell the data directory (no home directory); pass --data-dir"
+                )
+            }),
+        }
+    }
 }
 
 /// How many turns `log` (and the MCP server's list_turns) lists by default.
@@ -68,11 +84,8 @@ pub enum Command {
         /// closed.
         #[arg(long)]
         session: Option<String>,
-        /// Called from a Claude Code hook (Stop): read the hook's JSON on
-        /// stdin (`session_id` → session, `cwd` → project) and print nothing
-        /// on success.
-        #[arg(long)]
-        from_hook: bool,
+        #[command(flatten)]
+        hook: FromHook,
     },
     /// Wait until every change made so far has been captured.
     Sync,
@@ -135,6 +148,11 @@ pub enum Command {
     /// current directory's) and to read the status. A rewind or redo only
     /// plans unless the tool call confirms it, and is never forced.
     Mcp,
+    /// Wire ckpt into coding agents: their turn hooks and MCP server.
+    Hooks {
+        #[command(subcommand)]
+        action: HooksAction,
+    },
     /// Start ckptd at login: a systemd user unit (on macOS a launchd agent,
     /// which no test runs).
     Service {
@@ -185,12 +203,53 @@ pub struct TurnMeta {
 pub struct TurnStartArgs {
     #[command(flatten)]
     pub meta: TurnMeta,
-    /// Called from a Claude Code hook (UserPromptSubmit): read the hook's
-    /// JSON on stdin (`prompt` → label, `session_id` → session, `cwd` →
-    /// project) and print nothing on success, so nothing is added to the
-    /// agent's context.
+    #[command(flatten)]
+    pub hook: FromHook,
+}
+
+#[derive(Args, Debug, Clone, Default)]
+pub struct FromHook {
+    /// Called from AGENT's hook (`ckptctl hooks install` writes these):
+    /// read its JSON payload on stdin (prompt → label, session, project
+    /// dir, transcript) and print nothing. It never fails the agent: any
+    /// error is one line on stderr, exit 0, and shows in `hooks status`.
+    #[arg(
+        long,
+        value_name = "AGENT",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "claude-code"
+    )]
+    pub from_hook: Option<Agent>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum HooksAction {
+    /// Add ckpt's hooks (turn-start before the agent acts on a prompt,
+    /// turn-end after it finishes) and its MCP server to each agent's own
+    /// config, keeping everything else in it. Without AGENT: the agents
+    /// found on this machine.
+    Install(HooksArgs),
+    /// Take out exactly what install added.
+    Uninstall(HooksArgs),
+    /// Per agent: found or not, installed at user and project level, and
+    /// its hooks' last call.
+    Status,
+}
+
+#[derive(Args, Debug)]
+pub struct HooksArgs {
+    pub agents: Vec<Agent>,
+    /// The project's config (the git top level of -C's or the current
+    /// directory) instead of the user's.
+    #[arg(long, conflicts_with = "user")]
+    pub project: bool,
+    /// The user's config, for every project [the default].
     #[arg(long)]
-    pub from_hook: bool,
+    pub user: bool,
+    /// Show each file's change; write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 #[derive(Subcommand, Debug)]

@@ -186,11 +186,7 @@ pub fn find_ckptd() -> anyhow::Result<PathBuf> {
 /// Starts a detached daemon on `socket` and waits until it answers.
 fn start_daemon(g: &Global, socket: &Path) -> anyhow::Result<Stream> {
     let exe = find_ckptd()?;
-    let data_dir = match &g.data_dir {
-        Some(d) => d.clone(),
-        None => ckpt_proto::paths::default_data_dir()
-            .context("cannot tell the data directory (no home directory); pass --data-dir")?,
-    };
+    let data_dir = g.data_dir()?;
     std::fs::create_dir_all(&data_dir)
         .with_context(|| format!("creating data directory {}", data_dir.display()))?;
     let log_path = data_dir.join("ckptd.log");

@@ -19,6 +19,7 @@
 //! executable links rmcp and tokio, so `ckptctl`, which starts on every
 //! agent hook call, stays small.
 
+pub mod agents;
 pub mod cli;
 pub mod client;
 pub mod commands;

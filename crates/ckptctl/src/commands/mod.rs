@@ -11,6 +11,7 @@ use crate::client::Client;
 pub mod diff;
 mod fsck;
 mod hook;
+mod hooks;
 pub mod log;
 mod mcp;
 mod projects;
@@ -85,7 +86,7 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Unwatch { dir, drop_data } => unwatch::run(&ctx, dir.as_deref(), drop_data),
         Command::Projects => projects::run(&ctx),
         Command::TurnStart(args) => turn_start::run(ctx, args),
-        Command::TurnEnd { session, from_hook } => turn_end::run(ctx, session, from_hook),
+        Command::TurnEnd { session, hook } => turn_end::run(ctx, session, hook),
         Command::Sync => sync::run(&ctx),
         Command::Log { limit } => log::run(&ctx, limit),
         Command::Show { turn } => show::run(&ctx, turn),
@@ -102,6 +103,7 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Run { turn, command } => run::run(&ctx, turn, &command),
         Command::Service { action } => service::run(&ctx, action),
         Command::Mcp => mcp::run(&ctx),
+        Command::Hooks { action } => hooks::run(&ctx, action),
     }
 }
 

@@ -4,6 +4,8 @@ use ckpt_proto::{Request, Response, StatusReply};
 
 use super::projects::print_project;
 use super::{unexpected, Ctx};
+use crate::agents::Agent;
+use crate::hooks::calls::{self, Call, Calls};
 use crate::output;
 
 /// The daemon and every project: the document `--json` prints.
@@ -16,8 +18,14 @@ pub fn query(ctx: &Ctx) -> anyhow::Result<StatusReply> {
 
 pub fn run(ctx: &Ctx) -> anyhow::Result<u8> {
     let s = query(ctx)?;
+    let failing = failing_hooks(ctx);
     if ctx.g.json {
-        output::json(&s)?;
+        let mut doc = serde_json::to_value(&s)?;
+        doc["failing_hooks"] = serde_json::json!(failing
+            .iter()
+            .map(|(agent, call)| serde_json::json!({"agent": agent.name(), "call": call}))
+            .collect::<Vec<_>>());
+        output::json(&doc)?;
         return Ok(0);
     }
     let d = &s.daemon;
@@ -36,5 +44,23 @@ pub fn run(ctx: &Ctx) -> anyhow::Result<u8> {
     for p in &s.projects {
         print_project(p);
     }
+    for (agent, call) in failing {
+        let calls = Calls {
+            last_error: Some(call),
+            last_ok: None,
+        };
+        println!("hook {agent}: {}", super::hooks::last_call(agent, &calls));
+    }
     Ok(0)
+}
+
+/// The agents whose last hook call failed (the hook itself stayed quiet).
+fn failing_hooks(ctx: &Ctx) -> Vec<(Agent, Call)> {
+    let Ok(dir) = ctx.g.data_dir() else {
+        return Vec::new();
+    };
+    Agent::ALL
+        .iter()
+        .filter_map(|&a| calls::read(&dir, a).failing().map(|c| (a, c.clone())))
+        .collect()
 }

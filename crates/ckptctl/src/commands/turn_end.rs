@@ -4,19 +4,19 @@
 use ckpt_proto::{Request, Response, TurnEnded};
 
 use super::{unexpected, Ctx};
+use crate::agents::Event;
+use crate::cli::{FromHook, TurnMeta};
 use crate::output;
 
-pub fn run(mut ctx: Ctx, mut session: Option<String>, from_hook: bool) -> anyhow::Result<u8> {
-    if from_hook {
-        let input = super::hook::read_stdin()?;
-        session = session.or(input.session);
-        if let (Some(cwd), None) = (input.cwd, &ctx.g.dir) {
-            ctx.dir = super::absolute(&cwd)?;
-        }
-        ctx.g.quiet = true;
+pub fn run(ctx: Ctx, session: Option<String>, hook: FromHook) -> anyhow::Result<u8> {
+    if let Some(agent) = hook.from_hook {
+        let meta = TurnMeta {
+            session,
+            ..TurnMeta::default()
+        };
+        return super::hook::run(ctx, agent, Event::TurnEnd, meta);
     }
-    let ctx = &ctx;
-    let t = end(ctx, session)?;
+    let t = end(&ctx, session)?;
     if ctx.g.json {
         output::json(&t)?;
     } else if !ctx.g.quiet {

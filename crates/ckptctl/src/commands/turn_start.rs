@@ -4,21 +4,15 @@
 use ckpt_proto::{Request, Response, TurnStarted};
 
 use super::{unexpected, Ctx};
+use crate::agents::Event;
 use crate::cli::{TurnMeta, TurnStartArgs};
 use crate::output;
 
-pub fn run(mut ctx: Ctx, mut args: TurnStartArgs) -> anyhow::Result<u8> {
-    if args.from_hook {
-        let input = super::hook::read_stdin()?;
-        args.meta.label = args.meta.label.or(input.prompt);
-        args.meta.session = args.meta.session.or(input.session);
-        if let (Some(cwd), None) = (input.cwd, &ctx.g.dir) {
-            ctx.dir = super::absolute(&cwd)?;
-        }
-        ctx.g.quiet = true;
+pub fn run(ctx: Ctx, args: TurnStartArgs) -> anyhow::Result<u8> {
+    if let Some(agent) = args.hook.from_hook {
+        return super::hook::run(ctx, agent, Event::TurnStart, args.meta);
     }
-    let ctx = &ctx;
-    let t = start(ctx, args.meta)?;
+    let t = start(&ctx, args.meta)?;
     if ctx.g.json {
         output::json(&t)?;
     } else if !ctx.g.quiet {

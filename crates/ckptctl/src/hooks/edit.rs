@@ -48,6 +48,9 @@ pub enum JsonOp {
         key: &'static str,
         value: Value,
     },
+    /// A top-level property the file needs (`"version": 1`): set when
+    /// missing, never changed, and removed only with the whole file.
+    Default { key: &'static str, value: Value },
 }
 
 impl Edit {
@@ -165,6 +168,12 @@ fn json_install(text: &str, ops: &[JsonOp]) -> anyhow::Result<String> {
                 array.ensure_multiline();
                 array.append(input(value));
             }
+            JsonOp::Default { key, value } => {
+                let obj = root.object_value_or_set();
+                if obj.get(key).is_none() {
+                    obj.insert(0, key, input(value));
+                }
+            }
             JsonOp::Prop { at, key, value } => {
                 let obj = object_at(&root, at)?;
                 match obj.get(key) {
@@ -219,6 +228,7 @@ fn json_uninstall(text: &str, ops: &[JsonOp]) -> anyhow::Result<Option<String>> 
                     *at,
                 )
             }
+            JsonOp::Default { .. } => continue,
         };
         changed = true;
         // What install created for us alone goes too: the containers on our
@@ -230,9 +240,18 @@ fn json_uninstall(text: &str, ops: &[JsonOp]) -> anyhow::Result<Option<String>> 
     if !changed {
         return Ok(Some(text.to_string()));
     }
+    // Nothing left but the defaults we set: the file was ours alone.
+    let defaults: serde_json::Map<String, Value> = ops
+        .iter()
+        .filter_map(|op| match op {
+            JsonOp::Default { key, value } => Some((key.to_string(), value.clone())),
+            _ => None,
+        })
+        .collect();
+    let only_defaults = root.to_serde_value() == Some(Value::Object(defaults));
     let out = root.to_string();
-    let bare: String = out.chars().filter(|c| !c.is_whitespace()).collect();
-    Ok((bare != "{}").then_some(out))
+    let has_comment = out.contains("//") || out.contains("/*");
+    Ok((!only_defaults || has_comment).then_some(out))
 }
 
 fn prune_empty(root: &CstRootNode, at: &[&str]) {

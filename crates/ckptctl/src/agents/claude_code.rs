@@ -1,0 +1,103 @@
+//! Claude Code.
+//! - Hooks: https://code.claude.com/docs/en/hooks ("Hook locations": `~/.claude/settings.json`,
+//!   `.claude/settings.json`; events `UserPromptSubmit`, `Stop`, and `StopFailure`, which
+//!   replaces `Stop` when a turn ends on an API error; `timeout` in seconds; the command runs
+//!   with `sh -c`; common input fields `session_id`, `transcript_path`, `cwd`, plus `prompt`).
+//! - MCP: https://code.claude.com/docs/en/mcp (user scope: top-level `mcpServers` in
+//!   `~/.claude.json`; project scope: `.mcp.json` at the project root).
+//! - Exit 0 with empty stdout is "no decision"; stdout of `UserPromptSubmit` would become
+//!   model context, so the hook prints nothing.
+
+use serde_json::json;
+
+use super::{Agent, Event, Home, Payload, Piece, Spec, Target};
+use crate::hooks::edit::{Edit, JsonOp};
+
+pub const SPEC: Spec = Spec {
+    config_dirs: |h: &Home| vec![h.home.join(".claude")],
+    executables: &["claude"],
+    payload: Some(Payload {
+        session: &[&["session_id"]],
+        prompt: &[&["prompt"]],
+        cwd: &[&["cwd"]],
+        transcript: &[&["transcript_path"]],
+        // Cursor runs Claude Code's hooks as well, adding `cursor_version`
+        // (https://cursor.com/docs/agent/hooks, "Claude Code hooks").
+        sent_by_other: Some("cursor_version"),
+    }),
+    files,
+    after_install: None,
+};
+
+fn files(t: &Target) -> anyhow::Result<Vec<Piece>> {
+    let start = t.hook_command(Agent::ClaudeCode, Event::TurnStart);
+    let end = t.hook_command(Agent::ClaudeCode, Event::TurnEnd);
+    Ok(vec![
+        Piece {
+            path: t.pick(
+                t.home.home.join(".claude/settings.json"),
+                ".claude/settings.json",
+            ),
+            edit: Edit::Json(vec![
+                nested_hook(&["hooks", "UserPromptSubmit"], start.clone(), 30),
+                nested_hook(&["hooks", "Stop"], end.clone(), 30),
+                nested_hook(&["hooks", "StopFailure"], end, 30),
+            ]),
+        },
+        Piece {
+            path: t.pick(t.home.home.join(".claude.json"), ".mcp.json"),
+            edit: Edit::Json(vec![JsonOp::Prop {
+                at: &["mcpServers"],
+                key: "ckpt",
+                value: json!({"type": "stdio", "command": t.mcp_program(), "args": ["mcp"]}),
+            }]),
+        },
+    ])
+}
+
+/// `{"hooks": {EVENT: [{"hooks": [{"type": "command", …}]}]}}`: the shape
+/// Claude Code set and Codex and Gemini CLI follow.
+pub fn nested_hook(at: &'static [&'static str], command: String, timeout: u64) -> JsonOp {
+    JsonOp::Item {
+        at,
+        value: json!({"hooks": [{"type": "command", "command": command, "timeout": timeout}]}),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Both samples from the hooks reference, as printed there.
+    #[test]
+    fn parses_the_documented_payloads() {
+        let p = SPEC.payload.as_ref().unwrap();
+        let start = p
+            .parse(
+                r#"{"session_id": "abc123",
+  "transcript_path": "/Users/u/.claude/projects/p/00893aaf-19fa-41d2-8238-13269b9b3ca0.jsonl",
+  "cwd": "/Users/u/app", "permission_mode": "default",
+  "hook_event_name": "UserPromptSubmit",
+  "prompt": "Write a function to calculate the factorial of a number"}"#,
+            )
+            .unwrap();
+        assert_eq!(start.session.as_deref(), Some("abc123"));
+        assert_eq!(start.cwd.unwrap().to_str(), Some("/Users/u/app"));
+        assert!(start.transcript.unwrap().ends_with("13269b9b3ca0.jsonl"));
+        assert_eq!(
+            start.prompt.as_deref(),
+            Some("Write a function to calculate the factorial of a number")
+        );
+        let stop = p
+            .parse(
+                r#"{"session_id": "abc123", "transcript_path": "~/.claude/projects/x.jsonl",
+  "cwd": "/Users/u/app", "permission_mode": "default", "hook_event_name": "Stop",
+  "stop_hook_active": true, "last_assistant_message": "Done.",
+  "background_tasks": [], "session_crons": []}"#,
+            )
+            .unwrap();
+        assert_eq!(stop.session.as_deref(), Some("abc123"));
+        assert!(stop.prompt.is_none());
+        assert!(p.parse(r#"{"cursor_version":"1.7"}"#).unwrap().other_agent);
+    }
+}

@@ -1,0 +1,99 @@
+//! OpenAI Codex CLI.
+//! - Hooks: https://developers.openai.com/codex/hooks (`~/.codex/hooks.json` and
+//!   `<repo>/.codex/hooks.json`, Claude Code's shape; events `UserPromptSubmit` and `Stop`;
+//!   `timeout` in seconds; run as `$SHELL -lc`; input fields `session_id`, `turn_id`,
+//!   `transcript_path` (nullable), `cwd`, `prompt` — schemas in
+//!   openai/codex `codex-rs/hooks/schema/generated/`). New or changed hooks run only after
+//!   the user trusts them in `/hooks`.
+//! - MCP: https://developers.openai.com/codex/mcp (`[mcp_servers.NAME]` with `command` and
+//!   `args` in `~/.codex/config.toml`, or `.codex/config.toml` of a trusted project).
+//! - `$CODEX_HOME` replaces `~/.codex`.
+
+use serde_json::json;
+
+use super::claude_code::nested_hook;
+use super::{Agent, Event, Home, Payload, Piece, Spec, Target};
+use crate::hooks::edit::Edit;
+
+pub const SPEC: Spec = Spec {
+    config_dirs: |h: &Home| vec![codex_home(h)],
+    executables: &["codex"],
+    payload: Some(Payload {
+        session: &[&["session_id"]],
+        prompt: &[&["prompt"]],
+        cwd: &[&["cwd"]],
+        transcript: &[&["transcript_path"]],
+        sent_by_other: None,
+    }),
+    files,
+    after_install: Some(
+        "Codex runs new hooks only once you trust them: start `codex` and approve ckpt's in /hooks",
+    ),
+};
+
+fn codex_home(h: &Home) -> std::path::PathBuf {
+    h.env_or("CODEX_HOME", ".codex")
+}
+
+fn files(t: &Target) -> anyhow::Result<Vec<Piece>> {
+    let dir = codex_home(t.home);
+    Ok(vec![
+        Piece {
+            path: t.pick(dir.join("hooks.json"), ".codex/hooks.json"),
+            edit: Edit::Json(vec![
+                nested_hook(
+                    &["hooks", "UserPromptSubmit"],
+                    t.hook_command(Agent::Codex, Event::TurnStart),
+                    30,
+                ),
+                nested_hook(
+                    &["hooks", "Stop"],
+                    t.hook_command(Agent::Codex, Event::TurnEnd),
+                    30,
+                ),
+            ]),
+        },
+        Piece {
+            path: t.pick(dir.join("config.toml"), ".codex/config.toml"),
+            edit: Edit::Toml {
+                at: &["mcp_servers"],
+                key: "ckpt",
+                value: json!({"command": t.mcp_program(), "args": ["mcp"]}),
+            },
+        },
+    ])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Built from the input schemas (`additionalProperties: false`, every
+    /// field required); the docs print no sample.
+    #[test]
+    fn parses_the_schema_payloads() {
+        let p = SPEC.payload.as_ref().unwrap();
+        let start = p
+            .parse(
+                r#"{"session_id":"0199a0b2","turn_id":"t1",
+                "transcript_path":"/home/u/.codex/sessions/2026/12/01/rollout-1.jsonl",
+                "cwd":"/home/u/proj","hook_event_name":"UserPromptSubmit","model":"gpt-5",
+                "permission_mode":"default","prompt":"fix the tests"}"#,
+            )
+            .unwrap();
+        assert_eq!(start.session.as_deref(), Some("0199a0b2"));
+        assert_eq!(start.prompt.as_deref(), Some("fix the tests"));
+        assert_eq!(start.cwd.unwrap().to_str(), Some("/home/u/proj"));
+        assert!(start.transcript.unwrap().ends_with("rollout-1.jsonl"));
+        let stop = p
+            .parse(
+                r#"{"session_id":"0199a0b2","turn_id":"t1","transcript_path":null,
+                "cwd":"/home/u/proj","hook_event_name":"Stop","model":"gpt-5",
+                "permission_mode":"default","stop_hook_active":false,
+                "last_assistant_message":null}"#,
+            )
+            .unwrap();
+        assert_eq!(stop.session.as_deref(), Some("0199a0b2"));
+        assert_eq!(stop.transcript, None);
+    }
+}

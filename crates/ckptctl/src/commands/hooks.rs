@@ -1,0 +1,231 @@
+//! `ckptctl hooks install|uninstall|status`: ckpt's hooks and MCP server in
+//! each agent's own config.
+
+use anyhow::Context;
+use serde_json::json;
+
+use super::Ctx;
+use crate::agents::{Agent, Home, Scope, Target};
+use crate::cli::{HooksAction, HooksArgs};
+use crate::hooks::{self, calls, files, Action, Change};
+use crate::output;
+
+pub fn run(ctx: &Ctx, action: HooksAction) -> anyhow::Result<u8> {
+    let home = Home::from_env()?;
+    let ckptctl = std::env::current_exe()
+        .and_then(|p| p.canonicalize())
+        .context("finding this ckptctl's path (the hooks run it)")?;
+    let project = ckpt_proto::paths::discover_root(&ctx.dir);
+    let target = |scope| Target {
+        scope,
+        home: &home,
+        project: &project,
+        ckptctl: &ckptctl,
+    };
+    match action {
+        HooksAction::Install(args) => change(ctx, &target(scope(&args)), args, Action::Install),
+        HooksAction::Uninstall(args) => change(ctx, &target(scope(&args)), args, Action::Uninstall),
+        HooksAction::Status => status(ctx, &target(Scope::User), &target(Scope::Project)),
+    }
+}
+
+fn scope(args: &HooksArgs) -> Scope {
+    if args.project {
+        Scope::Project
+    } else {
+        Scope::User
+    }
+}
+
+fn change(ctx: &Ctx, target: &Target, args: HooksArgs, action: Action) -> anyhow::Result<u8> {
+    let agents = match (args.agents.is_empty(), action) {
+        (false, _) => {
+            let mut named = args.agents.clone();
+            named.dedup();
+            named
+        }
+        // Uninstall looks everywhere: it only takes out what is ours.
+        (true, Action::Uninstall) => Agent::ALL.to_vec(),
+        (true, Action::Install) => {
+            let found: Vec<(Agent, String)> = Agent::ALL
+                .iter()
+                .filter_map(|&a| a.detect(target.home).map(|how| (a, how)))
+                .collect();
+            anyhow::ensure!(
+                !found.is_empty(),
+                "found no agent on this machine (no config dir, none on PATH); name one: \
+                 ckptctl hooks install AGENT ({})",
+                names(&Agent::ALL)
+            );
+            if !ctx.g.json && !ctx.g.quiet {
+                println!("found:");
+                for (a, how) in &found {
+                    println!("  {a:<12} {how}");
+                }
+            }
+            found.into_iter().map(|(a, _)| a).collect()
+        }
+    };
+    let changes = hooks::plan(&agents, target, action)?;
+    if !args.dry_run {
+        hooks::apply(&changes)?;
+    }
+    let notes: Vec<String> = match action {
+        Action::Install => agents
+            .iter()
+            .filter_map(|a| a.spec().after_install.map(|n| format!("{a}: {n}")))
+            .collect(),
+        Action::Uninstall => Vec::new(),
+    };
+    if ctx.g.json {
+        let files: Vec<_> = changes
+            .iter()
+            .map(|c| {
+                json!({
+                    "path": c.path,
+                    "agents": names(&c.agents),
+                    "change": what(c),
+                    "backup": (c.changes() && c.old.is_some() && !args.dry_run)
+                        .then(|| files::backup_path(&c.path)),
+                })
+            })
+            .collect();
+        output::json(&json!({
+            "action": match action { Action::Install => "install", Action::Uninstall => "uninstall" },
+            "scope": match target.scope { Scope::User => "user", Scope::Project => "project" },
+            "dry_run": args.dry_run,
+            "agents": names(&agents),
+            "files": files,
+            "notes": notes,
+        }))?;
+        return Ok(0);
+    }
+    if ctx.g.quiet {
+        return Ok(0);
+    }
+    // A file that neither was nor will be is not worth a line.
+    for c in changes
+        .iter()
+        .filter(|c| c.old.is_some() || c.new.is_some())
+    {
+        if args.dry_run && c.changes() {
+            print_diff(c);
+        } else {
+            println!(
+                "{:<10} {} ({})",
+                what(c),
+                c.path.display(),
+                names(&c.agents)
+            );
+        }
+    }
+    for n in &notes {
+        println!("note: {n}");
+    }
+    Ok(0)
+}
+
+fn what(c: &Change) -> &'static str {
+    match (&c.old, &c.new) {
+        _ if !c.changes() => "unchanged",
+        (None, Some(_)) => "created",
+        (Some(_), None) => "removed",
+        _ => "updated",
+    }
+}
+
+fn names(agents: &[Agent]) -> String {
+    let v: Vec<&str> = agents.iter().map(|a| a.name()).collect();
+    v.join(", ")
+}
+
+fn print_diff(c: &Change) {
+    let old = c.old.as_deref().unwrap_or("");
+    let new = c.new.as_deref().unwrap_or("");
+    let path = c.path.display().to_string();
+    let diff = similar::TextDiff::from_lines(old, new);
+    print!(
+        "{}",
+        diff.unified_diff()
+            .header(&format!("a{path}"), &format!("b{path}"))
+    );
+}
+
+fn status(ctx: &Ctx, user: &Target, project: &Target) -> anyhow::Result<u8> {
+    let data_dir = ctx.g.data_dir().ok();
+    let mut rows = Vec::new();
+    for agent in Agent::ALL {
+        let calls = data_dir
+            .as_deref()
+            .map(|d| calls::read(d, agent))
+            .unwrap_or_default();
+        rows.push(json!({
+            "agent": agent.name(),
+            "detected": agent.detect(user.home),
+            "user": hooks::installed(agent, user)?,
+            "project": hooks::installed(agent, project)?,
+            "hooks": agent.spec().payload.is_some(),
+            "last_ok": calls.last_ok,
+            "last_error": calls.last_error,
+            "failing": calls.failing().is_some(),
+        }));
+    }
+    if ctx.g.json {
+        output::json(&json!({ "project": project.project, "agents": rows }))?;
+        return Ok(0);
+    }
+    println!("project: {}", project.project.display());
+    println!(
+        "{:<12} {:<8} {:<7} {:<8} last hook call",
+        "agent", "found", "user", "project"
+    );
+    for (agent, row) in Agent::ALL.iter().zip(&rows) {
+        let calls = data_dir
+            .as_deref()
+            .map(|d| calls::read(d, *agent))
+            .unwrap_or_default();
+        println!(
+            "{:<12} {:<8} {:<7} {:<8} {}",
+            agent.name(),
+            if row["detected"].is_null() {
+                "no"
+            } else {
+                "yes"
+            },
+            row["user"].as_str().unwrap_or("?"),
+            row["project"].as_str().unwrap_or("?"),
+            last_call(*agent, &calls)
+        );
+    }
+    Ok(0)
+}
+
+/// "never", "3m ago, turn-end in /src/app", or the failure.
+pub fn last_call(agent: Agent, calls: &calls::Calls) -> String {
+    if agent.spec().payload.is_none() {
+        return "(no hooks; MCP only)".to_string();
+    }
+    let ago = |at_ms: u64| {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
+        format!("{} ago", output::duration(now.saturating_sub(at_ms) / 1000))
+    };
+    if let Some(e) = calls.failing() {
+        return format!(
+            "FAILED {}, {}: {}",
+            ago(e.at_ms),
+            e.event,
+            e.error.as_deref().unwrap_or("?")
+        );
+    }
+    match &calls.last_ok {
+        Some(ok) => format!(
+            "{}, {} in {}",
+            ago(ok.at_ms),
+            ok.event,
+            ok.project.as_deref().unwrap_or("?")
+        ),
+        None => "never".to_string(),
+    }
+}

@@ -1,0 +1,87 @@
+//! What the last hook call of each agent did, kept by the client itself
+//! (when the daemon is down it cannot keep it): `hooks status` and
+//! `status` show it, so a hook that fails quietly (it must never break the
+//! agent) is still seen.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::agents::{Agent, Event};
+
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+pub struct Calls {
+    /// The last call that reached the daemon and did its work.
+    #[serde(default)]
+    pub last_ok: Option<Call>,
+    /// The last call that failed.
+    #[serde(default)]
+    pub last_error: Option<Call>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Call {
+    /// Unix time, milliseconds.
+    pub at_ms: u64,
+    /// `turn-start` or `turn-end`.
+    pub event: String,
+    #[serde(default)]
+    pub project: Option<String>,
+    #[serde(default)]
+    pub error: Option<String>,
+}
+
+impl Calls {
+    /// The last call failed (a later success clears it).
+    pub fn failing(&self) -> Option<&Call> {
+        let e = self.last_error.as_ref()?;
+        match &self.last_ok {
+            Some(ok) if ok.at_ms > e.at_ms => None,
+            _ => Some(e),
+        }
+    }
+}
+
+fn path(data_dir: &Path, agent: Agent) -> PathBuf {
+    data_dir
+        .join("hooks")
+        .join(format!("{}.json", agent.name()))
+}
+
+pub fn read(data_dir: &Path, agent: Agent) -> Calls {
+    std::fs::read(path(data_dir, agent))
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or_default()
+}
+
+/// Records one call; a failure to record is ignored (the hook's own result
+/// is what matters to the agent).
+pub fn record(data_dir: &Path, agent: Agent, event: Event, outcome: Result<String, String>) {
+    let mut calls = read(data_dir, agent);
+    let at_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64);
+    let event = event.command().to_string();
+    match outcome {
+        Ok(project) => {
+            calls.last_ok = Some(Call {
+                at_ms,
+                event,
+                project: Some(project),
+                error: None,
+            })
+        }
+        Err(error) => {
+            calls.last_error = Some(Call {
+                at_ms,
+                event,
+                project: None,
+                error: Some(error),
+            })
+        }
+    }
+    if let Ok(text) = serde_json::to_string(&calls) {
+        let _ = super::files::replace(&path(data_dir, agent), None, Some(&text), false);
+    }
+}
