@@ -14,7 +14,7 @@ use crate::hooks::edit::{Edit, JsonOp};
 
 pub const SPEC: Spec = Spec {
     config_dirs: |h: &Home| vec![h.home.join(".cursor")],
-    executables: &["cursor", "cursor-agent", "agent"],
+    executables: &["cursor", "cursor-agent"],
     payload: Some(Payload {
         session: &[&["conversation_id"]],
         prompt: &[&["prompt"]],

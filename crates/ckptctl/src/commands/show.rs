@@ -43,6 +43,9 @@ pub fn run(ctx: &Ctx, turn: i64) -> anyhow::Result<u8> {
     if let Some(se) = &i.session {
         println!("session: {se}");
     }
+    if let Some(t) = &i.transcript {
+        println!("transcript: {t}");
+    }
     println!("{}", output::counts_long(&i.counts));
     output::entries(&s.turn.entries);
     if i.status == TurnStatus::Open && !s.turn.entries.is_empty() {
