@@ -105,6 +105,7 @@ enum Gen {
     Hello(u32),
     Status,
     Projects,
+    Activity(Spot),
 }
 
 fn turn() -> impl Strategy<Value = i64> {
@@ -129,6 +130,7 @@ fn gen() -> impl Strategy<Value = Gen> {
         any::<u32>().prop_map(Gen::Hello),
         Just(Gen::Status),
         Just(Gen::Projects),
+        spot().prop_map(Gen::Activity),
     ]
 }
 
@@ -188,6 +190,7 @@ fn concrete(proj: &Path, g: &Gen) -> Request {
         },
         Gen::Status => Request::Status,
         Gen::Projects => Request::Projects,
+        Gen::Activity(s) => Request::Activity { dir: p(s) },
     }
 }
 

@@ -96,6 +96,11 @@ pub enum Request {
     Fsck {
         dir: WirePath,
     },
+    /// When the project last saw a change, without a barrier: cheap enough
+    /// to poll (`ckptctl run --bursts`).
+    Activity {
+        dir: WirePath,
+    },
 }
 
 /// What the daemon answers: exactly one response per request.
@@ -119,6 +124,7 @@ pub enum Response {
     Rewind(RewindReply),
     Status(StatusReply),
     Fsck(FsckReply),
+    Activity(ActivityReply),
 }
 
 /// Kinds of failure; `ckptctl` maps them to exit codes (1, or 3 for
@@ -515,6 +521,26 @@ pub struct FsckReply {
     pub warnings_unlisted: u64,
     #[serde(default)]
     pub elapsed_ms: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub degraded: Option<String>,
+}
+
+/// A project's recent activity, as the daemon knows it without a barrier.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ActivityReply {
+    pub project: WirePath,
+    /// The open turn, if any.
+    #[serde(default)]
+    pub open_turn: Option<i64>,
+    /// Unix time (ns) at which the daemon last captured a change in the
+    /// project; `None` if none since it started watching.
+    #[serde(default)]
+    pub last_change_ns: Option<i64>,
+    /// Events queued and not yet checked: changes may be under way.
+    #[serde(default)]
+    pub queued: u64,
+    /// The daemon's clock (unix ns) when it answered.
+    pub now_ns: i64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub degraded: Option<String>,
 }

@@ -207,6 +207,8 @@ fn odd_name() -> impl Strategy<Value = String> {
             "Rewind",
             "Redo",
             "Status",
+            "Fsck",
+            "Activity",
             "Error",
             "version",
             "client",
@@ -320,6 +322,8 @@ fn request() -> impl Strategy<Value = Request> {
             }
         }),
         Just(Request::Status),
+        odd_path().prop_map(|dir| Request::Fsck { dir }),
+        odd_path().prop_map(|dir| Request::Activity { dir }),
     ]
 }
 

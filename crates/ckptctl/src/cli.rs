@@ -139,6 +139,11 @@ pub enum Command {
     Run {
         #[command(flatten)]
         turn: TurnMeta,
+        /// Start a new turn whenever the tree has been quiet for SECS
+        /// seconds after a change (for agents without hooks), so a whole
+        /// session is not one turn. Fractions allowed (0.5).
+        #[arg(long, value_name = "SECS", allow_negative_numbers = true)]
+        bursts: Option<String>,
         /// The command and its arguments (after `--`).
         #[arg(required = true, trailing_var_arg = true)]
         command: Vec<std::ffi::OsString>,

@@ -100,7 +100,11 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Redo { dry_run, force } => rewind::redo(&ctx, dry_run, force),
         Command::Status => status::run(&ctx),
         Command::Fsck => fsck::run(&ctx),
-        Command::Run { turn, command } => run::run(&ctx, turn, &command),
+        Command::Run {
+            turn,
+            bursts,
+            command,
+        } => run::run(&ctx, turn, bursts.as_deref(), &command),
         Command::Service { action } => service::run(&ctx, action),
         Command::Mcp => mcp::run(&ctx),
         Command::Hooks { action } => hooks::run(&ctx, action),

@@ -1,7 +1,10 @@
-//! `ckptctl run -- CMD…`: one turn around a command. The command's own
+//! `ckptctl run -- CMD…`: one turn around a command (with `--bursts SECS`,
+//! one turn per burst of changes; see [`bursts`]). The command's own
 //! output stays on stdout and the turn summary goes to stderr; with
 //! `--json`, stdout holds only the JSON document, so the command's stdout
 //! goes to stderr.
+
+mod bursts;
 
 use std::ffi::OsString;
 use std::os::unix::process::ExitStatusExt;
@@ -12,7 +15,14 @@ use super::{turn_end, turn_start, Ctx};
 use crate::cli::TurnMeta;
 use crate::output;
 
-pub fn run(ctx: &Ctx, mut args: TurnMeta, command: &[OsString]) -> anyhow::Result<u8> {
+pub fn run(
+    ctx: &Ctx,
+    mut args: TurnMeta,
+    bursts: Option<&str>,
+    command: &[OsString],
+) -> anyhow::Result<u8> {
+    let quiet =
+        bursts.map(|b| bursts::parse_quiet(b).unwrap_or_else(|e| crate::cli::usage_error(e)));
     let (program, rest) = command
         .split_first()
         .context("no command given (ckptctl run -- CMD ARGS…)")?;
@@ -24,16 +34,35 @@ pub fn run(ctx: &Ctx, mut args: TurnMeta, command: &[OsString]) -> anyhow::Resul
         args.label = Some(words.join(" "));
     }
     let session = args.session.clone();
+    let meta = args.clone();
     let started = turn_start::start(ctx, args)?;
+    let opened_ns = bursts::now_ns();
     if !ctx.g.quiet && !ctx.g.json {
         eprintln!("ckptctl: turn {} started", started.turn);
+    }
+    if quiet.is_some() {
+        // An older daemon is found before the command runs.
+        if let Err(e) = bursts::activity(ctx, &mut None) {
+            let _ = turn_end::end(ctx, session);
+            return Err(e);
+        }
     }
     let mut child = std::process::Command::new(program);
     child.args(rest).current_dir(&ctx.dir);
     if ctx.g.json {
         child.stdout(std::io::stderr());
     }
-    let status = child.status();
+    let (status, closed) = match quiet {
+        None => (child.status(), Vec::new()),
+        Some(quiet) => bursts::Watch {
+            ctx,
+            meta,
+            quiet,
+            turn: started.turn,
+            opened_ns,
+        }
+        .around(|| child.status()),
+    };
     // Close the turn whether or not the command could run (with --session,
     // only if no other session's turn has replaced it meanwhile).
     let ended = turn_end::end(ctx, session)?;
@@ -44,11 +73,15 @@ pub fn run(ctx: &Ctx, mut args: TurnMeta, command: &[OsString]) -> anyhow::Resul
         (None, None) => 1,
     };
     if ctx.g.json {
-        let doc = serde_json::json!({
+        let mut doc = serde_json::json!({
             "project": started.project,
             "turn": ended.turn,
             "exit_code": code,
         });
+        if quiet.is_some() {
+            let turns: Vec<_> = closed.iter().chain([&ended]).map(|t| &t.turn).collect();
+            doc["turns"] = serde_json::to_value(turns).context("encoding the turns")?;
+        }
         output::json(&doc)?;
     } else if !ctx.g.quiet {
         let info = &ended.turn.info;

@@ -9,6 +9,7 @@ use ckpt_proto::{Request, Response};
 use crate::daemon::Daemon;
 use crate::error::ReqError;
 
+mod activity;
 mod diff;
 mod fsck;
 mod log;
@@ -70,6 +71,7 @@ pub fn handle(d: &Arc<Daemon>, req: Request) -> Response {
         } => rewind::redo(d, &dir, dry_run, force).map(Response::Rewind),
         Request::Status => Ok(Response::Status(status::handle(d))),
         Request::Fsck { dir } => fsck::handle(d, &dir).map(Response::Fsck),
+        Request::Activity { dir } => activity::handle(d, &dir).map(Response::Activity),
     };
     result.unwrap_or_else(Response::from)
 }

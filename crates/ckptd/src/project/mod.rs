@@ -11,6 +11,7 @@ mod worker;
 
 use std::panic::AssertUnwindSafe;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::Instant;
@@ -38,6 +39,9 @@ pub struct ProjectHandle {
     /// The directories watched for this project.
     watches: Mutex<DirWatches>,
     last_gc: Mutex<Option<Instant>>,
+    /// Unix ns when the worker last captured a change (0: none yet); one
+    /// store per batch, read by `activity` without any lock.
+    last_change_ns: AtomicI64,
 }
 
 impl ProjectHandle {
@@ -55,6 +59,7 @@ impl ProjectHandle {
             worker: Mutex::new(None),
             watches: Mutex::new(DirWatches::default()),
             last_gc: Mutex::new(None),
+            last_change_ns: AtomicI64::new(0),
         })
     }
 
@@ -94,6 +99,20 @@ impl ProjectHandle {
         }
     }
 
+    /// When the worker last captured a change: events of excluded paths and
+    /// cookies never reach it, and checks that found nothing changed do not
+    /// count.
+    pub fn last_change_ns(&self) -> Option<i64> {
+        Some(self.last_change_ns.load(Ordering::Relaxed)).filter(|&t| t > 0)
+    }
+
+    /// Notes that a batch (or a scan) captured changes.
+    fn note_changes(&self, changed: u64) {
+        if changed > 0 {
+            self.last_change_ns.store(now_ns(), Ordering::Relaxed);
+        }
+    }
+
     /// Whether no operation holds the project right now.
     pub fn is_idle(&self) -> bool {
         !matches!(
@@ -101,6 +120,13 @@ impl ProjectHandle {
             Err(std::sync::TryLockError::WouldBlock)
         )
     }
+}
+
+/// The wall clock in unix ns.
+pub fn now_ns() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
 }
 
 /// A project on a new, empty tree at `dir/root`, for unit tests.

@@ -127,6 +127,13 @@ impl ProjectHandle {
         self.cond.notify_all();
     }
 
+    /// Enqueued paths the worker has not finished checking (those of the
+    /// batch it is checking now included).
+    pub fn unchecked(&self) -> u64 {
+        let q = lock(&self.queue);
+        q.enqueued.saturating_sub(q.processed)
+    }
+
     pub fn backlog(&self) -> u64 {
         lock(&self.queue).pending.len() as u64
     }

@@ -69,10 +69,13 @@ impl ProjectHandle {
                 } else {
                     let n = batch.len();
                     match self.call(|p| p.check_paths(batch.clone())) {
-                        Ok(report) => tracing::debug!(
-                            root = %self.root.display(), paths = n, changed = report.changed,
-                            "checked paths"
-                        ),
+                        Ok(report) => {
+                            self.note_changes(report.changed);
+                            tracing::debug!(
+                                root = %self.root.display(), paths = n, changed = report.changed,
+                                "checked paths"
+                            )
+                        }
                         Err(e) => self.capture_failed(&e),
                     }
                     // Watches for directories that appeared; what is in
@@ -135,6 +138,7 @@ impl ProjectHandle {
             p.reconcile()
         }) {
             Ok(report) => {
+                self.note_changes(report.changed);
                 tracing::debug!(root = %self.root.display(), entries = report.entries,
                     changed = report.changed, "full scan");
                 self.clear_transient();
@@ -145,5 +149,42 @@ impl ProjectHandle {
                 false
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `ckptctl run --bursts` polls this time: it must move when a batch
+    /// captured a change, and only then.
+    #[test]
+    fn last_change_moves_only_when_a_batch_changed_something() {
+        let t = tempfile::tempdir().unwrap();
+        let h = crate::project::for_test(t.path());
+        h.spawn_worker();
+        let f = RelPath::new("f").unwrap();
+        let settle = |h: &ProjectHandle| {
+            let seq = h.queue().enqueued;
+            assert!(h.wait_processed(seq, Duration::from_secs(30)));
+            assert_eq!(h.unchecked(), 0);
+        };
+        assert_eq!(h.last_change_ns(), None);
+
+        std::fs::write(h.root.join("f"), "1").unwrap();
+        h.enqueue(f.clone(), false);
+        settle(&h);
+        let first = h.last_change_ns().expect("a captured change is noted");
+
+        // An event for a path that did not change (a touch of nothing).
+        h.enqueue(f.clone(), false);
+        settle(&h);
+        assert_eq!(h.last_change_ns(), Some(first));
+
+        std::fs::write(h.root.join("f"), "22").unwrap();
+        h.enqueue(f, false);
+        settle(&h);
+        assert!(h.last_change_ns().expect("noted") > first);
+        h.stop_worker();
     }
 }
