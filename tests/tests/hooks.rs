@@ -1,0 +1,1056 @@
+//! `ckptctl hooks install|uninstall|status` and the hooks it installs, end
+//! to end: each agent's hook command is read back from the config file
+//! install wrote and run the way the agent runs it (`sh -c`, or the script
+//! itself), with that agent's documented payload on stdin. Every ckptctl
+//! here sees a temp HOME, XDG_CONFIG_HOME and a PATH holding only `sh`, so
+//! nothing reads or writes the real home and detection sees only what a
+//! test creates.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use ckpt_e2e::*;
+use serde_json::{json, Value};
+
+/// An [`Env`] with its own home for the agents' configs.
+struct World {
+    env: Env,
+    home: PathBuf,
+    xdg: PathBuf,
+    /// The whole PATH: a dir with `sh` only.
+    bin: PathBuf,
+}
+
+/// How an agent runs a hook.
+enum Hook {
+    /// A command line, run with `sh -c` (from the agent's own dir, not the
+    /// project's: the payload names the project).
+    Sh(String),
+    /// An executable file (Cline's hook scripts).
+    Exec(PathBuf),
+    /// A program and its arguments, no shell, in the project (OpenCode's
+    /// plugin spawns ckptctl so).
+    Argv(Vec<String>, PathBuf),
+}
+
+impl World {
+    fn new() -> World {
+        let env = Env::new();
+        let home = env.dir("home");
+        let xdg = env.dir("xdg");
+        let bin = env.dir("bin");
+        std::os::unix::fs::symlink("/bin/sh", bin.join("sh")).expect("link sh");
+        World {
+            env,
+            home,
+            xdg,
+            bin,
+        }
+    }
+
+    fn isolate<'c>(&self, cmd: &'c mut Command) -> &'c mut Command {
+        cmd.env("HOME", &self.home)
+            .env("XDG_CONFIG_HOME", &self.xdg)
+            .env("PATH", &self.bin)
+            .env_remove("CODEX_HOME")
+            .env_remove("COPILOT_HOME")
+            .env_remove("GEMINI_CLI_HOME")
+            .env_remove("SHELL")
+    }
+
+    fn ctl(&self, dir: &Path, args: &[&str]) -> Out {
+        run(self.isolate(&mut self.env.ctl_cmd(dir, args)))
+    }
+
+    fn ctl_ok(&self, dir: &Path, args: &[&str]) -> String {
+        let out = self.ctl(dir, args);
+        assert!(out.status.success(), "ckptctl {args:?} failed: {out:?}");
+        out.stdout
+    }
+
+    fn ctl_json(&self, dir: &Path, args: &[&str]) -> Value {
+        let mut full = vec!["--json"];
+        full.extend_from_slice(args);
+        let out = self.ctl(dir, &full);
+        assert!(out.status.success(), "ckptctl {full:?} failed: {out:?}");
+        out.json()
+    }
+
+    /// `hooks install ARGS…` at user level, from a dir that is no project.
+    fn install(&self, args: &[&str]) -> String {
+        let mut full = vec!["hooks", "install"];
+        full.extend_from_slice(args);
+        self.ctl_ok(self.env.path(), &full)
+    }
+
+    fn uninstall(&self, args: &[&str]) -> String {
+        let mut full = vec!["hooks", "uninstall"];
+        full.extend_from_slice(args);
+        self.ctl_ok(self.env.path(), &full)
+    }
+
+    /// Runs a hook as the agent would, with `payload` on stdin and ckpt's
+    /// socket and data dir in the environment it inherits.
+    fn call(&self, hook: &Hook, payload: &Value) -> Out {
+        self.call_raw(hook, payload.to_string().as_bytes())
+    }
+
+    fn call_raw(&self, hook: &Hook, input: &[u8]) -> Out {
+        let mut cmd = match hook {
+            Hook::Sh(line) => {
+                let mut c = Command::new("/bin/sh");
+                c.arg("-c").arg(line).current_dir(self.env.path());
+                c
+            }
+            Hook::Exec(script) => {
+                let mut c = Command::new(script);
+                c.current_dir(self.env.path());
+                c
+            }
+            Hook::Argv(argv, cwd) => {
+                let mut c = Command::new(&argv[0]);
+                c.args(&argv[1..]).current_dir(cwd);
+                c
+            }
+        };
+        cmd.env("CKPT_SOCKET", &self.env.socket)
+            .env("CKPT_DATA_DIR", &self.env.data)
+            .env("CKPT_NO_AUTOSTART", "1");
+        self.isolate(&mut cmd);
+        run_with_input(&mut cmd, Some(input))
+    }
+
+    /// One turn through the agent's hooks: start, an edit of `a.txt` by
+    /// the shell, end. Each call exits 0 and prints `answer` only. Returns
+    /// the closed turn from `log`.
+    #[allow(clippy::too_many_arguments)]
+    fn turn(
+        &self,
+        proj: &Path,
+        agent: &str,
+        start: &Hook,
+        start_payload: Value,
+        end: &Hook,
+        end_payload: Value,
+        answer: &str,
+    ) -> Value {
+        for (what, hook, payload) in [("start", start, &start_payload), ("end", end, &end_payload)]
+        {
+            if what == "end" {
+                sh(proj, "echo changed > a.txt");
+            }
+            let out = self.call(hook, payload);
+            assert!(out.status.success(), "{agent} turn-{what}: {out:?}");
+            assert_eq!(out.stdout, answer, "{agent} turn-{what}: {out:?}");
+            assert_eq!(out.stderr, "", "{agent} turn-{what}: {out:?}");
+        }
+        let log = self.ctl_json(proj, &["log"]);
+        let turns = log["turns"].as_array().expect("turns");
+        assert_eq!(turns.len(), 1, "{log}");
+        let t = turns[0].clone();
+        assert_eq!(t["status"], "closed", "{t}");
+        assert_eq!(t["agent"], agent, "{t}");
+        assert_eq!(t["counts"]["modified"], 1, "{t}");
+        let shown = self.ctl_json(proj, &["show", "1"]);
+        assert_eq!(shown["turn"]["info"], t, "show and log agree");
+        t
+    }
+}
+
+fn ckptctl() -> PathBuf {
+    bin("ckptctl").canonicalize().expect("ckptctl's real path")
+}
+
+fn json_file(path: &Path) -> Value {
+    let text =
+        std::fs::read_to_string(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}\n{text}", path.display()))
+}
+
+/// The command at `pointer` in a config, checked to run this ckptctl.
+fn command_at(config: &Value, pointer: &str, event: &str, agent: &str) -> Hook {
+    let line = config
+        .pointer(pointer)
+        .and_then(Value::as_str)
+        .unwrap_or_else(|| panic!("no command at {pointer}: {config}"));
+    assert_eq!(
+        line,
+        format!("{} {event} --from-hook={agent}", ckptctl().display()),
+        "{pointer}"
+    );
+    Hook::Sh(line.to_string())
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().expect("a UTF-8 temp path")
+}
+
+/// A project with `a.txt`, watched already or not (the hook's turn-start
+/// watches it then).
+fn project(w: &World, watched: bool) -> (PathBuf, PathBuf) {
+    let proj = w.env.git_repo("app", &[("a.txt", b"1\n")]);
+    if watched {
+        w.ctl_ok(&proj, &["watch"]);
+    }
+    let cwd = proj.canonicalize().expect("canonical project");
+    (proj, cwd)
+}
+
+#[test]
+fn claude_code_hooks_from_its_settings_mark_a_turn() {
+    let w = World::new();
+    let _d = w.env.start_daemon();
+    let (proj, cwd) = project(&w, false);
+    w.install(&["claude-code"]);
+    let cfg = json_file(&w.home.join(".claude/settings.json"));
+    let start = command_at(
+        &cfg,
+        "/hooks/UserPromptSubmit/0/hooks/0/command",
+        "turn-start",
+        "claude-code",
+    );
+    let end = command_at(
+        &cfg,
+        "/hooks/Stop/0/hooks/0/command",
+        "turn-end",
+        "claude-code",
+    );
+    command_at(
+        &cfg,
+        "/hooks/StopFailure/0/hooks/0/command",
+        "turn-end",
+        "claude-code",
+    );
+    let transcript = w.env.path().join("claude.jsonl");
+    let t = w.turn(
+        &proj,
+        "claude-code",
+        &start,
+        json!({"session_id": "abc123", "transcript_path": transcript, "cwd": cwd,
+               "permission_mode": "default", "hook_event_name": "UserPromptSubmit",
+               "prompt": "Write a function to calculate the factorial of a number"}),
+        &end,
+        json!({"session_id": "abc123", "transcript_path": transcript, "cwd": cwd,
+               "permission_mode": "default", "hook_event_name": "Stop",
+               "stop_hook_active": true, "last_assistant_message": "Done.",
+               "background_tasks": [], "session_crons": []}),
+        "",
+    );
+    assert_eq!(
+        t["label"],
+        "Write a function to calculate the factorial of a number"
+    );
+    assert_eq!(t["session"], "abc123");
+    assert_eq!(t["transcript"], s(&transcript));
+}
+
+#[test]
+fn codex_hooks_from_its_hooks_json_mark_a_turn() {
+    let w = World::new();
+    let _d = w.env.start_daemon();
+    let (proj, cwd) = project(&w, true);
+    w.install(&["codex"]);
+    let cfg = json_file(&w.home.join(".codex/hooks.json"));
+    let start = command_at(
+        &cfg,
+        "/hooks/UserPromptSubmit/0/hooks/0/command",
+        "turn-start",
+        "codex",
+    );
+    let end = command_at(&cfg, "/hooks/Stop/0/hooks/0/command", "turn-end", "codex");
+    let transcript = w.env.path().join("rollout-1.jsonl");
+    let t = w.turn(
+        &proj,
+        "codex",
+        &start,
+        json!({"session_id": "0199a0b2", "turn_id": "t1", "transcript_path": transcript,
+               "cwd": cwd, "hook_event_name": "UserPromptSubmit", "model": "gpt-5",
+               "permission_mode": "default", "prompt": "fix the tests"}),
+        &end,
+        json!({"session_id": "0199a0b2", "turn_id": "t1", "transcript_path": null,
+               "cwd": cwd, "hook_event_name": "Stop", "model": "gpt-5",
+               "permission_mode": "default", "stop_hook_active": false,
+               "last_assistant_message": null}),
+        "",
+    );
+    assert_eq!(t["label"], "fix the tests");
+    assert_eq!(t["session"], "0199a0b2");
+    assert_eq!(t["transcript"], s(&transcript));
+}
+
+#[test]
+fn gemini_hooks_from_its_settings_mark_a_turn() {
+    let w = World::new();
+    let _d = w.env.start_daemon();
+    let (proj, cwd) = project(&w, false);
+    w.install(&["gemini"]);
+    let cfg = json_file(&w.home.join(".gemini/settings.json"));
+    let start = command_at(
+        &cfg,
+        "/hooks/BeforeAgent/0/hooks/0/command",
+        "turn-start",
+        "gemini",
+    );
+    let end = command_at(
+        &cfg,
+        "/hooks/AfterAgent/0/hooks/0/command",
+        "turn-end",
+        "gemini",
+    );
+    let transcript = w.env.path().join("chats/s.json");
+    let t = w.turn(
+        &proj,
+        "gemini",
+        &start,
+        json!({"session_id": "s-1", "transcript_path": transcript, "cwd": cwd,
+               "hook_event_name": "BeforeAgent", "timestamp": "2026-12-01T10:00:00Z",
+               "prompt": "add a test"}),
+        &end,
+        json!({"session_id": "s-1", "transcript_path": transcript, "cwd": cwd,
+               "hook_event_name": "AfterAgent", "timestamp": "2026-12-01T10:01:00Z",
+               "prompt": "add a test", "prompt_response": "Added.",
+               "stop_hook_active": false}),
+        "",
+    );
+    assert_eq!(t["label"], "add a test");
+    assert_eq!(t["session"], "s-1");
+    assert_eq!(t["transcript"], s(&transcript));
+}
+
+#[test]
+fn cursor_hooks_from_its_hooks_json_mark_a_turn_in_the_first_workspace_root() {
+    let w = World::new();
+    let _d = w.env.start_daemon();
+    let (proj, cwd) = project(&w, true);
+    let other = w.env.git_repo("lib", &[("b.txt", b"b\n")]);
+    w.install(&["cursor"]);
+    let cfg = json_file(&w.home.join(".cursor/hooks.json"));
+    assert_eq!(cfg["version"], 1, "{cfg}");
+    let start = command_at(
+        &cfg,
+        "/hooks/beforeSubmitPrompt/0/command",
+        "turn-start",
+        "cursor",
+    );
+    let end = command_at(&cfg, "/hooks/stop/0/command", "turn-end", "cursor");
+    let transcript = w.env.path().join("cursor.txt");
+    let t = w.turn(
+        &proj,
+        "cursor",
+        &start,
+        json!({"conversation_id": "c-9", "generation_id": "g-1", "model": "gpt-5",
+               "hook_event_name": "beforeSubmitPrompt", "cursor_version": "1.7.2",
+               "workspace_roots": [cwd, other], "user_email": null,
+               "transcript_path": transcript, "prompt": "rename Foo", "attachments": []}),
+        &end,
+        json!({"conversation_id": "c-9", "generation_id": "g-1", "hook_event_name": "stop",
+               "workspace_roots": [cwd, other], "status": "completed", "loop_count": 0}),
+        "",
+    );
+    assert_eq!(t["label"], "rename Foo");
+    assert_eq!(t["session"], "c-9");
+    assert_eq!(t["transcript"], s(&transcript));
+    // The second root is not the turn's: not even watched.
+    let lib = w.ctl(&other, &["log"]);
+    assert!(
+        lib.stderr.contains("not inside a watched project"),
+        "{lib:?}"
+    );
+}
+
+#[test]
+fn copilot_hooks_from_its_own_hook_file_mark_a_turn() {
+    let w = World::new();
+    let _d = w.env.start_daemon();
+    let (proj, cwd) = project(&w, false);
+    w.install(&["copilot"]);
+    let cfg = json_file(&w.home.join(".copilot/hooks/ckpt.json"));
+    assert_eq!(cfg["version"], 1, "{cfg}");
+    let start = command_at(
+        &cfg,
+        "/hooks/userPromptSubmitted/0/bash",
+        "turn-start",
+        "copilot",
+    );
+    let end = command_at(&cfg, "/hooks/agentStop/0/bash", "turn-end", "copilot");
+    let t = w.turn(
+        &proj,
+        "copilot",
+        &start,
+        json!({"sessionId": "4f1e", "timestamp": 1764580000000u64, "cwd": cwd,
+               "prompt": "bump the version"}),
+        &end,
+        json!({"sessionId": "4f1e", "timestamp": 1764580009000u64, "cwd": cwd,
+               "transcriptPath": w.env.path().join("events.jsonl"),
+               "stopReason": "end_turn"}),
+        "",
+    );
+    assert_eq!(t["label"], "bump the version");
+    assert_eq!(t["session"], "4f1e");
+    // Copilot names its transcript at agentStop only, and turn-end carries
+    // no transcript: the turn has none.
+    assert!(t.get("transcript").is_none(), "{t}");
+}
+
+#[test]
+fn cline_hook_scripts_mark_a_turn_and_answer_cancel_false() {
+    let w = World::new();
+    let _d = w.env.start_daemon();
+    let (proj, cwd) = project(&w, true);
+    w.install(&["cline"]);
+    let dir = w.home.join("Documents/Cline/Hooks");
+    for (name, event) in [
+        ("UserPromptSubmit", "turn-start"),
+        ("TaskComplete", "turn-end"),
+    ] {
+        let text = std::fs::read_to_string(dir.join(name)).expect("hook script");
+        let line = format!("{} {event} --from-hook=cline", ckptctl().display());
+        assert!(text.lines().any(|l| l == line), "{name}: {text}");
+    }
+    let t = w.turn(
+        &proj,
+        "cline",
+        &Hook::Exec(dir.join("UserPromptSubmit")),
+        json!({"clineVersion": "3.40.0", "hookName": "UserPromptSubmit",
+               "timestamp": "1764580000000", "taskId": "1764579990001",
+               "workspaceRoots": [cwd], "userId": "u1",
+               "userPromptSubmit": {"prompt": "add logging", "attachments": []}}),
+        &Hook::Exec(dir.join("TaskComplete")),
+        json!({"clineVersion": "3.40.0", "hookName": "TaskComplete",
+               "timestamp": "1764580100000", "taskId": "1764579990001",
+               "workspaceRoots": [cwd], "userId": "u1",
+               "taskComplete": {"taskMetadata": {"taskId": "1764579990001", "ulid": ""}}}),
+        "{\"cancel\": false}\n",
+    );
+    assert_eq!(t["label"], "add logging");
+    assert_eq!(t["session"], "1764579990001");
+}
+
+#[test]
+fn kiro_hooks_from_its_agent_file_mark_a_turn() {
+    let w = World::new();
+    let _d = w.env.start_daemon();
+    let (proj, cwd) = project(&w, false);
+    w.install(&["kiro"]);
+    let cfg = json_file(&w.home.join(".kiro/agents/ckpt.json"));
+    assert_eq!(cfg["name"], "ckpt", "{cfg}");
+    let start = command_at(
+        &cfg,
+        "/hooks/userPromptSubmit/0/command",
+        "turn-start",
+        "kiro",
+    );
+    let end = command_at(&cfg, "/hooks/stop/0/command", "turn-end", "kiro");
+    let t = w.turn(
+        &proj,
+        "kiro",
+        &start,
+        json!({"hook_event_name": "userPromptSubmit", "cwd": cwd,
+               "prompt": "user's input prompt"}),
+        &end,
+        json!({"hook_event_name": "stop", "cwd": cwd}),
+        "",
+    );
+    assert_eq!(t["label"], "user's input prompt");
+    assert_eq!(t["session"], Value::Null, "Kiro sends no session");
+}
+
+#[test]
+fn opencode_plugin_runs_this_ckptctl_with_the_payload_it_builds() {
+    let w = World::new();
+    let _d = w.env.start_daemon();
+    let (proj, cwd) = project(&w, true);
+    w.install(&["opencode"]);
+    let plugin = std::fs::read_to_string(w.xdg.join("opencode/plugins/ckpt.js")).expect("plugin");
+    let exe = ckptctl();
+    assert!(
+        plugin.contains(&format!("const CKPTCTL = {}", json!(s(&exe)))),
+        "{plugin}"
+    );
+    assert!(
+        plugin.contains(r#"["turn-start", "--from-hook=opencode"]"#),
+        "{plugin}"
+    );
+    assert!(
+        plugin.contains(r#"["turn-end", "--from-hook=opencode"]"#),
+        "{plugin}"
+    );
+    let argv = |event: &str| {
+        Hook::Argv(
+            vec![
+                s(&exe).to_string(),
+                event.to_string(),
+                "--from-hook=opencode".to_string(),
+            ],
+            cwd.clone(),
+        )
+    };
+    let t = w.turn(
+        &proj,
+        "opencode",
+        &argv("turn-start"),
+        json!({"session_id": "ses_1", "prompt": "tidy up", "cwd": cwd}),
+        &argv("turn-end"),
+        json!({"session_id": "ses_1", "cwd": cwd}),
+        "",
+    );
+    assert_eq!(t["label"], "tidy up");
+    assert_eq!(t["session"], "ses_1");
+}
+
+/// A user's config before install, and what of it must survive.
+struct Original {
+    path: PathBuf,
+    text: &'static str,
+    /// Bytes of the original that install must keep verbatim.
+    kept: &'static [&'static str],
+}
+
+const CLAUDE_SETTINGS: &str = r#"{
+  "model": "opus",
+  "hooks": {
+    "UserPromptSubmit": [
+      {
+        "hooks": [
+          {
+            "type": "command",
+            "command": "echo mine"
+          }
+        ]
+      }
+    ],
+    "PreToolUse": [
+      {
+        "matcher": "Bash",
+        "hooks": [
+          {
+            "type": "command",
+            "command": "lint.sh"
+          }
+        ]
+      }
+    ]
+  }
+}
+"#;
+
+const GEMINI_SETTINGS: &str = r#"// my gemini settings
+{
+  /* the look */
+  "theme": "Dracula",
+  "hooks": {
+    "BeforeAgent": [
+      {
+        // mine
+        "hooks": [
+          {
+            "name": "mine",
+            "type": "command",
+            "command": "echo before"
+          }
+        ]
+      }
+    ]
+  },
+  "mcpServers": {
+    "other": {
+      "command": "other-mcp"
+    }
+  }
+}
+"#;
+
+const CODEX_CONFIG: &str = r#"model = "o3"
+
+# my servers
+[mcp_servers.other]
+command = "other"
+args = ["x"]
+"#;
+
+const CURSOR_HOOKS: &str = r#"{
+  "version": 1,
+  "hooks": {
+    "stop": [
+      {
+        "command": "./audit.sh"
+      }
+    ]
+  }
+}
+"#;
+
+const ZED_SETTINGS: &str = r#"// Zed settings
+{
+  "theme": "One Dark", // trailing comment
+  /* servers */
+  "context_servers": {
+    "other": {
+      "source": "custom",
+      "command": "other"
+    }
+  }
+}
+"#;
+
+const OPENCODE_CONFIG: &str = r#"{
+  "$schema": "https://opencode.ai/config.json",
+  // keep this
+  "theme": "opencode"
+}
+"#;
+
+const KIRO_AGENT: &str = r#"{
+  "name": "dev",
+  "tools": ["read", "write"],
+  "hooks": {
+    "agentSpawn": [
+      {
+        "command": "git status"
+      }
+    ]
+  }
+}
+"#;
+
+fn originals(w: &World) -> Vec<Original> {
+    vec![
+        Original {
+            path: w.home.join(".claude/settings.json"),
+            text: CLAUDE_SETTINGS,
+            kept: &[
+                "\"model\": \"opus\"",
+                "\"command\": \"echo mine\"",
+                "\"matcher\": \"Bash\"",
+                "\"command\": \"lint.sh\"",
+            ],
+        },
+        Original {
+            path: w.home.join(".gemini/settings.json"),
+            text: GEMINI_SETTINGS,
+            kept: &[
+                "// my gemini settings\n",
+                "/* the look */",
+                "// mine\n",
+                "\"command\": \"echo before\"",
+                "\"command\": \"other-mcp\"",
+            ],
+        },
+        Original {
+            path: w.home.join(".codex/config.toml"),
+            text: CODEX_CONFIG,
+            kept: &[
+                "model = \"o3\"\n",
+                "# my servers\n",
+                "[mcp_servers.other]\n",
+            ],
+        },
+        Original {
+            path: w.home.join(".cursor/hooks.json"),
+            text: CURSOR_HOOKS,
+            kept: &["\"command\": \"./audit.sh\""],
+        },
+        Original {
+            path: w.xdg.join("zed/settings.json"),
+            text: ZED_SETTINGS,
+            kept: &[
+                "// Zed settings\n",
+                "\"theme\": \"One Dark\", // trailing comment\n",
+                "/* servers */",
+                "\"command\": \"other\"",
+            ],
+        },
+        Original {
+            path: w.xdg.join("opencode/opencode.json"),
+            text: OPENCODE_CONFIG,
+            kept: &[
+                "\"$schema\": \"https://opencode.ai/config.json\"",
+                "// keep this\n",
+            ],
+        },
+        Original {
+            path: w.home.join(".kiro/agents/dev.json"),
+            text: KIRO_AGENT,
+            kept: &["\"name\": \"dev\"", "\"command\": \"git status\""],
+        },
+    ]
+}
+
+/// What install adds to each original (other agents' hooks stay beside
+/// it).
+fn added(path: &Path) -> &'static [&'static str] {
+    let name = path.to_string_lossy();
+    if name.ends_with(".claude/settings.json") {
+        &[
+            "turn-start --from-hook=claude-code",
+            "turn-end --from-hook=claude-code",
+        ]
+    } else if name.ends_with(".gemini/settings.json") {
+        &["turn-start --from-hook=gemini", "\"ckpt\""]
+    } else if name.ends_with("config.toml") {
+        &["[mcp_servers.ckpt]"]
+    } else if name.ends_with(".cursor/hooks.json") {
+        &[
+            "turn-start --from-hook=cursor",
+            "turn-end --from-hook=cursor",
+        ]
+    } else if name.ends_with("zed/settings.json") || name.ends_with("opencode.json") {
+        &["\"ckpt\""]
+    } else {
+        &["turn-start --from-hook=kiro"]
+    }
+}
+
+const ALL: [&str; 9] = [
+    "claude-code",
+    "codex",
+    "gemini",
+    "cursor",
+    "copilot",
+    "cline",
+    "kiro",
+    "opencode",
+    "zed",
+];
+
+#[test]
+fn install_keeps_the_users_config_and_uninstall_restores_it_byte_for_byte() {
+    let w = World::new();
+    let originals = originals(&w);
+    for o in &originals {
+        std::fs::create_dir_all(o.path.parent().unwrap()).unwrap();
+        std::fs::write(&o.path, o.text).unwrap();
+    }
+    let before_home = snapshot(&w.home);
+    let before_xdg = snapshot(&w.xdg);
+
+    w.install(&ALL);
+    for o in &originals {
+        let now = std::fs::read_to_string(&o.path).unwrap();
+        for kept in o.kept {
+            assert!(
+                now.contains(kept),
+                "{}: lost {kept:?}:\n{now}",
+                o.path.display()
+            );
+        }
+        for add in added(&o.path) {
+            assert!(
+                now.contains(add),
+                "{}: no {add:?}:\n{now}",
+                o.path.display()
+            );
+        }
+        let backup = o.path.with_file_name(format!(
+            "{}.ckpt-backup",
+            o.path.file_name().unwrap().to_string_lossy()
+        ));
+        assert_eq!(
+            std::fs::read_to_string(&backup).ok().as_deref(),
+            Some(o.text),
+            "{} has no backup of the original",
+            o.path.display()
+        );
+    }
+    // The user's Claude hook and ours, side by side.
+    let claude = json_file(&w.home.join(".claude/settings.json"));
+    let prompt = claude["hooks"]["UserPromptSubmit"].as_array().unwrap();
+    assert_eq!(prompt.len(), 2, "{claude}");
+    assert_eq!(prompt[0]["hooks"][0]["command"], "echo mine");
+    // Kiro's own agent file is written only when the user has none.
+    assert!(!w.home.join(".kiro/agents/ckpt.json").exists());
+
+    let after_home = snapshot(&w.home);
+    let after_xdg = snapshot(&w.xdg);
+    w.install(&ALL);
+    assert_same_tree(
+        "home after a second install",
+        &after_home,
+        &snapshot(&w.home),
+    );
+    assert_same_tree("xdg after a second install", &after_xdg, &snapshot(&w.xdg));
+
+    w.uninstall(&ALL);
+    for o in &originals {
+        assert_eq!(
+            std::fs::read_to_string(&o.path).unwrap(),
+            o.text,
+            "{} after uninstall",
+            o.path.display()
+        );
+    }
+    // What install created is gone; only backups are left beside the
+    // originals.
+    let strip = |t: Tree| -> Tree {
+        t.into_iter()
+            .filter(|(k, _)| !k.ends_with(b".ckpt-backup"))
+            .collect()
+    };
+    let dirs_of = |t: &Tree| -> Vec<String> {
+        t.iter()
+            .filter(|(_, (n, _))| !matches!(n, Node::Dir { .. }))
+            .map(|(k, _)| String::from_utf8_lossy(k).into_owned())
+            .collect()
+    };
+    assert_eq!(
+        dirs_of(&strip(snapshot(&w.home))),
+        dirs_of(&before_home),
+        "files under HOME after uninstall"
+    );
+    assert_eq!(
+        dirs_of(&strip(snapshot(&w.xdg))),
+        dirs_of(&before_xdg),
+        "files under XDG_CONFIG_HOME after uninstall"
+    );
+}
+
+#[test]
+fn uninstall_removes_the_files_install_created() {
+    let w = World::new();
+    w.install(&ALL);
+    assert!(w.home.join(".claude.json").is_file());
+    assert!(w.home.join("Documents/Cline/Hooks/TaskComplete").is_file());
+    assert!(w.xdg.join("opencode/plugins/ckpt.js").is_file());
+    w.uninstall(&[]);
+    // Uninstall keeps a backup of each file it removes (a user's own `{}`
+    // is removed with ours); nothing else is left.
+    let left: Vec<String> = [&w.home, &w.xdg]
+        .iter()
+        .flat_map(|root| {
+            snapshot(root)
+                .into_iter()
+                .filter(|(_, (n, _))| !matches!(n, Node::Dir { .. }))
+                .map(|(k, _)| String::from_utf8_lossy(&k).into_owned())
+        })
+        .filter(|k| !k.ends_with(".ckpt-backup"))
+        .collect();
+    assert!(left.is_empty(), "left after uninstall: {left:?}");
+    assert!(!w.home.join(".claude.json").exists());
+}
+
+#[test]
+fn a_config_that_cannot_be_parsed_stops_the_whole_install() {
+    let w = World::new();
+    let settings = w.home.join(".claude/settings.json");
+    std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
+    std::fs::write(&settings, "{\"hooks\": ").unwrap();
+    let before = snapshot(&w.home);
+    let out = w.ctl(w.env.path(), &["hooks", "install", "claude-code", "gemini"]);
+    assert_ne!(out.code(), 0, "{out:?}");
+    assert!(out.stderr.contains(s(&settings)), "{}", out.stderr);
+    assert!(out.stderr.contains("left unchanged"), "{}", out.stderr);
+    assert_same_tree("home after a refused install", &before, &snapshot(&w.home));
+    assert!(list(&w.xdg).is_empty());
+}
+
+#[test]
+fn dry_run_writes_nothing_and_shows_the_diff() {
+    let w = World::new();
+    let out = w.ctl_ok(
+        w.env.path(),
+        &["hooks", "install", "claude-code", "--dry-run"],
+    );
+    let settings = w.home.join(".claude/settings.json");
+    assert!(out.contains(s(&settings)), "{out}");
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with('+') && l.contains("turn-start --from-hook=claude-code")),
+        "{out}"
+    );
+    assert!(list(&w.home).is_empty(), "{:?}", list(&w.home));
+    let doc = w.ctl_json(w.env.path(), &["hooks", "install", "gemini", "--dry-run"]);
+    assert_eq!(doc["dry_run"], true, "{doc}");
+    assert_eq!(doc["files"][0]["change"], "created", "{doc}");
+    assert!(list(&w.home).is_empty(), "{:?}", list(&w.home));
+}
+
+#[test]
+fn project_install_writes_under_the_git_top_level_and_status_says_where() {
+    let w = World::new();
+    let proj = w.env.git_repo("app", &[("sub/a.txt", b"a\n")]);
+    let sub = proj.join("sub");
+    w.ctl_ok(&sub, &["hooks", "install", "claude-code", "--project"]);
+    assert!(proj.join(".claude/settings.json").is_file());
+    assert!(proj.join(".mcp.json").is_file());
+    assert!(!sub.join(".claude").exists());
+    assert!(list(&w.home).is_empty(), "{:?}", list(&w.home));
+
+    let row = |doc: &Value, agent: &str| -> Value {
+        doc["agents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["agent"] == agent)
+            .unwrap_or_else(|| panic!("no {agent}: {doc}"))
+            .clone()
+    };
+    let doc = w.ctl_json(&sub, &["hooks", "status"]);
+    let root = proj.canonicalize().unwrap();
+    assert_eq!(doc["project"], s(&root), "{doc}");
+    let claude = row(&doc, "claude-code");
+    assert_eq!(claude["project"], "yes", "{claude}");
+    assert_eq!(claude["user"], "no", "{claude}");
+    assert_eq!(
+        claude["detected"],
+        Value::Null,
+        "nothing under HOME: {claude}"
+    );
+    assert_eq!(row(&doc, "gemini")["project"], "no");
+
+    w.install(&["claude-code"]);
+    let doc = w.ctl_json(&sub, &["hooks", "status"]);
+    let claude = row(&doc, "claude-code");
+    assert_eq!(claude["user"], "yes", "{claude}");
+    assert_eq!(claude["project"], "yes", "{claude}");
+    assert_eq!(
+        claude["detected"],
+        s(&w.home.join(".claude")),
+        "its config dir now exists: {claude}"
+    );
+}
+
+#[test]
+fn install_without_agents_installs_only_the_detected_ones() {
+    let w = World::new();
+    let out = w.ctl(w.env.path(), &["hooks", "install"]);
+    assert_ne!(out.code(), 0, "nothing to detect: {out:?}");
+    assert!(out.stderr.contains("found no agent"), "{}", out.stderr);
+
+    std::fs::create_dir(w.home.join(".gemini")).unwrap();
+    let doc = w.ctl_json(w.env.path(), &["hooks", "status"]);
+    for r in doc["agents"].as_array().unwrap() {
+        assert_eq!(
+            r["detected"].is_null(),
+            r["agent"] != "gemini",
+            "only gemini has a config dir: {r}"
+        );
+    }
+    let out = w.install(&[]);
+    let found: Vec<&str> = out
+        .lines()
+        .skip_while(|l| *l != "found:")
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .collect();
+    assert_eq!(found.len(), 1, "{out}");
+    assert!(found[0].trim_start().starts_with("gemini "), "{out}");
+    assert_eq!(list(&w.home), [".gemini", ".gemini/settings.json"]);
+    assert!(list(&w.xdg).is_empty(), "{:?}", list(&w.xdg));
+}
+
+/// Hook failures never break the agent: exit 0, nothing on stdout, one
+/// line on stderr; `hooks status` and `status` show the failure until a
+/// call succeeds.
+#[test]
+fn failing_hooks_exit_0_and_show_in_status_until_one_succeeds() {
+    let w = World::new();
+    let _d = w.env.start_daemon();
+    let (proj, cwd) = project(&w, true);
+    let unwatched = w.env.git_repo("elsewhere", &[("x", b"x\n")]);
+    w.install(&["gemini", "kiro"]);
+    let gemini = json_file(&w.home.join(".gemini/settings.json"));
+    let gemini_start = command_at(
+        &gemini,
+        "/hooks/BeforeAgent/0/hooks/0/command",
+        "turn-start",
+        "gemini",
+    );
+    let kiro = json_file(&w.home.join(".kiro/agents/ckpt.json"));
+    let kiro_start = command_at(
+        &kiro,
+        "/hooks/userPromptSubmit/0/command",
+        "turn-start",
+        "kiro",
+    );
+    let kiro_end = command_at(&kiro, "/hooks/stop/0/command", "turn-end", "kiro");
+
+    let quiet_failure = |hook: &Hook, input: &[u8]| {
+        let out = w.call_raw(hook, input);
+        assert!(out.status.success(), "{out:?}");
+        assert_eq!(out.stdout, "", "{out:?}");
+        assert_eq!(out.stderr.lines().count(), 1, "{out:?}");
+        assert!(out.stderr.ends_with('\n'), "{out:?}");
+        out.stderr
+    };
+    let row = |agent: &str| -> Value {
+        let doc = w.ctl_json(&proj, &["hooks", "status"]);
+        doc["agents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["agent"] == agent)
+            .unwrap()
+            .clone()
+    };
+
+    // (a) Not JSON.
+    let err = quiet_failure(&gemini_start, b"{\"session_id\": ");
+    assert!(err.contains("gemini hook (turn-start)"), "{err}");
+    let g = row("gemini");
+    assert_eq!(g["failing"], true, "{g}");
+    assert!(
+        g["last_error"]["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("not JSON")),
+        "{g}"
+    );
+    assert_eq!(g["last_error"]["event"], "turn-start", "{g}");
+
+    // (b) turn-end where no project is watched.
+    let payload = json!({"hook_event_name": "stop", "cwd": unwatched.canonicalize().unwrap()});
+    quiet_failure(&kiro_end, payload.to_string().as_bytes());
+    let k = row("kiro");
+    assert_eq!(k["failing"], true, "{k}");
+    assert_eq!(k["last_error"]["event"], "turn-end", "{k}");
+    assert!(k["last_error"]["error"].is_string(), "{k}");
+
+    let text = w.ctl_ok(&proj, &["status"]);
+    for agent in ["gemini", "kiro"] {
+        assert!(
+            text.lines()
+                .any(|l| l.starts_with(&format!("hook {agent}: FAILED "))),
+            "{agent}: {text}"
+        );
+    }
+    let status = w.ctl_json(&proj, &["status"]);
+    let failing: Vec<&str> = status["failing_hooks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|f| f["agent"].as_str())
+        .collect();
+    assert_eq!(failing, ["gemini", "kiro"], "{status}");
+    let hooks_text = w.ctl_ok(&proj, &["hooks", "status"]);
+    assert!(
+        hooks_text
+            .lines()
+            .any(|l| l.starts_with("kiro ") && l.contains("FAILED")),
+        "{hooks_text}"
+    );
+
+    // A later call that works clears it.
+    w.turn(
+        &proj,
+        "kiro",
+        &kiro_start,
+        json!({"hook_event_name": "userPromptSubmit", "cwd": cwd, "prompt": "p"}),
+        &kiro_end,
+        json!({"hook_event_name": "stop", "cwd": cwd}),
+        "",
+    );
+    let k = row("kiro");
+    assert_eq!(k["failing"], false, "{k}");
+    assert!(
+        k["last_error"].is_object(),
+        "the error is still on record: {k}"
+    );
+    assert_eq!(k["last_ok"]["event"], "turn-end", "{k}");
+    assert_eq!(
+        row("gemini")["failing"],
+        true,
+        "gemini's own call still failed"
+    );
+    let text = w.ctl_ok(&proj, &["status"]);
+    assert!(!text.contains("hook kiro:"), "{text}");
+    assert!(text.contains("hook gemini: FAILED"), "{text}");
+}
