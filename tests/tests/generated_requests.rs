@@ -157,6 +157,7 @@ fn concrete(proj: &Path, g: &Gen) -> Request {
         Gen::TurnEnd(s) => Request::TurnEnd {
             dir: p(s),
             session: None,
+            transcript: None,
         },
         Gen::Sync(s) => Request::Sync { dir: p(s) },
         Gen::Log(s, limit) => Request::Log {

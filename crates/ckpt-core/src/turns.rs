@@ -69,6 +69,12 @@ impl Project {
     }
 
     /// Who opened `turn` (label, agent, session), without reading its entries.
+    /// Keeps `transcript` on `turn` unless it has one: some agents name
+    /// their transcript only when the turn ends.
+    pub fn note_transcript(&mut self, turn: i64, transcript: &str) -> Result<()> {
+        history::note_transcript(&self.conn, turn, transcript)
+    }
+
     pub fn turn_meta(&self, turn: i64) -> Result<TurnMeta> {
         Ok(history::turn(&self.conn, turn)?
             .ok_or(Error::UnknownTurn(turn))?

@@ -53,6 +53,9 @@ pub enum Request {
         /// The agent's session: a turn another session opened is left open.
         #[serde(default)]
         session: Option<String>,
+        /// The agent's transcript file, kept on the turn if it has none.
+        #[serde(default)]
+        transcript: Option<String>,
     },
     Sync {
         dir: WirePath,

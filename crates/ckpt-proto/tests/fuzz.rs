@@ -289,8 +289,13 @@ fn request() -> impl Strategy<Value = Request> {
                 auto_watch
             }
         ),
-        (odd_path(), proptest::option::of(odd_name()))
-            .prop_map(|(dir, session)| Request::TurnEnd { dir, session }),
+        (odd_path(), proptest::option::of(odd_name()), opt()).prop_map(
+            |(dir, session, transcript)| Request::TurnEnd {
+                dir,
+                session,
+                transcript
+            }
+        ),
         odd_path().prop_map(|dir| Request::Sync { dir }),
         (odd_path(), any::<Option<usize>>()).prop_map(|(dir, limit)| Request::Log { dir, limit }),
         (odd_path(), any::<i64>()).prop_map(|(dir, turn)| Request::Show { dir, turn }),

@@ -249,6 +249,14 @@ pub(crate) fn turn(conn: &Connection, id: i64) -> Result<Option<TurnRow>> {
         .optional()?)
 }
 
+pub(crate) fn note_transcript(conn: &Connection, turn: i64, transcript: &str) -> Result<()> {
+    conn.execute(
+        "UPDATE turns SET transcript = ?2 WHERE id = ?1 AND transcript IS NULL",
+        params![turn, transcript],
+    )?;
+    Ok(())
+}
+
 pub(crate) fn turn_status(conn: &Connection, id: i64) -> Result<Option<TurnStatus>> {
     Ok(conn
         .query_row("SELECT status FROM turns WHERE id = ?1", [id], |r| {

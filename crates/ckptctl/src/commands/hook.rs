@@ -55,14 +55,15 @@ fn call(
     ctx.g.quiet = true;
     ctx.g.json = false;
     meta.session = meta.session.or(input.session);
+    meta.transcript = meta.transcript.or(input.transcript);
     let project = match event {
         Event::TurnStart => {
             meta.label = meta.label.or(input.prompt);
             meta.agent = meta.agent.or_else(|| Some(agent.name().to_string()));
-            meta.transcript = meta.transcript.or(input.transcript);
             turn_start::start(ctx, meta)?.project
         }
-        Event::TurnEnd => turn_end::end(ctx, meta.session)?.project,
+        // Copilot CLI names its transcript only when the turn ends.
+        Event::TurnEnd => turn_end::end(ctx, meta.session, meta.transcript)?.project,
     };
     Ok(Some(project.to_string()))
 }

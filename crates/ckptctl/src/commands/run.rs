@@ -43,7 +43,7 @@ pub fn run(
     if quiet.is_some() {
         // An older daemon is found before the command runs.
         if let Err(e) = bursts::activity(ctx, &mut None) {
-            let _ = turn_end::end(ctx, session);
+            let _ = turn_end::end(ctx, session, None);
             return Err(e);
         }
     }
@@ -65,7 +65,7 @@ pub fn run(
     };
     // Close the turn whether or not the command could run (with --session,
     // only if no other session's turn has replaced it meanwhile).
-    let ended = turn_end::end(ctx, session)?;
+    let ended = turn_end::end(ctx, session, None)?;
     let status = status.with_context(|| format!("running {}", program.to_string_lossy()))?;
     let code = match (status.code(), status.signal()) {
         (Some(c), _) => c,

@@ -16,7 +16,7 @@ pub fn run(ctx: Ctx, session: Option<String>, hook: FromHook) -> anyhow::Result<
         };
         return super::hook::run(ctx, agent, Event::TurnEnd, meta);
     }
-    let t = end(&ctx, session)?;
+    let t = end(&ctx, session, None)?;
     if ctx.g.json {
         output::json(&t)?;
     } else if !ctx.g.quiet {
@@ -25,10 +25,15 @@ pub fn run(ctx: Ctx, session: Option<String>, hook: FromHook) -> anyhow::Result<
     Ok(0)
 }
 
-pub fn end(ctx: &Ctx, session: Option<String>) -> anyhow::Result<TurnEnded> {
+pub fn end(
+    ctx: &Ctx,
+    session: Option<String>,
+    transcript: Option<String>,
+) -> anyhow::Result<TurnEnded> {
     let t = match ctx.request(&Request::TurnEnd {
         dir: ctx.wire_dir(),
         session,
+        transcript,
     })? {
         Response::TurnEnded(t) => t,
         other => return Err(unexpected(other)),

@@ -27,7 +27,7 @@ pub fn backup_path(path: &Path) -> PathBuf {
 }
 
 /// Replaces `path`'s content `old` by `new` (None: remove the file),
-/// keeping `old` in the backup file first.
+/// keeping `old` in the backup file first when there is a new content.
 pub fn replace(
     path: &Path,
     old: Option<&str>,
@@ -35,13 +35,15 @@ pub fn replace(
     executable: bool,
 ) -> anyhow::Result<()> {
     let path = &resolve(path);
+    // A file is removed only when nothing but ckpt's own entries was left
+    // in it: there is nothing of the user's to back up.
+    let Some(new) = new else {
+        return std::fs::remove_file(path).with_context(|| format!("removing {}", path.display()));
+    };
     if let Some(old) = old {
         std::fs::write(backup_path(path), old)
             .with_context(|| format!("backing up {}", path.display()))?;
     }
-    let Some(new) = new else {
-        return std::fs::remove_file(path).with_context(|| format!("removing {}", path.display()));
-    };
     let dir = path
         .parent()
         .context("a config file has a parent directory")?;
@@ -103,6 +105,10 @@ mod tests {
         let mode = std::fs::metadata(&script).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o755);
         replace(&script, Some("#!/bin/sh\n"), None, true).unwrap();
+        assert!(
+            !backup_path(&script).exists(),
+            "a removed file of ours has no backup"
+        );
         assert!(!script.exists());
     }
 

@@ -48,9 +48,12 @@ pub fn handle(d: &Arc<Daemon>, req: Request) -> Response {
             };
             turn_start::handle(d, &dir, meta, auto_watch).map(Response::TurnStarted)
         }
-        Request::TurnEnd { dir, session } => {
-            turn_end::handle(d, &dir, session.as_deref()).map(Response::TurnEnded)
-        }
+        Request::TurnEnd {
+            dir,
+            session,
+            transcript,
+        } => turn_end::handle(d, &dir, session.as_deref(), transcript.as_deref())
+            .map(Response::TurnEnded),
         Request::Sync { dir } => sync::handle(d, &dir).map(Response::Synced),
         Request::Log { dir, limit } => log::handle(d, &dir, limit).map(Response::Log),
         Request::Show { dir, turn } => show::handle(d, &dir, turn).map(Response::Show),

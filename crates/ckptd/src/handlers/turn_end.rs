@@ -10,7 +10,12 @@ use crate::convert;
 use crate::daemon::{barrier, Daemon};
 use crate::error::ReqResult;
 
-pub fn handle(d: &Arc<Daemon>, dir: &WirePath, session: Option<&str>) -> ReqResult<TurnEnded> {
+pub fn handle(
+    d: &Arc<Daemon>,
+    dir: &WirePath,
+    session: Option<&str>,
+    transcript: Option<&str>,
+) -> ReqResult<TurnEnded> {
     let h = d.project_for(dir)?;
     barrier(d, &h)?;
     let (detail, left_open) = h.call(|p| {
@@ -19,6 +24,9 @@ pub fn handle(d: &Arc<Daemon>, dir: &WirePath, session: Option<&str>) -> ReqResu
             if theirs.is_some_and(|theirs| theirs != ours) {
                 return Ok((p.show(open)?, true));
             }
+        }
+        if let (Some(t), Some(open)) = (transcript, p.open_turn()?) {
+            p.note_transcript(open, t)?;
         }
         Ok((p.turn_end()?, false))
     })?;

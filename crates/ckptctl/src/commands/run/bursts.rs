@@ -159,7 +159,7 @@ impl Watch<'_> {
             if !burst_over(opened_ns, a.last_change_ns, busy_ns, a.now_ns, quiet_ns) {
                 continue;
             }
-            let ended = turn_end::end(self.ctx, self.meta.session.clone())?;
+            let ended = turn_end::end(self.ctx, self.meta.session.clone(), None)?;
             if ended.left_open {
                 anyhow::bail!("turn {turn} belongs to another session now");
             }
