@@ -53,8 +53,8 @@ pub fn bin(name: &str) -> PathBuf {
     path
 }
 
-/// Builds `ckptd` and the ckptctl package's every executable (`ckptctl`, and
-/// `ckpt-mcp`, which `ckptctl mcp` execs from next to itself) with `cargo`
+/// Builds `ckptd` and the ckptctl package's every executable (`ckptctl`,
+/// and `ckpt-mcp` and `ckpt-hooks`, which it execs from next to itself) with `cargo`
 /// into the target dir and profile of `profile_dir`. `Ok(false)`: no cargo
 /// target dir above it, nothing built.
 pub fn build_binaries(cargo: &std::ffi::OsStr, profile_dir: &Path) -> Result<bool, String> {
@@ -88,7 +88,9 @@ pub fn build_binaries(cargo: &std::ffi::OsStr, profile_dir: &Path) -> Result<boo
     }
     match cmd.status() {
         Ok(s) if s.success() => Ok(true),
-        other => Err(format!("building ckptd, ckptctl and ckpt-mcp: {other:?}")),
+        other => Err(format!(
+            "building ckptd and ckptctl's executables: {other:?}"
+        )),
     }
 }
 

@@ -1,6 +1,7 @@
 //! The command line, as clap derive types.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
@@ -142,8 +143,8 @@ pub enum Command {
         /// Start a new turn whenever the tree has been quiet for SECS
         /// seconds after a change (for agents without hooks), so a whole
         /// session is not one turn. Fractions allowed (0.5).
-        #[arg(long, value_name = "SECS", allow_negative_numbers = true)]
-        bursts: Option<String>,
+        #[arg(long, value_name = "SECS", allow_negative_numbers = true, value_parser = quiet_secs)]
+        bursts: Option<Duration>,
         /// The command and its arguments (after `--`).
         #[arg(required = true, trailing_var_arg = true)]
         command: Vec<std::ffi::OsString>,
@@ -267,4 +268,32 @@ pub enum ServiceAction {
     },
     /// Disable and remove it.
     Uninstall,
+}
+
+/// The quiet time `--bursts` takes: seconds, fractions allowed, above 0.
+pub fn quiet_secs(text: &str) -> Result<Duration, String> {
+    let bad =
+        || format!("--bursts takes a number of seconds above 0 (e.g. 2 or 0.5), not '{text}'");
+    let secs: f64 = text.trim().parse().map_err(|_| bad())?;
+    // Refuses negatives, NaN and infinities; rounds what is below 1 ns to 0.
+    let quiet = Duration::try_from_secs_f64(secs).map_err(|_| bad())?;
+    if quiet.is_zero() {
+        return Err(bad());
+    }
+    Ok(quiet)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quiet_times_are_positive_seconds() {
+        assert_eq!(quiet_secs("0.5"), Ok(Duration::from_millis(500)));
+        assert_eq!(quiet_secs("2"), Ok(Duration::from_secs(2)));
+        for bad in ["0", "-1", "0.0", "abc", "", "nan", "inf", "1e300", "1e-12"] {
+            let e = quiet_secs(bad).expect_err(bad);
+            assert!(e.contains("--bursts") && e.contains(bad), "{e}");
+        }
+    }
 }

@@ -1,5 +1,5 @@
 //! `ckptctl hooks install|uninstall|status`: ckpt's hooks and MCP server in
-//! each agent's own config.
+//! each agent's own config. Run by the `ckpt-hooks` executable.
 
 use anyhow::Context;
 use serde_json::json;
@@ -12,9 +12,10 @@ use crate::output;
 
 pub fn run(ctx: &Ctx, action: HooksAction) -> anyhow::Result<u8> {
     let home = Home::from_env()?;
-    let ckptctl = std::env::current_exe()
-        .and_then(|p| p.canonicalize())
-        .context("finding this ckptctl's path (the hooks run it)")?;
+    // This runs as ckpt-hooks; the hooks run the ckptctl beside it.
+    let ckptctl = super::sibling::path("ckptctl")?
+        .canonicalize()
+        .context("finding ckptctl next to ckpt-hooks (the hooks run it)")?;
     let project = ckpt_proto::paths::discover_root(&ctx.dir);
     let target = |scope| Target {
         scope,

@@ -5,21 +5,16 @@
 //! async runtime, which doubled `ckptctl` and slowed the start of every
 //! hook call (docs/architecture.md, issue 18).
 
-use std::os::unix::process::CommandExt;
-use std::path::PathBuf;
 use std::process::Command;
 
-use anyhow::Context;
-
-use super::Ctx;
+use super::{sibling, Ctx};
 
 /// The server's executable name, next to `ckptctl`'s.
 pub const SERVER: &str = "ckpt-mcp";
 
 /// Execs `ckpt-mcp` with the global flags it acts on; returns only on failure.
 pub fn run(ctx: &Ctx) -> anyhow::Result<u8> {
-    let exe = server_path()?;
-    let mut cmd = Command::new(&exe);
+    let mut cmd = Command::new(sibling::path(SERVER)?);
     cmd.arg("-C").arg(&ctx.dir);
     if let Some(socket) = &ctx.g.socket {
         cmd.arg("--socket").arg(socket);
@@ -33,20 +28,5 @@ pub fn run(ctx: &Ctx) -> anyhow::Result<u8> {
     if ctx.g.quiet {
         cmd.arg("--quiet");
     }
-    let e = cmd.exec();
-    if e.kind() == std::io::ErrorKind::NotFound {
-        anyhow::bail!(
-            "the MCP server {} is missing: install {SERVER} next to ckptctl, from the same build",
-            exe.display()
-        );
-    }
-    Err(e).with_context(|| format!("starting the MCP server {}", exe.display()))
-}
-
-fn server_path() -> anyhow::Result<PathBuf> {
-    let exe = std::env::current_exe().context("finding ckptctl's own executable")?;
-    let dir = exe
-        .parent()
-        .with_context(|| format!("{} has no parent directory", exe.display()))?;
-    Ok(dir.join(SERVER))
+    sibling::exec(cmd, SERVER)
 }

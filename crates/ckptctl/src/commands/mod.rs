@@ -11,7 +11,7 @@ use crate::client::Client;
 pub mod diff;
 mod fsck;
 mod hook;
-mod hooks;
+pub mod hooks;
 pub mod log;
 mod mcp;
 mod projects;
@@ -19,6 +19,7 @@ pub mod rewind;
 mod run;
 mod service;
 pub mod show;
+pub mod sibling;
 pub mod status;
 mod sync;
 mod turn_end;
@@ -104,10 +105,11 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
             turn,
             bursts,
             command,
-        } => run::run(&ctx, turn, bursts.as_deref(), &command),
+        } => run::run(&ctx, turn, bursts, &command),
         Command::Service { action } => service::run(&ctx, action),
         Command::Mcp => mcp::run(&ctx),
-        Command::Hooks { action } => hooks::run(&ctx, action),
+        // Its config editors stay out of the hook path: ckpt-hooks runs it.
+        Command::Hooks { .. } => sibling::hooks(),
     }
 }
 

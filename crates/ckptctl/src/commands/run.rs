@@ -8,6 +8,7 @@ mod bursts;
 
 use std::ffi::OsString;
 use std::os::unix::process::ExitStatusExt;
+use std::time::Duration;
 
 use anyhow::Context;
 
@@ -18,11 +19,9 @@ use crate::output;
 pub fn run(
     ctx: &Ctx,
     mut args: TurnMeta,
-    bursts: Option<&str>,
+    quiet: Option<Duration>,
     command: &[OsString],
 ) -> anyhow::Result<u8> {
-    let quiet =
-        bursts.map(|b| bursts::parse_quiet(b).unwrap_or_else(|e| crate::cli::usage_error(e)));
     let (program, rest) = command
         .split_first()
         .context("no command given (ckptctl run -- CMD ARGS…)")?;

@@ -22,19 +22,6 @@ use crate::client::{Client, DaemonError};
 /// The longest pause between two polls.
 const MAX_POLL: Duration = Duration::from_millis(250);
 
-/// The quiet time `--bursts` takes: seconds, fractions allowed, above 0.
-pub fn parse_quiet(text: &str) -> Result<Duration, String> {
-    let bad =
-        || format!("--bursts takes a number of seconds above 0 (e.g. 2 or 0.5), not '{text}'");
-    let secs: f64 = text.trim().parse().map_err(|_| bad())?;
-    // Refuses negatives, NaN and infinities; rounds what is below 1 ns to 0.
-    let quiet = Duration::try_from_secs_f64(secs).map_err(|_| bad())?;
-    if quiet.is_zero() {
-        return Err(bad());
-    }
-    Ok(quiet)
-}
-
 /// How often to poll for a quiet time of `quiet`: a quarter of it, at most
 /// [`MAX_POLL`], so a burst ends at most a quarter late.
 pub fn poll_interval(quiet: Duration) -> Duration {
@@ -206,16 +193,6 @@ mod tests {
         assert!(burst_over(10 * S, Some(11 * S), Some(12 * S), 14 * S, q));
         // Queued events alone are not a change.
         assert!(!burst_over(10 * S, None, Some(11 * S), 20 * S, q));
-    }
-
-    #[test]
-    fn quiet_times_are_positive_seconds() {
-        assert_eq!(parse_quiet("0.5"), Ok(Duration::from_millis(500)));
-        assert_eq!(parse_quiet("2"), Ok(Duration::from_secs(2)));
-        for bad in ["0", "-1", "0.0", "abc", "", "nan", "inf", "1e300", "1e-12"] {
-            let e = parse_quiet(bad).expect_err(bad);
-            assert!(e.contains("--bursts") && e.contains(bad), "{e}");
-        }
     }
 
     #[test]

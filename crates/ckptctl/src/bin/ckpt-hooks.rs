@@ -1,0 +1,25 @@
+//! `ckpt-hooks`, run as `ckptctl hooks …` (with that command line as it
+//! is): installs ckpt into coding agents' configs, uninstalls it, shows its
+//! status. An executable of its own because the config editors it links
+//! (`jsonc-parser`, `toml_edit`, `similar`) would make `ckptctl`, started
+//! on every hook call, bigger and slower to start.
+
+use std::process::ExitCode;
+
+use ckptctl::cli::{Cli, Command};
+use ckptctl::commands::{hooks, Ctx};
+use clap::Parser;
+
+fn main() -> ExitCode {
+    // SAFETY: at start-up, before any thread exists.
+    unsafe { ckptctl::default_sigpipe() };
+    let cli = Cli::parse();
+    let json = cli.global.json;
+    let result = match cli.command {
+        Command::Hooks { action } => Ctx::new(cli.global).and_then(|ctx| hooks::run(&ctx, action)),
+        _ => Err(anyhow::anyhow!(
+            "ckpt-hooks runs only `ckptctl hooks …`; run the rest with ckptctl"
+        )),
+    };
+    ckptctl::exit_code(result, json)
+}

@@ -1,0 +1,42 @@
+//! The executables that ship next to `ckptctl` from the same build:
+//! `ckpt-mcp` (the MCP server) and `ckpt-hooks` (`hooks install` and
+//! friends). They hold what `ckptctl`, started on every hook call, should
+//! not link (docs/architecture.md, "Measurements").
+
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::Command;
+
+use anyhow::Context;
+
+/// `name` next to this executable.
+pub fn path(name: &str) -> anyhow::Result<PathBuf> {
+    let exe = std::env::current_exe().context("finding this executable's path")?;
+    let dir = exe
+        .parent()
+        .with_context(|| format!("{} has no parent directory", exe.display()))?;
+    Ok(dir.join(name))
+}
+
+/// Replaces this process with `cmd`, the sibling `name`; returns only on
+/// failure.
+pub fn exec(mut cmd: Command, name: &str) -> anyhow::Result<u8> {
+    let exe = PathBuf::from(cmd.get_program());
+    let e = cmd.exec();
+    if e.kind() == std::io::ErrorKind::NotFound {
+        anyhow::bail!(
+            "{} is missing: install {name} next to ckptctl, from the same build",
+            exe.display()
+        );
+    }
+    Err(e).with_context(|| format!("starting {}", exe.display()))
+}
+
+/// `ckptctl hooks …`: runs `ckpt-hooks` with this command line as it is.
+pub fn hooks() -> anyhow::Result<u8> {
+    let mut cmd = Command::new(path(HOOKS)?);
+    cmd.args(std::env::args_os().skip(1));
+    exec(cmd, HOOKS)
+}
+
+pub const HOOKS: &str = "ckpt-hooks";
