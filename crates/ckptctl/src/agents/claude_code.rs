@@ -13,18 +13,19 @@ use serde_json::json;
 use super::{Agent, Event, Home, Payload, Piece, Spec, Target};
 use crate::hooks::edit::{Edit, JsonOp};
 
+pub const PAYLOAD: Option<Payload> = Some(Payload {
+    session: &[&["session_id"]],
+    prompt: &[&["prompt"]],
+    cwd: &[&["cwd"]],
+    transcript: &[&["transcript_path"]],
+    // Cursor runs Claude Code's hooks as well, adding `cursor_version`
+    // (https://cursor.com/docs/agent/hooks, "Claude Code hooks").
+    sent_by_other: Some("cursor_version"),
+});
+
 pub const SPEC: Spec = Spec {
     config_dirs: |h: &Home| vec![h.home.join(".claude")],
     executables: &["claude"],
-    payload: Some(Payload {
-        session: &[&["session_id"]],
-        prompt: &[&["prompt"]],
-        cwd: &[&["cwd"]],
-        transcript: &[&["transcript_path"]],
-        // Cursor runs Claude Code's hooks as well, adding `cursor_version`
-        // (https://cursor.com/docs/agent/hooks, "Claude Code hooks").
-        sent_by_other: Some("cursor_version"),
-    }),
     files,
     after_install: None,
 };
@@ -71,7 +72,7 @@ mod tests {
     /// Both samples from the hooks reference, as printed there.
     #[test]
     fn parses_the_documented_payloads() {
-        let p = SPEC.payload.as_ref().unwrap();
+        let p = PAYLOAD.as_ref().unwrap();
         let start = p
             .parse(
                 r#"{"session_id": "abc123",

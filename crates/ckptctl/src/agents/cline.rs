@@ -13,16 +13,17 @@ use serde_json::json;
 use super::{Agent, Event, Home, Payload, Piece, Spec, Target};
 use crate::hooks::edit::{Edit, JsonOp, OWN_FILE_TAG};
 
+pub const PAYLOAD: Option<Payload> = Some(Payload {
+    session: &[&["taskId"]],
+    prompt: &[&["userPromptSubmit", "prompt"]],
+    cwd: &[&["workspaceRoots"]],
+    transcript: &[],
+    sent_by_other: None,
+});
+
 pub const SPEC: Spec = Spec {
     config_dirs: |h: &Home| vec![h.home.join("Documents/Cline"), h.home.join(".cline")],
     executables: &["cline"],
-    payload: Some(Payload {
-        session: &[&["taskId"]],
-        prompt: &[&["userPromptSubmit", "prompt"]],
-        cwd: &[&["workspaceRoots"]],
-        transcript: &[],
-        sent_by_other: None,
-    }),
     files,
     after_install: None,
 };
@@ -78,7 +79,7 @@ mod tests {
 
     #[test]
     fn parses_the_documented_payloads() {
-        let p = SPEC.payload.as_ref().unwrap();
+        let p = PAYLOAD.as_ref().unwrap();
         let start = p
             .parse(
                 r#"{"clineVersion":"3.40.0","hookName":"UserPromptSubmit",

@@ -15,16 +15,17 @@ use super::claude_code::nested_hook;
 use super::{Agent, Event, Home, Payload, Piece, Spec, Target};
 use crate::hooks::edit::Edit;
 
+pub const PAYLOAD: Option<Payload> = Some(Payload {
+    session: &[&["session_id"]],
+    prompt: &[&["prompt"]],
+    cwd: &[&["cwd"]],
+    transcript: &[&["transcript_path"]],
+    sent_by_other: None,
+});
+
 pub const SPEC: Spec = Spec {
     config_dirs: |h: &Home| vec![codex_home(h)],
     executables: &["codex"],
-    payload: Some(Payload {
-        session: &[&["session_id"]],
-        prompt: &[&["prompt"]],
-        cwd: &[&["cwd"]],
-        transcript: &[&["transcript_path"]],
-        sent_by_other: None,
-    }),
     files,
     after_install: Some(
         "Codex runs new hooks only once you trust them: start `codex` and approve ckpt's in /hooks",
@@ -72,7 +73,7 @@ mod tests {
     /// field required); the docs print no sample.
     #[test]
     fn parses_the_schema_payloads() {
-        let p = SPEC.payload.as_ref().unwrap();
+        let p = PAYLOAD.as_ref().unwrap();
         let start = p
             .parse(
                 r#"{"session_id":"0199a0b2","turn_id":"t1",

@@ -14,16 +14,17 @@ use serde_json::{json, Value};
 use super::{Agent, Event, Home, Payload, Piece, Spec, Target};
 use crate::hooks::edit::{Edit, JsonOp};
 
+pub const PAYLOAD: Option<Payload> = Some(Payload {
+    session: &[&["sessionId"], &["session_id"]],
+    prompt: &[&["prompt"]],
+    cwd: &[&["cwd"]],
+    transcript: &[&["transcriptPath"], &["transcript_path"]],
+    sent_by_other: None,
+});
+
 pub const SPEC: Spec = Spec {
     config_dirs: |h: &Home| vec![copilot_home(h)],
     executables: &["copilot"],
-    payload: Some(Payload {
-        session: &[&["sessionId"], &["session_id"]],
-        prompt: &[&["prompt"]],
-        cwd: &[&["cwd"]],
-        transcript: &[&["transcriptPath"], &["transcript_path"]],
-        sent_by_other: None,
-    }),
     files,
     after_install: None,
 };
@@ -75,7 +76,7 @@ mod tests {
 
     #[test]
     fn parses_the_documented_payloads() {
-        let p = SPEC.payload.as_ref().unwrap();
+        let p = PAYLOAD.as_ref().unwrap();
         let start = p
             .parse(
                 r#"{"sessionId":"4f1e","timestamp":1764580000000,"cwd":"/src/app",

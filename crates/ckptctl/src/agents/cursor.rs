@@ -12,16 +12,17 @@ use serde_json::json;
 use super::{Agent, Event, Home, Payload, Piece, Spec, Target};
 use crate::hooks::edit::{Edit, JsonOp};
 
+pub const PAYLOAD: Option<Payload> = Some(Payload {
+    session: &[&["conversation_id"]],
+    prompt: &[&["prompt"]],
+    cwd: &[&["workspace_roots"], &["cwd"]],
+    transcript: &[&["transcript_path"]],
+    sent_by_other: None,
+});
+
 pub const SPEC: Spec = Spec {
     config_dirs: |h: &Home| vec![h.home.join(".cursor")],
     executables: &["cursor", "cursor-agent"],
-    payload: Some(Payload {
-        session: &[&["conversation_id"]],
-        prompt: &[&["prompt"]],
-        cwd: &[&["workspace_roots"], &["cwd"]],
-        transcript: &[&["transcript_path"]],
-        sent_by_other: None,
-    }),
     files,
     after_install: None,
 };
@@ -63,7 +64,7 @@ mod tests {
 
     #[test]
     fn parses_the_documented_payloads() {
-        let p = SPEC.payload.as_ref().unwrap();
+        let p = PAYLOAD.as_ref().unwrap();
         let start = p
             .parse(
                 r#"{"conversation_id":"c-9","generation_id":"g-1","model":"gpt-5",

@@ -14,16 +14,17 @@ use serde_json::{json, Value};
 use super::{Agent, Event, Home, Payload, Piece, Spec, Target};
 use crate::hooks::edit::{Edit, JsonOp};
 
+pub const PAYLOAD: Option<Payload> = Some(Payload {
+    session: &[&["session_id"]],
+    prompt: &[&["prompt"]],
+    cwd: &[&["cwd"]],
+    transcript: &[&["transcript_path"]],
+    sent_by_other: None,
+});
+
 pub const SPEC: Spec = Spec {
     config_dirs: |h: &Home| vec![gemini_dir(h)],
     executables: &["gemini"],
-    payload: Some(Payload {
-        session: &[&["session_id"]],
-        prompt: &[&["prompt"]],
-        cwd: &[&["cwd"]],
-        transcript: &[&["transcript_path"]],
-        sent_by_other: None,
-    }),
     files,
     after_install: None,
 };
@@ -69,7 +70,7 @@ mod tests {
 
     #[test]
     fn parses_the_documented_payloads() {
-        let p = SPEC.payload.as_ref().unwrap();
+        let p = PAYLOAD.as_ref().unwrap();
         let start = p
             .parse(
                 r#"{"session_id":"s-1","transcript_path":"","cwd":"/src/app",

@@ -14,16 +14,17 @@ use serde_json::json;
 use super::{Agent, Event, Home, Payload, Piece, Spec, Target};
 use crate::hooks::edit::{Edit, JsonOp};
 
+pub const PAYLOAD: Option<Payload> = Some(Payload {
+    session: &[&["session_id"]],
+    prompt: &[&["prompt"]],
+    cwd: &[&["cwd"]],
+    transcript: &[],
+    sent_by_other: None,
+});
+
 pub const SPEC: Spec = Spec {
     config_dirs: |h: &Home| vec![h.home.join(".kiro")],
     executables: &["kiro-cli", "kiro"],
-    payload: Some(Payload {
-        session: &[&["session_id"]],
-        prompt: &[&["prompt"]],
-        cwd: &[&["cwd"]],
-        transcript: &[],
-        sent_by_other: None,
-    }),
     files,
     after_install: Some(
         "Kiro runs hooks of the active agent only: if ckpt wrote its own agent, make it the \
@@ -97,7 +98,7 @@ mod tests {
     /// The two samples of the hooks page, verbatim.
     #[test]
     fn parses_the_documented_payloads() {
-        let p = SPEC.payload.as_ref().unwrap();
+        let p = PAYLOAD.as_ref().unwrap();
         let start = p
             .parse(
                 r#"{ "hook_event_name": "userPromptSubmit", "cwd": "/current/working/directory",

@@ -64,6 +64,24 @@ impl Agent {
         }
     }
 
+    /// Its hook payload's names; None: the agent has no hooks (MCP only).
+    /// Apart from [`Spec`] so that the hook path links no installer.
+    pub fn payload(self) -> Option<&'static Payload> {
+        let p = match self {
+            Agent::ClaudeCode => &claude_code::PAYLOAD,
+            Agent::Codex => &codex::PAYLOAD,
+            Agent::Gemini => &gemini::PAYLOAD,
+            Agent::Cursor => &cursor::PAYLOAD,
+            Agent::Copilot => &copilot::PAYLOAD,
+            Agent::Cline => &cline::PAYLOAD,
+            Agent::Kiro => &kiro::PAYLOAD,
+            Agent::Opencode => &opencode::PAYLOAD,
+            Agent::Zed => &zed::PAYLOAD,
+        };
+        p.as_ref()
+    }
+
+    /// How to install into it.
     pub fn spec(self) -> &'static Spec {
         match self {
             Agent::ClaudeCode => &claude_code::SPEC,
@@ -98,13 +116,11 @@ impl std::fmt::Display for Agent {
     }
 }
 
-/// What ckpt needs to know about one agent.
+/// What installing into one agent takes.
 pub struct Spec {
     /// Directories whose presence means the agent is installed.
     pub config_dirs: fn(&Home) -> Vec<PathBuf>,
     pub executables: &'static [&'static str],
-    /// Its hook payload's names; None: the agent has no hooks (MCP only).
-    pub payload: Option<Payload>,
     /// The files `hooks install` changes at a scope, and how.
     pub files: fn(&Target) -> anyhow::Result<Vec<Piece>>,
     /// What the user still has to do after an install, if anything.
@@ -254,7 +270,7 @@ mod tests {
         use clap::ValueEnum;
         for a in Agent::ALL {
             assert_eq!(Agent::from_str(a.name(), false).unwrap(), a);
-            assert_eq!(a.spec().payload.is_none(), a == Agent::Zed, "{a}");
+            assert_eq!(a.payload().is_none(), a == Agent::Zed, "{a}");
         }
     }
 }

@@ -14,16 +14,17 @@ use serde_json::json;
 use super::{hook_flag, Agent, Home, Payload, Piece, Spec, Target};
 use crate::hooks::edit::{Edit, JsonOp, OWN_FILE_TAG};
 
+pub const PAYLOAD: Option<Payload> = Some(Payload {
+    session: &[&["session_id"]],
+    prompt: &[&["prompt"]],
+    cwd: &[&["cwd"]],
+    transcript: &[],
+    sent_by_other: None,
+});
+
 pub const SPEC: Spec = Spec {
     config_dirs: |h: &Home| vec![h.config.join("opencode")],
     executables: &["opencode"],
-    payload: Some(Payload {
-        session: &[&["session_id"]],
-        prompt: &[&["prompt"]],
-        cwd: &[&["cwd"]],
-        transcript: &[],
-        sent_by_other: None,
-    }),
     files,
     after_install: None,
 };
@@ -117,7 +118,7 @@ mod tests {
 
     #[test]
     fn parses_what_the_plugin_sends() {
-        let p = SPEC.payload.as_ref().unwrap();
+        let p = PAYLOAD.as_ref().unwrap();
         let start = p
             .parse(r#"{"session_id":"ses_1","prompt":"tidy up","cwd":"/src/app"}"#)
             .unwrap();

@@ -5,13 +5,15 @@
 
 use serde_json::json;
 
-use super::{Home, Piece, Spec, Target};
+use super::{Home, Payload, Piece, Spec, Target};
 use crate::hooks::edit::{Edit, JsonOp};
+
+/// No hooks: MCP only.
+pub const PAYLOAD: Option<Payload> = None;
 
 pub const SPEC: Spec = Spec {
     config_dirs: |h: &Home| vec![h.config.join("zed")],
     executables: &["zed", "zeditor"],
-    payload: None,
     files,
     after_install: None,
 };

@@ -42,7 +42,7 @@ fn call(
     event: Event,
     mut meta: TurnMeta,
 ) -> anyhow::Result<Option<String>> {
-    let payload = agent.spec().payload.as_ref().with_context(|| {
+    let payload = agent.payload().with_context(|| {
         format!("{agent} has no hooks (ckpt reaches it through MCP: `ckptctl mcp`)")
     })?;
     let input = payload.parse(&read_stdin()?)?;

@@ -165,7 +165,7 @@ fn status(ctx: &Ctx, user: &Target, project: &Target) -> anyhow::Result<u8> {
             "detected": agent.detect(user.home),
             "user": hooks::installed(agent, user)?,
             "project": hooks::installed(agent, project)?,
-            "hooks": agent.spec().payload.is_some(),
+            "hooks": agent.payload().is_some(),
             "last_ok": calls.last_ok,
             "last_error": calls.last_error,
             "failing": calls.failing().is_some(),
@@ -203,7 +203,7 @@ fn status(ctx: &Ctx, user: &Target, project: &Target) -> anyhow::Result<u8> {
 
 /// "never", "3m ago, turn-end in /src/app", or the failure.
 pub fn last_call(agent: Agent, calls: &calls::Calls) -> String {
-    if agent.spec().payload.is_none() {
+    if agent.payload().is_none() {
         return "(no hooks; MCP only)".to_string();
     }
     let ago = |at_ms: u64| {
