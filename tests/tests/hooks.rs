@@ -1055,3 +1055,22 @@ fn failing_hooks_exit_0_and_show_in_status_until_one_succeeds() {
     assert!(!text.contains("hook kiro:"), "{text}");
     assert!(text.contains("hook gemini: FAILED"), "{text}");
 }
+
+/// `ckptctl hooks` runs `ckpt-hooks` from next to itself; without it, the
+/// error says which file is missing.
+#[test]
+fn hooks_without_ckpt_hooks_next_to_ckptctl_says_so() {
+    let env = Env::new();
+    let lonely = env.dir("lonely");
+    let ctl = lonely.join("ckptctl");
+    std::fs::copy(bin("ckptctl"), &ctl).expect("copy ckptctl alone");
+    let out = run(std::process::Command::new(&ctl)
+        .args(["hooks", "status"])
+        .current_dir(env.path()));
+    assert_eq!(out.code(), 1, "{}", out.stderr);
+    let expected = format!(
+        "the hooks installer {} is missing",
+        lonely.join("ckpt-hooks").display()
+    );
+    assert!(out.stderr.contains(&expected), "{}", out.stderr);
+}

@@ -28,5 +28,5 @@ pub fn run(ctx: &Ctx) -> anyhow::Result<u8> {
     if ctx.g.quiet {
         cmd.arg("--quiet");
     }
-    sibling::exec(cmd, SERVER)
+    sibling::exec(cmd, SERVER, "the MCP server")
 }

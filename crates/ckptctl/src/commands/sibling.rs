@@ -18,25 +18,25 @@ pub fn path(name: &str) -> anyhow::Result<PathBuf> {
     Ok(dir.join(name))
 }
 
-/// Replaces this process with `cmd`, the sibling `name`; returns only on
-/// failure.
-pub fn exec(mut cmd: Command, name: &str) -> anyhow::Result<u8> {
+/// Replaces this process with `cmd`, the sibling `name` (`what` says what
+/// it is); returns only on failure.
+pub fn exec(mut cmd: Command, name: &str, what: &str) -> anyhow::Result<u8> {
     let exe = PathBuf::from(cmd.get_program());
     let e = cmd.exec();
     if e.kind() == std::io::ErrorKind::NotFound {
         anyhow::bail!(
-            "{} is missing: install {name} next to ckptctl, from the same build",
+            "{what} {} is missing: install {name} next to ckptctl, from the same build",
             exe.display()
         );
     }
-    Err(e).with_context(|| format!("starting {}", exe.display()))
+    Err(e).with_context(|| format!("starting {what} {}", exe.display()))
 }
 
 /// `ckptctl hooks …`: runs `ckpt-hooks` with this command line as it is.
 pub fn hooks() -> anyhow::Result<u8> {
     let mut cmd = Command::new(path(HOOKS)?);
     cmd.args(std::env::args_os().skip(1));
-    exec(cmd, HOOKS)
+    exec(cmd, HOOKS, "the hooks installer")
 }
 
 pub const HOOKS: &str = "ckpt-hooks";
