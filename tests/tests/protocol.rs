@@ -230,12 +230,12 @@ fn ckptctl_shows_a_refused_hello_even_when_the_daemon_hangs_up() {
             message: "protocol version mismatch: fake daemon".into(),
         },
     );
-    // A 4 MiB label cannot sit in the socket buffer: the send fails.
-    let hook = serde_json::json!({ "prompt": "x".repeat(4 << 20) }).to_string();
-    let out = run_with_input(
-        &mut env.ctl_cmd(env.path(), &["turn-start", "--from-hook"]),
-        Some(hook.as_bytes()),
-    );
+    // A request of 1 MB (5,000 paths of 200 bytes) cannot sit in the
+    // socket buffer: the send fails.
+    let paths: Vec<String> = (0..5000).map(|i| format!("{i:0>200}")).collect();
+    let mut args = vec!["diff", "1"];
+    args.extend(paths.iter().map(String::as_str));
+    let out = env.ctl(env.path(), &args);
     server.join().unwrap();
     assert_eq!(out.code(), 1, "{out:?}");
     assert!(out.stderr.contains("fake daemon"), "{}", out.stderr);
