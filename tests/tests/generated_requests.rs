@@ -11,7 +11,9 @@ use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 
 use ckpt_e2e::*;
-use ckpt_proto::{write_frame, ErrorKind, Request, Response, WirePath};
+use ckpt_proto::{
+    write_frame, ErrorKind, LedgerFilter, LedgerRecord, LineSpan, Request, Response, WirePath,
+};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 
@@ -106,6 +108,42 @@ enum Gen {
     Status,
     Projects,
     Activity(Spot),
+    LedgerAdd(Spot, Spot, Option<(u32, u32)>, String, f64),
+    LedgerList(Spot, Option<Spot>, Option<String>),
+    LedgerShow(Spot, i64),
+    LedgerSetStatus(Spot, i64, String),
+    LedgerImport(Spot, Vec<(Vec<u8>, Option<(u32, u32)>, String)>),
+}
+
+/// Ledger values, spelled right or not.
+fn ledger_word() -> impl Strategy<Value = String> {
+    prop::sample::select(vec![
+        "compat-shim",
+        "tool-gap",
+        "high",
+        "open",
+        "resolved",
+        "wont-fix",
+        "rewound",
+        "gone",
+        "",
+        "bogus",
+    ])
+    .prop_map(str::to_string)
+}
+
+/// Relative paths an import may carry, some of them hostile.
+fn import_path() -> impl Strategy<Value = Vec<u8>> {
+    prop::sample::select(vec![
+        b"a.txt".to_vec(),
+        b"sub/a.txt".to_vec(),
+        b"../outside/o.txt".to_vec(),
+        b".git/config".to_vec(),
+        b"/etc/passwd".to_vec(),
+        b"".to_vec(),
+        b"a\0b".to_vec(),
+        b"\xff".to_vec(),
+    ])
 }
 
 fn turn() -> impl Strategy<Value = i64> {
@@ -131,6 +169,34 @@ fn gen() -> impl Strategy<Value = Gen> {
         Just(Gen::Status),
         Just(Gen::Projects),
         spot().prop_map(Gen::Activity),
+        (
+            spot(),
+            spot(),
+            proptest::option::of((0u32..6, 0u32..6)),
+            ledger_word(),
+            prop::sample::select(vec![0.5, 0.0, 1.0, -1.0, 2.0])
+        )
+            .prop_map(|(s, p, span, w, c)| Gen::LedgerAdd(s, p, span, w, c)),
+        (
+            spot(),
+            proptest::option::of(spot()),
+            proptest::option::of(ledger_word())
+        )
+            .prop_map(|(s, p, w)| Gen::LedgerList(s, p, w)),
+        (spot(), turn()).prop_map(|(s, id)| Gen::LedgerShow(s, id)),
+        (spot(), turn(), ledger_word()).prop_map(|(s, id, w)| Gen::LedgerSetStatus(s, id, w)),
+        (
+            spot(),
+            proptest::collection::vec(
+                (
+                    import_path(),
+                    proptest::option::of((0u32..6, 0u32..6)),
+                    ledger_word()
+                ),
+                0..3
+            )
+        )
+            .prop_map(|(s, e)| Gen::LedgerImport(s, e)),
     ]
 }
 
@@ -192,6 +258,53 @@ fn concrete(proj: &Path, g: &Gen) -> Request {
         Gen::Status => Request::Status,
         Gen::Projects => Request::Projects,
         Gen::Activity(s) => Request::Activity { dir: p(s) },
+        Gen::LedgerAdd(s, path, span, word, confidence) => Request::LedgerAdd {
+            dir: p(s),
+            path: p(path),
+            span: span.map(|(start, end)| LineSpan { start, end }),
+            bucket: word.clone(),
+            severity: "low".into(),
+            confidence: *confidence,
+            owner: None,
+            user: None,
+            note: "generated".into(),
+        },
+        Gen::LedgerList(s, path, word) => Request::LedgerList {
+            dir: p(s),
+            filter: LedgerFilter {
+                path: path.as_ref().map(p),
+                status: word.clone(),
+                ..LedgerFilter::default()
+            },
+        },
+        Gen::LedgerShow(s, id) => Request::LedgerShow { dir: p(s), id: *id },
+        Gen::LedgerSetStatus(s, id, word) => Request::LedgerSetStatus {
+            dir: p(s),
+            id: *id,
+            status: word.clone(),
+            who: None,
+            why: "generated".into(),
+        },
+        Gen::LedgerImport(s, entries) => Request::LedgerImport {
+            dir: p(s),
+            entries: entries
+                .iter()
+                .map(|(path, span, word)| LedgerRecord {
+                    bucket: word.clone(),
+                    severity: "high".into(),
+                    confidence: 0.5,
+                    owner: "team".into(),
+                    path: WirePath(path.clone()),
+                    span: span.map(|(start, end)| LineSpan { start, end }),
+                    span_text: span.map(|_| "a".into()),
+                    note: "imported".into(),
+                    agent: None,
+                    session: None,
+                    created_ns: 0,
+                    history: None,
+                })
+                .collect(),
+        },
     }
 }
 

@@ -132,6 +132,40 @@ const MIGRATIONS: &[&str] = &[
     "
     ALTER TABLE turns ADD COLUMN transcript TEXT;
     ",
+    // 7: the slop ledger (ledger.rs). An entry's row is never updated: its
+    // status changes are appended to `ledger_events`, and `rewound` is
+    // derived from its turn. `turn` names no foreign key, so gc may drop
+    // the turn; line_start/line_end and span_text are NULL for a whole file.
+    "
+    CREATE TABLE ledger_entries (
+        id         INTEGER PRIMARY KEY,
+        bucket     TEXT NOT NULL,
+        severity   TEXT NOT NULL,
+        confidence REAL NOT NULL,
+        owner      TEXT NOT NULL,
+        path       BLOB NOT NULL,
+        line_start INTEGER,
+        line_end   INTEGER,
+        span_text  TEXT,
+        note       TEXT NOT NULL,
+        turn       INTEGER,
+        agent      TEXT,
+        session    TEXT,
+        created_ns INTEGER NOT NULL
+    );
+    CREATE INDEX ledger_entries_path ON ledger_entries(path);
+    CREATE INDEX ledger_entries_turn ON ledger_entries(turn) WHERE turn IS NOT NULL;
+    -- status: 'open' | 'resolved' | 'wont-fix'
+    CREATE TABLE ledger_events (
+        id     INTEGER PRIMARY KEY,
+        entry  INTEGER NOT NULL REFERENCES ledger_entries(id),
+        status TEXT NOT NULL,
+        who    TEXT,
+        why    TEXT,
+        at_ns  INTEGER NOT NULL
+    );
+    CREATE INDEX ledger_events_entry ON ledger_events(entry, id);
+    ",
 ];
 
 /// The schema version this build writes and understands.

@@ -28,6 +28,7 @@ mod error;
 mod fsck;
 mod gc;
 mod history;
+mod ledger;
 mod model;
 mod par;
 mod prefetch;
@@ -41,6 +42,10 @@ mod turns;
 
 pub use error::{Error, Result};
 pub use fsck::{fsck, Finding, FindingKind, FsckCounts, FsckOptions, FsckReport};
+pub use ledger::{
+    Anchor, AnchorState, Bucket, ImportReport, LedgerEntry, LedgerFilter, LedgerRecord,
+    LedgerStatus, NewLedgerEntry, Severity, Span, StatusEvent,
+};
 pub use model::*;
 pub use project::{Project, DB_FILE, OBJECTS_DIR};
 pub use relpath::{below_range, RelPath};

@@ -10,8 +10,8 @@ use std::cell::Cell;
 use std::io::ErrorKind as IoKind;
 
 use ckpt_proto::{
-    decode_body, encode, read_frame, FrameError, Request, Response, WirePath, MAX_REQUEST,
-    READ_AHEAD,
+    decode_body, encode, read_frame, FrameError, LedgerEvent, LedgerFilter, LedgerRecord, LineSpan,
+    Request, Response, WirePath, MAX_REQUEST, READ_AHEAD,
 };
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
@@ -209,6 +209,11 @@ fn odd_name() -> impl Strategy<Value = String> {
             "Status",
             "Fsck",
             "Activity",
+            "LedgerAdd",
+            "LedgerList",
+            "LedgerShow",
+            "LedgerSetStatus",
+            "LedgerImport",
             "Error",
             "version",
             "client",
@@ -224,6 +229,12 @@ fn odd_name() -> impl Strategy<Value = String> {
             "paths",
             "dry_run",
             "force",
+            "bucket",
+            "severity",
+            "confidence",
+            "span",
+            "filter",
+            "entries",
             "kind",
             "message",
             "hello",
@@ -329,6 +340,159 @@ fn request() -> impl Strategy<Value = Request> {
         Just(Request::Status),
         odd_path().prop_map(|dir| Request::Fsck { dir }),
         odd_path().prop_map(|dir| Request::Activity { dir }),
+        ledger_request(),
+    ]
+}
+
+/// Ledger values: spelled right, misspelled, or empty.
+fn ledger_word() -> impl Strategy<Value = String> {
+    prop_oneof![
+        prop::sample::select(vec![
+            "compat-shim",
+            "tool-gap",
+            "low",
+            "critical",
+            "open",
+            "wont-fix",
+            "rewound",
+            "moved",
+            "",
+        ])
+        .prop_map(str::to_string),
+        ".{0,12}",
+    ]
+}
+
+/// Confidences that survive JSON exactly, in range or not.
+fn confidence() -> impl Strategy<Value = f64> {
+    prop_oneof![
+        (0u32..=100).prop_map(|n| f64::from(n) / 100.0),
+        prop::sample::select(vec![-1.0, 1.5, 1e300, -0.0]),
+    ]
+}
+
+fn line_span() -> impl Strategy<Value = Option<LineSpan>> {
+    proptest::option::of(
+        (any::<u32>(), any::<u32>()).prop_map(|(start, end)| LineSpan { start, end }),
+    )
+}
+
+fn ledger_record() -> impl Strategy<Value = LedgerRecord> {
+    let opt = || proptest::option::of(".{0,16}");
+    (
+        (
+            ledger_word(),
+            ledger_word(),
+            confidence(),
+            ".{0,12}",
+            odd_path(),
+        ),
+        (line_span(), opt(), ".{0,16}", opt(), opt(), any::<i64>()),
+        proptest::option::of(proptest::collection::vec(
+            (ledger_word(), opt(), opt(), any::<i64>()).prop_map(|(status, who, why, at_ns)| {
+                LedgerEvent {
+                    status,
+                    who,
+                    why,
+                    at_ns,
+                }
+            }),
+            0..3,
+        )),
+    )
+        .prop_map(
+            |(
+                (bucket, severity, confidence, owner, path),
+                (span, span_text, note, agent, session, created_ns),
+                history,
+            )| LedgerRecord {
+                bucket,
+                severity,
+                confidence,
+                owner,
+                path,
+                span,
+                span_text,
+                note,
+                agent,
+                session,
+                created_ns,
+                history,
+            },
+        )
+}
+
+fn ledger_request() -> impl Strategy<Value = Request> {
+    let opt = || proptest::option::of(".{0,16}");
+    let word = || proptest::option::of(ledger_word());
+    prop_oneof![
+        (
+            (odd_path(), odd_path(), line_span()),
+            (ledger_word(), ledger_word(), confidence()),
+            (opt(), opt(), ".{0,16}")
+        )
+            .prop_map(
+                |((dir, path, span), (bucket, severity, confidence), (owner, user, note))| {
+                    Request::LedgerAdd {
+                        dir,
+                        path,
+                        span,
+                        bucket,
+                        severity,
+                        confidence,
+                        owner,
+                        user,
+                        note,
+                    }
+                }
+            ),
+        (
+            odd_path(),
+            (word(), word(), proptest::option::of(confidence())),
+            (
+                proptest::option::of(odd_path()),
+                any::<Option<i64>>(),
+                opt(),
+                opt()
+            ),
+            (word(), word(), any::<bool>())
+        )
+            .prop_map(
+                |(
+                    dir,
+                    (bucket, min_severity, min_confidence),
+                    (path, turn, agent, owner),
+                    (status, anchor, history),
+                )| {
+                    Request::LedgerList {
+                        dir,
+                        filter: LedgerFilter {
+                            bucket,
+                            min_severity,
+                            min_confidence,
+                            path,
+                            turn,
+                            agent,
+                            owner,
+                            status,
+                            anchor,
+                            history,
+                        },
+                    }
+                }
+            ),
+        (odd_path(), any::<i64>()).prop_map(|(dir, id)| Request::LedgerShow { dir, id }),
+        (odd_path(), any::<i64>(), ledger_word(), opt(), ".{0,16}").prop_map(
+            |(dir, id, status, who, why)| Request::LedgerSetStatus {
+                dir,
+                id,
+                status,
+                who,
+                why
+            }
+        ),
+        (odd_path(), proptest::collection::vec(ledger_record(), 0..3))
+            .prop_map(|(dir, entries)| Request::LedgerImport { dir, entries }),
     ]
 }
 

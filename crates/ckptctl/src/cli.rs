@@ -154,6 +154,12 @@ pub enum Command {
     /// current directory's) and to read the status. A rewind or redo only
     /// plans unless the tool call confirms it, and is never forced.
     Mcp,
+    /// The slop ledger: residue a turn left (shims, unmigrated callers,
+    /// dead code…) recorded so nobody mistakes it for design.
+    Ledger {
+        #[command(subcommand)]
+        action: LedgerAction,
+    },
     /// Wire ckpt into coding agents: their turn hooks and MCP server.
     Hooks {
         #[command(subcommand)]
@@ -256,6 +262,100 @@ pub struct HooksArgs {
     /// Show each file's change; write nothing.
     #[arg(long)]
     pub dry_run: bool,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum LedgerAction {
+    /// Record residue at PATH (the whole file), PATH:LINE or PATH:START-END,
+    /// in the open turn if there is one.
+    Add {
+        /// PATH[:LINE[-LINE]], PATH relative to the current directory.
+        target: String,
+        /// compat-shim, unmigrated-callers, duplicate-concept, naming-drift,
+        /// stale-docs-tests, suspected-dead-code or tool-gap.
+        #[arg(long)]
+        bucket: String,
+        /// low, medium, high or critical.
+        #[arg(long)]
+        severity: String,
+        /// How sure you are, from 0 to 1.
+        #[arg(long)]
+        confidence: f64,
+        /// A person, a team or agent:NAME [default: agent:<the open
+        /// turn's agent>, else $USER].
+        #[arg(long)]
+        owner: Option<String>,
+        /// What it is and what should become of it.
+        #[arg(long)]
+        note: String,
+    },
+    /// Entries, oldest first, with where their lines are now.
+    List(LedgerListArgs),
+    /// One entry with its history.
+    Show { id: i64 },
+    /// Mark an entry resolved (or won't fix).
+    Resolve {
+        id: i64,
+        /// Won't fix rather than resolved.
+        #[arg(long)]
+        wont_fix: bool,
+        #[arg(long)]
+        why: String,
+        /// Who decided [default: $USER].
+        #[arg(long)]
+        who: Option<String>,
+    },
+    /// Open a resolved or won't-fix entry again.
+    Reopen {
+        id: i64,
+        #[arg(long)]
+        why: String,
+        /// Who decided [default: $USER].
+        #[arg(long)]
+        who: Option<String>,
+    },
+    /// Every entry, with its history: JSON (for `ledger import` in another
+    /// clone) or Markdown (for a pull-request description).
+    Export {
+        #[arg(long, value_enum, default_value_t = ExportFormat::Json)]
+        format: ExportFormat,
+    },
+    /// Add the entries of a JSON export from another clone of the project;
+    /// entries already here are skipped.
+    Import { file: PathBuf },
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExportFormat {
+    Json,
+    Markdown,
+}
+
+#[derive(Args, Debug, Clone, Default)]
+pub struct LedgerListArgs {
+    #[arg(long)]
+    pub bucket: Option<String>,
+    /// This severity or worse.
+    #[arg(long, value_name = "SEVERITY")]
+    pub min_severity: Option<String>,
+    #[arg(long, value_name = "C")]
+    pub min_confidence: Option<f64>,
+    /// Entries about this path or below it (relative to the current directory).
+    #[arg(long, value_name = "PREFIX")]
+    pub path: Option<PathBuf>,
+    /// Entries recorded in this turn.
+    #[arg(long)]
+    pub turn: Option<i64>,
+    #[arg(long)]
+    pub agent: Option<String>,
+    #[arg(long)]
+    pub owner: Option<String>,
+    /// open, resolved, wont-fix or rewound.
+    #[arg(long)]
+    pub status: Option<String>,
+    /// fresh, moved, changed or gone.
+    #[arg(long)]
+    pub anchor: Option<String>,
 }
 
 #[derive(Subcommand, Debug)]

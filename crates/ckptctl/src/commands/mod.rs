@@ -12,6 +12,7 @@ pub mod diff;
 mod fsck;
 mod hook;
 pub mod hooks;
+mod ledger;
 pub mod log;
 mod mcp;
 mod projects;
@@ -108,6 +109,7 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
         } => run::run(&ctx, turn, bursts, &command),
         Command::Service { action } => service::run(&ctx, action),
         Command::Mcp => mcp::run(&ctx),
+        Command::Ledger { action } => ledger::run(&ctx, action),
         // Its config editors stay out of the hook path: ckpt-hooks runs it.
         Command::Hooks { .. } => sibling::hooks(),
     }

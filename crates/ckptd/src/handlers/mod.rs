@@ -12,6 +12,7 @@ use crate::error::ReqError;
 mod activity;
 mod diff;
 mod fsck;
+mod ledger;
 mod log;
 mod projects;
 mod rewind;
@@ -75,6 +76,41 @@ pub fn handle(d: &Arc<Daemon>, req: Request) -> Response {
         Request::Status => Ok(Response::Status(status::handle(d))),
         Request::Fsck { dir } => fsck::handle(d, &dir).map(Response::Fsck),
         Request::Activity { dir } => activity::handle(d, &dir).map(Response::Activity),
+        Request::LedgerAdd {
+            dir,
+            path,
+            span,
+            bucket,
+            severity,
+            confidence,
+            owner,
+            user,
+            note,
+        } => {
+            let add = ledger::Add {
+                path,
+                span,
+                bucket,
+                severity,
+                confidence,
+                owner,
+                user,
+                note,
+            };
+            ledger::add(d, &dir, add).map(Response::LedgerAdded)
+        }
+        Request::LedgerList { dir, filter } => ledger::list(d, &dir, &filter).map(Response::Ledger),
+        Request::LedgerShow { dir, id } => ledger::show(d, &dir, id).map(Response::LedgerEntry),
+        Request::LedgerSetStatus {
+            dir,
+            id,
+            status,
+            who,
+            why,
+        } => ledger::set_status(d, &dir, id, &status, who, why).map(Response::LedgerEntry),
+        Request::LedgerImport { dir, entries } => {
+            ledger::import(d, &dir, &entries).map(Response::LedgerImported)
+        }
     };
     result.unwrap_or_else(Response::from)
 }

@@ -1,0 +1,221 @@
+//! The ledger's tables: `ledger_entries` (one row per entry, never updated)
+//! and `ledger_events` (its status changes, appended). Every SQL statement
+//! on them is here. An entry's shown status is derived when read: `rewound`
+//! while its turn is, else its latest event's.
+
+use rusqlite::{params, Connection, OptionalExtension, Row};
+
+use crate::error::{Error, Result};
+use crate::ledger::{Bucket, LedgerStatus, Severity, Span, StatusEvent};
+use crate::model::TurnStatus;
+use crate::relpath::RelPath;
+
+/// An entry as stored, with the status its turn and latest event give it.
+pub(crate) struct EntryRow {
+    pub id: i64,
+    pub bucket: Bucket,
+    pub severity: Severity,
+    pub confidence: f64,
+    pub owner: String,
+    pub path: RelPath,
+    pub span: Option<Span>,
+    pub span_text: Option<String>,
+    pub note: String,
+    pub turn: Option<i64>,
+    pub agent: Option<String>,
+    pub session: Option<String>,
+    pub created_ns: i64,
+    /// The rewind that marked the entry's turn rewound, while it is.
+    pub rewound_by: Option<Option<i64>>,
+    /// The latest event's status.
+    pub latest: LedgerStatus,
+}
+
+/// What a new row holds (ids and events are added by the callers).
+pub(crate) struct NewRow<'a> {
+    pub bucket: Bucket,
+    pub severity: Severity,
+    pub confidence: f64,
+    pub owner: &'a str,
+    pub path: &'a RelPath,
+    pub span: Option<Span>,
+    pub span_text: Option<&'a str>,
+    pub note: &'a str,
+    pub turn: Option<i64>,
+    pub agent: Option<&'a str>,
+    pub session: Option<&'a str>,
+    pub created_ns: i64,
+}
+
+pub(crate) fn insert_entry(conn: &Connection, r: &NewRow) -> Result<i64> {
+    conn.prepare_cached(
+        "INSERT INTO ledger_entries (bucket, severity, confidence, owner, path, line_start,
+         line_end, span_text, note, turn, agent, session, created_ns)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+    )?
+    .execute(params![
+        r.bucket.as_str(),
+        r.severity.as_str(),
+        r.confidence,
+        r.owner,
+        r.path.as_bytes(),
+        r.span.map(|s| s.start),
+        r.span.map(|s| s.end),
+        r.span_text,
+        r.note,
+        r.turn,
+        r.agent,
+        r.session,
+        r.created_ns
+    ])?;
+    Ok(conn.last_insert_rowid())
+}
+
+pub(crate) fn insert_event(conn: &Connection, entry: i64, e: &StatusEvent) -> Result<()> {
+    conn.prepare_cached(
+        "INSERT INTO ledger_events (entry, status, who, why, at_ns) VALUES (?1, ?2, ?3, ?4, ?5)",
+    )?
+    .execute(params![entry, e.status.as_str(), e.who, e.why, e.at_ns])?;
+    Ok(())
+}
+
+const SELECT: &str = "SELECT e.id, e.bucket, e.severity, e.confidence, e.owner, e.path,
+     e.line_start, e.line_end, e.span_text, e.note, e.turn, e.agent, e.session, e.created_ns,
+     t.status = ?1, t.rewound_by,
+     (SELECT status FROM ledger_events WHERE entry = e.id ORDER BY id DESC LIMIT 1)
+     FROM ledger_entries e LEFT JOIN turns t ON t.id = e.turn";
+
+fn decode(r: &Row) -> rusqlite::Result<Result<EntryRow>> {
+    let id: i64 = r.get(0)?;
+    let bucket: String = r.get(1)?;
+    let severity: String = r.get(2)?;
+    let path: Vec<u8> = r.get(5)?;
+    let start: Option<u32> = r.get(6)?;
+    let end: Option<u32> = r.get(7)?;
+    let rewound: Option<bool> = r.get(14)?;
+    let rewound_by: Option<i64> = r.get(15)?;
+    let latest: Option<String> = r.get(16)?;
+    let (confidence, owner, span_text, note, turn, agent, session, created_ns) = (
+        r.get(3)?,
+        r.get(4)?,
+        r.get(8)?,
+        r.get(9)?,
+        r.get(10)?,
+        r.get(11)?,
+        r.get(12)?,
+        r.get(13)?,
+    );
+    Ok((|| {
+        let bad = |what: &str| Error::Invalid(format!("ledger entry {id}: undecodable {what}"));
+        let span = match (start, end) {
+            (Some(start), Some(end)) => Some(Span { start, end }),
+            (None, None) => None,
+            _ => return Err(bad("span")),
+        };
+        Ok(EntryRow {
+            id,
+            bucket: Bucket::parse(&bucket).map_err(|_| bad("bucket"))?,
+            severity: Severity::parse(&severity).map_err(|_| bad("severity"))?,
+            confidence,
+            owner,
+            path: RelPath::new(path)?,
+            span,
+            span_text,
+            note,
+            turn,
+            agent,
+            session,
+            created_ns,
+            rewound_by: (rewound == Some(true)).then_some(rewound_by),
+            latest: match latest {
+                Some(s) => LedgerStatus::parse(&s).map_err(|_| bad("status"))?,
+                None => LedgerStatus::Open,
+            },
+        })
+    })())
+}
+
+/// Every entry, oldest first.
+pub(crate) fn entries(conn: &Connection) -> Result<Vec<EntryRow>> {
+    let mut stmt = conn.prepare_cached(&format!("{SELECT} ORDER BY e.id"))?;
+    let rows = stmt.query_map([TurnStatus::Rewound.as_str()], decode)?;
+    let mut out = Vec::new();
+    for r in rows {
+        out.push(r??);
+    }
+    Ok(out)
+}
+
+/// The entries about `path`, oldest first.
+pub(crate) fn entries_for_path(conn: &Connection, path: &RelPath) -> Result<Vec<EntryRow>> {
+    let mut stmt = conn.prepare_cached(&format!("{SELECT} WHERE e.path = ?2 ORDER BY e.id"))?;
+    let rows = stmt.query_map(
+        params![TurnStatus::Rewound.as_str(), path.as_bytes()],
+        decode,
+    )?;
+    let mut out = Vec::new();
+    for r in rows {
+        out.push(r??);
+    }
+    Ok(out)
+}
+
+pub(crate) fn entry(conn: &Connection, id: i64) -> Result<Option<EntryRow>> {
+    conn.prepare_cached(&format!("{SELECT} WHERE e.id = ?2"))?
+        .query_row(params![TurnStatus::Rewound.as_str(), id], decode)
+        .optional()?
+        .transpose()
+}
+
+/// An entry's status changes, oldest first.
+pub(crate) fn events(conn: &Connection, entry: i64) -> Result<Vec<StatusEvent>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT status, who, why, at_ns FROM ledger_events WHERE entry = ?1 ORDER BY id",
+    )?;
+    let rows = stmt.query_map([entry], |r| {
+        Ok((r.get::<_, String>(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+    })?;
+    let mut out = Vec::new();
+    for r in rows {
+        let (status, who, why, at_ns) = r?;
+        let status = LedgerStatus::parse(&status)
+            .map_err(|_| Error::Invalid(format!("ledger entry {entry}: undecodable event")))?;
+        out.push(StatusEvent {
+            status,
+            who,
+            why,
+            at_ns,
+        });
+    }
+    Ok(out)
+}
+
+/// How many entries were recorded in `turn`.
+pub(crate) fn count_for_turn(conn: &Connection, turn: i64) -> Result<u64> {
+    let n: i64 = conn
+        .prepare_cached("SELECT count(*) FROM ledger_entries WHERE turn = ?1")?
+        .query_row([turn], |r| r.get(0))?;
+    Ok(n as u64)
+}
+
+/// Whether an entry with this path, span text, bucket and note exists: what
+/// an import takes for the same entry.
+pub(crate) fn has_same(
+    conn: &Connection,
+    path: &RelPath,
+    span_text: Option<&str>,
+    bucket: Bucket,
+    note: &str,
+) -> Result<bool> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT 1 FROM ledger_entries
+             WHERE path = ?1 AND span_text IS ?2 AND bucket = ?3 AND note = ?4 LIMIT 1",
+        )?
+        .query_row(
+            params![path.as_bytes(), span_text, bucket.as_str(), note],
+            |_| Ok(()),
+        )
+        .optional()?
+        .is_some())
+}

@@ -1,0 +1,398 @@
+//! `ckptctl ledger add|list|show|resolve|reopen|export|import`: the slop
+//! ledger. The daemon checks every value (buckets, severities, spans); this
+//! file parses the command line and prints.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context};
+use ckpt_proto::{
+    LedgerEntry, LedgerEntryReply, LedgerFilter, LedgerRecord, LedgerReply, LineSpan, Request,
+    Response,
+};
+use serde::{Deserialize, Serialize};
+
+use super::{unexpected, Ctx};
+use crate::cli::{ExportFormat, LedgerAction, LedgerListArgs};
+use crate::output;
+
+/// What `export` writes and `import` takes.
+const FORMAT: &str = "ckpt-ledger";
+const VERSION: u32 = 1;
+
+#[derive(Serialize)]
+struct Export<'a> {
+    format: &'static str,
+    version: u32,
+    entries: &'a [LedgerEntry],
+}
+
+#[derive(Deserialize)]
+struct Import {
+    format: String,
+    version: u32,
+    entries: Vec<LedgerRecord>,
+}
+
+pub fn run(ctx: &Ctx, action: LedgerAction) -> anyhow::Result<u8> {
+    match action {
+        LedgerAction::Add {
+            target,
+            bucket,
+            severity,
+            confidence,
+            owner,
+            note,
+        } => add(ctx, &target, bucket, severity, confidence, owner, note),
+        LedgerAction::List(args) => list(ctx, &args),
+        LedgerAction::Show { id } => show(ctx, id),
+        LedgerAction::Resolve {
+            id,
+            wont_fix,
+            why,
+            who,
+        } => {
+            let status = if wont_fix { "wont-fix" } else { "resolved" };
+            set_status(ctx, id, status, who, why)
+        }
+        LedgerAction::Reopen { id, why, who } => set_status(ctx, id, "open", who, why),
+        LedgerAction::Export { format } => export(ctx, format),
+        LedgerAction::Import { file } => import(ctx, &file),
+    }
+}
+
+fn user() -> Option<String> {
+    std::env::var("USER").ok().filter(|u| !u.is_empty())
+}
+
+/// `PATH`, `PATH:LINE` or `PATH:START-END`. A suffix of digits and `-`
+/// after the last `:` is a span and must be well formed.
+pub fn parse_target(target: &str) -> anyhow::Result<(PathBuf, Option<LineSpan>)> {
+    let Some((path, suffix)) = target.rsplit_once(':') else {
+        return Ok((PathBuf::from(target), None));
+    };
+    if suffix.is_empty() || !suffix.bytes().all(|b| b.is_ascii_digit() || b == b'-') {
+        return Ok((PathBuf::from(target), None));
+    }
+    let bad = || {
+        anyhow::anyhow!("bad line span '{suffix}' in '{target}': give PATH:LINE or PATH:START-END")
+    };
+    let num = |s: &str| s.parse::<u32>().map_err(|_| bad());
+    let (start, end) = match suffix.split_once('-') {
+        None => (num(suffix)?, num(suffix)?),
+        Some((a, b)) => (num(a)?, num(b)?),
+    };
+    if path.is_empty() {
+        bail!("no path before ':{suffix}'");
+    }
+    Ok((PathBuf::from(path), Some(LineSpan { start, end })))
+}
+
+fn add(
+    ctx: &Ctx,
+    target: &str,
+    bucket: String,
+    severity: String,
+    confidence: f64,
+    owner: Option<String>,
+    note: String,
+) -> anyhow::Result<u8> {
+    // JSON has no NaN or infinity: refused here, the range in the daemon.
+    if !confidence.is_finite() {
+        bail!("confidence must be between 0 and 1, not {confidence}");
+    }
+    let (path, span) = parse_target(target)?;
+    let reply = match ctx.request(&Request::LedgerAdd {
+        dir: ctx.wire_dir(),
+        path: ctx.wire_path(&path)?,
+        span,
+        bucket,
+        severity,
+        confidence,
+        owner,
+        user: user(),
+        note,
+    })? {
+        Response::LedgerAdded(a) => a,
+        other => return Err(unexpected(other)),
+    };
+    output::warn_degraded(&reply.project, &reply.degraded);
+    if ctx.g.json {
+        output::json(&serde_json::json!({ "id": reply.id }))?;
+    } else if !ctx.g.quiet {
+        println!("ledger entry {} added", reply.id);
+    }
+    Ok(0)
+}
+
+fn query(ctx: &Ctx, filter: LedgerFilter) -> anyhow::Result<LedgerReply> {
+    match ctx.request(&Request::LedgerList {
+        dir: ctx.wire_dir(),
+        filter,
+    })? {
+        Response::Ledger(l) => Ok(l),
+        other => Err(unexpected(other)),
+    }
+}
+
+fn list(ctx: &Ctx, a: &LedgerListArgs) -> anyhow::Result<u8> {
+    if a.min_confidence.is_some_and(|c| !c.is_finite()) {
+        bail!("--min-confidence takes a number between 0 and 1");
+    }
+    let filter = LedgerFilter {
+        bucket: a.bucket.clone(),
+        min_severity: a.min_severity.clone(),
+        min_confidence: a.min_confidence,
+        path: a.path.as_deref().map(|p| ctx.wire_path(p)).transpose()?,
+        turn: a.turn,
+        agent: a.agent.clone(),
+        owner: a.owner.clone(),
+        status: a.status.clone(),
+        anchor: a.anchor.clone(),
+        history: false,
+    };
+    let l = query(ctx, filter)?;
+    output::warn_degraded(&l.project, &l.degraded);
+    if ctx.g.json {
+        output::json(&serde_json::json!({ "entries": l.entries }))?;
+        return Ok(0);
+    }
+    let mut out = std::io::stdout().lock();
+    for e in &l.entries {
+        writeln!(
+            out,
+            "#{:<4} {:<9} {:<8} {:<8} {:.2}  {:<19} {}  {}",
+            e.id,
+            e.status,
+            anchor(e),
+            e.severity,
+            e.confidence,
+            e.bucket,
+            location(e),
+            e.note.lines().next().unwrap_or("")
+        )?;
+    }
+    Ok(0)
+}
+
+/// `path`, `path:3` or `path:3-5`.
+fn location(e: &LedgerEntry) -> String {
+    match e.span {
+        None => e.path.display(),
+        Some(s) if s.start == s.end => format!("{}:{}", e.path, s.start),
+        Some(s) => format!("{}:{}-{}", e.path, s.start, s.end),
+    }
+}
+
+/// `fresh`, `moved→7-9`, `changed`, `gone`.
+fn anchor(e: &LedgerEntry) -> String {
+    match (e.anchor.state.as_str(), e.anchor.span) {
+        ("moved", Some(s)) => format!("moved→{}-{}", s.start, s.end),
+        (state, _) => state.to_string(),
+    }
+}
+
+fn status(e: &LedgerEntry) -> String {
+    match e.rewound_by {
+        Some(r) if e.status == "rewound" => format!("rewound by rewind {r}"),
+        _ => e.status.clone(),
+    }
+}
+
+fn show(ctx: &Ctx, id: i64) -> anyhow::Result<u8> {
+    let r = match ctx.request(&Request::LedgerShow {
+        dir: ctx.wire_dir(),
+        id,
+    })? {
+        Response::LedgerEntry(r) => r,
+        other => return Err(unexpected(other)),
+    };
+    print_entry(ctx, &r)
+}
+
+fn print_entry(ctx: &Ctx, r: &LedgerEntryReply) -> anyhow::Result<u8> {
+    output::warn_degraded(&r.project, &r.degraded);
+    if ctx.g.json {
+        output::json(&r.entry)?;
+        return Ok(0);
+    }
+    let e = &r.entry;
+    println!("ledger entry {}: {} ({})", e.id, e.bucket, status(e));
+    println!("at:         {} ({})", location(e), anchor(e));
+    println!("severity:   {}, confidence {:.2}", e.severity, e.confidence);
+    println!("owner:      {}", e.owner);
+    if let Some(t) = e.turn {
+        println!("turn:       {t}");
+    }
+    if let Some(a) = &e.agent {
+        println!("agent:      {a}");
+    }
+    if let Some(s) = &e.session {
+        println!("session:    {s}");
+    }
+    println!("note:       {}", e.note);
+    for h in e.history.iter().flatten() {
+        println!(
+            "  {}  {:<9} by {}: {}",
+            output::time(h.at_ns),
+            h.status,
+            h.who.as_deref().unwrap_or("?"),
+            h.why.as_deref().unwrap_or("")
+        );
+    }
+    Ok(0)
+}
+
+fn set_status(
+    ctx: &Ctx,
+    id: i64,
+    status: &str,
+    who: Option<String>,
+    why: String,
+) -> anyhow::Result<u8> {
+    let r = match ctx.request(&Request::LedgerSetStatus {
+        dir: ctx.wire_dir(),
+        id,
+        status: status.to_string(),
+        who: who.or_else(user),
+        why,
+    })? {
+        Response::LedgerEntry(r) => r,
+        other => return Err(unexpected(other)),
+    };
+    if ctx.g.quiet && !ctx.g.json {
+        return Ok(0);
+    }
+    print_entry(ctx, &r)
+}
+
+fn export(ctx: &Ctx, format: ExportFormat) -> anyhow::Result<u8> {
+    let l = query(
+        ctx,
+        LedgerFilter {
+            history: true,
+            ..LedgerFilter::default()
+        },
+    )?;
+    output::warn_degraded(&l.project, &l.degraded);
+    match format {
+        ExportFormat::Json => output::json(&Export {
+            format: FORMAT,
+            version: VERSION,
+            entries: &l.entries,
+        })?,
+        ExportFormat::Markdown => print!("{}", markdown(&l.entries)),
+    }
+    Ok(0)
+}
+
+/// The buckets in the order the markdown groups them.
+const BUCKETS: &[&str] = &[
+    "compat-shim",
+    "unmigrated-callers",
+    "duplicate-concept",
+    "naming-drift",
+    "stale-docs-tests",
+    "suspected-dead-code",
+    "tool-gap",
+];
+
+/// A table per bucket, for a pull-request description.
+pub fn markdown(entries: &[LedgerEntry]) -> String {
+    let cell = |s: &str| s.replace('|', "\\|").replace(['\n', '\r'], " ");
+    let mut out = format!("## Slop ledger ({} entries)\n", entries.len());
+    let rank = |b: &str| {
+        BUCKETS
+            .iter()
+            .position(|x| *x == b)
+            .unwrap_or(BUCKETS.len())
+    };
+    let mut buckets: Vec<&str> = entries.iter().map(|e| e.bucket.as_str()).collect();
+    buckets.sort_by_key(|b| (rank(b), *b));
+    buckets.dedup();
+    for b in buckets {
+        out.push_str(&format!(
+            "\n### {b}\n\n| # | severity | confidence | where | note | owner | status |\n|---|---|---|---|---|---|---|\n"
+        ));
+        for e in entries.iter().filter(|e| e.bucket == b) {
+            out.push_str(&format!(
+                "| {} | {} | {:.2} | `{}` | {} | {} | {} |\n",
+                e.id,
+                e.severity,
+                e.confidence,
+                cell(&location(e)),
+                cell(&e.note),
+                cell(&e.owner),
+                cell(&status(e))
+            ));
+        }
+    }
+    out
+}
+
+fn import(ctx: &Ctx, file: &Path) -> anyhow::Result<u8> {
+    let text =
+        std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
+    let not_export = || {
+        format!(
+            "{} is not a ledger export (make one with `ckptctl ledger export --format json`)",
+            file.display()
+        )
+    };
+    let doc: serde_json::Value = serde_json::from_str(&text).with_context(not_export)?;
+    if doc.get("format").and_then(|f| f.as_str()) != Some(FORMAT) {
+        bail!(not_export());
+    }
+    let doc: Import = serde_json::from_value(doc).with_context(not_export)?;
+    if doc.format != FORMAT || doc.version != VERSION {
+        bail!(
+            "{}: ledger export version {} (this ckptctl reads {VERSION})",
+            file.display(),
+            doc.version
+        );
+    }
+    let r = match ctx.request(&Request::LedgerImport {
+        dir: ctx.wire_dir(),
+        entries: doc.entries,
+    })? {
+        Response::LedgerImported(r) => r,
+        other => return Err(unexpected(other)),
+    };
+    output::warn_degraded(&r.project, &r.degraded);
+    if ctx.g.json {
+        output::json(&serde_json::json!({ "added": r.added, "skipped": r.skipped }))?;
+    } else if !ctx.g.quiet {
+        println!(
+            "imported {} entries; skipped {} already in the ledger",
+            r.added, r.skipped
+        );
+    }
+    Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn targets_split_into_path_and_span() {
+        let t = |s| parse_target(s).unwrap();
+        assert_eq!(t("a.rs"), (PathBuf::from("a.rs"), None));
+        assert_eq!(
+            t("src/a.rs:3"),
+            (
+                PathBuf::from("src/a.rs"),
+                Some(LineSpan { start: 3, end: 3 })
+            )
+        );
+        assert_eq!(
+            t("a.rs:3-7"),
+            (PathBuf::from("a.rs"), Some(LineSpan { start: 3, end: 7 }))
+        );
+        // Not a span: part of the name.
+        assert_eq!(t("a:b.rs"), (PathBuf::from("a:b.rs"), None));
+        for bad in ["a.rs:3-", "a.rs:-3", "a.rs:1-2-3", ":3"] {
+            assert!(parse_target(bad).is_err(), "{bad}");
+        }
+    }
+}
