@@ -112,8 +112,11 @@ enum Gen {
     LedgerList(Spot, Option<Spot>, Option<String>),
     LedgerShow(Spot, i64),
     LedgerSetStatus(Spot, i64, String),
-    LedgerImport(Spot, Vec<(Vec<u8>, Option<(u32, u32)>, String)>),
+    LedgerImport(Spot, Vec<Imported>),
 }
+
+/// An imported entry: its relative path, span and bucket.
+type Imported = (Vec<u8>, Option<(u32, u32)>, String);
 
 /// Ledger values, spelled right or not.
 fn ledger_word() -> impl Strategy<Value = String> {
