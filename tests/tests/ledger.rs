@@ -120,7 +120,18 @@ fn entries_follow_their_turn_their_lines_and_their_status() {
             "says nothing of new.rs",
         ],
     );
-    env.ctl_ok(&proj, &["turn-end"]);
+    // turn-end and show count the entries the turn added.
+    let ended = env.ctl(&proj, &["turn-end"]);
+    assert!(
+        ended.stdout.contains("5 slop-ledger entries"),
+        "{}",
+        ended.stdout
+    );
+    let turn = env.ctl_json(&proj, &["show", "1"]);
+    assert_eq!(turn["turn"]["info"]["ledger_entries"], 5, "{turn}");
+    assert!(env
+        .ctl_ok(&proj, &["show", "1"])
+        .contains("5 slop-ledger entries"));
 
     let show = env.ctl_json(&proj, &["ledger", "show", &moved.to_string()]);
     assert_eq!(show["turn"], 1, "{show}");

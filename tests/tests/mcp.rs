@@ -91,6 +91,21 @@ impl Mcp {
         }
     }
 
+    /// The handshake: initialize, then the initialized notification.
+    fn initialize(&mut self) {
+        let init = self.request(
+            "initialize",
+            json!({
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": { "name": "ckpt-e2e", "version": "0" },
+            }),
+        );
+        assert_eq!(init["serverInfo"]["name"], "ckpt", "{init}");
+        assert!(init["capabilities"]["tools"].is_object(), "{init}");
+        self.notify("notifications/initialized");
+    }
+
     fn notify(&mut self, method: &str) {
         self.send(&json!({ "jsonrpc": "2.0", "method": method }));
     }
@@ -157,17 +172,7 @@ fn mcp_client_lists_plans_rewinds_and_redoes_turns() {
 
     // Started elsewhere, -C naming a folder inside the project.
     let mut mcp = Mcp::start(&env, env.path(), &proj.join("lib"));
-    let init = mcp.request(
-        "initialize",
-        json!({
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": { "name": "ckpt-e2e", "version": "0" },
-        }),
-    );
-    assert_eq!(init["serverInfo"]["name"], "ckpt", "{init}");
-    assert!(init["capabilities"]["tools"].is_object(), "{init}");
-    mcp.notify("notifications/initialized");
+    mcp.initialize();
 
     let tools = mcp.request("tools/list", json!({}));
     let tools = tools["tools"].as_array().expect("tools");
@@ -177,6 +182,8 @@ fn mcp_client_lists_plans_rewinds_and_redoes_turns() {
         names,
         [
             "diff_turn",
+            "ledger_add",
+            "ledger_query",
             "list_turns",
             "redo",
             "rewind",
@@ -298,6 +305,50 @@ fn mcp_client_lists_plans_rewinds_and_redoes_turns() {
     // The server ends when its client closes stdin.
     let status = mcp.close();
     assert!(status.success(), "{status:?}");
+}
+
+/// The model records residue in the slop ledger during its turn and finds
+/// it again by path; bad input is a tool error that writes nothing.
+#[test]
+fn mcp_ledger_add_and_query() {
+    let env = Env::new();
+    let _d = env.start_daemon();
+    let proj = env.git_repo("app", &[("src/a.rs", b"fn old() {}\nfn new() {}\n")]);
+    env.ctl_ok(&proj, &["watch"]);
+    env.ctl_ok(&proj, &["turn-start", "--agent", "claude-code"]);
+    let mut mcp = Mcp::start(&env, &proj, &proj);
+    mcp.initialize();
+    let added = mcp.call_ok(
+        "ledger_add",
+        json!({ "path": "src/a.rs", "start_line": 1, "bucket": "compat-shim",
+                "severity": "medium", "confidence": 0.8,
+                "note": "old() forwards to new(); remove once callers move" }),
+    );
+    let id = added["id"].as_i64().expect("an id");
+    let (is_error, text) = mcp.call(
+        "ledger_add",
+        json!({ "path": "src/a.rs", "start_line": 9, "bucket": "compat-shim",
+                "severity": "medium", "confidence": 0.8, "note": "past the end" }),
+    );
+    assert!(is_error, "{text}");
+    let (is_error, text) = mcp.call(
+        "ledger_add",
+        json!({ "path": "src/a.rs", "bucket": "debt", "severity": "low",
+                "confidence": 0.5, "note": "unknown bucket" }),
+    );
+    assert!(is_error && text.contains("debt"), "{text}");
+
+    let found = mcp.call_ok("ledger_query", json!({ "path": "src" }));
+    let entries = found["entries"].as_array().expect("entries");
+    assert_eq!(entries.len(), 1, "{found}");
+    let e = &entries[0];
+    assert_eq!(e["id"], id, "{e}");
+    assert_eq!(e["owner"], "agent:claude-code", "{e}");
+    assert_eq!(e["turn"], 1, "{e}");
+    assert_eq!(e["anchor"]["state"], "fresh", "{e}");
+    let none = mcp.call_ok("ledger_query", json!({ "status": "resolved" }));
+    assert_eq!(none["entries"], json!([]), "{none}");
+    assert!(mcp.close().success());
 }
 
 #[test]

@@ -135,6 +135,8 @@ pub struct TurnInfo {
     pub meta: TurnMeta,
     pub status: TurnStatus,
     pub counts: Counts,
+    /// Slop-ledger entries recorded in the turn.
+    pub ledger_entries: u64,
 }
 
 /// A turn with its entries (`show`, `turn-end`).

@@ -101,6 +101,7 @@ impl Project {
                 meta: row.meta,
                 status: row.status,
                 counts,
+                ledger_entries: self.ledger_count_for_turn(turn)?,
             },
             entries,
         })

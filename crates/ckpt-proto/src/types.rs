@@ -271,6 +271,9 @@ pub struct TurnInfo {
     pub transcript: Option<String>,
     pub status: TurnStatus,
     pub counts: Counts,
+    /// Slop-ledger entries recorded in the turn.
+    #[serde(default)]
+    pub ledger_entries: u64,
 }
 
 /// One path a turn touched.

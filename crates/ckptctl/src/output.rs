@@ -90,6 +90,15 @@ pub fn counts(c: &Counts) -> String {
     s
 }
 
+/// ", 2 slop-ledger entries" after a turn's counts; nothing for none.
+pub fn ledger_entries(n: u64) -> String {
+    match n {
+        0 => String::new(),
+        1 => ", 1 slop-ledger entry".to_string(),
+        n => format!(", {n} slop-ledger entries"),
+    }
+}
+
 pub fn counts_long(c: &Counts) -> String {
     format!(
         "{} added, {} modified, {} deleted, {} skipped",

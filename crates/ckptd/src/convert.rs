@@ -62,6 +62,7 @@ pub fn turn_info(t: &core::TurnInfo) -> proto::TurnInfo {
             deleted: t.counts.deleted,
             skipped: t.counts.skipped,
         },
+        ledger_entries: t.ledger_entries,
     }
 }
 

@@ -21,7 +21,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::Context;
-use ckpt_proto::{Outcome, RewindReply, WirePath};
+use ckpt_proto::{LedgerFilter, LineSpan, Outcome, RewindReply, WirePath};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{CallToolResult, ContentBlock, Implementation, ServerCapabilities, ServerConfig};
@@ -29,7 +29,7 @@ use rmcp::{schemars, tool, tool_handler, tool_router, ServerHandler, ServiceExt}
 use std::process::ExitCode;
 
 use ckptctl::cli::{Global, LOG_LIMIT};
-use ckptctl::commands::{diff, log, rewind, show, status, Ctx};
+use ckptctl::commands::{diff, ledger, log, rewind, show, status, Ctx};
 use ckptctl::output;
 use clap::Parser;
 use serde::{Deserialize, Serialize};
@@ -70,7 +70,9 @@ const INSTRUCTIONS: &str = "ckpt records every change made to this project's fil
 turn by turn (a turn is one user prompt and what the agent did for it), and can put \
 them back exactly. Use these tools when the user asks what you changed earlier or \
 asks you to undo it. rewind and redo only return their plan unless called with \
-confirm: true; they never overwrite files the user edited after you.";
+confirm: true; they never overwrite files the user edited after you. The slop \
+ledger (ledger_add, ledger_query) records residue left in the code: check it before \
+changing a file, and add to it when you leave some.";
 
 #[derive(Clone)]
 struct Ckpt {
@@ -124,6 +126,40 @@ struct Redo {
     /// Apply the redo. Without it nothing changes and the plan is returned.
     #[serde(default)]
     confirm: bool,
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct LedgerAdd {
+    /// The file, relative to the project root (or absolute).
+    path: String,
+    /// First line of the span (1-based); omit for the whole file.
+    start_line: Option<u32>,
+    /// Last line of the span [default: start_line].
+    end_line: Option<u32>,
+    /// One of compat-shim, unmigrated-callers, duplicate-concept,
+    /// naming-drift, stale-docs-tests, suspected-dead-code, tool-gap.
+    bucket: String,
+    /// low, medium, high or critical.
+    severity: String,
+    /// How sure you are, 0 to 1 (say 0.5 for "nobody seems to call this").
+    confidence: f64,
+    /// What it is, why it is there and what would remove it.
+    note: String,
+    /// Who should deal with it [default: agent:<your agent name>].
+    owner: Option<String>,
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct LedgerQuery {
+    /// Only entries about this file or directory (relative to the project
+    /// root, or absolute).
+    path: Option<String>,
+    /// Only this bucket.
+    bucket: Option<String>,
+    /// open (the default), resolved, wont-fix or rewound; "any" for all.
+    status: Option<String>,
 }
 
 #[tool_router]
@@ -198,6 +234,67 @@ impl Ckpt {
         rewind_result(r.await)
     }
 
+    /// Record residue you leave in the code, so that the next agent or
+    /// person does not mistake it for design: a compatibility shim, callers
+    /// you did not migrate, a concept now duplicated, naming that drifted,
+    /// docs or tests left stale, code you suspect is dead, a tool gap you
+    /// worked around. Call it before you end a turn that leaves any, one
+    /// entry per place, with an honest confidence. It is kept with the
+    /// current turn (rewinding the turn marks it rewound). Returns the id.
+    #[tool]
+    async fn ledger_add(&self, Parameters(a): Parameters<LedgerAdd>) -> CallToolResult {
+        self.call(move |ctx| {
+            let span = match (a.start_line, a.end_line) {
+                (Some(start), end) => Some(LineSpan {
+                    start,
+                    end: end.unwrap_or(start),
+                }),
+                (None, Some(_)) => anyhow::bail!("end_line without start_line"),
+                (None, None) => None,
+            };
+            anyhow::ensure!(
+                a.confidence.is_finite(),
+                "confidence must be between 0 and 1"
+            );
+            let entry = ledger::NewEntry {
+                path: one_path(ctx, &a.path)?,
+                span,
+                bucket: a.bucket,
+                severity: a.severity,
+                confidence: a.confidence,
+                owner: a.owner,
+                note: a.note,
+            };
+            Ok(serde_json::json!({ "id": ledger::request_add(ctx, entry)?.id }))
+        })
+        .await
+    }
+
+    /// The slop ledger: residue recorded earlier (shims, unmigrated
+    /// callers, duplicates, stale docs, suspected dead code…) with where
+    /// its lines are now (`anchor`: fresh, moved, changed, gone). Check it
+    /// before you change a file or build on code you did not write in this
+    /// session, so you do not take residue for design or pile onto it.
+    #[tool(annotations(read_only_hint = true))]
+    async fn ledger_query(&self, Parameters(a): Parameters<LedgerQuery>) -> CallToolResult {
+        self.call(move |ctx| {
+            let status = match a.status.as_deref() {
+                None => Some("open".to_string()),
+                Some("any") => None,
+                Some(s) => Some(s.to_string()),
+            };
+            let filter = LedgerFilter {
+                path: a.path.as_deref().map(|p| one_path(ctx, p)).transpose()?,
+                bucket: a.bucket,
+                status,
+                ..LedgerFilter::default()
+            };
+            let l = ledger::query(ctx, filter)?;
+            Ok(serde_json::json!({ "entries": l.entries }))
+        })
+        .await
+    }
+
     /// ckpt's daemon and every watched project: store sizes, capture
     /// health (`degraded` says why changes may be missed). Use it when
     /// another ckpt tool fails, or the user asks whether ckpt is recording.
@@ -263,6 +360,11 @@ fn document<T: Serialize>(doc: &T, is_error: bool) -> CallToolResult {
 
 fn error(message: String) -> CallToolResult {
     CallToolResult::error(vec![ContentBlock::text(message)])
+}
+
+fn one_path(ctx: &Ctx, path: &str) -> anyhow::Result<WirePath> {
+    let mut v = wire_paths(ctx, &[path.to_string()])?;
+    Ok(v.remove(0))
 }
 
 /// The model names paths as show_turn lists them, relative to the project

@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
 use ckpt_proto::{
-    LedgerEntry, LedgerEntryReply, LedgerFilter, LedgerRecord, LedgerReply, LineSpan, Request,
-    Response,
+    LedgerAdded, LedgerEntry, LedgerEntryReply, LedgerFilter, LedgerRecord, LedgerReply, LineSpan,
+    Request, Response, WirePath,
 };
 use serde::{Deserialize, Serialize};
 
@@ -102,20 +102,16 @@ fn add(
         bail!("confidence must be between 0 and 1, not {confidence}");
     }
     let (path, span) = parse_target(target)?;
-    let reply = match ctx.request(&Request::LedgerAdd {
-        dir: ctx.wire_dir(),
+    let entry = NewEntry {
         path: ctx.wire_path(&path)?,
         span,
         bucket,
         severity,
         confidence,
         owner,
-        user: user(),
         note,
-    })? {
-        Response::LedgerAdded(a) => a,
-        other => return Err(unexpected(other)),
     };
+    let reply = request_add(ctx, entry)?;
     output::warn_degraded(&reply.project, &reply.degraded);
     if ctx.g.json {
         output::json(&serde_json::json!({ "id": reply.id }))?;
@@ -125,7 +121,35 @@ fn add(
     Ok(0)
 }
 
-fn query(ctx: &Ctx, filter: LedgerFilter) -> anyhow::Result<LedgerReply> {
+/// An entry to add, as `ledger add` and the MCP server's `ledger_add` take it.
+pub struct NewEntry {
+    pub path: WirePath,
+    pub span: Option<LineSpan>,
+    pub bucket: String,
+    pub severity: String,
+    pub confidence: f64,
+    pub owner: Option<String>,
+    pub note: String,
+}
+
+pub fn request_add(ctx: &Ctx, e: NewEntry) -> anyhow::Result<LedgerAdded> {
+    match ctx.request(&Request::LedgerAdd {
+        dir: ctx.wire_dir(),
+        path: e.path,
+        span: e.span,
+        bucket: e.bucket,
+        severity: e.severity,
+        confidence: e.confidence,
+        owner: e.owner,
+        user: user(),
+        note: e.note,
+    })? {
+        Response::LedgerAdded(a) => Ok(a),
+        other => Err(unexpected(other)),
+    }
+}
+
+pub fn query(ctx: &Ctx, filter: LedgerFilter) -> anyhow::Result<LedgerReply> {
     match ctx.request(&Request::LedgerList {
         dir: ctx.wire_dir(),
         filter,

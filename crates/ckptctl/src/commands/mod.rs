@@ -12,7 +12,7 @@ pub mod diff;
 mod fsck;
 mod hook;
 pub mod hooks;
-mod ledger;
+pub mod ledger;
 pub mod log;
 mod mcp;
 mod projects;

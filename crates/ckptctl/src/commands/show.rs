@@ -46,7 +46,11 @@ pub fn run(ctx: &Ctx, turn: i64) -> anyhow::Result<u8> {
     if let Some(t) = &i.transcript {
         println!("transcript: {t}");
     }
-    println!("{}", output::counts_long(&i.counts));
+    println!(
+        "{}{}",
+        output::counts_long(&i.counts),
+        output::ledger_entries(i.ledger_entries)
+    );
     output::entries(&s.turn.entries);
     if i.status == TurnStatus::Open && !s.turn.entries.is_empty() {
         println!("(the turn is open: `*` marks paths changed so far; turn-end records how)");

@@ -50,9 +50,10 @@ pub fn print(t: &TurnEnded) {
         return;
     }
     println!(
-        "turn {} closed: {}",
+        "turn {} closed: {}{}",
         info.id,
-        output::counts_long(&info.counts)
+        output::counts_long(&info.counts),
+        output::ledger_entries(info.ledger_entries)
     );
     output::entries(&t.turn.entries);
 }
