@@ -1,0 +1,443 @@
+//! The slop ledger: a record of the residue a turn leaves (shims, callers
+//! never migrated, dead code…) so the next agent or person does not mistake
+//! it for design.
+//!
+//! Invariants: an entry's row is never updated, and its status changes are
+//! only appended (`ledger_events`); its shown status is derived when read,
+//! `rewound` while its turn is (so a rewind and a redo need no ledger code);
+//! its anchor is computed when read, from the text its span held when it was
+//! added and the file as it is now. Nothing is written for bad input.
+
+use std::collections::HashMap;
+
+use crate::error::{Error, IoContext, Result};
+use crate::history::ledger as sql;
+use crate::project::{now_ns, Project};
+use crate::relpath::RelPath;
+
+mod types;
+
+pub use types::*;
+
+fn check_confidence(c: f64) -> Result<()> {
+    if !(0.0..=1.0).contains(&c) {
+        return Err(Error::Invalid(format!(
+            "confidence must be between 0 and 1, not {c}"
+        )));
+    }
+    Ok(())
+}
+
+fn check_text(what: &str, s: &str) -> Result<()> {
+    if s.trim().is_empty() {
+        return Err(Error::Invalid(format!("the {what} is empty")));
+    }
+    Ok(())
+}
+
+fn check_span(span: Span) -> Result<()> {
+    if span.start == 0 {
+        return Err(Error::Invalid("lines are numbered from 1, not 0".into()));
+    }
+    if span.start > span.end {
+        return Err(Error::Invalid(format!(
+            "span {}-{} starts after it ends",
+            span.start, span.end
+        )));
+    }
+    Ok(())
+}
+
+/// The lines of `span` in `text`; an error past the file's end.
+fn span_text(path: &RelPath, text: &str, span: Span) -> Result<String> {
+    check_span(span)?;
+    let lines: Vec<&str> = text.lines().collect();
+    if span.end as usize > lines.len() {
+        return Err(Error::Invalid(format!(
+            "{}:{}-{} is past the end of the file ({} lines)",
+            path.display(),
+            span.start,
+            span.end,
+            lines.len()
+        )));
+    }
+    Ok(lines[span.start as usize - 1..span.end as usize].join("\n"))
+}
+
+/// Where `span` (which held `was`) is in `now`. Pure, for the tests.
+pub(crate) fn anchor(span: Option<Span>, was: Option<&str>, now: Option<&str>) -> Anchor {
+    let gone = Anchor {
+        state: AnchorState::Gone,
+        span: None,
+    };
+    let Some(now) = now else { return gone };
+    let (Some(span), Some(was)) = (span, was) else {
+        return Anchor {
+            state: AnchorState::Fresh,
+            span: None,
+        };
+    };
+    let want: Vec<&str> = was.lines().collect();
+    let have: Vec<&str> = now.lines().collect();
+    let (start, len) = (span.start as usize - 1, want.len());
+    if len == 0 {
+        return gone;
+    }
+    let at = |i: usize| have.get(i..i + len) == Some(&want[..]);
+    if at(start) {
+        return Anchor {
+            state: AnchorState::Fresh,
+            span: Some(span),
+        };
+    }
+    // The nearest copy of the same lines.
+    let found = (0..have.len().saturating_sub(len - 1))
+        .filter(|&i| at(i))
+        .min_by_key(|&i| i.abs_diff(start));
+    if let Some(i) = found {
+        return Anchor {
+            state: AnchorState::Moved,
+            span: Some(Span {
+                start: i as u32 + 1,
+                end: (i + len) as u32,
+            }),
+        };
+    }
+    let left: std::collections::HashSet<&str> = have.iter().map(|l| l.trim()).collect();
+    if want
+        .iter()
+        .map(|l| l.trim())
+        .any(|l| !l.is_empty() && left.contains(l))
+    {
+        return Anchor {
+            state: AnchorState::Changed,
+            span: None,
+        };
+    }
+    gone
+}
+
+impl Project {
+    /// The text of a regular file in the tree now; `None` if nothing (or
+    /// not a regular file) is there.
+    fn current_text(&self, path: &RelPath) -> Result<Option<String>> {
+        let st = self
+            .root_fs
+            .lstat(path)
+            .ctx_in("stat", &self.root, path.as_path())?;
+        match st {
+            Some(st) if st.kind == crate::confined::StatKind::File => {
+                let (bytes, _) =
+                    self.root_fs
+                        .read_file(path)
+                        .ctx_in("read", &self.root, path.as_path())?;
+                Ok(Some(String::from_utf8_lossy(&bytes).into_owned()))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// Records an entry in the open turn (if any) and returns its id. The
+    /// file must exist and the span lie inside it; call after a barrier.
+    pub fn ledger_add(&mut self, e: NewLedgerEntry) -> Result<i64> {
+        check_confidence(e.confidence)?;
+        check_text("note", &e.note)?;
+        if let Some(o) = &e.owner {
+            check_text("owner", o)?;
+        }
+        let name = e.path.display();
+        let st = self
+            .root_fs
+            .lstat(&e.path)
+            .ctx_in("stat", &self.root, e.path.as_path())?;
+        match st {
+            None => return Err(Error::Invalid(format!("{name} does not exist"))),
+            Some(st) if st.kind != crate::confined::StatKind::File => {
+                return Err(Error::Invalid(format!("{name} is not a regular file")))
+            }
+            Some(_) => {}
+        }
+        let text = match e.span {
+            None => None,
+            Some(span) => {
+                let (bytes, _) =
+                    self.root_fs
+                        .read_file(&e.path)
+                        .ctx_in("read", &self.root, e.path.as_path())?;
+                let text = std::str::from_utf8(&bytes).map_err(|_| {
+                    Error::Invalid(format!(
+                        "{name} is not UTF-8 text: record it whole (no :LINE)"
+                    ))
+                })?;
+                Some(span_text(&e.path, text, span)?)
+            }
+        };
+        let turn = self.open_turn()?;
+        let meta = match turn {
+            Some(t) => self.turn_meta(t)?,
+            None => Default::default(),
+        };
+        let owner = e
+            .owner
+            .or_else(|| meta.agent.as_ref().map(|a| format!("agent:{a}")))
+            .or(e.user)
+            .unwrap_or_else(|| "unknown".into());
+        let at_ns = now_ns();
+        let tx = self.conn.transaction()?;
+        let id = sql::insert_entry(
+            &tx,
+            &sql::NewRow {
+                bucket: e.bucket,
+                severity: e.severity,
+                confidence: e.confidence,
+                owner: &owner,
+                path: &e.path,
+                span: e.span,
+                span_text: text.as_deref(),
+                note: &e.note,
+                turn,
+                agent: meta.agent.as_deref(),
+                session: meta.session.as_deref(),
+                created_ns: at_ns,
+            },
+        )?;
+        sql::insert_event(
+            &tx,
+            id,
+            &StatusEvent {
+                status: LedgerStatus::Open,
+                who: Some(owner.clone()),
+                why: Some("added".into()),
+                at_ns,
+            },
+        )?;
+        tx.commit()?;
+        Ok(id)
+    }
+
+    /// Entries matching `f`, oldest first, with their anchors now.
+    pub fn ledger_list(&self, f: &LedgerFilter) -> Result<Vec<LedgerEntry>> {
+        let rows = sql::entries(&self.conn)?;
+        let mut texts: HashMap<RelPath, Option<String>> = HashMap::new();
+        let mut out = Vec::new();
+        for row in rows {
+            let keep = f.bucket.is_none_or(|b| row.bucket == b)
+                && f.min_severity.is_none_or(|s| row.severity >= s)
+                && f.min_confidence.is_none_or(|c| row.confidence >= c)
+                && f.path_prefix
+                    .as_ref()
+                    .is_none_or(|p| row.path.starts_with(p))
+                && f.turn.is_none_or(|t| row.turn == Some(t))
+                && f.agent
+                    .as_ref()
+                    .is_none_or(|a| row.agent.as_ref() == Some(a))
+                && f.owner.as_ref().is_none_or(|o| &row.owner == o);
+            if !keep {
+                continue;
+            }
+            let e = self.entry_from(row, &mut texts, f.history)?;
+            if f.status.is_none_or(|s| e.status == s)
+                && f.anchor.is_none_or(|a| e.anchor.state == a)
+            {
+                out.push(e);
+            }
+        }
+        Ok(out)
+    }
+
+    fn entry_from(
+        &self,
+        row: sql::EntryRow,
+        texts: &mut HashMap<RelPath, Option<String>>,
+        history: bool,
+    ) -> Result<LedgerEntry> {
+        if !texts.contains_key(&row.path) {
+            let text = self.current_text(&row.path)?;
+            texts.insert(row.path.clone(), text);
+        }
+        let now = texts.get(&row.path).and_then(|t| t.as_deref());
+        let anchor = anchor(row.span, row.span_text.as_deref(), now);
+        let (status, rewound_by) = match row.rewound_by {
+            Some(by) => (LedgerStatus::Rewound, by),
+            None => (row.latest, None),
+        };
+        let history = if history {
+            sql::events(&self.conn, row.id)?
+        } else {
+            Vec::new()
+        };
+        Ok(LedgerEntry {
+            id: row.id,
+            bucket: row.bucket,
+            severity: row.severity,
+            confidence: row.confidence,
+            owner: row.owner,
+            path: row.path,
+            span: row.span,
+            span_text: row.span_text,
+            note: row.note,
+            turn: row.turn,
+            agent: row.agent,
+            session: row.session,
+            created_ns: row.created_ns,
+            status,
+            rewound_by,
+            anchor,
+            history,
+        })
+    }
+
+    /// One entry with its history.
+    pub fn ledger_show(&self, id: i64) -> Result<LedgerEntry> {
+        let row = sql::entry(&self.conn, id)?.ok_or_else(|| unknown(id))?;
+        self.entry_from(row, &mut HashMap::new(), true)
+    }
+
+    /// Appends a status change (open, resolved or wont-fix) to entry `id`
+    /// and returns the entry. A change to the status it has is refused.
+    pub fn ledger_set_status(
+        &mut self,
+        id: i64,
+        status: LedgerStatus,
+        who: Option<String>,
+        why: String,
+    ) -> Result<LedgerEntry> {
+        if status == LedgerStatus::Rewound {
+            return Err(Error::Invalid(
+                "rewound is not set by hand: it follows the entry's turn".into(),
+            ));
+        }
+        check_text("reason (why)", &why)?;
+        let row = sql::entry(&self.conn, id)?.ok_or_else(|| unknown(id))?;
+        if row.latest == status {
+            return Err(Error::Invalid(format!(
+                "ledger entry {id} is already {status}"
+            )));
+        }
+        sql::insert_event(
+            &self.conn,
+            id,
+            &StatusEvent {
+                status,
+                who: who.filter(|w| !w.trim().is_empty()),
+                why: Some(why),
+                at_ns: now_ns(),
+            },
+        )?;
+        self.ledger_show(id)
+    }
+
+    /// Adds entries exported from another clone, with their history (not
+    /// their turns: those are this clone's own). An entry already here
+    /// (same path, span text, bucket and note) is skipped. All or nothing.
+    pub fn ledger_import(&mut self, records: &[LedgerRecord]) -> Result<ImportReport> {
+        for (i, r) in records.iter().enumerate() {
+            let bad = |e: Error| Error::Invalid(format!("entry {} of the import: {e}", i + 1));
+            check_confidence(r.confidence).map_err(bad)?;
+            check_text("note", &r.note).map_err(bad)?;
+            check_text("owner", &r.owner).map_err(bad)?;
+            if let Some(span) = r.span {
+                check_span(span).map_err(bad)?;
+            }
+            let lines = r.span_text.as_deref().map(|t| t.lines().count().max(1));
+            let wanted = r.span.map(|s| (s.end - s.start + 1) as usize);
+            if lines.is_some() != wanted.is_some() {
+                return Err(bad(Error::Invalid(
+                    "a span needs its text, and only a span has one".into(),
+                )));
+            }
+            if r.history.iter().any(|h| h.status == LedgerStatus::Rewound) {
+                return Err(bad(Error::Invalid("a history never holds rewound".into())));
+            }
+        }
+        let mut report = ImportReport::default();
+        let tx = self.conn.transaction()?;
+        for r in records {
+            if sql::has_same(&tx, &r.path, r.span_text.as_deref(), r.bucket, &r.note)? {
+                report.skipped += 1;
+                continue;
+            }
+            let id = sql::insert_entry(
+                &tx,
+                &sql::NewRow {
+                    bucket: r.bucket,
+                    severity: r.severity,
+                    confidence: r.confidence,
+                    owner: &r.owner,
+                    path: &r.path,
+                    span: r.span,
+                    span_text: r.span_text.as_deref(),
+                    note: &r.note,
+                    turn: None,
+                    agent: r.agent.as_deref(),
+                    session: r.session.as_deref(),
+                    created_ns: r.created_ns,
+                },
+            )?;
+            let imported = StatusEvent {
+                status: LedgerStatus::Open,
+                who: Some(r.owner.clone()),
+                why: Some("imported".into()),
+                at_ns: now_ns(),
+            };
+            let history = if r.history.is_empty() {
+                std::slice::from_ref(&imported)
+            } else {
+                &r.history[..]
+            };
+            for h in history {
+                sql::insert_event(&tx, id, h)?;
+            }
+            report.added += 1;
+        }
+        tx.commit()?;
+        Ok(report)
+    }
+
+    /// How many entries were recorded in `turn` (for `turn-end` and `show`).
+    pub fn ledger_count_for_turn(&self, turn: i64) -> Result<u64> {
+        sql::count_for_turn(&self.conn, turn)
+    }
+
+    /// The open entries about `path` whose lines are still there (fresh or
+    /// moved), with their spans now; a whole-file entry spans every line.
+    /// For `blame` to mark lines.
+    pub fn open_ledger_spans(&self, path: &RelPath) -> Result<Vec<(i64, Span)>> {
+        let mut texts = HashMap::new();
+        let mut out = Vec::new();
+        for row in sql::entries_for_path(&self.conn, path)? {
+            let whole = row.span.is_none();
+            let e = self.entry_from(row, &mut texts, false)?;
+            if e.status != LedgerStatus::Open {
+                continue;
+            }
+            match (e.anchor.state, e.anchor.span) {
+                (AnchorState::Fresh | AnchorState::Moved, Some(span)) => out.push((e.id, span)),
+                (AnchorState::Fresh, None) if whole => {
+                    let n = texts
+                        .get(path)
+                        .and_then(|t| t.as_deref())
+                        .map_or(0, |t| t.lines().count());
+                    if n > 0 {
+                        out.push((
+                            e.id,
+                            Span {
+                                start: 1,
+                                end: n as u32,
+                            },
+                        ));
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(out)
+    }
+}
+
+fn unknown(id: i64) -> Error {
+    Error::Invalid(format!("no ledger entry {id} in this project"))
+}
+
+#[cfg(test)]
+mod tests;
