@@ -106,6 +106,7 @@ enum Gen {
     Status,
     Projects,
     Activity(Spot),
+    Blame(Spot, Spot),
 }
 
 fn turn() -> impl Strategy<Value = i64> {
@@ -131,6 +132,7 @@ fn gen() -> impl Strategy<Value = Gen> {
         Just(Gen::Status),
         Just(Gen::Projects),
         spot().prop_map(Gen::Activity),
+        (spot(), spot()).prop_map(|(s, f)| Gen::Blame(s, f)),
     ]
 }
 
@@ -192,6 +194,10 @@ fn concrete(proj: &Path, g: &Gen) -> Request {
         Gen::Status => Request::Status,
         Gen::Projects => Request::Projects,
         Gen::Activity(s) => Request::Activity { dir: p(s) },
+        Gen::Blame(s, f) => Request::Blame {
+            dir: p(s),
+            path: p(f),
+        },
     }
 }
 

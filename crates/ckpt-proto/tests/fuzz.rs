@@ -209,6 +209,7 @@ fn odd_name() -> impl Strategy<Value = String> {
             "Status",
             "Fsck",
             "Activity",
+            "Blame",
             "Error",
             "version",
             "client",
@@ -329,6 +330,7 @@ fn request() -> impl Strategy<Value = Request> {
         Just(Request::Status),
         odd_path().prop_map(|dir| Request::Fsck { dir }),
         odd_path().prop_map(|dir| Request::Activity { dir }),
+        (odd_path(), odd_path()).prop_map(|(dir, path)| Request::Blame { dir, path }),
     ]
 }
 

@@ -10,6 +10,7 @@ use crate::daemon::Daemon;
 use crate::error::ReqError;
 
 mod activity;
+mod blame;
 mod diff;
 mod fsck;
 mod log;
@@ -75,6 +76,7 @@ pub fn handle(d: &Arc<Daemon>, req: Request) -> Response {
         Request::Status => Ok(Response::Status(status::handle(d))),
         Request::Fsck { dir } => fsck::handle(d, &dir).map(Response::Fsck),
         Request::Activity { dir } => activity::handle(d, &dir).map(Response::Activity),
+        Request::Blame { dir, path } => blame::handle(d, &dir, &path).map(Response::Blame),
     };
     result.unwrap_or_else(Response::from)
 }
