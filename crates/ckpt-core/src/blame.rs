@@ -114,13 +114,16 @@ impl Project {
                 origin,
             })
             .collect::<Vec<_>>();
+        let named: std::collections::HashSet<i64> = blamed
+            .iter()
+            .filter_map(|l| match l.origin {
+                LineOrigin::Turn(t) => Some(t),
+                _ => None,
+            })
+            .collect();
         let turns = touches
             .into_iter()
-            .filter(|touch| {
-                blamed
-                    .iter()
-                    .any(|l| l.origin == LineOrigin::Turn(touch.turn))
-            })
+            .filter(|touch| named.contains(&touch.turn))
             .map(|touch| BlameTurn {
                 id: touch.turn,
                 started_ns: touch.started_ns,
