@@ -113,6 +113,7 @@ enum Gen {
     LedgerShow(Spot, i64),
     LedgerSetStatus(Spot, i64, String),
     LedgerImport(Spot, Vec<Imported>),
+    Blame(Spot, Spot),
 }
 
 /// An imported entry: its relative path, span and bucket.
@@ -200,6 +201,7 @@ fn gen() -> impl Strategy<Value = Gen> {
             )
         )
             .prop_map(|(s, e)| Gen::LedgerImport(s, e)),
+        (spot(), spot()).prop_map(|(s, f)| Gen::Blame(s, f)),
     ]
 }
 
@@ -307,6 +309,10 @@ fn concrete(proj: &Path, g: &Gen) -> Request {
                     history: None,
                 })
                 .collect(),
+        },
+        Gen::Blame(s, f) => Request::Blame {
+            dir: p(s),
+            path: p(f),
         },
     }
 }

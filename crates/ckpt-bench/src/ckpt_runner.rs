@@ -14,7 +14,7 @@ use serde_json::Value;
 use crate::ckpt_json;
 use crate::cmd::run;
 use crate::procstat;
-use crate::system::{StoreSize, System};
+use crate::system::{Blamed, StoreSize, System};
 use crate::tree::dir_bytes;
 
 /// Where the `ckptd` and `ckptctl` executables are.
@@ -268,6 +268,21 @@ impl System for Ckpt {
 
     fn forget(&mut self) -> Result<()> {
         self.ctl(&["unwatch", "--drop-data"]).map(|_| ())
+    }
+
+    fn blame(&mut self, rel: &Path) -> Result<Blamed> {
+        // Absolute: ckptctl resolves a relative path against its cwd, not -C.
+        let abs = self.root.join(rel);
+        let abs = abs.to_str().context("a UTF-8 bench path")?;
+        let (v, out) = self.ctl(&["blame", abs])?;
+        let lines = v
+            .as_ref()
+            .and_then(|v| v["lines"].as_array())
+            .with_context(|| format!("no lines in blame's reply: {}", out.trim()))?;
+        Ok(Blamed {
+            lines: lines.len(),
+            from_turns: lines.iter().filter(|l| l["origin"] == "turn").count(),
+        })
     }
 
     fn settle(&mut self) -> Result<()> {

@@ -24,7 +24,7 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 
 use crate::cmd::{run_ok, Timed};
-use crate::system::{StoreSize, System};
+use crate::system::{Blamed, StoreSize, System};
 use crate::tree::dir_bytes;
 
 /// A `git` command isolated from the caller's environment and config.
@@ -298,6 +298,27 @@ impl System for GitSnap {
     fn redo(&mut self) -> Result<()> {
         let target = self.redo.take().context("nothing to redo")?;
         self.restore(&target).map(|_| ())
+    }
+
+    fn blame(&mut self, rel: &Path) -> Result<Blamed> {
+        let head = self.parent.clone().context("no snapshot to blame")?;
+        let rel = rel.to_str().context("a UTF-8 bench path")?;
+        let out = self
+            .run(None, &["blame", "-s", &head, "--", rel], None)?
+            .stdout();
+        // One line per line of the file, led by its commit (`^` marks the
+        // root commit); the file's first version is the most common one.
+        let mut by_commit = std::collections::HashMap::<&str, usize>::new();
+        for l in out.lines() {
+            let commit = l.split_whitespace().next().unwrap_or("");
+            *by_commit.entry(commit.trim_start_matches('^')).or_default() += 1;
+        }
+        let lines: usize = by_commit.values().sum();
+        let first = by_commit.values().copied().max().unwrap_or(0);
+        Ok(Blamed {
+            lines,
+            from_turns: lines - first,
+        })
     }
 
     fn settle(&mut self) -> Result<()> {

@@ -17,8 +17,9 @@
 //! Systems run interleaved (A B C, A B C, …), each on its own copy of the
 //! tree. Scenarios: `connect` (spawn and bare `ckptctl status` floors),
 //! `watch` (baseline time and store size; daemon peak RSS and idle CPU),
-//! `idle`, `small`, `fulltree`, `bigfile`, and `scale` (watch, idle and
-//! small on the tree copied 10×). Every rewind and redo is verified
+//! `idle`, `small`, `fulltree`, `bigfile`, `blame` (a 5,000-line file edited
+//! by 100 turns, then blamed: `ckptctl blame` against `git blame` of the
+//! snapshot chain), and `scale` (watch, idle and small on the tree copied 10×). Every rewind and redo is verified
 //! byte-for-byte against the state before the turn (and the user's `.git`
 //! byte-identical); a wrong result is reported as WRONG and not timed.
 //!
@@ -66,8 +67,8 @@ use system::System;
 #[global_allocator]
 static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-const ALL_SCENARIOS: [&str; 8] = [
-    "connect", "watch", "idle", "small", "scaffold", "fulltree", "bigfile", "scale",
+const ALL_SCENARIOS: [&str; 9] = [
+    "connect", "watch", "idle", "small", "scaffold", "fulltree", "bigfile", "blame", "scale",
 ];
 
 #[derive(Parser, Debug)]
@@ -82,7 +83,7 @@ struct Args {
     /// Write every sample, the medians and the targets to this JSON file.
     #[arg(long)]
     json: Option<PathBuf>,
-    /// Scenarios to run (comma-separated): connect,watch,idle,small,fulltree,bigfile,scale.
+    /// Scenarios to run (comma-separated): connect,watch,idle,small,scaffold,fulltree,bigfile,blame,scale.
     #[arg(long, value_delimiter = ',')]
     scenarios: Option<Vec<String>>,
     /// Systems to run (comma-separated): ckpt,git-fresh,git-kept.
@@ -316,6 +317,9 @@ fn real_main() -> Result<bool> {
             let text = scenarios::big_text(&s.clean, s.sys.root())?;
             scenarios::bigfile(&mut lab, &mut res, plan.reps, &text);
         }
+    }
+    if sel("blame") {
+        scenarios::blame(&mut lab, &mut res, plan.reps);
     }
     if sel("watch") {
         scenarios::daemon_idle(&mut lab, &mut res, plan.idle_secs);

@@ -490,6 +490,55 @@ pub fn bigfile(lab: &mut Lab, res: &mut Results, reps: usize, text: &[u8]) {
     });
 }
 
+/// Lines of the file `blame` follows, turns that edit it, lines each edits.
+pub const BLAME_LINES: usize = 5000;
+pub const BLAME_TURNS: usize = 100;
+const BLAME_EDITS: usize = 3;
+
+/// The lines (0-based) turn `t` of `blame` rewrites: spread over the file,
+/// some rewritten again by later turns.
+fn blame_edits(t: usize) -> [usize; BLAME_EDITS] {
+    std::array::from_fn(|k| (t * 53 + k * 1667) % BLAME_LINES)
+}
+
+/// `blame`: a 5,000-line file is edited by 100 turns, a few lines each;
+/// then every line is attributed. Only the blame is timed; it must find
+/// every line and attribute exactly the rewritten ones to turns.
+pub fn blame(lab: &mut Lab, res: &mut Results, reps: usize) {
+    run_reps(lab, res, "blame", reps, |s, _, log, rep| {
+        let root = s.root();
+        let rel = PathBuf::from(format!("bench-blame-{rep}.txt"));
+        let path = root.join(&rel);
+        let mut lines: Vec<String> = (0..BLAME_LINES)
+            .map(|i| format!("line {i} of the blame file, repetition {rep}\n"))
+            .collect();
+        fs::write(&path, lines.concat())?;
+        s.sys.settle()?;
+        let mut rewritten = std::collections::BTreeSet::new();
+        for t in 0..BLAME_TURNS {
+            s.sys.turn_start()?;
+            for i in blame_edits(t) {
+                lines[i] = format!("line {i} rewritten in turn {t}\n");
+                rewritten.insert(i);
+            }
+            fs::write(&path, lines.concat())?;
+            s.sys.turn_end()?;
+        }
+        let b = timed(log, "blame", || s.sys.blame(&rel))?;
+        if b.lines != BLAME_LINES || b.from_turns != rewritten.len() {
+            return Err(Bad::Wrong(format!(
+                "blame found {} lines, {} from turns; expected {BLAME_LINES}, {}",
+                b.lines,
+                b.from_turns,
+                rewritten.len()
+            )));
+        }
+        fs::remove_file(&path)?;
+        s.sys.settle()?;
+        check(s, &s.clean, "removing the blamed file")
+    });
+}
+
 /// The daemon's peak RSS and its CPU and wake-ups over `secs` of idleness.
 pub fn daemon_idle(lab: &mut Lab, res: &mut Results, secs: f64) {
     let key = format!("{}daemon", lab.prefix);

@@ -43,6 +43,11 @@ pub trait System {
     /// reads) so it does not leak into the next timed call.
     fn settle(&mut self) -> Result<()>;
 
+    /// Timed as "blame": every line of the file at `rel` (relative to the
+    /// root) with the turn that last introduced it (ckpt: `ckptctl blame`;
+    /// git: `git blame` of the last snapshot).
+    fn blame(&mut self, rel: &Path) -> Result<Blamed>;
+
     /// Bytes the system's store takes on disk (apparent sizes).
     fn store_bytes(&self) -> StoreSize;
 
@@ -68,4 +73,12 @@ pub trait System {
 pub struct StoreSize {
     pub total: u64,
     pub wal: u64,
+}
+
+/// What a blame reported, to check it against what the agent did.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Blamed {
+    pub lines: usize,
+    /// Lines attributed to a turn (not to the file's first version).
+    pub from_turns: usize,
 }

@@ -8,7 +8,7 @@ use crate::relpath::RelPath;
 use crate::state::State;
 
 /// Content that is not shown as text: has a NUL byte early on, or is not UTF-8.
-fn is_binary(data: &[u8]) -> bool {
+pub(crate) fn is_binary(data: &[u8]) -> bool {
     data[..data.len().min(8000)].contains(&0) || std::str::from_utf8(data).is_err()
 }
 

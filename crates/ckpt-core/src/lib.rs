@@ -19,6 +19,7 @@
 //! # Ok(()) }
 //! ```
 
+mod blame;
 mod cache;
 mod capture;
 mod confined;

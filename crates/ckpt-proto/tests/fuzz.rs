@@ -214,6 +214,7 @@ fn odd_name() -> impl Strategy<Value = String> {
             "LedgerShow",
             "LedgerSetStatus",
             "LedgerImport",
+            "Blame",
             "Error",
             "version",
             "client",
@@ -493,6 +494,7 @@ fn ledger_request() -> impl Strategy<Value = Request> {
         ),
         (odd_path(), proptest::collection::vec(ledger_record(), 0..3))
             .prop_map(|(dir, entries)| Request::LedgerImport { dir, entries }),
+        (odd_path(), odd_path()).prop_map(|(dir, path)| Request::Blame { dir, path }),
     ]
 }
 

@@ -105,6 +105,12 @@ pub enum Command {
         /// Only these paths (and what is below them).
         paths: Vec<PathBuf>,
     },
+    /// Each line of FILE with the turn that last introduced it (or
+    /// `baseline`, or `user` for an edit made between turns).
+    Blame {
+        /// A text file in the project, as it is now.
+        file: PathBuf,
+    },
     /// Restore the state from just before TURN, undoing it and every later turn.
     Rewind {
         /// The oldest turn to undo (it and every later live turn are undone).

@@ -188,6 +188,65 @@ pub(crate) fn entries(conn: &Connection, turn: i64) -> Result<Vec<TurnEntry>> {
     Ok(out)
 }
 
+/// One live turn's entry for a path, with who ran the turn.
+pub(crate) struct PathTouch {
+    pub turn: i64,
+    pub started_ns: i64,
+    pub meta: TurnMeta,
+    pub pre: State,
+    /// `None` while the turn is open.
+    pub post: Option<State>,
+}
+
+/// The entries for `path` of every turn not rewound, oldest turn first
+/// (served by the index `turn_entries_path`).
+pub(crate) fn live_touches(conn: &Connection, path: &RelPath) -> Result<Vec<PathTouch>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT e.turn, t.started_ns, t.label, t.agent, t.session,
+                e.pre_kind, e.pre_mode, e.pre_data, e.pre_size,
+                e.post_kind, e.post_mode, e.post_data, e.post_size
+         FROM turn_entries e JOIN turns t ON t.id = e.turn
+         WHERE e.path = ?1 AND t.status <> ?2 ORDER BY e.turn",
+    )?;
+    let rows = stmt.query_map(params![path.as_bytes(), TurnStatus::Rewound], |r| {
+        let post = match r.get::<_, Option<i64>>(9)? {
+            Some(_) => Some(State::from_row(r, 9)?),
+            None => None,
+        };
+        let meta = TurnMeta {
+            label: r.get(2)?,
+            agent: r.get(3)?,
+            session: r.get(4)?,
+            transcript: None,
+        };
+        Ok((
+            r.get::<_, i64>(0)?,
+            r.get(1)?,
+            meta,
+            State::from_row(r, 5)?,
+            post,
+        ))
+    })?;
+    let mut out = Vec::new();
+    for row in rows {
+        let (turn, started_ns, meta, pre, post) = row?;
+        let bad = || Error::Invalid(format!("turn {turn}: undecodable entry for {path}"));
+        let pre = pre.ok_or_else(bad)?;
+        let post = match post {
+            Some(p) => Some(p.ok_or_else(bad)?),
+            None => None,
+        };
+        out.push(PathTouch {
+            turn,
+            started_ns,
+            meta,
+            pre,
+            post,
+        });
+    }
+    Ok(out)
+}
+
 /// Closes `turn`: each entry gets its post-image (`post_of` its path), or
 /// is dropped if it ended as it began. Call in a transaction.
 pub(crate) fn close_turn(

@@ -8,6 +8,7 @@ use ckpt_proto::{Request, Response, WirePath};
 use crate::cli::{Cli, Command, Global};
 use crate::client::Client;
 
+pub mod blame;
 pub mod diff;
 mod fsck;
 mod hook;
@@ -93,6 +94,7 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Log { limit } => log::run(&ctx, limit),
         Command::Show { turn } => show::run(&ctx, turn),
         Command::Diff { turn, paths } => diff::run(&ctx, turn, &paths),
+        Command::Blame { file } => blame::run(&ctx, &file),
         Command::Rewind {
             turn,
             paths,

@@ -10,6 +10,7 @@ use crate::daemon::Daemon;
 use crate::error::ReqError;
 
 mod activity;
+mod blame;
 mod diff;
 mod fsck;
 mod ledger;
@@ -111,6 +112,7 @@ pub fn handle(d: &Arc<Daemon>, req: Request) -> Response {
         Request::LedgerImport { dir, entries } => {
             ledger::import(d, &dir, &entries).map(Response::LedgerImported)
         }
+        Request::Blame { dir, path } => blame::handle(d, &dir, &path).map(Response::Blame),
     };
     result.unwrap_or_else(Response::from)
 }

@@ -1,0 +1,69 @@
+//! `ckptctl blame FILE`: every line of a file with the turn that last
+//! introduced it, like `git blame`.
+
+use std::io::Write;
+use std::path::Path;
+
+use ckpt_proto::{BlameLine, BlameReply, LineOrigin, Request, Response};
+
+use super::{unexpected, Ctx};
+use crate::output;
+
+/// Agent names and labels are cut to these many characters in text output.
+const AGENT_WIDTH: usize = 12;
+const LABEL_WIDTH: usize = 20;
+
+/// The blame of `file`: the document `--json` prints.
+pub fn query(ctx: &Ctx, file: &Path) -> anyhow::Result<BlameReply> {
+    match ctx.request(&Request::Blame {
+        dir: ctx.wire_dir(),
+        path: ctx.wire_path(file)?,
+    })? {
+        Response::Blame(b) => Ok(b),
+        other => Err(unexpected(other)),
+    }
+}
+
+pub fn run(ctx: &Ctx, file: &Path) -> anyhow::Result<u8> {
+    let b = query(ctx, file)?;
+    output::warn_degraded(&b.project, &b.degraded);
+    if ctx.g.json {
+        output::json(&b)?;
+        return Ok(0);
+    }
+    let cols: Vec<[String; 3]> = b.lines.iter().map(columns).collect();
+    let width = |i: usize| cols.iter().map(|c| c[i].chars().count()).max().unwrap_or(0);
+    let (w_who, w_agent, w_label) = (width(0), width(1), width(2));
+    let w_line = b.lines.len().to_string().len();
+    let mut out = std::io::stdout().lock();
+    for (l, [who, agent, label]) in b.lines.iter().zip(&cols) {
+        writeln!(
+            out,
+            "{:>w_line$} {who:<w_who$}  {agent:<w_agent$}  {label:<w_label$} | {}",
+            l.line, l.text
+        )?;
+    }
+    Ok(0)
+}
+
+/// Who (`t7`, `baseline`, `user`), the short agent and the cut label.
+fn columns(l: &BlameLine) -> [String; 3] {
+    let cut = |s: &Option<String>, n: usize| -> String {
+        s.as_deref()
+            .unwrap_or("")
+            .replace(['\n', '\t'], " ")
+            .chars()
+            .take(n)
+            .collect()
+    };
+    match l.origin {
+        LineOrigin::Turn => [
+            l.turn.map_or_else(|| "t?".into(), |t| format!("t{t}")),
+            cut(&l.agent, AGENT_WIDTH),
+            cut(&l.label, LABEL_WIDTH),
+        ],
+        LineOrigin::Baseline => ["baseline".into(), String::new(), String::new()],
+        LineOrigin::BetweenTurns => ["user".into(), String::new(), String::new()],
+        LineOrigin::Other => ["?".into(), String::new(), String::new()],
+    }
+}

@@ -1,0 +1,62 @@
+//! `blame FILE`: every line of a file as it is now, with the live turn that
+//! last introduced it, or `baseline` / `between-turns`.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use ckpt_core::LineOrigin;
+use ckpt_proto::{BlameLine, BlameReply, WirePath};
+
+use crate::convert;
+use crate::daemon::{barrier, Daemon};
+use crate::error::ReqResult;
+
+pub fn handle(d: &Arc<Daemon>, dir: &WirePath, path: &WirePath) -> ReqResult<BlameReply> {
+    let h = d.project_for(dir)?;
+    h.ensure_available()?;
+    let rel = Daemon::rel_path(&h, path)?;
+    // The current content is the cache's: it must hold every edit made
+    // before this request.
+    barrier(d, &h)?;
+    let blame = h.call(|p| p.blame(&rel))?;
+    let turns: HashMap<i64, &ckpt_core::BlameTurn> =
+        blame.turns.iter().map(|t| (t.id, t)).collect();
+    let lines = blame
+        .lines
+        .iter()
+        .enumerate()
+        .map(|(i, l)| {
+            let mut out = BlameLine {
+                line: i as u64 + 1,
+                text: l.text.clone(),
+                origin: ckpt_proto::LineOrigin::Baseline,
+                turn: None,
+                agent: None,
+                session: None,
+                label: None,
+                time_ns: None,
+            };
+            match l.origin {
+                LineOrigin::Baseline => {}
+                LineOrigin::BetweenTurns => out.origin = ckpt_proto::LineOrigin::BetweenTurns,
+                LineOrigin::Turn(id) => {
+                    out.origin = ckpt_proto::LineOrigin::Turn;
+                    out.turn = Some(id);
+                    if let Some(t) = turns.get(&id) {
+                        out.agent = t.meta.agent.clone();
+                        out.session = t.meta.session.clone();
+                        out.label = t.meta.label.clone();
+                        out.time_ns = Some(t.started_ns);
+                    }
+                }
+            }
+            out
+        })
+        .collect();
+    Ok(BlameReply {
+        project: convert::abs(&h.root),
+        path: convert::rel(&blame.path),
+        lines,
+        degraded: h.degraded_reason(),
+    })
+}
