@@ -136,3 +136,74 @@ fn blame_refuses_what_has_no_lines() {
         assert!(out.stderr.contains(says), "{path}: {out:?}");
     }
 }
+
+/// Lines an open slop-ledger entry covers are marked with its id, in text
+/// and JSON; resolving the entry clears the mark.
+#[test]
+fn blame_marks_lines_of_open_ledger_entries() {
+    let env = Env::new();
+    let _d = env.start_daemon();
+    let proj = env.git_repo("app", &[("f.txt", b"one\ntwo\nthree\nfour\n")]);
+    env.ctl_ok(&proj, &["watch"]);
+    turn(&env, &proj, "shim", "sed -i 's/two/TWO/' f.txt");
+    let add = |target: &str| {
+        env.ctl_json(
+            &proj,
+            &[
+                "ledger",
+                "add",
+                target,
+                "--bucket",
+                "compat-shim",
+                "--severity",
+                "low",
+                "--confidence",
+                "0.9",
+                "--note",
+                "kept for old callers",
+            ],
+        )["id"]
+            .as_i64()
+            .expect("an id")
+    };
+    let span = add("f.txt:2-3");
+    let whole = add("f.txt");
+    env.ctl_ok(&proj, &["turn-end"]);
+
+    let b = env.ctl_json(&proj, &["blame", "f.txt"]);
+    let marks: Vec<Vec<i64>> = b["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| serde_json::from_value(l["ledger"].clone()).unwrap())
+        .collect();
+    assert_eq!(
+        marks,
+        [
+            vec![whole],
+            vec![span, whole],
+            vec![span, whole],
+            vec![whole]
+        ],
+        "{b}"
+    );
+    let text = env.ctl_ok(&proj, &["blame", "f.txt"]);
+    let line2 = text.lines().nth(1).unwrap();
+    assert!(line2.contains(&format!("#{span},#{whole}")), "{text}");
+
+    for id in [span, whole] {
+        env.ctl_ok(
+            &proj,
+            &["ledger", "resolve", &id.to_string(), "--why", "done"],
+        );
+    }
+    let b = env.ctl_json(&proj, &["blame", "f.txt"]);
+    assert!(
+        b["lines"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|l| l["ledger"] == serde_json::json!([])),
+        "{b}"
+    );
+}

@@ -786,6 +786,9 @@ pub struct BlameLine {
     /// When the turn started.
     #[serde(default)]
     pub time_ns: Option<i64>,
+    /// The open slop-ledger entries whose span covers the line.
+    #[serde(default)]
+    pub ledger: Vec<i64>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

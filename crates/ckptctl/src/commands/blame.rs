@@ -36,14 +36,25 @@ pub fn run(ctx: &Ctx, file: &Path) -> anyhow::Result<u8> {
     let (w_who, w_agent, w_label) = (width(0), width(1), width(2));
     let w_line = b.lines.len().to_string().len();
     let mut out = std::io::stdout().lock();
-    for (l, [who, agent, label]) in b.lines.iter().zip(&cols) {
+    let marks: Vec<String> = b.lines.iter().map(ledger_mark).collect();
+    let w_mark = marks.iter().map(|m| m.len()).max().unwrap_or(0);
+    for ((l, [who, agent, label]), mark) in b.lines.iter().zip(&cols).zip(&marks) {
         writeln!(
             out,
-            "{:>w_line$} {who:<w_who$}  {agent:<w_agent$}  {label:<w_label$} | {}",
+            "{:>w_line$} {who:<w_who$}  {agent:<w_agent$}  {label:<w_label$} {mark:<w_mark$}| {}",
             l.line, l.text
         )?;
     }
     Ok(0)
+}
+
+/// `#3,#5 ` for a line open ledger entries cover (`ckptctl ledger show 3`).
+fn ledger_mark(l: &BlameLine) -> String {
+    if l.ledger.is_empty() {
+        return String::new();
+    }
+    let ids: Vec<String> = l.ledger.iter().map(|id| format!("#{id}")).collect();
+    format!("{} ", ids.join(","))
 }
 
 /// Who (`t7`, `baseline`, `user`), the short agent and the cut label.

@@ -1,5 +1,6 @@
 //! `blame FILE`: every line of a file as it is now, with the live turn that
-//! last introduced it, or `baseline` / `between-turns`.
+//! last introduced it, or `baseline` / `between-turns`, and the open ledger
+//! entries covering it.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -18,7 +19,7 @@ pub fn handle(d: &Arc<Daemon>, dir: &WirePath, path: &WirePath) -> ReqResult<Bla
     // The current content is the cache's: it must hold every edit made
     // before this request.
     barrier(d, &h)?;
-    let blame = h.call(|p| p.blame(&rel))?;
+    let (blame, spans) = h.call(|p| Ok((p.blame(&rel)?, p.open_ledger_spans(&rel)?)))?;
     let turns: HashMap<i64, &ckpt_core::BlameTurn> =
         blame.turns.iter().map(|t| (t.id, t)).collect();
     let lines = blame
@@ -26,8 +27,9 @@ pub fn handle(d: &Arc<Daemon>, dir: &WirePath, path: &WirePath) -> ReqResult<Bla
         .iter()
         .enumerate()
         .map(|(i, l)| {
+            let line = i as u32 + 1;
             let mut out = BlameLine {
-                line: i as u64 + 1,
+                line: line.into(),
                 text: l.text.clone(),
                 origin: ckpt_proto::LineOrigin::Baseline,
                 turn: None,
@@ -35,6 +37,11 @@ pub fn handle(d: &Arc<Daemon>, dir: &WirePath, path: &WirePath) -> ReqResult<Bla
                 session: None,
                 label: None,
                 time_ns: None,
+                ledger: spans
+                    .iter()
+                    .filter(|(_, s)| s.start <= line && line <= s.end)
+                    .map(|&(id, _)| id)
+                    .collect(),
             };
             match l.origin {
                 LineOrigin::Baseline => {}
