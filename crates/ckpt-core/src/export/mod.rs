@@ -354,3 +354,80 @@ fn write_new(path: &Path, data: &[u8]) -> Result<()> {
     f.write_all(data).ctx("write", path)?;
     f.sync_all().ctx("sync", path)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Options, TurnMeta};
+
+    fn rel(s: &str) -> RelPath {
+        RelPath::new(s).expect("a valid relative path")
+    }
+
+    /// Runs `edit` on the tree as one turn.
+    fn turn(p: &mut Project, root: &Path, edit: impl FnOnce(&Path)) -> i64 {
+        let id = p.turn_start(TurnMeta::default()).unwrap();
+        edit(root);
+        p.reconcile().unwrap();
+        p.turn_end().unwrap();
+        id
+    }
+
+    #[test]
+    fn a_range_runs_from_the_first_pre_image_to_the_last_post_image() {
+        let (_tmp, root, mut p) = crate::project::tests::reconciled(&[("a", "1\n")]);
+        let t1 = turn(&mut p, &root, |r| {
+            std::fs::write(r.join("a"), "2\n").unwrap()
+        });
+        // Between turns, outside any turn:
+        std::fs::write(root.join("a"), "user\n").unwrap();
+        p.reconcile().unwrap();
+        let t2 = turn(&mut p, &root, |r| {
+            std::fs::write(r.join("a"), "3\n").unwrap()
+        });
+        let range = p.export_range(t1, t2).unwrap();
+        assert_eq!(range.paths.len(), 1);
+        let a = &range.paths[0];
+        assert_eq!(a.pre.hash(), Some(Hash::of(b"1\n")));
+        assert_eq!(a.post.hash(), Some(Hash::of(b"3\n")));
+        assert_eq!(range.between, vec![(rel("a"), t1, t2)]);
+        let files = export_files(&p, &range).unwrap();
+        let patch = String::from_utf8(files.patch).unwrap();
+        assert!(patch.contains("-1\n+3\n"), "{patch}");
+    }
+
+    #[test]
+    fn an_uncaptured_file_is_skipped_from_the_patch_with_its_reason() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("proj");
+        std::fs::create_dir_all(&root).unwrap();
+        let opts = Options {
+            max_file_size: 8,
+            ..Options::default()
+        };
+        let mut p = Project::open(&tmp.path().join("store"), &root, opts).unwrap();
+        p.reconcile().unwrap();
+        let t = turn(&mut p, &root, |r| {
+            std::fs::write(r.join("big"), "far more than eight bytes\n").unwrap();
+            std::fs::write(r.join("small"), "ok\n").unwrap();
+        });
+        let range = p.export_range(t, t).unwrap();
+        let files = export_files(&p, &range).unwrap();
+        assert_eq!(files.skipped.len(), 1, "{:?}", files.skipped);
+        assert_eq!(files.skipped[0].path, "big");
+        let patch = String::from_utf8(files.patch).unwrap();
+        assert!(!patch.contains("big"), "{patch}");
+        assert!(patch.contains("+++ b/small"), "{patch}");
+    }
+
+    #[test]
+    fn an_export_inside_the_project_is_refused() {
+        let (_tmp, root, mut p) = crate::project::tests::reconciled(&[("a", "1\n")]);
+        let t = turn(&mut p, &root, |r| {
+            std::fs::write(r.join("a"), "2\n").unwrap()
+        });
+        std::fs::create_dir(root.join("out")).unwrap();
+        let err = p.export(t, t, &root.join("out")).unwrap_err().to_string();
+        assert!(err.contains("inside the project"), "{err}");
+    }
+}
