@@ -114,6 +114,7 @@ enum Gen {
     LedgerSetStatus(Spot, i64, String),
     LedgerImport(Spot, Vec<Imported>),
     Blame(Spot, Spot),
+    Export(Spot, i64, i64, Spot),
 }
 
 /// An imported entry: its relative path, span and bucket.
@@ -202,6 +203,7 @@ fn gen() -> impl Strategy<Value = Gen> {
         )
             .prop_map(|(s, e)| Gen::LedgerImport(s, e)),
         (spot(), spot()).prop_map(|(s, f)| Gen::Blame(s, f)),
+        (spot(), turn(), turn(), spot()).prop_map(|(s, a, b, o)| Gen::Export(s, a, b, o)),
     ]
 }
 
@@ -313,6 +315,12 @@ fn concrete(proj: &Path, g: &Gen) -> Request {
         Gen::Blame(s, f) => Request::Blame {
             dir: p(s),
             path: p(f),
+        },
+        Gen::Export(s, from, to, out) => Request::Export {
+            dir: p(s),
+            from: *from,
+            to: *to,
+            out: p(out),
         },
     }
 }

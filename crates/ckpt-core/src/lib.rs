@@ -26,6 +26,7 @@ mod confined;
 mod db;
 mod diff;
 mod error;
+mod export;
 mod fsck;
 mod gc;
 mod history;
@@ -42,6 +43,10 @@ mod store;
 mod turns;
 
 pub use error::{Error, Result};
+pub use export::{
+    export_files, fingerprint, ExportFiles, ExportManifest, ExportRange, ManifestPath,
+    ManifestState, RangePath, SkippedPath, MANIFEST_FILE, PATCH_FILE, REPORT_FILE, ZIP_FILE,
+};
 pub use fsck::{fsck, Finding, FindingKind, FsckCounts, FsckOptions, FsckReport};
 pub use ledger::{
     Anchor, AnchorState, Bucket, ImportReport, LedgerEntry, LedgerFilter, LedgerRecord,

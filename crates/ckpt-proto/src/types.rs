@@ -152,6 +152,14 @@ pub enum Request {
         dir: WirePath,
         path: WirePath,
     },
+    /// Write the export of turns `from..=to` (patch, ZIP, report, manifest)
+    /// into `out`: an absolute, existing, empty directory outside the project.
+    Export {
+        dir: WirePath,
+        from: i64,
+        to: i64,
+        out: WirePath,
+    },
 }
 
 /// What the daemon answers: exactly one response per request.
@@ -183,6 +191,7 @@ pub enum Response {
     LedgerEntry(LedgerEntryReply),
     LedgerImported(LedgerImported),
     Blame(BlameReply),
+    Export(ExportReply),
 }
 
 /// Kinds of failure; `ckptctl` maps them to exit codes (1, or 3 for
@@ -453,6 +462,16 @@ pub struct FileDiff {
     pub unified: Option<String>,
     #[serde(default)]
     pub note: Option<String>,
+}
+
+/// An export written: where, and its manifest (`manifest.json`'s content).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ExportReply {
+    pub project: WirePath,
+    pub out: WirePath,
+    pub manifest: serde_json::Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub degraded: Option<String>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

@@ -215,6 +215,7 @@ fn odd_name() -> impl Strategy<Value = String> {
             "LedgerSetStatus",
             "LedgerImport",
             "Blame",
+            "Export",
             "Error",
             "version",
             "client",
@@ -236,6 +237,9 @@ fn odd_name() -> impl Strategy<Value = String> {
             "span",
             "filter",
             "entries",
+            "from",
+            "to",
+            "out",
             "kind",
             "message",
             "hello",
@@ -495,6 +499,8 @@ fn ledger_request() -> impl Strategy<Value = Request> {
         (odd_path(), proptest::collection::vec(ledger_record(), 0..3))
             .prop_map(|(dir, entries)| Request::LedgerImport { dir, entries }),
         (odd_path(), odd_path()).prop_map(|(dir, path)| Request::Blame { dir, path }),
+        (odd_path(), any::<i64>(), any::<i64>(), odd_path())
+            .prop_map(|(dir, from, to, out)| Request::Export { dir, from, to, out }),
     ]
 }
 

@@ -105,6 +105,15 @@ pub enum Command {
         /// Only these paths (and what is below them).
         paths: Vec<PathBuf>,
     },
+    /// Freeze turns as changes.patch (for `git apply`), files.zip,
+    /// report.md and manifest.json, read from the store.
+    Export {
+        /// A turn (`4`) or a range of closed turns (`4..7`, both included).
+        range: String,
+        /// Where to write: a new or empty directory outside the project.
+        #[arg(long)]
+        out: PathBuf,
+    },
     /// Each line of FILE with the turn that last introduced it (or
     /// `baseline`, or `user` for an edit made between turns).
     Blame {

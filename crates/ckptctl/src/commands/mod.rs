@@ -10,6 +10,7 @@ use crate::client::Client;
 
 pub mod blame;
 pub mod diff;
+pub mod export;
 mod fsck;
 mod hook;
 pub mod hooks;
@@ -94,6 +95,7 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Log { limit } => log::run(&ctx, limit),
         Command::Show { turn } => show::run(&ctx, turn),
         Command::Diff { turn, paths } => diff::run(&ctx, turn, &paths),
+        Command::Export { range, out } => export::run(&ctx, &range, &out),
         Command::Blame { file } => blame::run(&ctx, &file),
         Command::Rewind {
             turn,

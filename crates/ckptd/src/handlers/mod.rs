@@ -12,6 +12,7 @@ use crate::error::ReqError;
 mod activity;
 mod blame;
 mod diff;
+mod export;
 mod fsck;
 mod ledger;
 mod log;
@@ -113,6 +114,9 @@ pub fn handle(d: &Arc<Daemon>, req: Request) -> Response {
             ledger::import(d, &dir, &entries).map(Response::LedgerImported)
         }
         Request::Blame { dir, path } => blame::handle(d, &dir, &path).map(Response::Blame),
+        Request::Export { dir, from, to, out } => {
+            export::handle(d, &dir, from, to, &out).map(Response::Export)
+        }
     };
     result.unwrap_or_else(Response::from)
 }

@@ -1,0 +1,108 @@
+//! `ckptctl export TURN[..TURN] --out DIR`: the daemon writes the export of
+//! a range of closed turns into DIR, which this command creates.
+
+use std::path::Path;
+
+use anyhow::Context;
+use ckpt_proto::{ExportReply, Request, Response, WirePath};
+
+use super::{absolute, unexpected, Ctx};
+use crate::output;
+
+/// `4` or `4..7` as (first, last); the daemon judges the order.
+pub fn parse_range(s: &str) -> anyhow::Result<(i64, i64)> {
+    let turn = |t: &str| {
+        t.trim()
+            .parse::<i64>()
+            .with_context(|| format!("bad turn {t:?} in {s:?}: expected TURN or TURN..TURN"))
+    };
+    match s.split_once("..") {
+        Some((a, b)) => Ok((turn(a)?, turn(b)?)),
+        None => {
+            let t = turn(s)?;
+            Ok((t, t))
+        }
+    }
+}
+
+/// Exports turns `from..=to` into `out` (absolute, existing, empty).
+pub fn query(ctx: &Ctx, from: i64, to: i64, out: &Path) -> anyhow::Result<ExportReply> {
+    match ctx.request(&Request::Export {
+        dir: ctx.wire_dir(),
+        from,
+        to,
+        out: WirePath::from(out),
+    })? {
+        Response::Export(r) => Ok(r),
+        other => Err(unexpected(other)),
+    }
+}
+
+pub fn run(ctx: &Ctx, range: &str, out: &Path) -> anyhow::Result<u8> {
+    let (from, to) = parse_range(range)?;
+    let out = absolute(out)?;
+    let existed = out.exists();
+    std::fs::create_dir_all(&out)
+        .with_context(|| format!("creating the export directory {}", out.display()))?;
+    let out = out
+        .canonicalize()
+        .with_context(|| format!("resolving {}", out.display()))?;
+    let reply = match query(ctx, from, to, &out) {
+        Ok(r) => r,
+        Err(e) => {
+            if !existed {
+                // Only if still empty: nothing of ours or anyone's is lost.
+                let _ = std::fs::remove_dir(&out);
+            }
+            return Err(e);
+        }
+    };
+    output::warn_degraded(&reply.project, &reply.degraded);
+    if ctx.g.json {
+        let mut doc = serde_json::Map::new();
+        doc.insert(
+            "out".into(),
+            serde_json::Value::from(out.display().to_string()),
+        );
+        if let serde_json::Value::Object(m) = reply.manifest {
+            doc.extend(m);
+        }
+        output::json(&doc)?;
+        return Ok(0);
+    }
+    let m = &reply.manifest;
+    let count = m["paths"].as_array().map_or(0, Vec::len);
+    let skipped = m["skipped"].as_array().map_or(0, Vec::len);
+    println!(
+        "exported turns {from}..{to} ({count} paths, {skipped} skipped) to {}",
+        out.display()
+    );
+    for name in ["changes.patch", "files.zip", "report.md", "manifest.json"] {
+        println!("  {name}");
+    }
+    println!(
+        "result fingerprint {}",
+        m["result_fingerprint"].as_str().unwrap_or("?")
+    );
+    if m["live_matches_result"] == serde_json::Value::Bool(false) {
+        println!("note: the tree has changed since; the export is of the recorded turns");
+    }
+    Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_are_one_turn_or_two() {
+        assert_eq!(parse_range("4").expect("one turn"), (4, 4));
+        assert_eq!(parse_range("4..7").expect("a range"), (4, 7));
+        assert_eq!(
+            parse_range("5..3").expect("parsed; the daemon refuses"),
+            (5, 3)
+        );
+        assert!(parse_range("4..").is_err());
+        assert!(parse_range("x").is_err());
+    }
+}

@@ -1,0 +1,39 @@
+//! `export FROM TO OUT`: writes the patch, ZIP, report and manifest of a
+//! range of closed turns into `out`, from the store. The barrier only makes
+//! the manifest's `live_matches_result` current; the files come from history.
+
+use std::sync::Arc;
+
+use ckpt_proto::{ExportReply, WirePath};
+
+use crate::convert;
+use crate::daemon::{barrier, Daemon};
+use crate::error::{ReqError, ReqResult};
+
+pub fn handle(
+    d: &Arc<Daemon>,
+    dir: &WirePath,
+    from: i64,
+    to: i64,
+    out: &WirePath,
+) -> ReqResult<ExportReply> {
+    let h = d.project_for(dir)?;
+    h.ensure_available()?;
+    let out_path = out.as_path();
+    if !out_path.is_absolute() {
+        return Err(ReqError::bad_request(format!(
+            "the export directory {} is not an absolute path",
+            out.display()
+        )));
+    }
+    barrier(d, &h)?;
+    let manifest = h.call(|p| p.export(from, to, out_path))?;
+    let manifest = serde_json::to_value(&manifest)
+        .map_err(|e| ReqError::internal(format!("manifest does not serialize: {e}")))?;
+    Ok(ExportReply {
+        project: convert::abs(&h.root),
+        out: out.clone(),
+        manifest,
+        degraded: h.degraded_reason(),
+    })
+}
