@@ -11,7 +11,8 @@
 //! ckptctl redo                       # undo that rewind
 //! ```
 //!
-//! Exit codes: 0 ok, 1 error, 2 usage, 3 rewind refused because of conflicts.
+//! Exit codes: 0 ok, 1 error, 2 usage, 3 rewind refused because of conflicts
+//! (or a work copy whose preview found conflicts).
 //!
 //! A library with two executables: `ckptctl` (`src/main.rs`) and the MCP
 //! server `ckpt-mcp` (`src/bin/ckpt-mcp.rs`), which `ckptctl mcp` execs. The
@@ -25,6 +26,7 @@ pub mod client;
 pub mod commands;
 pub mod hooks;
 pub mod output;
+pub mod workcopy;
 
 use std::process::ExitCode;
 
