@@ -473,3 +473,32 @@ fn diff_of_a_current_copy_shows_symlink_targets_and_kept_base_contents() {
     let out = env.ctl(&proj, &["workcopy", "preview"]);
     assert_eq!(out.code(), 3, "f changed in the original: {out:?}");
 }
+
+#[test]
+fn create_path_puts_the_copy_there_and_refuses_overlaps() {
+    let env = Env::new();
+    let _d = env.start_daemon();
+    let proj = env.git_repo("p", &[("a", b"1\n")]);
+    for (inside, why) in [
+        (proj.join("sub"), "the original"),
+        (env.data.join("wc"), "data directory"),
+    ] {
+        let out = env.ctl(&proj, &["workcopy", "create", "--path", s(&inside)]);
+        assert_eq!(out.code(), 1, "{out:?}");
+        assert!(
+            out.stderr.contains(why) && out.stderr.contains("overlap"),
+            "{out:?}"
+        );
+        assert!(!inside.exists(), "{}", inside.display());
+    }
+    let there = env.path().join("elsewhere/copy");
+    let wc = env.ctl_json(&proj, &["workcopy", "create", "--path", s(&there)]);
+    assert_eq!(wc["copy"], s(&there.canonicalize().unwrap()), "{wc}");
+    assert_eq!(wc["name"], "p-1", "the default name: {wc}");
+    assert_eq!(std::fs::read(there.join("a")).unwrap(), b"1\n");
+    let out = env.ctl(&proj, &["workcopy", "create", "--path", s(&there)]);
+    assert!(out.stderr.contains("is not empty"), "{out:?}");
+    // Named by the directory holding it.
+    let status = env.ctl_json(&there, &["workcopy", "status"]);
+    assert_eq!(status["workcopy"]["name"], "p-1", "{status}");
+}

@@ -46,6 +46,20 @@ pub fn create(store: &Store, original: &Path, opts: Options) -> anyhow::Result<W
         Some(p) => super::super::commands::absolute(p)?,
         None => store.default_copy(&name),
     };
+    // Checked before anything is created: the original is never written.
+    let copy = resolve(&copy)?;
+    let data = resolve(&store.data_dir)?;
+    for (other, what) in [
+        (&original, "the original"),
+        (&data, "ckpt's data directory"),
+    ] {
+        anyhow::ensure!(
+            !copy.starts_with(other) && !other.starts_with(&copy),
+            "the copy {} and {what} {} would overlap; give --path a directory outside both",
+            copy.display(),
+            other.display()
+        );
+    }
     if let Ok(mut listing) = std::fs::read_dir(&copy) {
         anyhow::ensure!(
             listing.next().is_none(),
@@ -54,24 +68,6 @@ pub fn create(store: &Store, original: &Path, opts: Options) -> anyhow::Result<W
         );
     }
     std::fs::create_dir_all(&copy).with_context(|| format!("creating {}", copy.display()))?;
-    let copy = copy.canonicalize().context("resolving the copy's path")?;
-    let data = store
-        .data_dir
-        .canonicalize()
-        .unwrap_or_else(|_| store.data_dir.clone());
-    for (other, what) in [
-        (&original, "the original"),
-        (&data, "ckpt's data directory"),
-    ] {
-        if copy.starts_with(other) || other.starts_with(&copy) {
-            let _ = std::fs::remove_dir(&copy);
-            anyhow::bail!(
-                "the copy {} and {what} {} would overlap; give --path a directory outside both",
-                copy.display(),
-                other.display()
-            );
-        }
-    }
     let made = make(store, &name, &original, &copy, opts.base);
     if made.is_err() {
         let _ = std::fs::remove_dir_all(&copy);
@@ -144,6 +140,25 @@ fn make(
     };
     store.save(&wc)?;
     Ok(wc)
+}
+
+/// `p` with its longest existing ancestor canonicalized (symlinks and `..`
+/// resolved there), the rest appended as given.
+fn resolve(p: &Path) -> anyhow::Result<PathBuf> {
+    let mut rest = Vec::new();
+    let mut cur = p;
+    loop {
+        if let Ok(real) = cur.canonicalize() {
+            return Ok(rest.iter().rev().fold(real, |acc, c| acc.join(c)));
+        }
+        match (cur.parent(), cur.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name.to_os_string());
+                cur = parent;
+            }
+            _ => anyhow::bail!("cannot resolve {}", p.display()),
+        }
+    }
 }
 
 /// `<original's name>-<n>`, the first n free.
