@@ -80,6 +80,7 @@ fn create_head_clones_without_shared_objects_links_or_remote() {
         .current_dir(&copy));
     assert_ne!(symbolic.code(), 0, "HEAD is not detached: {symbolic:?}");
     assert_eq!(git_text(&copy, &["status", "--porcelain"]), "");
+    assert_eq!(git_text(&copy, &["rev-parse", "refs/ckpt/base"]), head);
 
     let list = env.ctl_json(&proj, &["workcopy", "list"]);
     let w = &list["workcopies"][0];
@@ -268,6 +269,30 @@ fn an_edit_in_the_copy_shows_in_status_diff_and_preview() {
         [t("a", "modified"), t("dir/b", "deleted"), t("new", "added")]
     );
     assert_eq!(p["preview"]["conflicts"], 0, "{p}");
+    assert_eq!(
+        p["preview"]["head_moved_to"],
+        serde_json::Value::Null,
+        "{p}"
+    );
+
+    // A commit in the original that leaves those paths alone: reported,
+    // no conflict. The agent dropping every branch and the reflog in the
+    // copy does not lose the base that diff reads.
+    sh(&proj, "echo c2 > c && git commit -qam c2");
+    git(&copy, &["commit", "-qam", "agent", "--no-verify"]);
+    git(&copy, &["checkout", "-q", "--orphan", "other"]);
+    git(&copy, &["branch", "-D", "main"]);
+    git(&copy, &["reflog", "expire", "--expire=now", "--all"]);
+    git(&copy, &["gc", "-q", "--prune=now"]);
+    let p = env.ctl_json(&proj, &["workcopy", "preview", "w"]);
+    assert_eq!(p["preview"]["conflicts"], 0, "{p}");
+    assert_eq!(
+        p["preview"]["head_moved_to"],
+        git_text(&proj, &["rev-parse", "HEAD"]).as_str(),
+        "{p}"
+    );
+    let diff2 = env.ctl_ok(&copy, &["workcopy", "diff", "w"]);
+    assert_eq!(diff, diff2);
 }
 
 #[test]

@@ -136,6 +136,7 @@ fn status(ctx: &Ctx, store: &Store, wc: &WorkCopy) -> anyhow::Result<u8> {
             "changed": p.changes.len(),
             "conflicts": p.conflicts,
             "original_matches_base": p.conflicts == 0,
+            "original_head_moved_to": p.head_moved_to,
             "copy_fingerprint": p.copy_fingerprint,
         }))?;
     } else if !ctx.g.quiet {
@@ -161,6 +162,9 @@ fn status(ctx: &Ctx, store: &Store, wc: &WorkCopy) -> anyhow::Result<u8> {
                 "{} of them changed in the original since the base (`workcopy preview`)",
                 p.conflicts
             );
+        }
+        if let Some(now) = &p.head_moved_to {
+            println!("the original's HEAD moved since the base, to {now}");
         }
         if let Some(r) = last_run {
             println!(
@@ -277,6 +281,9 @@ fn preview_cmd(ctx: &Ctx, store: &Store, wc: &WorkCopy) -> anyhow::Result<u8> {
                 Original::Conflict => "  CONFLICT: changed in the original since the base",
             };
             println!("  {what:<8} {}{note}", c.path);
+        }
+        if let Some(now) = &p.head_moved_to {
+            println!("the original's HEAD moved since the base, to {now}");
         }
     }
     if p.conflicts > 0 {

@@ -19,6 +19,9 @@ use super::fingerprint::{self, Kind, Manifest};
 use super::git;
 use super::state::{now_secs, valid_name, BaseKind, Phase, Store, WorkCopy, STATE_VERSION};
 
+/// The ref that keeps the base commit alive in the copy.
+pub const BASE_REF: &str = "refs/ckpt/base";
+
 /// How often the clone is made again when the original's HEAD moves meanwhile.
 const CLONE_ATTEMPTS: usize = 3;
 
@@ -234,6 +237,7 @@ fn clone_at_head(original: &Path, copy: &Path, mut head: String) -> anyhow::Resu
         let after = git::head(original).context("the original's HEAD vanished during the clone")?;
         if after == head {
             git::out(copy, &["checkout", "-q", "--detach", &head])?;
+            keep_base_ref(copy, &head)?;
             return Ok(head);
         }
         std::fs::remove_dir_all(copy.join(".git")).context("removing a stale clone")?;
@@ -250,7 +254,13 @@ fn clone_git_dir(original: &Path, copy: &Path, head: &str) -> anyhow::Result<()>
     clone_no_checkout(original, copy)?;
     git::out(copy, &["update-ref", "--no-deref", "HEAD", head])?;
     git::out(copy, &["read-tree", head])?;
-    Ok(())
+    keep_base_ref(copy, head)
+}
+
+/// `refs/ckpt/base` in the copy: the base commit stays reachable (for
+/// `diff`) whatever the agent does to HEAD and branches there.
+fn keep_base_ref(copy: &Path, head: &str) -> anyhow::Result<()> {
+    git::out(copy, &["update-ref", BASE_REF, head]).map(drop)
 }
 
 fn clone_no_checkout(original: &Path, copy: &Path) -> anyhow::Result<()> {

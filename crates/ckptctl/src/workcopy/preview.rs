@@ -44,6 +44,9 @@ pub struct Preview {
     pub conflicts: usize,
     /// The fingerprint of the copy's tree now.
     pub copy_fingerprint: String,
+    /// The original's HEAD now, when it differs from the base commit (not a
+    /// conflict by itself: paths are compared by content).
+    pub head_moved_to: Option<String>,
 }
 
 /// The copy's paths that differ from the base manifest, in byte order.
@@ -90,5 +93,9 @@ pub fn preview(wc: &WorkCopy, base: &Manifest) -> anyhow::Result<Preview> {
             .count(),
         changes,
         copy_fingerprint: fingerprint::of_manifest(&now),
+        head_moved_to: match (&wc.base_commit, super::git::head(&wc.original)) {
+            (Some(base), Some(now)) if *base != now => Some(now),
+            _ => None,
+        },
     })
 }
