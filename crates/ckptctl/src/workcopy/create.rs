@@ -123,6 +123,7 @@ fn make(
         "{} exists: the copy would share objects with the original",
         alternates.display()
     );
+    refuse_hard_links(&copy.join(".git"))?;
     let manifest = fingerprint::manifest(copy)?;
     refuse_escaping_symlinks(copy, &manifest)?;
     if base == BaseKind::Current {
@@ -313,6 +314,33 @@ fn copy_tree(from: &Path, to: &Path) -> anyhow::Result<()> {
     for (dir, perms) in dirs.into_iter().rev() {
         std::fs::set_permissions(&dir, perms)
             .with_context(|| format!("setting the mode of {}", dir.display()))?;
+    }
+    Ok(())
+}
+
+/// Refuses a file below `dir` with more than one link: git was asked for
+/// copies (`--no-hardlinks`), and this checks it kept its word.
+fn refuse_hard_links(dir: &Path) -> anyhow::Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(listing) = std::fs::read_dir(dir) else {
+        return Ok(());
+    };
+    for entry in listing {
+        let path = entry
+            .with_context(|| format!("listing {}", dir.display()))?
+            .path();
+        let md = std::fs::symlink_metadata(&path)
+            .with_context(|| format!("reading {}", path.display()))?;
+        if md.is_dir() {
+            refuse_hard_links(&path)?;
+        } else {
+            anyhow::ensure!(
+                md.nlink() == 1,
+                "{} has {} links: the copy would share it",
+                path.display(),
+                md.nlink()
+            );
+        }
     }
     Ok(())
 }
