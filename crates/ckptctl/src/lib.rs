@@ -18,7 +18,8 @@
 //! server `ckpt-mcp` (`src/bin/ckpt-mcp.rs`), which `ckptctl mcp` execs. The
 //! server answers through the same command functions and client; only its
 //! executable links rmcp and tokio, so `ckptctl`, which starts on every
-//! agent hook call, stays small.
+//! agent hook call, stays small. `ckpt-hooks` and `ckpt-workcopy` (in
+//! `src/bin/`) serve `ckptctl hooks` and `ckptctl workcopy` the same way.
 
 pub mod agents;
 pub mod cli;
