@@ -55,5 +55,5 @@ pub use ledger::{
 pub use model::*;
 pub use project::{Project, DB_FILE, OBJECTS_DIR};
 pub use relpath::{below_range, RelPath};
-pub use scan::{is_cache_dir, is_excluded_by_default, CACHE_TAG, IGNORE_FILE};
+pub use scan::{captured_paths, is_cache_dir, is_excluded_by_default, CACHE_TAG, IGNORE_FILE};
 pub use state::{Hash, Kind, State};

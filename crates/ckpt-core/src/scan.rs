@@ -121,6 +121,19 @@ impl Excludes {
     }
 }
 
+/// Every path ckpt captures below `root`, in byte order, and the paths
+/// that could not be read: the daemon's own rules (`.git`, [`DEFAULT_EXCLUDES`]
+/// and `extra` directory names, `CACHEDIR.TAG`-tagged directories,
+/// `.ckptignore` matches, ckpt's cookies and temp files), for clients that
+/// copy what ckpt would capture (`ckptctl workcopy create --base current`).
+pub fn captured_paths(root: &Path, extra: &[String]) -> (Vec<RelPath>, Vec<(RelPath, String)>) {
+    let w = walk(root, None, &Excludes::load(root, extra));
+    (
+        w.entries.into_iter().map(|(p, _)| p).collect(),
+        w.unreadable,
+    )
+}
+
 /// The result of a walk: every entry found, and directories that could not
 /// be read (their cached contents must not be taken as deleted).
 #[derive(Default)]
@@ -272,6 +285,29 @@ mod tests {
     use std::fs;
 
     use super::*;
+
+    #[test]
+    fn captured_paths_follow_the_capture_rules() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        for d in [".git/objects", "node_modules/m", "t", "scratch", "src"] {
+            fs::create_dir_all(root.join(d)).unwrap();
+        }
+        for f in [
+            ".env",
+            ".ckptignore",
+            "t/CACHEDIR.TAG",
+            "scratch/s",
+            "src/a",
+            "x.log",
+        ] {
+            fs::write(root.join(f), "*.log\n/scratch/\n").unwrap();
+        }
+        let (paths, unreadable) = captured_paths(root, &["t".to_string()]);
+        let got: Vec<String> = paths.iter().map(RelPath::display).collect();
+        assert_eq!(got, [".ckptignore", ".env", "src", "src/a"]);
+        assert!(unreadable.is_empty());
+    }
 
     #[test]
     fn sorted_walk_yields_paths_in_byte_order_and_skips_excluded_dirs() {

@@ -175,6 +175,12 @@ pub enum Command {
         #[command(subcommand)]
         action: LedgerAction,
     },
+    /// Work copies: an independent copy of the project for an agent to work
+    /// in, watched as a project of its own, previewed against the original.
+    Workcopy {
+        #[command(subcommand)]
+        action: WorkcopyAction,
+    },
     /// Wire ckpt into coding agents: their turn hooks and MCP server.
     Hooks {
         #[command(subcommand)]
@@ -371,6 +377,62 @@ pub struct LedgerListArgs {
     /// fresh, moved, changed or gone.
     #[arg(long)]
     pub anchor: Option<String>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum WorkcopyAction {
+    /// Copy the project (-C's, else the current directory's git top level)
+    /// into an independent copy and watch it.
+    Create {
+        /// HEAD: a clone at the commit (refused with uncommitted changes);
+        /// current: the tree as it is, untracked and ignored files too.
+        #[arg(long, value_enum, default_value = "HEAD")]
+        base: crate::workcopy::state::BaseKind,
+        /// [default: <project's name>-<n>]
+        #[arg(long)]
+        name: Option<String>,
+        /// Where the copy goes [default: <data dir>-workcopies/NAME].
+        #[arg(long, value_name = "DIR")]
+        path: Option<PathBuf>,
+    },
+    /// Every work copy: name, state, base, path, original.
+    List,
+    /// State, base, paths changed, conflicts with the original.
+    Status {
+        /// The work copy [default: the one holding the current directory, else the only one].
+        name: Option<String>,
+    },
+    /// Unified diff of the copy against its base.
+    Diff {
+        /// The work copy [default: the one holding the current directory, else the only one].
+        name: Option<String>,
+    },
+    /// What applying would change in the original; exits 3 on conflicts.
+    /// Writes nothing.
+    Preview {
+        /// The work copy [default: the one holding the current directory, else the only one].
+        name: Option<String>,
+    },
+    /// Run a check in the copy (no shell, stdin closed, output to a log).
+    Run {
+        /// The work copy [default: the one holding -C's or the current
+        /// directory, else the only one].
+        name: Option<String>,
+        /// Kill the command's whole process group after SECS seconds.
+        #[arg(long, value_name = "SECS")]
+        timeout: Option<u64>,
+        /// The program and its arguments (after `--`).
+        #[arg(required = true, last = true)]
+        command: Vec<std::ffi::OsString>,
+    },
+    /// Stop watching the copy and delete it and its state.
+    Remove {
+        /// The work copy [default: the one holding the current directory, else the only one].
+        name: Option<String>,
+        /// Even if it holds changes not applied.
+        #[arg(long)]
+        force: bool,
+    },
 }
 
 #[derive(Subcommand, Debug)]

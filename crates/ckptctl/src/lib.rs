@@ -11,13 +11,15 @@
 //! ckptctl redo                       # undo that rewind
 //! ```
 //!
-//! Exit codes: 0 ok, 1 error, 2 usage, 3 rewind refused because of conflicts.
+//! Exit codes: 0 ok, 1 error, 2 usage, 3 rewind refused because of conflicts
+//! (or a work copy whose preview found conflicts).
 //!
 //! A library with two executables: `ckptctl` (`src/main.rs`) and the MCP
 //! server `ckpt-mcp` (`src/bin/ckpt-mcp.rs`), which `ckptctl mcp` execs. The
 //! server answers through the same command functions and client; only its
 //! executable links rmcp and tokio, so `ckptctl`, which starts on every
-//! agent hook call, stays small.
+//! agent hook call, stays small. `ckpt-hooks` and `ckpt-workcopy` (in
+//! `src/bin/`) serve `ckptctl hooks` and `ckptctl workcopy` the same way.
 
 pub mod agents;
 pub mod cli;
@@ -25,6 +27,7 @@ pub mod client;
 pub mod commands;
 pub mod hooks;
 pub mod output;
+pub mod workcopy;
 
 use std::process::ExitCode;
 

@@ -29,6 +29,7 @@ mod turn_end;
 mod turn_start;
 mod unwatch;
 mod watch;
+pub mod workcopy;
 
 /// What every command gets: the global flags and the directory it acts in.
 pub struct Ctx {
@@ -114,6 +115,8 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Service { action } => service::run(&ctx, action),
         Command::Mcp => mcp::run(&ctx),
         Command::Ledger { action } => ledger::run(&ctx, action),
+        // Its copy and walk stay out of the hook path: ckpt-workcopy runs it.
+        Command::Workcopy { .. } => sibling::workcopy(),
         // Its config editors stay out of the hook path: ckpt-hooks runs it.
         Command::Hooks { .. } => sibling::hooks(),
     }

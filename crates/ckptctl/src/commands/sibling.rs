@@ -1,6 +1,6 @@
 //! The executables that ship next to `ckptctl` from the same build:
-//! `ckpt-mcp` (the MCP server) and `ckpt-hooks` (`hooks install` and
-//! friends). They hold what `ckptctl`, started on every hook call, should
+//! `ckpt-mcp` (the MCP server), `ckpt-hooks` (`hooks install` and
+//! friends) and `ckpt-workcopy` (`workcopy …`). They hold what `ckptctl`, started on every hook call, should
 //! not link (docs/architecture.md, "Measurements").
 
 use std::os::unix::process::CommandExt;
@@ -40,3 +40,12 @@ pub fn hooks() -> anyhow::Result<u8> {
 }
 
 pub const HOOKS: &str = "ckpt-hooks";
+
+/// `ckptctl workcopy …`: runs `ckpt-workcopy` with this command line as it is.
+pub fn workcopy() -> anyhow::Result<u8> {
+    let mut cmd = Command::new(path(WORKCOPY)?);
+    cmd.args(std::env::args_os().skip(1));
+    exec(cmd, WORKCOPY, "the work copy tool")
+}
+
+pub const WORKCOPY: &str = "ckpt-workcopy";

@@ -1,0 +1,48 @@
+//! Running git for work copies: non-interactive, hooks off (these calls
+//! read and clone; none of them is the user's own commit).
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use anyhow::Context;
+
+pub fn cmd(dir: &Path) -> Command {
+    let mut c = Command::new("git");
+    c.current_dir(dir)
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .args(["-c", "core.hooksPath=/dev/null"])
+        .stdin(Stdio::null());
+    c
+}
+
+/// Runs git in `dir`; its stdout, or an error with its stderr.
+pub fn out(dir: &Path, args: &[&str]) -> anyhow::Result<Vec<u8>> {
+    let o = cmd(dir)
+        .args(args)
+        .output()
+        .with_context(|| format!("running git {} in {}", args.join(" "), dir.display()))?;
+    anyhow::ensure!(
+        o.status.success(),
+        "git {} in {} failed: {}",
+        args.join(" "),
+        dir.display(),
+        String::from_utf8_lossy(&o.stderr).trim()
+    );
+    Ok(o.stdout)
+}
+
+pub fn text(dir: &Path, args: &[&str]) -> anyhow::Result<String> {
+    Ok(String::from_utf8_lossy(&out(dir, args)?).trim().to_string())
+}
+
+/// The top level of the repository holding `dir`, if any.
+pub fn toplevel(dir: &Path) -> Option<std::path::PathBuf> {
+    text(dir, &["rev-parse", "--show-toplevel"])
+        .ok()
+        .map(std::path::PathBuf::from)
+}
+
+/// The commit HEAD names, if there is one.
+pub fn head(dir: &Path) -> Option<String> {
+    text(dir, &["rev-parse", "--verify", "-q", "HEAD^{commit}"]).ok()
+}

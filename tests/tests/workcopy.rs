@@ -1,0 +1,529 @@
+//! `ckptctl workcopy`: independent copies made from a recorded base,
+//! watched as projects of their own, previewed against the original without
+//! writing anything, checks run in them, and their refusals.
+
+use std::collections::HashSet;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use ckpt_e2e::*;
+
+fn s(p: &Path) -> &str {
+    p.to_str().expect("a UTF-8 temp path")
+}
+
+/// Creates a work copy named `name` of `proj`; returns its copy's root.
+fn create(env: &Env, proj: &Path, name: &str, base: &str) -> PathBuf {
+    let wc = env.ctl_json(
+        proj,
+        &["workcopy", "create", "--base", base, "--name", name],
+    );
+    assert_eq!(wc["state"], "ready", "{wc}");
+    assert_eq!(wc["name"], name, "{wc}");
+    PathBuf::from(wc["copy"].as_str().expect("copy path"))
+}
+
+fn git_text(dir: &Path, args: &[&str]) -> String {
+    git(dir, args).stdout.trim().to_string()
+}
+
+/// (device, inode) of every path below `root`.
+fn inodes(root: &Path) -> HashSet<(u64, u64)> {
+    let mut out = HashSet::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let p = e.unwrap().path();
+            let md = p.symlink_metadata().unwrap();
+            out.insert((md.dev(), md.ino()));
+            if md.is_dir() {
+                stack.push(p);
+            }
+        }
+    }
+    out
+}
+
+fn watched_roots(env: &Env, dir: &Path) -> Vec<String> {
+    env.ctl_json(dir, &["projects"])["projects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["root"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn create_head_clones_without_shared_objects_links_or_remote() {
+    let env = Env::new();
+    let _d = env.start_daemon();
+    let proj = env.git_repo("p", &[("a", b"1\n"), ("dir/b", b"b\n")]);
+    let head = git_text(&proj, &["rev-parse", "HEAD"]);
+    let copy = create(&env, &proj, "w", "HEAD");
+
+    assert_eq!(std::fs::read(copy.join("a")).unwrap(), b"1\n");
+    assert_eq!(std::fs::read(copy.join("dir/b")).unwrap(), b"b\n");
+    assert!(!copy.join(".git/objects/info/alternates").exists());
+    let shared: Vec<_> = inodes(&proj)
+        .intersection(&inodes(&copy))
+        .cloned()
+        .collect();
+    assert!(
+        shared.is_empty(),
+        "hard links shared with the original: {shared:?}"
+    );
+    assert_eq!(git_text(&copy, &["remote"]), "");
+    assert_eq!(git_text(&copy, &["rev-parse", "HEAD"]), head);
+    let symbolic = run(std::process::Command::new("git")
+        .args(["symbolic-ref", "-q", "HEAD"])
+        .current_dir(&copy));
+    assert_ne!(symbolic.code(), 0, "HEAD is not detached: {symbolic:?}");
+    assert_eq!(git_text(&copy, &["status", "--porcelain"]), "");
+    assert_eq!(git_text(&copy, &["rev-parse", "refs/ckpt/base"]), head);
+
+    let list = env.ctl_json(&proj, &["workcopy", "list"]);
+    let w = &list["workcopies"][0];
+    assert_eq!(w["base"], "head", "{list}");
+    assert_eq!(w["base_commit"], head.as_str(), "{list}");
+    assert_eq!(w["original"], s(&proj.canonicalize().unwrap()), "{list}");
+    assert_eq!(w["base_fingerprint"].as_str().unwrap().len(), 64, "{list}");
+    assert!(watched_roots(&env, &proj).contains(&s(&copy).to_string()));
+    // The copy is a project of its own: a turn there is recorded there.
+    env.ctl_ok(&copy, &["turn-start"]);
+    sh(&copy, "echo 2 > a");
+    let end = env.ctl_json(&copy, &["turn-end"]);
+    assert_eq!(end["turn"]["info"]["counts"]["modified"], 1, "{end}");
+}
+
+#[test]
+fn create_head_refuses_uncommitted_changes_and_names_base_current() {
+    let env = Env::new();
+    let _d = env.start_daemon();
+    let proj = env.git_repo("p", &[("a", b"1\n")]);
+    for dirty in ["echo 2 > a", "git checkout -q a && echo u > untracked"] {
+        sh(&proj, dirty);
+        let out = env.ctl(&proj, &["workcopy", "create", "--name", "w"]);
+        assert_eq!(out.code(), 1, "{out:?}");
+        assert!(out.stderr.contains("silently lose"), "{out:?}");
+        assert!(out.stderr.contains("--base current"), "{out:?}");
+        let list = env.ctl_json(&proj, &["workcopy", "list"]);
+        assert_eq!(list["workcopies"].as_array().unwrap().len(), 0, "{list}");
+        assert!(!env.data.join("workcopies/w").exists());
+    }
+    // Ignored files are not uncommitted changes.
+    sh(&proj, "rm untracked && echo .env > .gitignore && git add .gitignore && git commit -qm i && echo k > .env");
+    create(&env, &proj, "w", "HEAD");
+}
+
+#[test]
+fn create_current_copies_untracked_and_ignored_files_ckpt_captures() {
+    let env = Env::new();
+    let _d = env.start_daemon();
+    let proj = env.git_repo("p", &[("a", b"1\n"), (".gitignore", b".env\n*.log\n")]);
+    sh(
+        &proj,
+        "echo 2 > a && echo u > untracked && echo secret > .env && echo l > build.log \
+         && mkdir -p node_modules/m scratch && echo x > node_modules/m/i.js && echo s > scratch/s \
+         && echo /scratch/ > .ckptignore && chmod 750 untracked",
+    );
+    let head = git_text(&proj, &["rev-parse", "HEAD"]);
+    let copy = create(&env, &proj, "w", "current");
+    for (path, bytes) in [
+        ("a", "2\n"),
+        ("untracked", "u\n"),
+        (".env", "secret\n"),
+        ("build.log", "l\n"),
+    ] {
+        assert_eq!(
+            std::fs::read_to_string(copy.join(path)).unwrap(),
+            bytes,
+            "{path}"
+        );
+    }
+    assert_eq!(
+        copy.join("untracked").metadata().unwrap().mode() & 0o777,
+        0o750
+    );
+    assert!(
+        !copy.join("node_modules").exists(),
+        "excluded by ckpt, not copied"
+    );
+    assert!(!copy.join("scratch").exists(), ".ckptignored, not copied");
+    // Its own .git: an independent clone at HEAD, so git sees the
+    // original's uncommitted changes as changes.
+    assert!(!copy.join(".git/objects/info/alternates").exists());
+    assert!(inodes(&proj).is_disjoint(&inodes(&copy)));
+    assert_eq!(git_text(&copy, &["remote"]), "");
+    assert_eq!(git_text(&copy, &["rev-parse", "HEAD"]), head);
+    let st = git(&copy, &["status", "--porcelain"]).stdout;
+    assert!(st.contains(" M a") && st.contains("?? untracked"), "{st}");
+    // A clean copy: nothing differs from the base.
+    let status = env.ctl_json(&proj, &["workcopy", "status", "w"]);
+    assert_eq!(status["changed"], 0, "{status}");
+}
+
+#[test]
+fn create_refuses_submodules_and_symlinks_that_leave_the_tree() {
+    let env = Env::new();
+    let _d = env.start_daemon();
+
+    let proj = env.git_repo("sub", &[("a", b"1\n")]);
+    let head = git_text(&proj, &["rev-parse", "HEAD"]);
+    git(
+        &proj,
+        &[
+            "update-index",
+            "--add",
+            "--cacheinfo",
+            &format!("160000,{head},vendor/lib"),
+        ],
+    );
+    git(&proj, &["commit", "-qm", "gitlink"]);
+    for base in ["HEAD", "current"] {
+        let out = env.ctl(&proj, &["workcopy", "create", "--base", base]);
+        assert_eq!(out.code(), 1, "{out:?}");
+        assert!(out.stderr.contains("submodule (vendor/lib)"), "{out:?}");
+    }
+
+    let proj = env.git_repo("links", &[("dir/b", b"b\n")]);
+    sh(
+        &proj,
+        "ln -s ../dir/b dir/ok && ln -s ../../etc dir/out && git add -A && git commit -qm l",
+    );
+    let out = env.ctl(&proj, &["workcopy", "create", "--name", "l1"]);
+    assert_eq!(out.code(), 1, "{out:?}");
+    assert!(
+        out.stderr.contains("dir/out -> ../../etc leaves the tree"),
+        "{out:?}"
+    );
+    sh(
+        &proj,
+        "rm dir/out && git commit -qam rm && ln -s /etc/passwd abs",
+    );
+    let out = env.ctl(
+        &proj,
+        &["workcopy", "create", "--base", "current", "--name", "l2"],
+    );
+    assert_eq!(out.code(), 1, "{out:?}");
+    assert!(
+        out.stderr.contains("abs -> /etc/passwd leaves the tree"),
+        "{out:?}"
+    );
+    assert!(
+        !env.data.join("workcopies/l2").exists(),
+        "a refused copy leaves nothing"
+    );
+    let list = env.ctl_json(&proj, &["workcopy", "list"]);
+    assert_eq!(list["workcopies"].as_array().unwrap().len(), 0, "{list}");
+    assert_eq!(watched_roots(&env, &proj).len(), 0);
+    // A link that stays inside is copied.
+    sh(&proj, "rm abs");
+    let copy = create(&env, &proj, "ok", "HEAD");
+    assert_eq!(
+        std::fs::read_link(copy.join("dir/ok")).unwrap(),
+        Path::new("../dir/b")
+    );
+}
+
+#[test]
+fn an_edit_in_the_copy_shows_in_status_diff_and_preview() {
+    let env = Env::new();
+    let _d = env.start_daemon();
+    let proj = env.git_repo("p", &[("a", b"1\n"), ("dir/b", b"b\n"), ("c", b"c\n")]);
+    let copy = create(&env, &proj, "w", "HEAD");
+    sh(&copy, "echo 2 > a && rm dir/b && echo n > new");
+
+    let status = env.ctl_json(&copy, &["workcopy", "status"]);
+    assert_eq!(status["changed"], 3, "{status}");
+    assert_eq!(status["original_matches_base"], true, "{status}");
+
+    let diff = env.ctl_ok(&copy, &["workcopy", "diff", "w"]);
+    assert!(
+        diff.contains("--- a/a\n+++ b/a\n@@ -1 +1 @@\n-1\n+2\n"),
+        "{diff}"
+    );
+    assert!(diff.contains("--- a/dir/b\n+++ /dev/null\n"), "{diff}");
+    assert!(
+        diff.contains("--- /dev/null\n+++ b/new\n@@ -0,0 +1 @@\n+n\n"),
+        "{diff}"
+    );
+    assert!(!diff.contains("b/c"), "{diff}");
+
+    let p = env.ctl_json(&proj, &["workcopy", "preview", "w"]);
+    let changes: Vec<(String, String, String)> = p["preview"]["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["path"].as_str().unwrap().into(),
+                c["change"].as_str().unwrap().into(),
+                c["original"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    let t = |p: &str, c: &str| (p.to_string(), c.to_string(), "as_base".to_string());
+    assert_eq!(
+        changes,
+        [t("a", "modified"), t("dir/b", "deleted"), t("new", "added")]
+    );
+    assert_eq!(p["preview"]["conflicts"], 0, "{p}");
+    assert_eq!(
+        p["preview"]["head_moved_to"],
+        serde_json::Value::Null,
+        "{p}"
+    );
+
+    // A commit in the original that leaves those paths alone: reported,
+    // no conflict. The agent dropping every branch and the reflog in the
+    // copy does not lose the base that diff reads.
+    sh(&proj, "echo c2 > c && git commit -qam c2");
+    git(&copy, &["commit", "-qam", "agent", "--no-verify"]);
+    git(&copy, &["checkout", "-q", "--orphan", "other"]);
+    git(&copy, &["branch", "-D", "main"]);
+    git(&copy, &["reflog", "expire", "--expire=now", "--all"]);
+    git(&copy, &["gc", "-q", "--prune=now"]);
+    let p = env.ctl_json(&proj, &["workcopy", "preview", "w"]);
+    assert_eq!(p["preview"]["conflicts"], 0, "{p}");
+    assert_eq!(
+        p["preview"]["head_moved_to"],
+        git_text(&proj, &["rev-parse", "HEAD"]).as_str(),
+        "{p}"
+    );
+    let diff2 = env.ctl_ok(&copy, &["workcopy", "diff", "w"]);
+    assert_eq!(diff, diff2);
+}
+
+#[test]
+fn preview_finds_a_conflict_exits_3_and_writes_nothing() {
+    let env = Env::new();
+    let _d = env.start_daemon();
+    let proj = env.git_repo("p", &[("a", b"1\n"), ("b", b"b\n")]);
+    let copy = create(&env, &proj, "w", "current");
+    sh(&copy, "echo copy > a && echo copy > b");
+    sh(&proj, "echo user > a");
+    let before = (
+        snapshot(&proj),
+        snapshot(&copy),
+        snapshot(&env.data.join("workcopies")),
+    );
+    let out = env.ctl(&proj, &["--json", "workcopy", "preview"]);
+    assert_eq!(out.code(), 3, "{out:?}");
+    let p = out.json();
+    assert_eq!(p["preview"]["conflicts"], 1, "{p}");
+    assert_eq!(p["preview"]["changes"][0]["path"], "a", "{p}");
+    assert_eq!(p["preview"]["changes"][0]["original"], "conflict", "{p}");
+    assert_eq!(p["preview"]["changes"][1]["original"], "as_base", "{p}");
+    let text = env.ctl(&proj, &["workcopy", "preview"]);
+    assert_eq!(text.code(), 3, "{text:?}");
+    assert!(text.stdout.contains("CONFLICT"), "{text:?}");
+    let after = (
+        snapshot(&proj),
+        snapshot(&copy),
+        snapshot(&env.data.join("workcopies")),
+    );
+    assert_same_tree("original", &before.0, &after.0);
+    assert_same_tree("copy", &before.1, &after.1);
+    assert_same_tree("work copy state", &before.2, &after.2);
+    let status = env.ctl_json(&proj, &["workcopy", "status"]);
+    assert_eq!(status["original_matches_base"], false, "{status}");
+}
+
+#[test]
+fn run_records_exit_status_and_log_with_stdin_closed() {
+    let env = Env::new();
+    let _d = env.start_daemon();
+    let proj = env.git_repo("p", &[("a", b"1\n")]);
+    let copy = create(&env, &proj, "w", "HEAD");
+    let out = env.ctl(
+        &proj,
+        &[
+            "workcopy",
+            "run",
+            "w",
+            "--",
+            "sh",
+            "-c",
+            "cat; pwd; echo err >&2; exit 7",
+        ],
+    );
+    assert_eq!(out.code(), 7, "{out:?}");
+    assert!(out.stdout.contains("exit 7"), "{out:?}");
+    let state: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(env.data.join("workcopies/w.json")).unwrap())
+            .unwrap();
+    let r = &state["runs"][0];
+    assert_eq!(r["exit_code"], 7, "{state}");
+    assert_eq!(r["command"][0], "sh", "{state}");
+    let log = std::fs::read_to_string(r["log"].as_str().unwrap()).unwrap();
+    assert_eq!(log, format!("{}\nerr\n", s(&copy)));
+    assert!(out.stdout.contains(r["log"].as_str().unwrap()), "{out:?}");
+    let ok = env.ctl_json(&proj, &["workcopy", "run", "w", "--", "true"]);
+    assert_eq!(ok["exit_code"], 0, "{ok}");
+}
+
+#[test]
+fn run_timeout_kills_the_whole_process_group_quickly() {
+    let env = Env::new();
+    let _d = env.start_daemon();
+    let proj = env.git_repo("p", &[("a", b"1\n")]);
+    let copy = create(&env, &proj, "w", "HEAD");
+    let t0 = Instant::now();
+    let out = env.ctl(
+        &proj,
+        &[
+            "workcopy",
+            "run",
+            "--timeout",
+            "1",
+            "--",
+            "sh",
+            "-c",
+            "sleep 100 & echo $! > pid; wait",
+        ],
+    );
+    assert!(t0.elapsed() < Duration::from_secs(10), "{:?}", t0.elapsed());
+    assert_eq!(out.code(), 124, "{out:?}");
+    assert!(out.stdout.contains("timed out"), "{out:?}");
+    let pid = std::fs::read_to_string(copy.join("pid")).unwrap();
+    let stat = PathBuf::from(format!("/proc/{}/stat", pid.trim()));
+    wait_for("the sleep to go", Duration::from_secs(5), || {
+        std::fs::read_to_string(&stat).map_or(true, |s| s.contains(") Z "))
+    });
+    let state: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(env.data.join("workcopies/w.json")).unwrap())
+            .unwrap();
+    assert_eq!(state["runs"][0]["timed_out"], true, "{state}");
+}
+
+#[test]
+fn remove_refuses_unapplied_changes_unless_forced() {
+    let env = Env::new();
+    let _d = env.start_daemon();
+    let proj = env.git_repo("p", &[("a", b"1\n")]);
+    let clean = create(&env, &proj, "clean", "HEAD");
+    let copy = create(&env, &proj, "w", "HEAD");
+    sh(&copy, "echo 2 > a");
+    let out = env.ctl(&proj, &["workcopy", "remove", "w"]);
+    assert_eq!(out.code(), 1, "{out:?}");
+    assert!(
+        out.stderr.contains("1 changed paths not applied"),
+        "{out:?}"
+    );
+    assert!(copy.join("a").exists());
+
+    env.ctl_ok(&proj, &["workcopy", "remove", "clean"]);
+    env.ctl_ok(&proj, &["workcopy", "remove", "w", "--force"]);
+    for gone in [&clean, &copy] {
+        assert!(!gone.exists(), "{}", gone.display());
+    }
+    assert!(!env.data.join("workcopies/w.json").exists());
+    assert!(!env.data.join("workcopies/w").exists());
+    assert_eq!(watched_roots(&env, &proj).len(), 0);
+    let list = env.ctl_json(&proj, &["workcopy", "list"]);
+    assert_eq!(list["workcopies"].as_array().unwrap().len(), 0, "{list}");
+}
+
+#[test]
+fn ctrl_c_kills_the_check_group_and_is_recorded() {
+    let env = Env::new();
+    let _d = env.start_daemon();
+    let proj = env.git_repo("p", &[("a", b"1\n")]);
+    let copy = create(&env, &proj, "w", "HEAD");
+    let mut child = env
+        .ctl_cmd(
+            &proj,
+            &[
+                "workcopy",
+                "run",
+                "--",
+                "sh",
+                "-c",
+                "sleep 100 & echo $! > pid; wait",
+            ],
+        )
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid_file = copy.join("pid");
+    wait_for("the check to start", Duration::from_secs(10), || {
+        std::fs::read_to_string(&pid_file).is_ok_and(|p| p.ends_with('\n'))
+    });
+    let t0 = Instant::now();
+    // SAFETY: a signal to the child this test spawned.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = wait_timeout(&mut child, Duration::from_secs(10)).expect("ckptctl ends");
+    assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
+    assert_eq!(status.code(), Some(130), "{status:?}");
+    let pid = std::fs::read_to_string(&pid_file).unwrap();
+    let stat = PathBuf::from(format!("/proc/{}/stat", pid.trim()));
+    wait_for("the sleep to go", Duration::from_secs(5), || {
+        std::fs::read_to_string(&stat).map_or(true, |s| s.contains(") Z "))
+    });
+    let state: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(env.data.join("workcopies/w.json")).unwrap())
+            .unwrap();
+    assert_eq!(state["runs"][0]["interrupted"], true, "{state}");
+}
+
+#[test]
+fn diff_of_a_current_copy_shows_symlink_targets_and_kept_base_contents() {
+    let env = Env::new();
+    let _d = env.start_daemon();
+    let proj = env.dir("plain");
+    sh(&proj, "printf 'x\\ny\\n' > f && ln -s f l && echo gone > g");
+    let copy = create(&env, &proj, "w", "current");
+    assert!(
+        !copy.join(".git").exists(),
+        "no git in the original, none in the copy"
+    );
+    sh(&copy, "printf 'x\\nz\\n' > f && ln -sfn g l && rm g");
+    // The original changing does not change the base the diff compares to.
+    sh(&proj, "echo other > f");
+    let diff = env.ctl_ok(&proj, &["workcopy", "diff"]);
+    assert!(
+        diff.contains("--- a/f\n+++ b/f\n@@ -1,2 +1,2 @@\n x\n-y\n+z\n"),
+        "{diff}"
+    );
+    assert!(
+        diff.contains("--- a/l\n+++ b/l\n@@ -1 +1 @@\n-f\n\\ No newline at end of file\n+g\n"),
+        "{diff}"
+    );
+    assert!(
+        diff.contains("--- a/g\n+++ /dev/null\n@@ -1 +0,0 @@\n-gone\n"),
+        "{diff}"
+    );
+    let out = env.ctl(&proj, &["workcopy", "preview"]);
+    assert_eq!(out.code(), 3, "f changed in the original: {out:?}");
+}
+
+#[test]
+fn create_path_puts_the_copy_there_and_refuses_overlaps() {
+    let env = Env::new();
+    let _d = env.start_daemon();
+    let proj = env.git_repo("p", &[("a", b"1\n")]);
+    for (inside, why) in [
+        (proj.join("sub"), "the original"),
+        (env.data.join("wc"), "data directory"),
+    ] {
+        let out = env.ctl(&proj, &["workcopy", "create", "--path", s(&inside)]);
+        assert_eq!(out.code(), 1, "{out:?}");
+        assert!(
+            out.stderr.contains(why) && out.stderr.contains("overlap"),
+            "{out:?}"
+        );
+        assert!(!inside.exists(), "{}", inside.display());
+    }
+    let there = env.path().join("elsewhere/copy");
+    let wc = env.ctl_json(&proj, &["workcopy", "create", "--path", s(&there)]);
+    assert_eq!(wc["copy"], s(&there.canonicalize().unwrap()), "{wc}");
+    assert_eq!(wc["name"], "p-1", "the default name: {wc}");
+    assert_eq!(std::fs::read(there.join("a")).unwrap(), b"1\n");
+    let out = env.ctl(&proj, &["workcopy", "create", "--path", s(&there)]);
+    assert!(out.stderr.contains("is not empty"), "{out:?}");
+    // Named by the directory holding it.
+    let status = env.ctl_json(&there, &["workcopy", "status"]);
+    assert_eq!(status["workcopy"]["name"], "p-1", "{status}");
+}
