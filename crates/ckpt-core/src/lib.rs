@@ -44,8 +44,9 @@ mod turns;
 
 pub use error::{Error, Result};
 pub use export::{
-    export_files, fingerprint, ExportFiles, ExportManifest, ExportRange, ManifestPath,
-    ManifestState, RangePath, SkippedPath, MANIFEST_FILE, PATCH_FILE, REPORT_FILE, ZIP_FILE,
+    export_files, fingerprint, fingerprint_lines, ExportFiles, ExportManifest, ExportRange,
+    FingerprintLine, ManifestPath, ManifestState, RangePath, SkippedPath, MANIFEST_FILE,
+    PATCH_FILE, REPORT_FILE, ZIP_FILE,
 };
 pub use fsck::{fsck, Finding, FindingKind, FsckCounts, FsckOptions, FsckReport};
 pub use ledger::{

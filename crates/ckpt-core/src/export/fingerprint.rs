@@ -43,27 +43,63 @@ pub(crate) fn kind_name(s: &State) -> &'static str {
     }
 }
 
-/// The fingerprint of `states`, which must be sorted by path bytes (the
-/// order `RelPath` compares in).
-pub fn fingerprint<'a>(states: impl IntoIterator<Item = (&'a RelPath, &'a State)>) -> String {
+/// One path's line of a fingerprint.
+pub enum FingerprintLine<'a> {
+    Deleted,
+    Skipped,
+    Present {
+        /// `file`, `dir` or `symlink`.
+        kind: &'a str,
+        mode: u32,
+        /// Hex; empty for a directory.
+        sha256: &'a str,
+    },
+}
+
+/// The fingerprint of `lines`, which must be sorted by path bytes: the one
+/// place its text is written (export and work copies both use it).
+pub fn fingerprint_lines<'a>(
+    lines: impl IntoIterator<Item = (&'a [u8], FingerprintLine<'a>)>,
+) -> String {
     let mut text = Vec::new();
-    for (path, s) in states {
-        text.extend_from_slice(path.as_bytes());
+    for (path, line) in lines {
+        text.extend_from_slice(path);
         text.push(0);
-        match (s, mode_of(s), content_sha256(s)) {
-            (State::Absent, _, _) => text.extend_from_slice(b"DELETED"),
-            (_, Some(mode), Some(sha)) => {
-                text.extend_from_slice(kind_name(s).as_bytes());
+        match line {
+            FingerprintLine::Deleted => text.extend_from_slice(b"DELETED"),
+            FingerprintLine::Skipped => text.extend_from_slice(b"SKIPPED"),
+            FingerprintLine::Present { kind, mode, sha256 } => {
+                text.extend_from_slice(kind.as_bytes());
                 text.push(0);
                 text.extend_from_slice(format!("{mode:o}").as_bytes());
                 text.push(0);
-                text.extend_from_slice(sha.as_bytes());
+                text.extend_from_slice(sha256.as_bytes());
             }
-            _ => text.extend_from_slice(b"SKIPPED"),
         }
         text.push(b'\n');
     }
     Hash::of(&text).to_hex()
+}
+
+/// The fingerprint of `states`, which must be sorted by path bytes (the
+/// order `RelPath` compares in).
+pub fn fingerprint<'a>(states: impl IntoIterator<Item = (&'a RelPath, &'a State)>) -> String {
+    let shas: Vec<(&RelPath, &State, String)> = states
+        .into_iter()
+        .map(|(p, s)| (p, s, content_sha256(s).unwrap_or_default()))
+        .collect();
+    fingerprint_lines(shas.iter().map(|(p, s, sha)| {
+        let line = match (s, mode_of(s)) {
+            (State::Absent, _) => FingerprintLine::Deleted,
+            (_, Some(mode)) => FingerprintLine::Present {
+                kind: kind_name(s),
+                mode,
+                sha256: sha,
+            },
+            (_, None) => FingerprintLine::Skipped,
+        };
+        (p.as_bytes(), line)
+    }))
 }
 
 #[cfg(test)]

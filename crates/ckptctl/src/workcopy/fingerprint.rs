@@ -1,12 +1,6 @@
-//! The fingerprint of a set of paths, and the per-path entries it is made of:
-//! the one definition that `workcopy` and the export share.
-//!
-//! A fingerprint is the SHA-256 hex of, for each path in byte order: the
-//! path's bytes, a NUL, then `DELETED` for an absent path, or the kind
-//! (`file`, `dir`, `symlink`), a NUL, the mode in octal (the permission bits,
-//! `st_mode & 0o7777`), a NUL and the SHA-256 hex of the content (of the
-//! target for a symlink; the empty string for a directory); then a newline.
-//! Anyone can recompute it with `sha256sum` over those lines.
+//! The entries of a tree on disk (kind, mode, SHA-256 of the content) and
+//! their fingerprint, whose text `ckpt_core::fingerprint_lines` writes: the
+//! definition the export uses (docs/export.md).
 
 use std::collections::BTreeMap;
 use std::os::unix::ffi::OsStrExt;
@@ -14,7 +8,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 use anyhow::Context;
-use ckpt_core::Hash;
+use ckpt_core::{FingerprintLine, Hash};
 use serde::{Deserialize, Serialize};
 
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
@@ -80,26 +74,19 @@ pub fn entry_of(abs: &Path) -> anyhow::Result<Option<Entry>> {
 
 /// The fingerprint of `items`, which must come in byte order of their paths.
 pub fn fingerprint<'a>(items: impl IntoIterator<Item = (&'a str, Option<&'a Entry>)>) -> String {
-    let mut ctx = ring::digest::Context::new(&ring::digest::SHA256);
-    for (path, entry) in items {
-        ctx.update(path.as_bytes());
-        ctx.update(b"\0");
-        match entry {
-            None => ctx.update(b"DELETED"),
-            Some(e) => {
-                ctx.update(e.kind.as_str().as_bytes());
-                ctx.update(b"\0");
-                ctx.update(format!("{:o}", e.mode).as_bytes());
-                ctx.update(b"\0");
-                ctx.update(e.sha256.as_bytes());
-            }
-        }
-        ctx.update(b"\n");
-    }
-    hex_of(ctx.finish().as_ref())
+    ckpt_core::fingerprint_lines(items.into_iter().map(|(path, entry)| {
+        let line = match entry {
+            None => FingerprintLine::Deleted,
+            Some(e) => FingerprintLine::Present {
+                kind: e.kind.as_str(),
+                mode: e.mode,
+                sha256: &e.sha256,
+            },
+        };
+        (path.as_bytes(), line)
+    }))
 }
 
-/// The fingerprint of every path of a manifest.
 pub fn of_manifest(m: &Manifest) -> String {
     fingerprint(m.iter().map(|(p, e)| (p.as_str(), Some(e))))
 }
@@ -124,10 +111,6 @@ pub fn manifest(root: &Path) -> anyhow::Result<Manifest> {
         }
     }
     Ok(m)
-}
-
-fn hex_of(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[cfg(test)]
