@@ -170,22 +170,19 @@ pub enum Command {
     /// plans unless the tool call confirms it, and is never forced.
     Mcp,
     /// The slop ledger: residue a turn left (shims, unmigrated callers,
-    /// dead code…) recorded so nobody mistakes it for design.
-    Ledger {
-        #[command(subcommand)]
-        action: LedgerAction,
-    },
+    /// dead code…) recorded so nobody mistakes it for design (`ckptctl
+    /// ledger --help`).
+    #[command(disable_help_flag = true)]
+    Ledger(Family),
     /// Work copies: an independent copy of the project for an agent to work
-    /// in, watched as a project of its own, previewed against the original.
-    Workcopy {
-        #[command(subcommand)]
-        action: WorkcopyAction,
-    },
-    /// Wire ckpt into coding agents: their turn hooks and MCP server.
-    Hooks {
-        #[command(subcommand)]
-        action: HooksAction,
-    },
+    /// in, watched as a project of its own, previewed against the original
+    /// (`ckptctl workcopy --help`).
+    #[command(disable_help_flag = true)]
+    Workcopy(Family),
+    /// Wire ckpt into coding agents: their turn hooks and MCP server
+    /// (`ckptctl hooks --help`).
+    #[command(disable_help_flag = true)]
+    Hooks(Family),
     /// Start ckptd at login: a systemd user unit (on macOS a launchd agent,
     /// which no test runs).
     Service {
@@ -203,6 +200,88 @@ impl Command {
             Command::Status => Some("status"),
             Command::Service { .. } => Some("service"),
             _ => None,
+        }
+    }
+}
+
+/// The arguments of a family of subcommands (`ledger`, `workcopy`,
+/// `hooks`), parsed only when that family runs ([`Family::parse`]): clap
+/// builds every argument of a parser before it parses, and building these
+/// families' took every hook call 30+ page faults and ~100 µs
+/// (docs/architecture.md, "Measurements").
+#[derive(Args, Debug, Clone)]
+pub struct Family {
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    pub args: Vec<std::ffi::OsString>,
+}
+
+impl Family {
+    /// Parses the family's arguments into `P` (named `ckptctl NAME` in its
+    /// help), with `outer`'s global flags under those given after NAME.
+    pub fn parse<P: FamilyCli>(&self, outer: &Global) -> (Global, P::Action) {
+        let p = P::parse_from(
+            std::iter::once(std::ffi::OsString::from("ckptctl")).chain(self.args.iter().cloned()),
+        );
+        let (inner, action) = p.split();
+        (outer.clone().under(inner), action)
+    }
+}
+
+/// A family's own parser: the global flags and its subcommands.
+pub trait FamilyCli: Parser {
+    type Action;
+    fn split(self) -> (Global, Self::Action);
+}
+
+macro_rules! family_cli {
+    ($name:ident, $bin:literal, $action:ty, $about:literal) => {
+        #[doc = $about]
+        #[derive(Parser, Debug)]
+        #[command(name = $bin, bin_name = $bin, version, about = $about)]
+        pub struct $name {
+            #[command(flatten)]
+            pub global: Global,
+            #[command(subcommand)]
+            pub action: $action,
+        }
+
+        impl FamilyCli for $name {
+            type Action = $action;
+            fn split(self) -> (Global, $action) {
+                (self.global, self.action)
+            }
+        }
+    };
+}
+
+family_cli!(
+    LedgerCli,
+    "ckptctl ledger",
+    LedgerAction,
+    "The slop ledger: residue a turn left, recorded so nobody mistakes it for design."
+);
+family_cli!(
+    WorkcopyCli,
+    "ckptctl workcopy",
+    WorkcopyAction,
+    "Work copies: an independent copy of the project for an agent to work in."
+);
+family_cli!(
+    HooksCli,
+    "ckptctl hooks",
+    HooksAction,
+    "Wire ckpt into coding agents: their turn hooks and MCP server."
+);
+
+impl Global {
+    /// These flags, with `inner`'s (given after a family's name) on top.
+    pub fn under(self, inner: Global) -> Global {
+        Global {
+            json: self.json || inner.json,
+            socket: inner.socket.or(self.socket),
+            data_dir: inner.data_dir.or(self.data_dir),
+            dir: inner.dir.or(self.dir),
+            quiet: self.quiet || inner.quiet,
         }
     }
 }

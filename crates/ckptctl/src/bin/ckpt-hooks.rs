@@ -6,7 +6,7 @@
 
 use std::process::ExitCode;
 
-use ckptctl::cli::{Cli, Command};
+use ckptctl::cli::{Cli, Command, HooksCli};
 use ckptctl::commands::{hooks, Ctx};
 use clap::Parser;
 
@@ -16,7 +16,10 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let json = cli.global.json;
     let result = match cli.command {
-        Command::Hooks { action } => Ctx::new(cli.global).and_then(|ctx| hooks::run(&ctx, action)),
+        Command::Hooks(f) => {
+            let (g, action) = f.parse::<HooksCli>(&cli.global);
+            Ctx::new(g).and_then(|ctx| hooks::run(&ctx, action))
+        }
         _ => Err(anyhow::anyhow!(
             "ckpt-hooks runs only `ckptctl hooks …`; run the rest with ckptctl"
         )),

@@ -5,7 +5,7 @@
 
 use std::process::ExitCode;
 
-use ckptctl::cli::{Cli, Command};
+use ckptctl::cli::{Cli, Command, WorkcopyCli};
 use ckptctl::commands::{workcopy, Ctx};
 use clap::Parser;
 
@@ -15,8 +15,9 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let json = cli.global.json;
     let result = match cli.command {
-        Command::Workcopy { action } => {
-            Ctx::new(cli.global).and_then(|ctx| workcopy::run(&ctx, action))
+        Command::Workcopy(f) => {
+            let (g, action) = f.parse::<WorkcopyCli>(&cli.global);
+            Ctx::new(g).and_then(|ctx| workcopy::run(&ctx, action))
         }
         _ => Err(anyhow::anyhow!(
             "ckpt-workcopy runs only `ckptctl workcopy …`; run the rest with ckptctl"

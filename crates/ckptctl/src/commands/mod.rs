@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use ckpt_proto::{Request, Response, WirePath};
 
-use crate::cli::{Cli, Command, Global};
+use crate::cli::{Cli, Command, Global, LedgerCli};
 use crate::client::Client;
 
 pub mod blame;
@@ -114,11 +114,14 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
         } => run::run(&ctx, turn, bursts, &command),
         Command::Service { action } => service::run(&ctx, action),
         Command::Mcp => mcp::run(&ctx),
-        Command::Ledger { action } => ledger::run(&ctx, action),
+        Command::Ledger(f) => {
+            let (g, action) = f.parse::<LedgerCli>(&ctx.g);
+            ledger::run(&Ctx::new(g)?, action)
+        }
         // Its copy and walk stay out of the hook path: ckpt-workcopy runs it.
-        Command::Workcopy { .. } => sibling::workcopy(),
+        Command::Workcopy(_) => sibling::workcopy(),
         // Its config editors stay out of the hook path: ckpt-hooks runs it.
-        Command::Hooks { .. } => sibling::hooks(),
+        Command::Hooks(_) => sibling::hooks(),
     }
 }
 
