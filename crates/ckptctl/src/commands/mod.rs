@@ -119,9 +119,9 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
             ledger::run(&Ctx::new(g)?, action)
         }
         // Its copy and walk stay out of the hook path: ckpt-workcopy runs it.
-        Command::Workcopy(_) => sibling::workcopy(),
+        Command::Workcopy(_) => sibling::forward(sibling::WORKCOPY, "the work copy tool"),
         // Its config editors stay out of the hook path: ckpt-hooks runs it.
-        Command::Hooks(_) => sibling::hooks(),
+        Command::Hooks(_) => sibling::forward(sibling::HOOKS, "the hooks installer"),
     }
 }
 

@@ -32,20 +32,13 @@ pub fn exec(mut cmd: Command, name: &str, what: &str) -> anyhow::Result<u8> {
     Err(e).with_context(|| format!("starting {what} {}", exe.display()))
 }
 
-/// `ckptctl hooks …`: runs `ckpt-hooks` with this command line as it is.
-pub fn hooks() -> anyhow::Result<u8> {
-    let mut cmd = Command::new(path(HOOKS)?);
+/// `ckptctl hooks …` and `ckptctl workcopy …`: runs the sibling `name`
+/// (`what` it is) with this command line as it is.
+pub fn forward(name: &str, what: &str) -> anyhow::Result<u8> {
+    let mut cmd = Command::new(path(name)?);
     cmd.args(std::env::args_os().skip(1));
-    exec(cmd, HOOKS, "the hooks installer")
+    exec(cmd, name, what)
 }
 
 pub const HOOKS: &str = "ckpt-hooks";
-
-/// `ckptctl workcopy …`: runs `ckpt-workcopy` with this command line as it is.
-pub fn workcopy() -> anyhow::Result<u8> {
-    let mut cmd = Command::new(path(WORKCOPY)?);
-    cmd.args(std::env::args_os().skip(1));
-    exec(cmd, WORKCOPY, "the work copy tool")
-}
-
 pub const WORKCOPY: &str = "ckpt-workcopy";
