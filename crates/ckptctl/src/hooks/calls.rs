@@ -82,6 +82,25 @@ pub fn record(data_dir: &Path, agent: Agent, event: Event, outcome: Result<Strin
         }
     }
     if let Ok(text) = serde_json::to_string(&calls) {
-        let _ = super::files::replace(&path(data_dir, agent), None, Some(&text), false);
+        let _ = write(&path(data_dir, agent), &text);
     }
+}
+
+/// Rewrites the record in place: no fsync, no new inode, no block freed.
+/// Renamed over it from a temp file, it cost each hook call 0.68 ms with
+/// fsync and 0.4 ms without; in place, 0.07–0.13 ms (docs/architecture.md,
+/// "Measurements"). A record torn by a crash or a concurrent call reads as
+/// none: harmless.
+fn write(file: &Path, text: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    if let Some(dir) = file.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(file)?;
+    f.write_all(text.as_bytes())?;
+    f.set_len(text.len() as u64)
 }
