@@ -1,8 +1,9 @@
 //! `ckpt-hooks`, run as `ckptctl hooks …` (with that command line as it
 //! is): installs ckpt into coding agents' configs, uninstalls it, shows its
-//! status. An executable of its own because the config editors it links
-//! (`jsonc-parser`, `toml_edit`, `similar`) would make `ckptctl`, started
-//! on every hook call, bigger and slower to start.
+//! status. An executable of its own so that the config editors it links
+//! (`jsonc-parser`, `toml_edit`, `similar`) stay out of `ckptctl`, started
+//! on every hook call: they made it 3.63 MB against 2.96 MB (the hook call's
+//! time did not differ measurably; docs/architecture.md).
 
 use std::process::ExitCode;
 

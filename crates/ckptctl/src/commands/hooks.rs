@@ -7,7 +7,7 @@ use serde_json::json;
 use super::Ctx;
 use crate::agents::{Agent, Home, Scope, Target};
 use crate::cli::{HooksAction, HooksArgs};
-use crate::hooks::{self, calls, files, Action, Change};
+use crate::hooks::{self, calls, files, Action, Change, Installed};
 use crate::output;
 
 pub fn run(ctx: &Ctx, action: HooksAction) -> anyhow::Result<u8> {
@@ -160,19 +160,31 @@ fn status(ctx: &Ctx, user: &Target, project: &Target) -> anyhow::Result<u8> {
             .as_deref()
             .map(|d| calls::read(d, agent))
             .unwrap_or_default();
-        rows.push(json!({
-            "agent": agent.name(),
-            "detected": agent.detect(user.home),
-            "user": hooks::installed(agent, user)?,
-            "project": hooks::installed(agent, project)?,
-            "hooks": agent.payload().is_some(),
-            "last_ok": calls.last_ok,
-            "last_error": calls.last_error,
-            "failing": calls.failing().is_some(),
-        }));
+        let row = StatusRow {
+            detected: agent.detect(user.home),
+            user: hooks::installed(agent, user)?,
+            project: hooks::installed(agent, project)?,
+            calls,
+        };
+        rows.push((agent, row));
     }
     if ctx.g.json {
-        output::json(&json!({ "project": project.project, "agents": rows }))?;
+        let agents: Vec<_> = rows
+            .iter()
+            .map(|(agent, r)| {
+                json!({
+                    "agent": agent.name(),
+                    "detected": r.detected,
+                    "user": r.user.name(),
+                    "project": r.project.name(),
+                    "hooks": agent.payload().is_some(),
+                    "last_ok": r.calls.last_ok,
+                    "last_error": r.calls.last_error,
+                    "failing": r.calls.failing().is_some(),
+                })
+            })
+            .collect();
+        output::json(&json!({ "project": project.project, "agents": agents }))?;
         return Ok(0);
     }
     println!("project: {}", project.project.display());
@@ -180,25 +192,25 @@ fn status(ctx: &Ctx, user: &Target, project: &Target) -> anyhow::Result<u8> {
         "{:<12} {:<8} {:<7} {:<8} last hook call",
         "agent", "found", "user", "project"
     );
-    for (agent, row) in Agent::ALL.iter().zip(&rows) {
-        let calls = data_dir
-            .as_deref()
-            .map(|d| calls::read(d, *agent))
-            .unwrap_or_default();
+    for (agent, r) in &rows {
         println!(
             "{:<12} {:<8} {:<7} {:<8} {}",
             agent.name(),
-            if row["detected"].is_null() {
-                "no"
-            } else {
-                "yes"
-            },
-            row["user"].as_str().unwrap_or("?"),
-            row["project"].as_str().unwrap_or("?"),
-            last_call(*agent, &calls)
+            if r.detected.is_some() { "yes" } else { "no" },
+            r.user.name(),
+            r.project.name(),
+            last_call(*agent, &r.calls)
         );
     }
     Ok(0)
+}
+
+/// One agent's line of `hooks status`.
+struct StatusRow {
+    detected: Option<String>,
+    user: Installed,
+    project: Installed,
+    calls: calls::Calls,
 }
 
 /// "never", "3m ago, turn-end in /src/app", or the failure.

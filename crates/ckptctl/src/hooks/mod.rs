@@ -86,12 +86,21 @@ pub fn apply(changes: &[Change]) -> anyhow::Result<()> {
 }
 
 /// How much of an agent's install is in place at a scope.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Installed {
     Yes,
     Partly,
     No,
+}
+
+impl Installed {
+    pub fn name(self) -> &'static str {
+        match self {
+            Installed::Yes => "yes",
+            Installed::Partly => "partly",
+            Installed::No => "no",
+        }
+    }
 }
 
 pub fn installed(agent: Agent, target: &Target) -> anyhow::Result<Installed> {
