@@ -166,6 +166,11 @@ const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX ledger_events_entry ON ledger_events(entry, id);
     ",
+    // 8: a journaled write of another tree's content as a new turn (a work
+    // copy's apply) names that turn; `redo` never picks such an entry.
+    "
+    ALTER TABLE rewinds ADD COLUMN applies INTEGER;
+    ",
 ];
 
 /// The schema version this build writes and understands.

@@ -44,9 +44,9 @@ mod turns;
 
 pub use error::{Error, Result};
 pub use export::{
-    export_files, fingerprint, fingerprint_lines, ExportFiles, ExportManifest, ExportRange,
-    FingerprintLine, ManifestPath, ManifestState, RangePath, SkippedPath, MANIFEST_FILE,
-    PATCH_FILE, REPORT_FILE, ZIP_FILE,
+    export_files, fingerprint, fingerprint_lines, Entry, EntryKind, ExportFiles, ExportManifest,
+    ExportRange, FingerprintLine, ManifestPath, ManifestState, RangePath, SkippedPath,
+    MANIFEST_FILE, PATCH_FILE, REPORT_FILE, ZIP_FILE,
 };
 pub use fsck::{fsck, Finding, FindingKind, FsckCounts, FsckOptions, FsckReport};
 pub use ledger::{
@@ -56,5 +56,6 @@ pub use ledger::{
 pub use model::*;
 pub use project::{Project, DB_FILE, OBJECTS_DIR};
 pub use relpath::{below_range, RelPath};
+pub use rewind::{CopyConflict, CopyOutcome, CopyPath};
 pub use scan::{captured_paths, is_cache_dir, is_excluded_by_default, CACHE_TAG, IGNORE_FILE};
 pub use state::{Hash, Kind, State};

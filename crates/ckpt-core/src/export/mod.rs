@@ -35,7 +35,7 @@ use crate::project::Project;
 use crate::relpath::RelPath;
 use crate::state::{Hash, State};
 
-pub use fingerprint::{fingerprint, fingerprint_lines, FingerprintLine};
+pub use fingerprint::{fingerprint, fingerprint_lines, Entry, EntryKind, FingerprintLine};
 
 /// The four files an export writes, in the order they are written (the
 /// manifest, which names the others' hashes, last).

@@ -390,42 +390,123 @@ pub(crate) fn journal(
     created_ns: i64,
 ) -> Result<i64> {
     db::durably(conn, |tx| {
-        tx.execute(
-            "INSERT INTO rewinds (created_ns, turn, turns, status, redoes)
-             VALUES (?1, ?2, ?3, ?4, ?5)",
-            params![
-                created_ns,
-                turn,
-                serde_json::to_string(marked).expect("a list of ints serializes"),
-                RewindStatus::Pending,
-                redoes
-            ],
-        )?;
-        let id = tx.last_insert_rowid();
-        // Parsed once: a full-tree rewind journals thousands of rows.
-        let mut insert = tx.prepare_cached(
-            "INSERT INTO rewind_actions (rewind, seq, path, cur_kind, cur_mode, cur_data, cur_size,
-             tgt_kind, tgt_mode, tgt_data, tgt_size) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-        )?;
-        for (seq, a) in actions.iter().enumerate() {
-            let (ck, cm, cd, cs) = a.current.encode();
-            let (tk, tm, td, ts) = a.target.encode();
-            insert.execute(params![
-                id,
-                seq as i64,
-                a.path.as_bytes(),
-                ck,
-                cm,
-                cd,
-                cs,
-                tk,
-                tm,
-                td,
-                ts
-            ])?;
-        }
-        Ok(id)
+        insert_journal(tx, turn, actions, marked, redoes, None, created_ns)
     })
+}
+
+/// Journals writing `actions` as a new turn made by `meta`, pending,
+/// durably, with `before` run first in the same transaction (it stores the
+/// content the actions write). The turn is closed but has no entries and no
+/// end until the write is applied ([`record_applied_turn`]). Returns the
+/// journal's id and the turn's.
+pub(crate) fn journal_new_turn(
+    conn: &mut Connection,
+    meta: &TurnMeta,
+    actions: &[Action],
+    created_ns: i64,
+    before: impl FnOnce(&Connection) -> Result<()>,
+) -> Result<(i64, i64)> {
+    db::durably(conn, |tx| {
+        before(tx)?;
+        let turn = insert_turn(tx, meta, created_ns)?;
+        tx.execute(
+            "UPDATE turns SET status = ?2 WHERE id = ?1",
+            params![turn, TurnStatus::Closed],
+        )?;
+        let id = insert_journal(tx, turn, actions, &[], None, Some(turn), created_ns)?;
+        Ok((id, turn))
+    })
+}
+
+fn insert_journal(
+    tx: &Connection,
+    turn: i64,
+    actions: &[Action],
+    marked: &[i64],
+    redoes: Option<i64>,
+    applies: Option<i64>,
+    created_ns: i64,
+) -> Result<i64> {
+    tx.execute(
+        "INSERT INTO rewinds (created_ns, turn, turns, status, redoes, applies)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        params![
+            created_ns,
+            turn,
+            serde_json::to_string(marked).expect("a list of ints serializes"),
+            RewindStatus::Pending,
+            redoes,
+            applies
+        ],
+    )?;
+    let id = tx.last_insert_rowid();
+    // Parsed once: a full-tree rewind journals thousands of rows.
+    let mut insert = tx.prepare_cached(
+        "INSERT INTO rewind_actions (rewind, seq, path, cur_kind, cur_mode, cur_data, cur_size,
+         tgt_kind, tgt_mode, tgt_data, tgt_size) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+    )?;
+    for (seq, a) in actions.iter().enumerate() {
+        let (ck, cm, cd, cs) = a.current.encode();
+        let (tk, tm, td, ts) = a.target.encode();
+        insert.execute(params![
+            id,
+            seq as i64,
+            a.path.as_bytes(),
+            ck,
+            cm,
+            cd,
+            cs,
+            tk,
+            tm,
+            td,
+            ts
+        ])?;
+    }
+    Ok(id)
+}
+
+/// Gives the turn a journaled write made (`journal_new_turn`) its entries,
+/// each action's state before and after, and its end. Call in the
+/// transaction that records the write applied.
+pub(crate) fn record_applied_turn(
+    tx: &Connection,
+    turn: i64,
+    actions: &[Action],
+    ended_ns: i64,
+) -> Result<()> {
+    let mut insert = tx.prepare_cached(
+        "INSERT INTO turn_entries (turn, path, pre_kind, pre_mode, pre_data, pre_size,
+         post_kind, post_mode, post_data, post_size)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+    )?;
+    for a in actions {
+        let (pk, pm, pd, ps) = a.current.encode();
+        let (tk, tm, td, ts) = a.target.encode();
+        insert.execute(params![
+            turn,
+            a.path.as_bytes(),
+            pk,
+            pm,
+            pd,
+            ps,
+            tk,
+            tm,
+            td,
+            ts
+        ])?;
+    }
+    tx.execute(
+        "UPDATE turns SET ended_ns = ?2 WHERE id = ?1",
+        params![turn, ended_ns],
+    )?;
+    Ok(())
+}
+
+/// Removes the turn of a journaled write that was not applied (it has no
+/// entries yet).
+pub(crate) fn drop_unapplied_turn(conn: &Connection, turn: i64) -> Result<()> {
+    conn.execute("DELETE FROM turns WHERE id = ?1", [turn])?;
+    Ok(())
 }
 
 /// The actions of rewind `id`, in journal order.
@@ -459,15 +540,26 @@ pub(crate) fn actions(conn: &Connection, id: i64) -> Result<Vec<Action>> {
     Ok(out)
 }
 
-/// The turns rewind `id` marks once applied (none if the list does not
-/// decode), and the rewind it redoes.
-pub(crate) fn rewind_links(conn: &Connection, id: i64) -> Result<(Vec<i64>, Option<i64>)> {
-    let (marked, redoes): (String, Option<i64>) = conn.query_row(
-        "SELECT turns, redoes FROM rewinds WHERE id = ?1",
+/// What journal entry `id` links to: the turns it marks rewound once
+/// applied (none if the list does not decode), the rewind it redoes, and
+/// the turn it writes (a work copy's apply).
+pub(crate) struct JournalLinks {
+    pub marked: Vec<i64>,
+    pub redoes: Option<i64>,
+    pub applies: Option<i64>,
+}
+
+pub(crate) fn rewind_links(conn: &Connection, id: i64) -> Result<JournalLinks> {
+    let (marked, redoes, applies): (String, Option<i64>, Option<i64>) = conn.query_row(
+        "SELECT turns, redoes, applies FROM rewinds WHERE id = ?1",
         [id],
-        |r| Ok((r.get(0)?, r.get(1)?)),
+        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
     )?;
-    Ok((serde_json::from_str(&marked).unwrap_or_default(), redoes))
+    Ok(JournalLinks {
+        marked: serde_json::from_str(&marked).unwrap_or_default(),
+        redoes,
+        applies,
+    })
 }
 
 /// The oldest unfinished rewind: its id and status.
@@ -481,11 +573,13 @@ pub(crate) fn unfinished_rewind(conn: &Connection) -> Result<Option<(i64, Rewind
         .optional()?)
 }
 
-/// The newest applied rewind that is not a redo: its id and turn.
+/// The newest applied rewind that is not a redo (nor an apply): its id and
+/// turn.
 pub(crate) fn last_applied_rewind(conn: &Connection) -> Result<Option<(i64, i64)>> {
     Ok(conn
         .query_row(
-            "SELECT id, turn FROM rewinds WHERE status = ?1 AND redoes IS NULL
+            "SELECT id, turn FROM rewinds
+             WHERE status = ?1 AND redoes IS NULL AND applies IS NULL
              ORDER BY id DESC LIMIT 1",
             [RewindStatus::Applied],
             |r| Ok((r.get(0)?, r.get(1)?)),

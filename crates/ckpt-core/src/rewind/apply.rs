@@ -84,7 +84,7 @@ impl Project {
         }
         let tx = self.conn.transaction()?;
         refresh_cache(&tx, dirs, &steps)?;
-        journaled.applied(&tx, side)?;
+        journaled.applied(&tx, side, actions)?;
         tx.commit()?;
         Ok(())
     }

@@ -8,16 +8,18 @@ use rusqlite::Connection;
 use super::Side;
 use crate::error::Result;
 use crate::history::{self, RewindStatus};
-use crate::model::{Action, RewindPlan};
+use crate::model::{Action, RewindPlan, TurnMeta};
 use crate::project::now_ns;
 
-/// One journaled rewind or redo.
+/// One journaled rewind, redo, or write of a new turn.
 pub(super) struct Journaled {
     pub id: i64,
     /// The turns it marks rewound once applied.
     pub marked: Vec<i64>,
     /// For a redo: the rewind it undoes.
     pub redoes: Option<i64>,
+    /// For a write of another tree's content: the turn it makes.
+    pub applies: Option<i64>,
 }
 
 impl Journaled {
@@ -29,32 +31,66 @@ impl Journaled {
         redoes: Option<i64>,
     ) -> Result<Journaled> {
         let id = history::journal(conn, plan.turn, &plan.actions, &marked, redoes, now_ns())?;
-        Ok(Journaled { id, marked, redoes })
+        Ok(Journaled {
+            id,
+            marked,
+            redoes,
+            applies: None,
+        })
     }
 
-    /// Rewind `id` as journaled, with its actions.
+    /// Journals `actions` as the writes of a new turn by `meta`, pending,
+    /// durably, running `before` (which stores their content) in the same
+    /// transaction.
+    pub fn write_new_turn(
+        conn: &mut Connection,
+        meta: &TurnMeta,
+        actions: &[Action],
+        before: impl FnOnce(&Connection) -> Result<()>,
+    ) -> Result<Journaled> {
+        let (id, turn) = history::journal_new_turn(conn, meta, actions, now_ns(), before)?;
+        Ok(Journaled {
+            id,
+            marked: Vec::new(),
+            redoes: None,
+            applies: Some(turn),
+        })
+    }
+
+    /// Journal entry `id` as journaled, with its actions.
     pub fn read(conn: &Connection, id: i64) -> Result<(Journaled, Vec<Action>)> {
         let actions = history::actions(conn, id)?;
-        let (marked, redoes) = history::rewind_links(conn, id)?;
-        Ok((Journaled { id, marked, redoes }, actions))
+        let links = history::rewind_links(conn, id)?;
+        let journaled = Journaled {
+            id,
+            marked: links.marked,
+            redoes: links.redoes,
+            applies: links.applies,
+        };
+        Ok((journaled, actions))
     }
 
-    /// Records that `side` was applied: a rewind marks its turns, a redo
-    /// brings back the turns of the rewind it undoes. Call in the
-    /// transaction that records what was written.
-    pub fn applied(&self, tx: &Connection, side: Side) -> Result<()> {
-        match (side, self.redoes) {
-            (Side::Target, None) => {
+    /// Records that `side` of `actions` was applied: a rewind marks its
+    /// turns, a redo brings back the turns of the rewind it undoes, a new
+    /// turn gets its entries. Call in the transaction that records what was
+    /// written.
+    pub fn applied(&self, tx: &Connection, side: Side, actions: &[Action]) -> Result<()> {
+        match (side, self.redoes, self.applies) {
+            (Side::Target, None, Some(turn)) => {
+                history::record_applied_turn(tx, turn, actions, now_ns())?;
+                history::set_rewind_status(tx, self.id, RewindStatus::Applied)
+            }
+            (Side::Target, None, None) => {
                 history::mark_rewound(tx, &self.marked, self.id)?;
                 history::set_rewind_status(tx, self.id, RewindStatus::Applied)
             }
-            (Side::Target, Some(undone)) => {
+            (Side::Target, Some(undone), _) => {
                 history::bring_back(tx, undone)?;
                 history::set_rewind_status(tx, self.id, RewindStatus::Applied)
             }
             // A redo journaled by an older ckpt: the rewind's own journal,
             // applied backwards.
-            (Side::Current, _) => history::bring_back(tx, self.id),
+            (Side::Current, _, _) => history::bring_back(tx, self.id),
         }
     }
 
@@ -65,6 +101,9 @@ impl Journaled {
             // A legacy redo that failed: the rewind stays applied.
             Side::Current => RewindStatus::Applied,
         };
+        if let (Side::Target, Some(turn)) = (side, self.applies) {
+            history::drop_unapplied_turn(conn, turn)?;
+        }
         history::set_rewind_status(conn, self.id, status)
     }
 }

@@ -23,10 +23,12 @@ use crate::project::Project;
 use crate::relpath::RelPath;
 use crate::state::State;
 
+pub use self::copy_in::{CopyConflict, CopyOutcome, CopyPath};
 use self::journal::Journaled;
 use self::plan::{Kind, Wanted};
 
 mod apply;
+mod copy_in;
 mod journal;
 mod plan;
 
