@@ -115,6 +115,8 @@ enum Gen {
     LedgerImport(Spot, Vec<Imported>),
     Blame(Spot, Spot),
     Export(Spot, i64, i64, Spot),
+    /// Source, then (path, whether base and copy name a file).
+    CopyIn(Spot, Spot, Vec<(Vec<u8>, bool, bool)>),
 }
 
 /// An imported entry: its relative path, span and bucket.
@@ -204,6 +206,12 @@ fn gen() -> impl Strategy<Value = Gen> {
             .prop_map(|(s, e)| Gen::LedgerImport(s, e)),
         (spot(), spot()).prop_map(|(s, f)| Gen::Blame(s, f)),
         (spot(), turn(), turn(), spot()).prop_map(|(s, a, b, o)| Gen::Export(s, a, b, o)),
+        (
+            spot(),
+            spot(),
+            proptest::collection::vec((import_path(), any::<bool>(), any::<bool>()), 0..3)
+        )
+            .prop_map(|(s, src, paths)| Gen::CopyIn(s, src, paths)),
     ]
 }
 
@@ -322,6 +330,30 @@ fn concrete(proj: &Path, g: &Gen) -> Request {
             to: *to,
             out: p(out),
         },
+        Gen::CopyIn(s, src, paths) => {
+            let file = |yes: bool| {
+                yes.then(|| ckpt_proto::PathEntry {
+                    kind: "file".into(),
+                    mode: 0o644,
+                    sha256: "ab".repeat(32),
+                })
+            };
+            Request::CopyIn {
+                dir: p(s),
+                source: p(src),
+                paths: paths
+                    .iter()
+                    .map(|(path, base, copy)| ckpt_proto::CopyPath {
+                        path: WirePath(path.clone()),
+                        base: file(*base),
+                        copy: file(*copy),
+                    })
+                    .collect(),
+                label: None,
+                agent: None,
+                session: None,
+            }
+        }
     }
 }
 

@@ -160,6 +160,22 @@ pub enum Request {
         to: i64,
         out: WirePath,
     },
+    /// Write `paths` as `source` (an absolute directory: a work copy) holds
+    /// them into the project, as one new turn journaled like a rewind.
+    /// Refused, nothing written, if the project no longer holds a path as
+    /// its `base` says; an error if `source` no longer holds it as `copy`
+    /// says.
+    CopyIn {
+        dir: WirePath,
+        source: WirePath,
+        paths: Vec<CopyPath>,
+        #[serde(default)]
+        label: Option<String>,
+        #[serde(default)]
+        agent: Option<String>,
+        #[serde(default)]
+        session: Option<String>,
+    },
 }
 
 /// What the daemon answers: exactly one response per request.
@@ -192,6 +208,7 @@ pub enum Response {
     LedgerImported(LedgerImported),
     Blame(BlameReply),
     Export(ExportReply),
+    CopyIn(CopyInReply),
 }
 
 /// Kinds of failure; `ckptctl` maps them to exit codes (1, or 3 for
@@ -537,6 +554,52 @@ pub struct RewindReply {
     /// Why it is refused even with `--force` (a redo that cannot put the
     /// tree back exactly).
     #[serde(default)]
+    pub blocked: Vec<Skipped>,
+    pub elapsed_ms: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub degraded: Option<String>,
+}
+
+/// A present path as fingerprints name it: `kind` is `file`, `dir` or
+/// `symlink`; `sha256` is the hex of the content (of the target for a
+/// symlink, empty for a directory); `mode` the permission bits.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PathEntry {
+    pub kind: String,
+    pub mode: u32,
+    pub sha256: String,
+}
+
+/// One path of a `CopyIn`; `None` entries mean absent.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct CopyPath {
+    /// Relative to both the project and the source.
+    pub path: WirePath,
+    pub base: Option<PathEntry>,
+    pub copy: Option<PathEntry>,
+}
+
+/// A path the project no longer holds as it was at the base.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct CopyConflict {
+    pub path: WirePath,
+    pub base: Option<PathEntry>,
+    pub current: State,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct CopyInReply {
+    pub project: WirePath,
+    /// `applied` or `refused`.
+    pub outcome: Outcome,
+    /// The turn the write made.
+    #[serde(default)]
+    pub turn: Option<i64>,
+    #[serde(default)]
+    pub rewind_id: Option<i64>,
+    pub actions: Vec<Action>,
+    pub conflicts: Vec<CopyConflict>,
+    /// Paths that cannot be written exactly, with why.
     pub blocked: Vec<Skipped>,
     pub elapsed_ms: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -10,8 +10,8 @@ use std::cell::Cell;
 use std::io::ErrorKind as IoKind;
 
 use ckpt_proto::{
-    decode_body, encode, read_frame, FrameError, LedgerEvent, LedgerFilter, LedgerRecord, LineSpan,
-    Request, Response, WirePath, MAX_REQUEST, READ_AHEAD,
+    decode_body, encode, read_frame, CopyPath, FrameError, LedgerEvent, LedgerFilter, LedgerRecord,
+    LineSpan, PathEntry, Request, Response, WirePath, MAX_REQUEST, READ_AHEAD,
 };
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
@@ -240,6 +240,12 @@ fn odd_name() -> impl Strategy<Value = String> {
             "from",
             "to",
             "out",
+            "CopyIn",
+            "source",
+            "base",
+            "copy",
+            "sha256",
+            "mode",
             "kind",
             "message",
             "hello",
@@ -501,7 +507,44 @@ fn ledger_request() -> impl Strategy<Value = Request> {
         (odd_path(), odd_path()).prop_map(|(dir, path)| Request::Blame { dir, path }),
         (odd_path(), any::<i64>(), any::<i64>(), odd_path())
             .prop_map(|(dir, from, to, out)| Request::Export { dir, from, to, out }),
+        (
+            odd_path(),
+            odd_path(),
+            proptest::collection::vec(copy_path(), 0..4),
+            opt(),
+            opt(),
+            opt()
+        )
+            .prop_map(
+                |(dir, source, paths, label, agent, session)| Request::CopyIn {
+                    dir,
+                    source,
+                    paths,
+                    label,
+                    agent,
+                    session,
+                }
+            ),
     ]
+}
+
+/// A path of a copy-in, with entries of every kind, real and not.
+fn copy_path() -> impl Strategy<Value = CopyPath> {
+    let entry = || {
+        proptest::option::of(
+            (
+                prop::sample::select(vec!["file", "dir", "symlink", "fifo", ""]),
+                any::<u32>(),
+                "[0-9a-f]{0,64}",
+            )
+                .prop_map(|(kind, mode, sha256)| PathEntry {
+                    kind: kind.to_string(),
+                    mode,
+                    sha256,
+                }),
+        )
+    };
+    (odd_path(), entry(), entry()).prop_map(|(path, base, copy)| CopyPath { path, base, copy })
 }
 
 #[test]

@@ -11,6 +11,7 @@ use crate::error::ReqError;
 
 mod activity;
 mod blame;
+mod copy_in;
 mod diff;
 mod export;
 mod fsck;
@@ -116,6 +117,22 @@ pub fn handle(d: &Arc<Daemon>, req: Request) -> Response {
         Request::Blame { dir, path } => blame::handle(d, &dir, &path).map(Response::Blame),
         Request::Export { dir, from, to, out } => {
             export::handle(d, &dir, from, to, &out).map(Response::Export)
+        }
+        Request::CopyIn {
+            dir,
+            source,
+            paths,
+            label,
+            agent,
+            session,
+        } => {
+            let meta = ckpt_core::TurnMeta {
+                label,
+                agent,
+                session,
+                transcript: None,
+            };
+            copy_in::handle(d, &dir, &source, &paths, meta).map(Response::CopyIn)
         }
     };
     result.unwrap_or_else(Response::from)

@@ -63,7 +63,7 @@ pub fn redo(d: &Arc<Daemon>, dir: &WirePath, dry_run: bool, force: bool) -> ReqR
 /// A rewind that failed on the filesystem or the store may have left its
 /// journal pending (a full disk can stop the rollback too): the next
 /// barrier then scans in full, which finishes it from the journal first.
-fn failed(h: &ProjectHandle, e: &ReqError) {
+pub(super) fn failed(h: &ProjectHandle, e: &ReqError) {
     if e.kind == ErrorKind::Io {
         h.mark_degraded(format!("a rewind failed: {e}"), false);
     }
@@ -94,7 +94,9 @@ fn reply(h: &ProjectHandle, redo: bool, outcome: &RewindOutcome, start: Instant)
 /// The test-only pause point (`CKPT_TEST_PAUSE_REWIND_AFTER=k`): before
 /// filesystem operation `k`, announce the pause and sleep for an hour, so a
 /// test can kill the daemon in the middle of a rewind.
-fn pause_hook(hooks: &TestHooks) -> Option<Box<dyn FnMut(usize) -> ckpt_core::Result<()> + Send>> {
+pub(super) fn pause_hook(
+    hooks: &TestHooks,
+) -> Option<Box<dyn FnMut(usize) -> ckpt_core::Result<()> + Send>> {
     let k = hooks.pause_rewind_after?;
     let marker = hooks.pause_marker.clone();
     Some(Box::new(move |i| {

@@ -1,0 +1,128 @@
+//! `copy-in`: a work copy's apply. Barrier, then the core writes the
+//! source's paths as one new turn through the rewind's journaled path; the
+//! project lock is held throughout, as for a rewind.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use ckpt_core::{CopyOutcome, CopyPath, Entry, EntryKind, RelPath, RewindOptions, TurnMeta};
+use ckpt_proto::{self as proto, CopyInReply, WirePath};
+
+use super::rewind::{failed, pause_hook};
+use crate::convert;
+use crate::daemon::{barrier, Daemon};
+use crate::error::{ReqError, ReqResult};
+
+pub fn handle(
+    d: &Arc<Daemon>,
+    dir: &WirePath,
+    source: &WirePath,
+    paths: &[proto::CopyPath],
+    meta: TurnMeta,
+) -> ReqResult<CopyInReply> {
+    let h = d.project_for(dir)?;
+    h.ensure_available()?;
+    let src = source.as_path();
+    if !src.is_absolute() || !src.is_dir() {
+        return Err(ReqError::bad_request(format!(
+            "the source {} is not an absolute path to a directory",
+            source.display()
+        )));
+    }
+    let src = src
+        .canonicalize()
+        .map_err(|e| ReqError::bad_request(format!("the source {}: {e}", source.display())))?;
+    if src.starts_with(&h.root) || h.root.starts_with(&src) {
+        return Err(ReqError::bad_request(format!(
+            "the source {} and the project {} overlap",
+            src.display(),
+            h.root.display()
+        )));
+    }
+    let paths = paths.iter().map(copy_path).collect::<ReqResult<Vec<_>>>()?;
+    let start = Instant::now();
+    barrier(d, &h)?;
+    let opts = RewindOptions {
+        // The barrier above brought the cache up to date.
+        after_barrier: true,
+        before_op: pause_hook(&d.config.hooks),
+        ..RewindOptions::default()
+    };
+    let outcome = h
+        .call(|p| p.copy_in(&src, meta, paths, opts))
+        .inspect_err(|e| failed(&h, e))?;
+    let mut reply = CopyInReply {
+        project: convert::abs(&h.root),
+        outcome: proto::Outcome::Refused,
+        turn: None,
+        rewind_id: None,
+        actions: Vec::new(),
+        conflicts: Vec::new(),
+        blocked: Vec::new(),
+        elapsed_ms: 0,
+        degraded: h.degraded_reason(),
+    };
+    match outcome {
+        CopyOutcome::Refused { conflicts, blocked } => {
+            reply.conflicts = conflicts
+                .iter()
+                .map(|c| proto::CopyConflict {
+                    path: convert::rel(&c.path),
+                    base: c.base.as_ref().map(entry),
+                    current: convert::state(&c.current),
+                })
+                .collect();
+            reply.blocked = convert::skipped(&blocked);
+        }
+        CopyOutcome::Applied {
+            turn,
+            rewind_id,
+            actions,
+        } => {
+            reply.outcome = proto::Outcome::Applied;
+            reply.turn = Some(turn);
+            reply.rewind_id = Some(rewind_id);
+            reply.actions = actions.iter().map(convert::action).collect();
+        }
+    }
+    reply.elapsed_ms = start.elapsed().as_millis() as u64;
+    tracing::info!(
+        root = %h.root.display(), source = %src.display(), outcome = ?reply.outcome,
+        turn = ?reply.turn, actions = reply.actions.len(), conflicts = reply.conflicts.len(),
+        "copy-in"
+    );
+    Ok(reply)
+}
+
+fn copy_path(p: &proto::CopyPath) -> ReqResult<CopyPath> {
+    let path = RelPath::new(p.path.0.clone())
+        .map_err(|e| ReqError::bad_request(format!("copy-in path {}: {e}", p.path.display())))?;
+    let parse = |e: &Option<proto::PathEntry>| -> ReqResult<Option<Entry>> {
+        let Some(e) = e else { return Ok(None) };
+        let kind = EntryKind::parse(&e.kind).ok_or_else(|| {
+            ReqError::bad_request(format!(
+                "copy-in path {}: unknown kind {:?}",
+                p.path.display(),
+                e.kind
+            ))
+        })?;
+        Ok(Some(Entry {
+            kind,
+            mode: e.mode,
+            sha256: e.sha256.clone(),
+        }))
+    };
+    Ok(CopyPath {
+        base: parse(&p.base)?,
+        copy: parse(&p.copy)?,
+        path,
+    })
+}
+
+fn entry(e: &Entry) -> proto::PathEntry {
+    proto::PathEntry {
+        kind: e.kind.as_str().to_string(),
+        mode: e.mode,
+        sha256: e.sha256.clone(),
+    }
+}
