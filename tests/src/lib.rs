@@ -603,3 +603,59 @@ pub fn list(root: &Path) -> Vec<String> {
         .map(|k| String::from_utf8_lossy(k).into_owned())
         .collect()
 }
+
+pub fn sha256_hex(data: &[u8]) -> String {
+    <sha2::Sha256 as sha2::Digest>::digest(data)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// The fingerprint of `paths` as they are under `root`, written again from
+/// the docs: for each path in byte order, the path, NUL, then `DELETED`, or
+/// kind NUL octal mode NUL SHA-256 hex of the content; then a newline.
+pub fn fingerprint(root: &Path, paths: &[String]) -> String {
+    let mut sorted: Vec<&String> = paths.iter().collect();
+    sorted.sort_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
+    let mut text = Vec::new();
+    for p in sorted {
+        text.extend_from_slice(p.as_bytes());
+        text.push(0);
+        match std::fs::symlink_metadata(root.join(p)) {
+            Err(_) => text.extend_from_slice(b"DELETED"),
+            Ok(m) => {
+                let (kind, mode, sha) = if m.file_type().is_symlink() {
+                    let target = std::fs::read_link(root.join(p)).expect("readlink");
+                    (
+                        "symlink",
+                        0o777,
+                        sha256_hex(std::os::unix::ffi::OsStrExt::as_bytes(target.as_os_str())),
+                    )
+                } else if m.is_dir() {
+                    (
+                        "dir",
+                        std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o7777,
+                        String::new(),
+                    )
+                } else {
+                    let bytes = std::fs::read(root.join(p)).expect("read");
+                    (
+                        "file",
+                        std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o7777,
+                        sha256_hex(&bytes),
+                    )
+                };
+                text.extend_from_slice(format!("{kind}\0{mode:o}\0{sha}").as_bytes());
+            }
+        }
+        text.push(b'\n');
+    }
+    sha256_hex(&text)
+}
+
+/// Bytes no text diff would take: NULs and invalid UTF-8.
+pub fn binary(seed: u8, len: usize) -> Vec<u8> {
+    (0..len)
+        .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed) ^ (i >> 3) as u8)
+        .collect()
+}

@@ -527,3 +527,314 @@ fn create_path_puts_the_copy_there_and_refuses_overlaps() {
     let status = env.ctl_json(&there, &["workcopy", "status"]);
     assert_eq!(status["workcopy"]["name"], "p-1", "{status}");
 }
+
+/// A repository whose tree has text, a binary, a script, a directory and
+/// a file that becomes a symlink; the copy `w` (base HEAD) changes each.
+fn applied_setup(env: &Env) -> (PathBuf, PathBuf) {
+    let proj = env.git_repo(
+        "p",
+        &[
+            ("a.txt", b"one\ntwo\n"),
+            ("old.bin", &binary(5, 3000)),
+            ("run.sh", b"#!/bin/sh\necho hi\n"),
+            ("dir/b.txt", b"b\n"),
+            ("link_me", b"soon a link\n"),
+            ("keep.txt", b"kept\n"),
+        ],
+    );
+    git(&proj, &["config", "user.name", "The User"]);
+    git(&proj, &["config", "user.email", "user@example.com"]);
+    env.ctl_ok(&proj, &["watch"]);
+    let copy = create(env, &proj, "w", "HEAD");
+    std::fs::write(copy.join("old.bin"), binary(9, 2000)).unwrap();
+    sh(
+        &copy,
+        "printf 'one\\nTWO\\n' > a.txt && chmod +x run.sh && rm -r dir \
+         && mkdir -p new/deep && echo f > new/deep/f.txt && rm link_me && ln -s keep.txt link_me \
+         && : > empty.txt",
+    );
+    (proj, copy)
+}
+
+fn state(env: &Env, dir: &Path) -> serde_json::Value {
+    env.ctl_json(dir, &["workcopy", "status", "w"])
+}
+
+#[test]
+fn apply_is_one_turn_that_rewind_undoes_and_redo_redoes() {
+    let env = Env::new();
+    let _d = env.start_daemon();
+    let (proj, copy) = applied_setup(&env);
+    let before = snapshot_work(&proj);
+    let git_before = snapshot_git(&proj);
+    let head = git_text(&proj, &["rev-parse", "HEAD"]);
+
+    let out = env.ctl_json(&proj, &["workcopy", "apply", "w"]);
+    assert_eq!(out["applied"], true, "{out}");
+    let turn = out["turn"].as_i64().expect("a turn");
+    assert_same_tree(
+        "original after apply",
+        &snapshot_work(&copy),
+        &snapshot_work(&proj),
+    );
+    assert_same_tree("the original's .git", &git_before, &snapshot_git(&proj));
+    assert_eq!(git_text(&proj, &["rev-parse", "HEAD"]), head);
+    let st = state(&env, &proj);
+    assert_eq!(st["workcopy"]["state"], "applied", "{st}");
+    assert_eq!(st["workcopy"]["apply"]["turn"], turn, "{st}");
+    assert_eq!(st["apply_rewound"], false, "{st}");
+
+    let show = env.ctl_json(&proj, &["show", &turn.to_string()]);
+    assert_eq!(show["turn"]["info"]["label"], "workcopy apply w", "{show}");
+    assert_eq!(show["turn"]["info"]["agent"], "workcopy", "{show}");
+    let mut paths: Vec<&str> = show["turn"]["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["path"].as_str().unwrap())
+        .collect();
+    paths.sort();
+    assert_eq!(
+        paths,
+        [
+            "a.txt",
+            "dir",
+            "dir/b.txt",
+            "empty.txt",
+            "link_me",
+            "new",
+            "new/deep",
+            "new/deep/f.txt",
+            "old.bin",
+            "run.sh"
+        ],
+        "{show}"
+    );
+    // Applying twice is refused while the apply stands.
+    let again = env.ctl(&proj, &["workcopy", "apply", "w"]);
+    assert_eq!(again.code(), 1, "{again:?}");
+    assert!(again.stderr.contains("already applied"), "{again:?}");
+
+    env.ctl_ok(&proj, &["rewind", &turn.to_string()]);
+    assert_same_tree("original after rewind", &before, &snapshot_work(&proj));
+    assert_eq!(state(&env, &proj)["apply_rewound"], true);
+    env.ctl_ok(&proj, &["redo"]);
+    assert_same_tree(
+        "original after redo",
+        &snapshot_work(&copy),
+        &snapshot_work(&proj),
+    );
+    assert_eq!(state(&env, &proj)["apply_rewound"], false);
+    assert_same_tree("the original's .git", &git_before, &snapshot_git(&proj));
+}
+
+#[test]
+fn commit_stages_exactly_the_applied_paths_with_the_users_hooks() {
+    let env = Env::new();
+    let _d = env.start_daemon();
+    let (proj, _copy) = applied_setup(&env);
+    let head = git_text(&proj, &["rev-parse", "HEAD"]);
+    let hook_ran = env.path().join("hook-ran");
+    let hook = proj.join(".git/hooks/pre-commit");
+    std::fs::write(&hook, format!("#!/bin/sh\ntouch '{}'\n", s(&hook_ran))).unwrap();
+    sh(&proj, "chmod +x .git/hooks/pre-commit");
+    env.ctl_ok(&proj, &["workcopy", "apply", "w"]);
+    // The user's own staged change, not the work copy's: stays staged.
+    sh(
+        &proj,
+        "echo mine > keep.txt && git add keep.txt && echo untracked > scratch.txt",
+    );
+
+    let out = env.ctl_json(&proj, &["workcopy", "commit", "w", "-m", "agent work"]);
+    let commit = out["commit"]["commit"]
+        .as_str()
+        .expect("a commit")
+        .to_string();
+    assert!(hook_ran.exists(), "the user's pre-commit hook did not run");
+    assert_eq!(git_text(&proj, &["rev-parse", "HEAD"]), commit);
+    assert_eq!(git_text(&proj, &["rev-parse", "HEAD^"]), head);
+    assert_eq!(
+        git_text(&proj, &["log", "-1", "--format=%s%n%an"]),
+        "agent work\nThe User"
+    );
+    let changed = git_text(&proj, &["show", "--format=", "--name-status", "HEAD"]);
+    assert_eq!(
+        changed,
+        "M\ta.txt\nD\tdir/b.txt\nA\tempty.txt\nT\tlink_me\nA\tnew/deep/f.txt\nM\told.bin\nM\trun.sh",
+        "{changed}"
+    );
+    assert_eq!(git_text(&proj, &["show", "HEAD:link_me"]), "keep.txt");
+    assert_eq!(
+        git_text(&proj, &["diff", "--cached", "--name-only"]),
+        "keep.txt"
+    );
+    assert_eq!(
+        git_text(&proj, &["ls-files", "-s", "run.sh"])
+            .split(' ')
+            .next(),
+        Some("100755")
+    );
+    let st = state(&env, &proj);
+    assert_eq!(st["workcopy"]["state"], "committed", "{st}");
+    let again = env.ctl(&proj, &["workcopy", "commit", "w"]);
+    assert!(again.stderr.contains("already committed"), "{again:?}");
+}
+
+#[test]
+fn commit_refuses_when_head_or_an_applied_path_moved() {
+    let env = Env::new();
+    let _d = env.start_daemon();
+    let (proj, _copy) = applied_setup(&env);
+    env.ctl_ok(&proj, &["workcopy", "apply", "w"]);
+
+    sh(&proj, "echo user > a.txt");
+    let out = env.ctl(&proj, &["workcopy", "commit", "w"]);
+    assert_eq!(out.code(), 1, "{out:?}");
+    assert!(
+        out.stderr.contains("changed since the apply (a.txt)"),
+        "{out:?}"
+    );
+    sh(&proj, "printf 'one\\nTWO\\n' > a.txt");
+
+    let head = git_text(&proj, &["rev-parse", "HEAD"]);
+    git(
+        &proj,
+        &["commit", "-q", "--allow-empty", "-m", "someone else"],
+    );
+    let out = env.ctl(&proj, &["workcopy", "commit", "w"]);
+    assert_eq!(out.code(), 1, "{out:?}");
+    assert!(out.stderr.contains("HEAD moved since the apply"), "{out:?}");
+    assert!(out.stderr.contains(&head), "{out:?}");
+    assert_eq!(state(&env, &proj)["workcopy"]["state"], "applied");
+    assert_eq!(
+        git_text(&proj, &["log", "-1", "--format=%s"]),
+        "someone else"
+    );
+}
+
+#[test]
+fn apply_refuses_a_conflict_and_writes_nothing() {
+    let env = Env::new();
+    let _d = env.start_daemon();
+    let (proj, _copy) = applied_setup(&env);
+    sh(&proj, "echo user > a.txt");
+    let before = snapshot_work(&proj);
+    let turns = env.ctl_json(&proj, &["log"])["turns"]
+        .as_array()
+        .unwrap()
+        .len();
+
+    let out = env.ctl(&proj, &["workcopy", "apply", "w"]);
+    assert_eq!(out.code(), 3, "{out:?}");
+    assert!(out.stderr.contains("conflict: a.txt"), "{out:?}");
+    assert_same_tree("original", &before, &snapshot_work(&proj));
+    assert_eq!(state(&env, &proj)["workcopy"]["state"], "ready");
+    let log = env.ctl_json(&proj, &["log"]);
+    assert_eq!(log["turns"].as_array().unwrap().len(), turns, "{log}");
+}
+
+#[test]
+fn a_crash_between_applying_and_applied_is_settled_by_status() {
+    let env = Env::new();
+    let marker = env.path().join("paused");
+    let d = env.start_daemon_with(&[
+        ("CKPT_TEST_PAUSE_REWIND_AFTER", "4"),
+        ("CKPT_TEST_PAUSE_MARKER", s(&marker)),
+    ]);
+    let (proj, copy) = applied_setup(&env);
+    let before = snapshot_work(&proj);
+    let mut apply = env
+        .ctl_cmd(&proj, &["workcopy", "apply", "w"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for("the apply to pause", Duration::from_secs(60), || {
+        marker.exists()
+    });
+    let mid = snapshot_work(&proj);
+    assert_ne!(
+        mid, before,
+        "paused before any write: the test would prove nothing"
+    );
+    assert_ne!(mid, snapshot_work(&copy), "paused after every write");
+    d.kill();
+    let status = wait_timeout(&mut apply, Duration::from_secs(30)).expect("ckptctl returns");
+    assert_eq!(status.code(), Some(1));
+    let file: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(env.data.join("workcopies/w.json")).unwrap())
+            .unwrap();
+    assert_eq!(file["state"], "applying", "{file}");
+
+    // Without the daemon, nothing can be told: the state stays.
+    let out = env.ctl(&proj, &["workcopy", "status", "w"]);
+    assert_eq!(out.code(), 1, "{out:?}");
+    assert!(out.stderr.contains("daemon must be running"), "{out:?}");
+
+    let _d = env.start_daemon();
+    let st = state(&env, &proj);
+    assert_eq!(st["workcopy"]["state"], "applied", "{st}");
+    let turn = st["workcopy"]["apply"]["turn"]
+        .as_i64()
+        .expect("the turn found");
+    assert_same_tree(
+        "original after recovery",
+        &snapshot_work(&copy),
+        &snapshot_work(&proj),
+    );
+    env.ctl_ok(&proj, &["rewind", &turn.to_string()]);
+    assert_same_tree("original after rewind", &before, &snapshot_work(&proj));
+}
+
+#[test]
+fn an_exported_work_copy_patch_applies_to_the_base_and_fingerprints_match() {
+    let env = Env::new();
+    let _d = env.start_daemon();
+    let (proj, copy) = applied_setup(&env);
+    env.ctl_ok(&copy, &["workcopy", "run", "w", "--", "true"]);
+    let out = env.path().join("frozen");
+    let doc = env.ctl_json(&proj, &["workcopy", "export", "w", "--out", s(&out)]);
+    let m = &doc["manifest"];
+    let paths: Vec<String> = m["paths"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["path"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(m["base_fingerprint"], fingerprint(&proj, &paths), "{m}");
+    assert_eq!(m["result_fingerprint"], fingerprint(&copy, &paths), "{m}");
+    let patch = std::fs::read(out.join("changes.patch")).unwrap();
+    assert_eq!(m["patch_sha256"], sha256_hex(&patch), "{m}");
+    assert_eq!(
+        m["zip_sha256"],
+        sha256_hex(&std::fs::read(out.join("files.zip")).unwrap())
+    );
+    assert_eq!(m["original_matches_base"], true, "{m}");
+    assert_eq!(m["runs"][0]["exit_code"], 0, "{m}");
+    let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(report.contains("| `true` | exit 0 |"), "{report}");
+    assert!(report.contains("| `old.bin` | modified |"), "{report}");
+
+    let fresh = env.path().join("fresh");
+    run(std::process::Command::new("git")
+        .arg("clone")
+        .arg("-q")
+        .arg(&proj)
+        .arg(&fresh));
+    git(&fresh, &["apply", "--check", s(&out.join("changes.patch"))]);
+    git(&fresh, &["apply", s(&out.join("changes.patch"))]);
+    assert_same_tree(
+        "base + patch",
+        &snapshot_work(&copy),
+        &snapshot_work(&fresh),
+    );
+
+    let again = env.ctl(&proj, &["workcopy", "export", "w", "--out", s(&out)]);
+    assert!(again.stderr.contains("not empty"), "{again:?}");
+    let inside = env.ctl(
+        &proj,
+        &["workcopy", "export", "w", "--out", s(&copy.join("x"))],
+    );
+    assert!(inside.stderr.contains("is inside"), "{inside:?}");
+    assert!(!copy.join("x").exists());
+}

@@ -44,9 +44,10 @@ mod turns;
 
 pub use error::{Error, Result};
 pub use export::{
-    export_files, fingerprint, fingerprint_lines, Entry, EntryKind, ExportFiles, ExportManifest,
-    ExportRange, FingerprintLine, ManifestPath, ManifestState, RangePath, SkippedPath,
-    MANIFEST_FILE, PATCH_FILE, REPORT_FILE, ZIP_FILE,
+    check_out_dir, export_files, fingerprint, fingerprint_lines, frozen_files, manifest_state,
+    write_new_files, Entry, EntryKind, ExportFiles, ExportManifest, ExportRange, FingerprintLine,
+    ManifestPath, ManifestState, RangePath, SkippedPath, MANIFEST_FILE, PATCH_FILE, REPORT_FILE,
+    ZIP_FILE,
 };
 pub use fsck::{fsck, Finding, FindingKind, FsckCounts, FsckOptions, FsckReport};
 pub use ledger::{

@@ -492,6 +492,32 @@ pub enum WorkcopyAction {
         /// The work copy [default: the one holding the current directory, else the only one].
         name: Option<String>,
     },
+    /// Write the copy's changes into the original as one ckpt turn there
+    /// (`ckptctl rewind` undoes it); refused on conflicts (exit 3).
+    Apply {
+        /// The work copy [default: the one holding the current directory, else the only one].
+        name: Option<String>,
+    },
+    /// Commit exactly the applied paths in the original's repository, with
+    /// your git config and hooks; refused if its HEAD or those paths moved
+    /// since the apply. Pushing stays yours.
+    Commit {
+        /// The work copy [default: the one holding the current directory, else the only one].
+        name: Option<String>,
+        /// The commit message [default: "Apply work copy NAME (ckpt turn N)"].
+        #[arg(short, long)]
+        message: Option<String>,
+    },
+    /// Freeze the copy's changes against its base: changes.patch,
+    /// files.zip, report.md and manifest.json in DIR.
+    Export {
+        /// The work copy [default: the one holding the current directory, else the only one].
+        name: Option<String>,
+        /// An existing empty directory outside the original and the copy
+        /// (created if missing).
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+    },
     /// Run a check in the copy (no shell, stdin closed, output to a log).
     Run {
         /// The work copy [default: the one holding -C's or the current

@@ -7,18 +7,18 @@ use std::io::{Cursor, Write};
 
 use zip::write::SimpleFileOptions;
 
-use super::ExportRange;
+use super::RangePath;
 use crate::error::{Error, Result};
 use crate::state::{Hash, State};
 
-pub(crate) fn zip(range: &ExportRange, blobs: &HashMap<Hash, Vec<u8>>) -> Result<Vec<u8>> {
+pub(crate) fn zip(paths: &[RangePath], blobs: &HashMap<Hash, Vec<u8>>) -> Result<Vec<u8>> {
     let err =
         |e: zip::result::ZipError| Error::Invalid(format!("building {}: {e}", super::ZIP_FILE));
     let mut w = zip::ZipWriter::new(Cursor::new(Vec::new()));
     let base = SimpleFileOptions::default()
         .compression_method(zip::CompressionMethod::Deflated)
         .last_modified_time(zip::DateTime::default());
-    for rp in &range.paths {
+    for rp in paths {
         let name = rp.path.display();
         match &rp.post {
             State::File { hash, mode, .. } => {

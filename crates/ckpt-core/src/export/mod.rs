@@ -178,7 +178,7 @@ impl Project {
     /// the project.
     pub fn export(&self, from: i64, to: i64, out: &Path) -> Result<ExportManifest> {
         let range = self.export_range(from, to)?;
-        check_out_dir(self.root(), out)?;
+        check_out_dir(out, &[self.root()])?;
         let files = export_files(self, &range)?;
         let mut live = true;
         for p in &range.paths {
@@ -190,14 +190,15 @@ impl Project {
         let report = report::render(self.root(), &range, &manifest);
         let json = serde_json::to_vec_pretty(&manifest)
             .map_err(|e| Error::Invalid(format!("manifest does not serialize: {e}")))?;
-        for (name, data) in [
-            (PATCH_FILE, &files.patch[..]),
-            (ZIP_FILE, &files.zip[..]),
-            (REPORT_FILE, report.as_bytes()),
-            (MANIFEST_FILE, &json[..]),
-        ] {
-            write_new(&out.join(name), data)?;
-        }
+        write_new_files(
+            out,
+            &[
+                (PATCH_FILE, &files.patch[..]),
+                (ZIP_FILE, &files.zip[..]),
+                (REPORT_FILE, report.as_bytes()),
+                (MANIFEST_FILE, &json[..]),
+            ],
+        )?;
         Ok(manifest)
     }
 }
@@ -221,9 +222,15 @@ pub fn export_files(p: &Project, range: &ExportRange) -> Result<ExportFiles> {
             }
         }
     }
+    frozen_files(&range.paths, &blobs)
+}
+
+/// Builds the patch and the ZIP of `paths` (sorted by path bytes), with
+/// every file's content in `blobs`: what a work copy's export uses.
+pub fn frozen_files(paths: &[RangePath], blobs: &HashMap<Hash, Vec<u8>>) -> Result<ExportFiles> {
     let mut patch_text = Vec::new();
     let mut skipped = Vec::new();
-    for rp in &range.paths {
+    for rp in paths {
         let name = rp.path.display();
         let reason = match (&rp.pre, &rp.post) {
             (State::Skipped { reason }, _) => {
@@ -241,16 +248,15 @@ pub fn export_files(p: &Project, range: &ExportRange) -> Result<ExportFiles> {
         patch::write(
             &mut patch_text,
             rp.path.as_bytes(),
-            git_blob(&rp.pre, &blobs),
-            git_blob(&rp.post, &blobs),
+            git_blob(&rp.pre, blobs),
+            git_blob(&rp.post, blobs),
         );
     }
-    for rp in &range.paths {
+    for rp in paths {
         // Git patches carry no directories: one made with files in it
         // comes with them, an empty one does not.
         let has_files = |d: &RelPath| {
-            range
-                .paths
+            paths
                 .iter()
                 .any(|o| o.path != *d && o.path.starts_with(d) && !o.post.is_absent())
         };
@@ -261,7 +267,7 @@ pub fn export_files(p: &Project, range: &ExportRange) -> Result<ExportFiles> {
             });
         }
     }
-    let zip = archive::zip(range, &blobs)?;
+    let zip = archive::zip(paths, blobs)?;
     Ok(ExportFiles {
         patch: patch_text,
         zip,
@@ -284,7 +290,8 @@ fn git_blob<'a>(s: &'a State, blobs: &'a HashMap<Hash, Vec<u8>>) -> Option<patch
     }
 }
 
-fn manifest_state(s: &State) -> Option<ManifestState> {
+/// A state as `manifest.json` gives it; `None` for an absent path.
+pub fn manifest_state(s: &State) -> Option<ManifestState> {
     if s.is_absent() {
         return None;
     }
@@ -325,19 +332,21 @@ fn manifest(p: &Project, range: &ExportRange, files: &ExportFiles, live: bool) -
     }
 }
 
-/// The export goes to an existing, empty directory outside the project (in
-/// it, ckpt would capture its own export as the agent's change).
-fn check_out_dir(root: &Path, out: &Path) -> Result<()> {
+/// The export goes to an existing, empty directory outside each of `trees`
+/// (in a watched tree, ckpt would capture its own export as a change).
+pub fn check_out_dir(out: &Path, trees: &[&Path]) -> Result<()> {
     let canon = out
         .canonicalize()
         .ctx("resolve the export directory", out)?;
-    let root = root.canonicalize().ctx("resolve the project root", root)?;
-    if canon.starts_with(&root) {
-        return Err(Error::Invalid(format!(
-            "the export directory {} is inside the project {}: ckpt would record the export as a change; choose a directory outside it",
-            out.display(),
-            root.display()
-        )));
+    for tree in trees {
+        let tree = tree.canonicalize().ctx("resolve", *tree)?;
+        if canon.starts_with(&tree) {
+            return Err(Error::Invalid(format!(
+                "the export directory {} is inside {}: ckpt would record the export as a change; choose a directory outside it",
+                out.display(),
+                tree.display()
+            )));
+        }
     }
     let mut entries = std::fs::read_dir(&canon).ctx("list the export directory", &canon)?;
     if entries.next().is_some() {
@@ -349,10 +358,15 @@ fn check_out_dir(root: &Path, out: &Path) -> Result<()> {
     Ok(())
 }
 
-fn write_new(path: &Path, data: &[u8]) -> Result<()> {
-    let mut f = std::fs::File::create_new(path).ctx("create", path)?;
-    f.write_all(data).ctx("write", path)?;
-    f.sync_all().ctx("sync", path)
+/// Writes each of `files` (name, bytes) into `out` as a new file, synced.
+pub fn write_new_files(out: &Path, files: &[(&str, &[u8])]) -> Result<()> {
+    for (name, data) in files {
+        let path = out.join(name);
+        let mut f = std::fs::File::create_new(&path).ctx("create", &path)?;
+        f.write_all(data).ctx("write", &path)?;
+        f.sync_all().ctx("sync", &path)?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

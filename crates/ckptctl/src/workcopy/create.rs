@@ -141,6 +141,8 @@ fn make(
         state: Phase::Ready,
         created: now_secs(),
         runs: Vec::new(),
+        apply: None,
+        commit: None,
     };
     store.save(&wc)?;
     Ok(wc)

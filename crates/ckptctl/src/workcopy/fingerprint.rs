@@ -9,34 +9,8 @@ use std::path::Path;
 
 use anyhow::Context;
 use ckpt_core::{FingerprintLine, Hash};
-use serde::{Deserialize, Serialize};
 
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
-pub enum Kind {
-    File,
-    Dir,
-    Symlink,
-}
-
-impl Kind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Kind::File => "file",
-            Kind::Dir => "dir",
-            Kind::Symlink => "symlink",
-        }
-    }
-}
-
-/// One present path: what the fingerprint hashes.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
-pub struct Entry {
-    pub kind: Kind,
-    pub mode: u32,
-    /// Hex; empty for a directory.
-    pub sha256: String,
-}
+pub use ckpt_core::{Entry, EntryKind as Kind};
 
 /// Relative path (UTF-8, `/`-separated) → entry; `String` orders by bytes.
 pub type Manifest = BTreeMap<String, Entry>;

@@ -1,5 +1,5 @@
-//! Running git for work copies: non-interactive, hooks off (these calls
-//! read and clone; none of them is the user's own commit).
+//! Running git for work copies: non-interactive; hooks off, except for the
+//! user's own commit ([`user_cmd`]).
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -7,10 +7,18 @@ use std::process::{Command, Stdio};
 use anyhow::Context;
 
 pub fn cmd(dir: &Path) -> Command {
+    let mut c = user_cmd(dir);
+    c.args(["-c", "core.hooksPath=/dev/null"]);
+    c
+}
+
+/// git as the user runs it (their config and hooks), but never asking:
+/// no terminal prompt, no editor, stdin closed.
+pub fn user_cmd(dir: &Path) -> Command {
     let mut c = Command::new("git");
     c.current_dir(dir)
         .env("GIT_TERMINAL_PROMPT", "0")
-        .args(["-c", "core.hooksPath=/dev/null"])
+        .env("GIT_EDITOR", "true")
         .stdin(Stdio::null());
     c
 }

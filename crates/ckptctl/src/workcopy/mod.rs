@@ -6,7 +6,10 @@
 //! links, no remote); it is watched by ckpt as a project of its own; its
 //! state file says what has been decided (see [`state`]).
 
+pub mod apply;
+pub mod commit;
 pub mod create;
+pub mod export;
 pub mod fingerprint;
 pub mod git;
 pub mod preview;

@@ -13,13 +13,15 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
-use super::fingerprint::Manifest;
+use super::fingerprint::{Entry, Manifest};
 
 /// Version of the state file's layout.
 pub const STATE_VERSION: u32 = 1;
 
-/// `ready → applying → applied → committing → committed`; only `ready` is
-/// reached by this version (apply and commit come next).
+/// `ready → applying → applied → committing → committed`. `applying` and
+/// `committing` are intents: written before the action, replaced by its
+/// outcome once known (after a crash, by `workcopy status` inspecting the
+/// original).
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum Phase {
@@ -77,6 +79,24 @@ pub struct RunRecord {
     pub log: PathBuf,
 }
 
+impl RunRecord {
+    /// How it ended, in words.
+    pub fn outcome(&self) -> String {
+        if self.timed_out {
+            format!(
+                "timed out after {:.1}s, killed",
+                self.duration_ms as f64 / 1000.0
+            )
+        } else if self.interrupted {
+            "interrupted, killed".into()
+        } else if let Some(c) = self.exit_code {
+            format!("exit {c}")
+        } else {
+            format!("signal {}", self.signal.unwrap_or(0))
+        }
+    }
+}
+
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 pub struct WorkCopy {
     pub version: u32,
@@ -95,6 +115,51 @@ pub struct WorkCopy {
     pub created: u64,
     #[serde(default)]
     pub runs: Vec<RunRecord>,
+    /// The apply under way or done (`applying` and later).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub apply: Option<ApplyRecord>,
+    /// The commit under way or done (`committing` and later).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit: Option<CommitRecord>,
+}
+
+/// One path an apply writes into the original.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct AppliedPath {
+    pub path: String,
+    /// What the original held before the apply (`None`: nothing).
+    pub before: Option<Entry>,
+    /// What the apply writes: the copy's entry.
+    pub after: Option<Entry>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct ApplyRecord {
+    /// The session of the apply's turn in the original: how that turn is
+    /// found again after a crash.
+    pub session: String,
+    pub paths: Vec<AppliedPath>,
+    /// The copy's fingerprint when applied.
+    pub copy_fingerprint: String,
+    /// The original's HEAD when the apply was decided.
+    pub head: Option<String>,
+    /// The turn the apply made (`applied` and later).
+    pub turn: Option<i64>,
+    /// Seconds since the epoch.
+    pub started: u64,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct CommitRecord {
+    pub message: String,
+    /// The original's HEAD the commit goes on.
+    pub parent: String,
+    /// Paths staged and committed.
+    pub paths: Vec<String>,
+    /// Applied paths left out, with why (ignored by git, a directory).
+    pub left_out: Vec<(String, String)>,
+    /// The commit made (`committed`).
+    pub commit: Option<String>,
 }
 
 /// Where work copies are kept: their state under the data dir, the copies
@@ -258,10 +323,28 @@ mod tests {
             state: Phase::Ready,
             created: 1_700_000_000,
             runs: vec![],
+            apply: None,
+            commit: None,
         };
         store.save(&wc).unwrap();
         assert_eq!(store.load("fix-1").unwrap(), wc);
         wc.state = Phase::Applying;
+        wc.apply = Some(ApplyRecord {
+            session: "workcopy:fix-1:1".into(),
+            paths: vec![AppliedPath {
+                path: "a.txt".into(),
+                before: None,
+                after: Some(Entry {
+                    kind: crate::workcopy::fingerprint::Kind::File,
+                    mode: 0o644,
+                    sha256: "cd".repeat(32),
+                }),
+            }],
+            copy_fingerprint: "ef".repeat(32),
+            head: None,
+            turn: None,
+            started: 1_700_000_002,
+        });
         wc.runs.push(RunRecord {
             command: vec!["cargo".into(), "test".into()],
             started: 1_700_000_001,

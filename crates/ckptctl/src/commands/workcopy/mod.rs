@@ -1,5 +1,7 @@
-//! `ckptctl workcopy create|list|status|diff|preview|run|remove`: the
-//! commands over [`crate::workcopy`].
+//! `ckptctl workcopy create|list|status|diff|preview|apply|commit|export|
+//! run|remove`: the commands over [`crate::workcopy`].
+
+mod apply;
 
 use std::io::Write;
 use std::path::Path;
@@ -27,9 +29,19 @@ pub fn run(ctx: &Ctx, action: WorkcopyAction) -> anyhow::Result<u8> {
             create_cmd(ctx, &store, create::Options { base, name, path })
         }
         WorkcopyAction::List => list(ctx, &store),
-        WorkcopyAction::Status { name } => status(ctx, &store, &pick(ctx, &store, name)?),
+        WorkcopyAction::Status { name } => {
+            let wc = apply::settle(ctx, &store, pick(ctx, &store, name)?)?;
+            status(ctx, &store, &wc)
+        }
         WorkcopyAction::Diff { name } => diff(ctx, &store, &pick(ctx, &store, name)?),
         WorkcopyAction::Preview { name } => preview_cmd(ctx, &store, &pick(ctx, &store, name)?),
+        WorkcopyAction::Apply { name } => apply::apply_cmd(ctx, &store, pick(ctx, &store, name)?),
+        WorkcopyAction::Commit { name, message } => {
+            apply::commit_cmd(ctx, &store, pick(ctx, &store, name)?, message)
+        }
+        WorkcopyAction::Export { name, out } => {
+            export_cmd(ctx, &store, &pick(ctx, &store, name)?, &out)
+        }
         WorkcopyAction::Run {
             name,
             timeout,
@@ -130,9 +142,14 @@ fn status(ctx: &Ctx, store: &Store, wc: &WorkCopy) -> anyhow::Result<u8> {
     let base = store.load_manifest(&wc.name)?;
     let p = preview::preview(wc, &base)?;
     let last_run = wc.runs.last();
+    let rewound = match wc.state {
+        Phase::Applied | Phase::Committed => apply::apply_turn_rewound(ctx, wc)?,
+        _ => false,
+    };
     if ctx.g.json {
         output::json(&json!({
             "workcopy": wc,
+            "apply_rewound": rewound,
             "changed": p.changes.len(),
             "conflicts": p.conflicts,
             "original_matches_base": p.conflicts == 0,
@@ -166,11 +183,24 @@ fn status(ctx: &Ctx, store: &Store, wc: &WorkCopy) -> anyhow::Result<u8> {
         if let Some(now) = &p.head_moved_to {
             println!("the original's HEAD moved since the base, to {now}");
         }
+        if let Some(a) = &wc.apply {
+            let turn = apply::applied_turn(wc);
+            println!(
+                "applied as turn {turn} in the original ({} paths)",
+                a.paths.len()
+            );
+            if rewound {
+                println!("that turn was rewound since: `ckptctl redo` there brings it back, `ckptctl workcopy apply` applies again");
+            }
+        }
+        if let Some(c) = wc.commit.as_ref().and_then(|c| c.commit.as_deref()) {
+            println!("committed as {c}");
+        }
         if let Some(r) = last_run {
             println!(
                 "last run: {} → {}; log {}",
                 r.command.join(" "),
-                outcome(r),
+                r.outcome(),
                 r.log.display()
             );
         }
@@ -321,7 +351,7 @@ fn run_cmd(
         println!(
             "{} → {}; log {}",
             r.command.join(" "),
-            outcome(&r),
+            r.outcome(),
             r.log.display()
         );
     }
@@ -338,19 +368,36 @@ fn run_cmd(
     })
 }
 
-fn outcome(r: &crate::workcopy::state::RunRecord) -> String {
-    if r.timed_out {
-        format!(
-            "timed out after {:.1}s, killed",
-            r.duration_ms as f64 / 1000.0
-        )
-    } else if r.interrupted {
-        "interrupted, killed".into()
-    } else if let Some(c) = r.exit_code {
-        format!("exit {c}")
-    } else {
-        format!("signal {}", r.signal.unwrap_or(0))
+fn export_cmd(ctx: &Ctx, store: &Store, wc: &WorkCopy, out: &Path) -> anyhow::Result<u8> {
+    let out = super::absolute(out)?;
+    let existed = out.exists();
+    std::fs::create_dir_all(&out)
+        .with_context(|| format!("creating the export directory {}", out.display()))?;
+    let m = match crate::workcopy::export::export(store, wc, &out) {
+        Ok(m) => m,
+        Err(e) => {
+            if !existed {
+                // Only if still empty: nothing of ours or anyone's is lost.
+                let _ = std::fs::remove_dir(&out);
+            }
+            return Err(e);
+        }
+    };
+    if ctx.g.json {
+        output::json(&json!({ "out": out, "manifest": m }))?;
+    } else if !ctx.g.quiet {
+        println!(
+            "exported work copy '{}' ({} paths) to {}",
+            wc.name,
+            m.paths.len(),
+            out.display()
+        );
+        println!("result fingerprint {}", m.result_fingerprint);
+        for s in &m.skipped {
+            println!("  not in the patch: {}: {}", s.path, s.reason);
+        }
     }
+    Ok(0)
 }
 
 fn remove(ctx: &Ctx, store: &Store, wc: &WorkCopy, force: bool) -> anyhow::Result<u8> {

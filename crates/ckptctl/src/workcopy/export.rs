@@ -1,0 +1,213 @@
+//! `workcopy export`: the copy's changes against its base, frozen as the
+//! four files of a turn export (docs/export.md): `changes.patch` (which
+//! `git apply` takes on the base), `files.zip` (the changed paths as the
+//! copy holds them), `report.md` and `manifest.json`, with the work copy's
+//! state and its checks (`workcopy run`) in the report and the manifest.
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::path::Path;
+
+use anyhow::Context;
+use ckpt_core::{Hash, ManifestPath, RangePath, RelPath, SkippedPath, State};
+use serde::Serialize;
+
+use super::create::base_bytes;
+use super::fingerprint::{self, Entry, Kind};
+use super::preview;
+use super::state::{Phase, RunRecord, Store, WorkCopy};
+
+/// `manifest.json` of a work copy's export.
+#[derive(Serialize, Debug)]
+pub struct WorkcopyManifest {
+    pub tool: String,
+    pub tool_version: String,
+    pub workcopy: String,
+    pub original: String,
+    pub copy: String,
+    pub base: String,
+    pub base_commit: Option<String>,
+    pub state: Phase,
+    /// The changed paths, sorted by path bytes: `pre` as at the base, `post`
+    /// as in the copy.
+    pub paths: Vec<ManifestPath>,
+    pub base_fingerprint: String,
+    pub result_fingerprint: String,
+    pub patch_sha256: String,
+    pub zip_sha256: String,
+    /// A live fact: whether the original still holds every changed path as
+    /// at the base (applying would not conflict).
+    pub original_matches_base: bool,
+    pub skipped: Vec<SkippedPath>,
+    pub runs: Vec<RunRecord>,
+    /// The apply's turn in the original, once applied.
+    pub applied_turn: Option<i64>,
+    pub commit: Option<String>,
+}
+
+/// Writes the export of `wc` into `out`, an existing empty directory
+/// outside the original and the copy.
+pub fn export(store: &Store, wc: &WorkCopy, out: &Path) -> anyhow::Result<WorkcopyManifest> {
+    ckpt_core::check_out_dir(out, &[&wc.original, &wc.copy])?;
+    let base = store.load_manifest(&wc.name)?;
+    let now = fingerprint::manifest(&wc.copy)?;
+    let mut blobs: HashMap<Hash, Vec<u8>> = HashMap::new();
+    let mut paths = Vec::new();
+    for (path, b, c) in preview::changed(&base, &now) {
+        let pre = match &b {
+            Some(e) => state_of(e, base_bytes(store, wc, &path, e)?, &mut blobs),
+            None => State::Absent,
+        };
+        let post = match &c {
+            Some(e) => state_of(e, copy_bytes(&wc.copy, &path, e)?, &mut blobs),
+            None => State::Absent,
+        };
+        for (s, e) in [(&pre, &b), (&post, &c)] {
+            anyhow::ensure!(
+                ckpt_core::Entry::holds(s, e.as_ref()),
+                "{} changed while it was exported; export again",
+                wc.copy.join(&path).display()
+            );
+        }
+        let path = RelPath::new(path.as_str()).map_err(|e| anyhow::anyhow!("{path}: {e}"))?;
+        paths.push(RangePath { path, pre, post });
+    }
+    let files = ckpt_core::frozen_files(&paths, &blobs)?;
+    let p = preview::preview(wc, &base)?;
+    let m = WorkcopyManifest {
+        tool: "ckpt".into(),
+        tool_version: env!("CARGO_PKG_VERSION").into(),
+        workcopy: wc.name.clone(),
+        original: wc.original.display().to_string(),
+        copy: wc.copy.display().to_string(),
+        base: wc.base.as_str().into(),
+        base_commit: wc.base_commit.clone(),
+        state: wc.state,
+        paths: paths
+            .iter()
+            .map(|rp| ManifestPath {
+                path: rp.path.display(),
+                pre: ckpt_core::manifest_state(&rp.pre),
+                post: ckpt_core::manifest_state(&rp.post),
+            })
+            .collect(),
+        base_fingerprint: ckpt_core::fingerprint(paths.iter().map(|rp| (&rp.path, &rp.pre))),
+        result_fingerprint: ckpt_core::fingerprint(paths.iter().map(|rp| (&rp.path, &rp.post))),
+        patch_sha256: Hash::of(&files.patch).to_hex(),
+        zip_sha256: Hash::of(&files.zip).to_hex(),
+        original_matches_base: p.conflicts == 0,
+        skipped: files.skipped.clone(),
+        runs: wc.runs.clone(),
+        applied_turn: wc.apply.as_ref().and_then(|a| a.turn),
+        commit: wc.commit.as_ref().and_then(|c| c.commit.clone()),
+    };
+    let json = serde_json::to_vec_pretty(&m).context("encoding the manifest")?;
+    let report = report(&m);
+    ckpt_core::write_new_files(
+        out,
+        &[
+            (ckpt_core::PATCH_FILE, &files.patch[..]),
+            (ckpt_core::ZIP_FILE, &files.zip[..]),
+            (ckpt_core::REPORT_FILE, report.as_bytes()),
+            (ckpt_core::MANIFEST_FILE, &json[..]),
+        ],
+    )?;
+    Ok(m)
+}
+
+/// The state an entry names, with a file's bytes kept in `blobs`.
+fn state_of(e: &Entry, bytes: Vec<u8>, blobs: &mut HashMap<Hash, Vec<u8>>) -> State {
+    match e.kind {
+        Kind::Dir => State::Dir { mode: e.mode },
+        Kind::Symlink => State::Symlink { target: bytes },
+        Kind::File => {
+            let hash = Hash::of(&bytes);
+            let size = bytes.len() as u64;
+            blobs.insert(hash, bytes);
+            State::File {
+                hash,
+                size,
+                mode: e.mode,
+            }
+        }
+    }
+}
+
+fn copy_bytes(copy: &Path, path: &str, e: &Entry) -> anyhow::Result<Vec<u8>> {
+    let abs = copy.join(path);
+    let read = match e.kind {
+        Kind::Dir => return Ok(Vec::new()),
+        Kind::File => std::fs::read(&abs),
+        Kind::Symlink => std::fs::read_link(&abs).map(|t| t.into_os_string().into_encoded_bytes()),
+    };
+    read.with_context(|| format!("reading {}", abs.display()))
+}
+
+fn report(m: &WorkcopyManifest) -> String {
+    let mut r = String::new();
+    let _ = writeln!(r, "# Work copy `{}`\n", m.workcopy);
+    let _ = writeln!(r, "- Original: `{}`", m.original);
+    let _ = writeln!(r, "- Copy: `{}`", m.copy);
+    let commit = m
+        .base_commit
+        .as_deref()
+        .map(|c| format!(" `{c}`"))
+        .unwrap_or_default();
+    let _ = writeln!(r, "- Base: {}{commit}", m.base);
+    let _ = writeln!(r, "- State: {}", m.state.as_str());
+    if let Some(t) = m.applied_turn {
+        let _ = writeln!(r, "- Applied as turn {t} in the original");
+    }
+    if let Some(c) = &m.commit {
+        let _ = writeln!(r, "- Committed as `{c}`");
+    }
+    let matches = if m.original_matches_base {
+        "yes"
+    } else {
+        "no: applying would conflict"
+    };
+    let _ = writeln!(r, "- Original still as at the base: {matches}");
+    let _ = writeln!(r, "- Base fingerprint: `{}`", m.base_fingerprint);
+    let _ = writeln!(r, "- Result fingerprint: `{}`\n", m.result_fingerprint);
+    let _ = writeln!(r, "## Paths ({})\n", m.paths.len());
+    let _ = writeln!(r, "| Path | Change | Base | Copy |\n|---|---|---|---|");
+    for p in &m.paths {
+        let side = |s: &Option<ckpt_core::ManifestState>| match s {
+            None => "absent".to_string(),
+            Some(s) => format!("{} {}", s.kind, s.mode.as_deref().unwrap_or("")),
+        };
+        let change = match (&p.pre, &p.post) {
+            (None, _) => "added",
+            (_, None) => "deleted",
+            _ => "modified",
+        };
+        let _ = writeln!(
+            r,
+            "| `{}` | {change} | {} | {} |",
+            p.path,
+            side(&p.pre),
+            side(&p.post)
+        );
+    }
+    if !m.skipped.is_empty() {
+        let _ = writeln!(r, "\n## Not in the patch\n");
+        for s in &m.skipped {
+            let _ = writeln!(r, "- `{}`: {}", s.path, s.reason);
+        }
+    }
+    let _ = writeln!(r, "\n## Checks run ({})\n", m.runs.len());
+    if !m.runs.is_empty() {
+        let _ = writeln!(r, "| Command | Result | Seconds | Log |\n|---|---|---|---|");
+        for run in &m.runs {
+            let result = run.outcome();
+            let _ = writeln!(
+                r,
+                "| `{}` | {result} | {:.1} | `{}` |",
+                run.command.join(" "),
+                run.duration_ms as f64 / 1000.0,
+                run.log.display()
+            );
+        }
+    }
+    r
+}
