@@ -838,3 +838,81 @@ fn an_exported_work_copy_patch_applies_to_the_base_and_fingerprints_match() {
     assert!(inside.stderr.contains("is inside"), "{inside:?}");
     assert!(!copy.join("x").exists());
 }
+
+#[test]
+fn a_current_copy_applies_ignored_files_but_commits_only_what_git_tracks() {
+    let env = Env::new();
+    let _d = env.start_daemon();
+    let proj = env.git_repo("p", &[("a", b"1\n"), (".gitignore", b".env\n")]);
+    git(&proj, &["config", "user.name", "The User"]);
+    git(&proj, &["config", "user.email", "user@example.com"]);
+    sh(&proj, "echo secret > .env && echo u > untracked");
+    env.ctl_ok(&proj, &["watch"]);
+    let copy = create(&env, &proj, "w", "current");
+    sh(&copy, "echo 2 > a && echo rotated > .env && rm untracked");
+
+    let out = env.ctl_json(&proj, &["workcopy", "apply"]);
+    assert_eq!(out["applied"], true, "{out}");
+    let turn = out["turn"].as_i64().unwrap();
+    assert_eq!(
+        std::fs::read_to_string(proj.join(".env")).unwrap(),
+        "rotated\n"
+    );
+    assert!(!proj.join("untracked").exists());
+
+    let out = env.ctl_json(&proj, &["workcopy", "commit"]);
+    let c = &out["commit"];
+    assert_eq!(c["paths"], serde_json::json!(["a"]), "{out}");
+    assert_eq!(
+        c["left_out"],
+        serde_json::json!([
+            [".env", "ignored by git"],
+            ["untracked", "deleted, and git never tracked it"]
+        ]),
+        "{out}"
+    );
+    assert_eq!(
+        git_text(&proj, &["show", "--format=%s", "--name-only", "HEAD"]),
+        format!("Apply work copy w (ckpt turn {turn})\n\na")
+    );
+}
+
+/// `committing` left by a crash is judged from the original's HEAD: our
+/// commit on the recorded parent settles to `committed`; an unmoved HEAD
+/// goes back to `applied`.
+#[test]
+fn a_crash_while_committing_is_settled_from_head() {
+    let env = Env::new();
+    let _d = env.start_daemon();
+    let (proj, _copy) = applied_setup(&env);
+    env.ctl_ok(&proj, &["workcopy", "apply", "w"]);
+    let state_file = env.data.join("workcopies/w.json");
+    let parent = git_text(&proj, &["rev-parse", "HEAD"]);
+    let mut st: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&state_file).unwrap()).unwrap();
+    st["state"] = "committing".into();
+    st["commit"] = serde_json::json!({
+        "message": "agent work", "parent": parent, "paths": ["a.txt"], "left_out": [], "commit": null
+    });
+    let write = |v: &serde_json::Value| {
+        std::fs::write(&state_file, serde_json::to_vec(v).unwrap()).unwrap()
+    };
+    write(&st);
+    // The commit never happened: back to applied.
+    assert_eq!(state(&env, &proj)["workcopy"]["state"], "applied");
+
+    // It happened, and the crash came before the state said so.
+    write(&st);
+    git(&proj, &["commit", "-q", "-m", "agent work", "--", "a.txt"]);
+    let head = git_text(&proj, &["rev-parse", "HEAD"]);
+    let now = state(&env, &proj);
+    assert_eq!(now["workcopy"]["state"], "committed", "{now}");
+    assert_eq!(now["workcopy"]["commit"]["commit"], head.as_str(), "{now}");
+
+    // HEAD moved to someone else's commit: said, and left for the user.
+    write(&st);
+    git(&proj, &["commit", "-q", "--allow-empty", "-m", "other"]);
+    let out = env.ctl(&proj, &["workcopy", "status", "w"]);
+    assert_eq!(out.code(), 1, "{out:?}");
+    assert!(out.stderr.contains("which is not that commit"), "{out:?}");
+}
