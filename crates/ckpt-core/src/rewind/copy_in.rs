@@ -389,4 +389,23 @@ mod tests {
         assert_eq!(log[0].counts.added + log[0].counts.modified, 5);
         assert!(log[0].ended_ns.is_some());
     }
+
+    #[test]
+    fn a_path_the_project_excludes_blocks_the_copy_in() {
+        let (tmp, root, mut p) = reconciled(&[("a.txt", "one\n"), (".ckptignore", "*.log\n")]);
+        let (copy, paths) = changed_copy(tmp.path(), &root, &["a.txt", "x.log"], |c| {
+            fs::write(c.join("a.txt"), "two\n").unwrap();
+            fs::write(c.join("x.log"), "log\n").unwrap();
+        });
+        let before = snapshot(&root);
+        let out = p
+            .copy_in(&copy, meta(), paths, RewindOptions::default())
+            .unwrap();
+        let CopyOutcome::Refused { blocked, .. } = out else {
+            panic!("not refused: {out:?}");
+        };
+        assert_eq!(blocked.len(), 1, "{blocked:?}");
+        assert_eq!(blocked[0].0.to_string(), "x.log");
+        assert_eq!(snapshot(&root), before);
+    }
 }
