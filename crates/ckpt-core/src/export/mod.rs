@@ -178,7 +178,7 @@ impl Project {
     /// the project.
     pub fn export(&self, from: i64, to: i64, out: &Path) -> Result<ExportManifest> {
         let range = self.export_range(from, to)?;
-        check_out_dir(out, &[self.root()])?;
+        check_out_dir(out, &[("the project", self.root())])?;
         let files = export_files(self, &range)?;
         let mut live = true;
         for p in &range.paths {
@@ -333,16 +333,17 @@ fn manifest(p: &Project, range: &ExportRange, files: &ExportFiles, live: bool) -
 }
 
 /// The export goes to an existing, empty directory outside each of `trees`
-/// (in a watched tree, ckpt would capture its own export as a change).
-pub fn check_out_dir(out: &Path, trees: &[&Path]) -> Result<()> {
+/// (what each is called, and its path): in a watched tree, ckpt would
+/// capture its own export as a change.
+pub fn check_out_dir(out: &Path, trees: &[(&str, &Path)]) -> Result<()> {
     let canon = out
         .canonicalize()
         .ctx("resolve the export directory", out)?;
-    for tree in trees {
+    for (what, tree) in trees {
         let tree = tree.canonicalize().ctx("resolve", *tree)?;
         if canon.starts_with(&tree) {
             return Err(Error::Invalid(format!(
-                "the export directory {} is inside {}: ckpt would record the export as a change; choose a directory outside it",
+                "the export directory {} is inside {what} {}: ckpt would record the export as a change; choose a directory outside it",
                 out.display(),
                 tree.display()
             )));

@@ -48,7 +48,10 @@ pub struct WorkcopyManifest {
 /// Writes the export of `wc` into `out`, an existing empty directory
 /// outside the original and the copy.
 pub fn export(store: &Store, wc: &WorkCopy, out: &Path) -> anyhow::Result<WorkcopyManifest> {
-    ckpt_core::check_out_dir(out, &[&wc.original, &wc.copy])?;
+    ckpt_core::check_out_dir(
+        out,
+        &[("the original", &wc.original), ("the work copy", &wc.copy)],
+    )?;
     let base = store.load_manifest(&wc.name)?;
     let now = fingerprint::manifest(&wc.copy)?;
     let mut blobs: HashMap<Hash, Vec<u8>> = HashMap::new();
