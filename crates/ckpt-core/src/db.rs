@@ -171,6 +171,11 @@ const MIGRATIONS: &[&str] = &[
     "
     ALTER TABLE rewinds ADD COLUMN applies INTEGER;
     ",
+    // 9: a change seen while several sessions had turns open is recorded in
+    // each of them, marked shared.
+    "
+    ALTER TABLE turn_entries ADD COLUMN shared INTEGER NOT NULL DEFAULT 0;
+    ",
 ];
 
 /// The schema version this build writes and understands.

@@ -116,6 +116,10 @@ pub struct TurnEntry {
     pub path: RelPath,
     pub pre: State,
     pub post: Option<State>,
+    /// Changed while other sessions had turns open too: any of them may
+    /// have made the change, so each of their turns records it.
+    #[serde(default)]
+    pub shared: bool,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -177,6 +181,44 @@ pub struct Conflict {
     pub expected: State,
     /// What is there now.
     pub current: State,
+    /// Another session's turn that changed the path during or after the
+    /// rewound turns.
+    #[serde(default)]
+    pub other: Option<OtherTurn>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OtherTurn {
+    pub turn: i64,
+    pub session: Option<String>,
+}
+
+/// How `rewind --merge` treats a text file changed since the rewound turns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum MergeMode {
+    /// Write clean merges; leave a file whose changes overlap as it is.
+    Clean,
+    /// Write overlapping changes with conflict markers too.
+    Markers,
+}
+
+/// A file `rewind --merge` merged (or could not).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Merged {
+    pub path: RelPath,
+    pub outcome: MergeOutcome,
+    /// The merged text, in a dry run.
+    pub content: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum MergeOutcome {
+    /// Every hunk merged: the rewound turns' change undone, the later edit kept.
+    Clean,
+    /// Written with conflict markers where the changes overlap.
+    Markers,
+    /// The changes overlap: left as it is.
+    Overlapping,
 }
 
 /// A rewind or redo, planned or done.
@@ -195,6 +237,9 @@ pub struct RewindPlan {
     /// not put the tree back exactly.
     #[serde(default)]
     pub blocked: Vec<(RelPath, String)>,
+    /// Files `--merge` merged instead of reporting a conflict.
+    #[serde(default)]
+    pub merged: Vec<Merged>,
 }
 
 impl RewindPlan {
@@ -222,6 +267,9 @@ pub struct RewindOptions {
     pub paths: Vec<RelPath>,
     pub dry_run: bool,
     pub force: bool,
+    /// Merge text files changed since the rewound turns instead of
+    /// reporting them as conflicts.
+    pub merge: Option<MergeMode>,
     /// The caller has just run a barrier (the hash cache equals the disk,
     /// racy entries included: every change since their capture came as an
     /// event and was re-hashed), so only paths whose stat changed since

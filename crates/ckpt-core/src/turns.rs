@@ -10,7 +10,7 @@ use crate::relpath::RelPath;
 use crate::state::State;
 
 // Capture asks for the open turn and records pre-images through these.
-pub(crate) use history::{open_turn, record_pre};
+pub(crate) use history::{open_turn, open_turns, record_pre};
 
 fn counts(entries: &[TurnEntry], current: impl Fn(&RelPath) -> Result<State>) -> Result<Counts> {
     let mut c = Counts::default();
@@ -33,25 +33,56 @@ fn counts(entries: &[TurnEntry], current: impl Fn(&RelPath) -> Result<State>) ->
 }
 
 impl Project {
-    /// Opens a new turn, closing an open one first. Call after a barrier.
+    /// Opens a new turn for `meta.session`, closing that session's open
+    /// turn first; other sessions' turns stay open. Call after a barrier.
     pub fn turn_start(&mut self, meta: TurnMeta) -> Result<i64> {
-        self.close_open_turn()?;
+        if let Some(open) = history::open_turn_of(&self.conn, meta.session.as_deref())? {
+            self.close_turn(open)?;
+        }
         history::insert_turn(&self.conn, &meta, now_ns())
     }
 
-    /// Closes the open turn, recording each touched path's post-image (its
-    /// state now). Paths that ended as they began are dropped. Call after a
-    /// barrier.
+    /// Closes the open turn of the default session, or else the only open
+    /// turn: [`Project::turn_end_of`] without a session.
     pub fn turn_end(&mut self) -> Result<TurnDetail> {
-        let turn = self.open_turn()?.ok_or(Error::NoOpenTurn)?;
+        self.turn_end_of(None)
+    }
+
+    /// Closes the open turn of `session` (`None`: the default session, or
+    /// else the only open turn), recording each touched path's post-image
+    /// (its state now). Paths that ended as they began are dropped. Call
+    /// after a barrier.
+    pub fn turn_end_of(&mut self, session: Option<&str>) -> Result<TurnDetail> {
+        let turn = self.open_turn_for(session)?.ok_or(Error::NoOpenTurn)?;
         self.close_turn(turn)?;
         self.show(turn)
     }
 
-    /// Closes the open turn if there is one, without reading it back as
-    /// `turn_end` does (turn-start, rewind and redo do not report it).
-    pub(crate) fn close_open_turn(&mut self) -> Result<()> {
-        match self.open_turn()? {
+    /// The turn `turn_end(session)` would close.
+    pub fn open_turn_for(&self, session: Option<&str>) -> Result<Option<i64>> {
+        if let Some(turn) = history::open_turn_of(&self.conn, session)? {
+            return Ok(Some(turn));
+        }
+        let open = history::open_turns(&self.conn)?;
+        Ok(match (session, open.as_slice()) {
+            (None, [(only, _)]) => Some(*only),
+            _ => None,
+        })
+    }
+
+    /// Closes every open turn (before a redo, and when a project is no
+    /// longer watched).
+    pub fn close_open_turns(&mut self) -> Result<()> {
+        for (turn, _) in history::open_turns(&self.conn)? {
+            self.close_turn(turn)?;
+        }
+        Ok(())
+    }
+
+    /// Closes the open turn of `session`, if any (a rewind of that
+    /// session's turns).
+    pub(crate) fn close_open_turn_of(&mut self, session: Option<&str>) -> Result<()> {
+        match history::open_turn_of(&self.conn, session)? {
             Some(turn) => self.close_turn(turn),
             None => Ok(()),
         }

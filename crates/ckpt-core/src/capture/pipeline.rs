@@ -124,7 +124,10 @@ fn write_batch(
     for path in &gone {
         cache::remove(&tx, path)?;
     }
-    let turn = turns::open_turn(&tx)?;
+    // Every open turn records the change: which session made it is not
+    // known (docs/architecture.md, "Sessions").
+    let open = turns::open_turns(&tx)?;
+    let shared = open.len() > 1;
     for pack in &batch.packs {
         store.insert_pack(&tx, pack)?;
         report.bytes_hashed += pack.raw_len() as u64;
@@ -147,8 +150,8 @@ fn write_batch(
         }
         if old_state != new_state {
             report.changed += 1;
-            if let Some(turn) = turn {
-                turns::record_pre(&tx, turn, &c.path, &old_state)?;
+            for (turn, _) in &open {
+                turns::record_pre(&tx, *turn, &c.path, &old_state, shared)?;
             }
         }
     }

@@ -119,13 +119,30 @@ impl FromSql for RewindStatus {
 /// turns, and every turn boundary and capture batch asks. `'open'` is
 /// spelled out because SQLite uses a partial index only for a query that
 /// names its value (a test checks it is `TurnStatus::Open`).
-const OPEN_TURN: &str = "SELECT id FROM turns WHERE status = 'open'";
+const OPEN_TURN: &str = "SELECT id, session FROM turns WHERE status = 'open'";
 
-pub(crate) fn open_turn(conn: &Connection) -> Result<Option<i64>> {
-    Ok(conn
+/// The open turns (one per session at most), oldest first, with their
+/// sessions.
+pub(crate) fn open_turns(conn: &Connection) -> Result<Vec<(i64, Option<String>)>> {
+    let mut turns: Vec<(i64, Option<String>)> = conn
         .prepare_cached(OPEN_TURN)?
-        .query_row([], |r| r.get(0))
-        .optional()?)
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    turns.sort_unstable();
+    Ok(turns)
+}
+
+/// The newest open turn, of any session.
+pub(crate) fn open_turn(conn: &Connection) -> Result<Option<i64>> {
+    Ok(open_turns(conn)?.last().map(|(id, _)| *id))
+}
+
+/// The open turn of `session` (`None`: the default session).
+pub(crate) fn open_turn_of(conn: &Connection, session: Option<&str>) -> Result<Option<i64>> {
+    Ok(open_turns(conn)?
+        .into_iter()
+        .find(|(_, s)| s.as_deref() == session)
+        .map(|(id, _)| id))
 }
 
 /// Opens a turn and returns its id. Prepared once, as every statement of a
@@ -148,14 +165,31 @@ pub(crate) fn insert_turn(conn: &Connection, meta: &TurnMeta, started_ns: i64) -
 }
 
 /// Records `pre` as the pre-image of `path` in `turn`, unless the turn
-/// already has one: only the first change of a path in a turn counts.
-pub(crate) fn record_pre(conn: &Connection, turn: i64, path: &RelPath, pre: &State) -> Result<()> {
+/// already has one: only the first change of a path in a turn counts. A
+/// `shared` change (seen while several sessions had turns open) marks the
+/// entry shared, whenever it came.
+pub(crate) fn record_pre(
+    conn: &Connection,
+    turn: i64,
+    path: &RelPath,
+    pre: &State,
+    shared: bool,
+) -> Result<()> {
     let (kind, mode, data, size) = pre.encode();
     conn.prepare_cached(
-        "INSERT OR IGNORE INTO turn_entries (turn, path, pre_kind, pre_mode, pre_data, pre_size)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        "INSERT INTO turn_entries (turn, path, pre_kind, pre_mode, pre_data, pre_size, shared)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+         ON CONFLICT (turn, path) DO UPDATE SET shared = 1 WHERE excluded.shared = 1",
     )?
-    .execute(params![turn, path.as_bytes(), kind, mode, data, size])?;
+    .execute(params![
+        turn,
+        path.as_bytes(),
+        kind,
+        mode,
+        data,
+        size,
+        shared
+    ])?;
     Ok(())
 }
 
@@ -163,7 +197,8 @@ pub(crate) fn record_pre(conn: &Connection, turn: i64, path: &RelPath, pre: &Sta
 /// tampered database) is an error.
 pub(crate) fn entries(conn: &Connection, turn: i64) -> Result<Vec<TurnEntry>> {
     let mut stmt = conn.prepare_cached(
-        "SELECT path, pre_kind, pre_mode, pre_data, pre_size, post_kind, post_mode, post_data, post_size
+        "SELECT path, pre_kind, pre_mode, pre_data, pre_size, post_kind, post_mode, post_data, post_size,
+                shared
          FROM turn_entries WHERE turn = ?1 ORDER BY path",
     )?;
     let rows = stmt.query_map([turn], |r| {
@@ -171,11 +206,16 @@ pub(crate) fn entries(conn: &Connection, turn: i64) -> Result<Vec<TurnEntry>> {
             Some(_) => Some(State::from_row(r, 5)?),
             None => None,
         };
-        Ok((r.get::<_, Vec<u8>>(0)?, State::from_row(r, 1)?, post))
+        Ok((
+            r.get::<_, Vec<u8>>(0)?,
+            State::from_row(r, 1)?,
+            post,
+            r.get::<_, bool>(9)?,
+        ))
     })?;
     let mut out = Vec::new();
     for row in rows {
-        let (path, pre, post) = row?;
+        let (path, pre, post, shared) = row?;
         let path = RelPath::new(path)?;
         let bad = || Error::Invalid(format!("turn {turn}: undecodable entry for {path}"));
         let pre = pre.ok_or_else(bad)?;
@@ -183,7 +223,12 @@ pub(crate) fn entries(conn: &Connection, turn: i64) -> Result<Vec<TurnEntry>> {
             Some(p) => Some(p.ok_or_else(bad)?),
             None => None,
         };
-        out.push(TurnEntry { path, pre, post });
+        out.push(TurnEntry {
+            path,
+            pre,
+            post,
+            shared,
+        });
     }
     Ok(out)
 }
@@ -317,15 +362,6 @@ pub(crate) fn note_transcript(conn: &Connection, turn: i64, transcript: &str) ->
     Ok(())
 }
 
-pub(crate) fn turn_status(conn: &Connection, id: i64) -> Result<Option<TurnStatus>> {
-    Ok(conn
-        .query_row("SELECT status FROM turns WHERE id = ?1", [id], |r| {
-            r.get::<_, String>(0)
-        })
-        .optional()?
-        .map(|s| TurnStatus::read(&s)))
-}
-
 /// The ids of the newest `limit` turns, newest first.
 pub(crate) fn newest_turns(conn: &Connection, limit: usize) -> Result<Vec<i64>> {
     Ok(conn
@@ -339,12 +375,41 @@ pub(crate) fn count_turns(conn: &Connection) -> Result<u64> {
     Ok(n as u64)
 }
 
-/// The closed turns from `turn` on, oldest first: what a rewind to `turn`
-/// undoes.
-pub(crate) fn live_turns_from(conn: &Connection, turn: i64) -> Result<Vec<i64>> {
+/// The closed turns of `session` from `turn` on, oldest first: what a
+/// rewind to `turn` undoes.
+pub(crate) fn live_turns_from(
+    conn: &Connection,
+    turn: i64,
+    session: Option<&str>,
+) -> Result<Vec<i64>> {
     Ok(conn
-        .prepare("SELECT id FROM turns WHERE id >= ?1 AND status = ?2 ORDER BY id")?
-        .query_map(params![turn, TurnStatus::Closed], |r| r.get(0))?
+        .prepare(
+            "SELECT id FROM turns WHERE id >= ?1 AND status = ?2 AND session IS ?3 ORDER BY id",
+        )?
+        .query_map(params![turn, TurnStatus::Closed, session], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?)
+}
+
+/// The live turns of sessions other than `session` that ran during or
+/// after `turn` (started after it, still open, or ended after it started),
+/// with their sessions: their changes are not a rewind of `turn`'s to undo.
+pub(crate) fn other_sessions_turns(
+    conn: &Connection,
+    turn: i64,
+    started_ns: i64,
+    session: Option<&str>,
+) -> Result<Vec<(i64, Option<String>)>> {
+    Ok(conn
+        .prepare(
+            "SELECT id, session FROM turns
+             WHERE status <> ?1 AND session IS NOT ?2
+               AND (id > ?3 OR ended_ns IS NULL OR ended_ns > ?4)
+             ORDER BY id",
+        )?
+        .query_map(
+            params![TurnStatus::Rewound, session, turn, started_ns],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )?
         .collect::<rusqlite::Result<_>>()?)
 }
 
@@ -659,7 +724,7 @@ mod tests {
         let plan: String = conn
             .query_row(&format!("EXPLAIN QUERY PLAN {OPEN_TURN}"), [], |r| r.get(3))
             .unwrap();
-        assert!(plan.contains("USING COVERING INDEX turns_open"), "{plan}");
+        assert!(plan.contains("USING INDEX turns_open"), "{plan}");
     }
 
     /// The one status spelled in SQL (for the partial index) is the enum's.

@@ -62,7 +62,8 @@ impl Project {
     /// Writes each of `paths` as `source` (a directory outside the project)
     /// holds it, as one new turn made by `meta`, if the project still holds
     /// every path as its `base` says (a path already as in the source is
-    /// left alone). Closes an open turn first. Call after a barrier.
+    /// left alone). Other turns stay open: the new turn is closed once
+    /// written. Call after a barrier.
     pub fn copy_in(
         &mut self,
         source: &Path,
@@ -98,7 +99,6 @@ impl Project {
                 blocked,
             });
         }
-        self.close_open_turn()?;
         let root_fs = Arc::clone(&self.root_fs);
         let mut dirs = Dirs::new(&root_fs).ctx("open", &self.root)?;
         let mut known = self.recheck_touched(

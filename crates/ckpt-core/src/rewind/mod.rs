@@ -18,7 +18,9 @@ use crate::confined::Dirs;
 use crate::db;
 use crate::error::{Error, IoContext, Result};
 use crate::history::{self, RewindStatus};
-use crate::model::{RecoveryReport, RewindOptions, RewindOutcome, RewindPlan, TurnStatus};
+use crate::model::{
+    Conflict, OtherTurn, RecoveryReport, RewindOptions, RewindOutcome, RewindPlan, TurnStatus,
+};
 use crate::project::Project;
 use crate::relpath::RelPath;
 use crate::state::State;
@@ -30,6 +32,7 @@ use self::plan::{Kind, Wanted};
 mod apply;
 mod copy_in;
 mod journal;
+mod merge;
 mod plan;
 
 /// Which side of a journaled action to apply.
@@ -52,17 +55,19 @@ impl Side {
 
 impl Project {
     /// Restores the state from just before `turn`, undoing it and every later
-    /// live turn, for every path they touched (or only `opts.paths`). Closes
-    /// an open turn first. Call after a barrier.
+    /// live turn of its session, for every path they touched (or only
+    /// `opts.paths`). A path another session's turn changed during or after
+    /// them is a conflict naming that turn. Closes the session's open turn
+    /// first. Call after a barrier.
     pub fn rewind(&mut self, turn: i64, mut opts: RewindOptions) -> Result<RewindOutcome> {
         self.recover()?;
-        match history::turn_status(&self.conn, turn)? {
-            None => return Err(Error::UnknownTurn(turn)),
-            Some(TurnStatus::Rewound) => return Err(Error::TurnRewound(turn)),
-            Some(_) => {}
+        let row = history::turn(&self.conn, turn)?.ok_or(Error::UnknownTurn(turn))?;
+        if row.status == TurnStatus::Rewound {
+            return Err(Error::TurnRewound(turn));
         }
-        self.close_open_turn()?;
-        let live = history::live_turns_from(&self.conn, turn)?;
+        let session = row.meta.session.as_deref();
+        self.close_open_turn_of(session)?;
+        let live = history::live_turns_from(&self.conn, turn, session)?;
         // Per path: the pre-image of the oldest turn that touched it (the
         // target) and the post-image of the newest (what the agent left).
         let mut touched: BTreeMap<RelPath, (State, State)> = BTreeMap::new();
@@ -75,6 +80,7 @@ impl Project {
         if !opts.paths.is_empty() {
             touched.retain(|p, _| opts.paths.iter().any(|want| p.starts_with(want)));
         }
+        let others = self.other_sessions_touching(turn, row.started_ns, session, &touched)?;
         // One tree writer for the whole rewind: recheck, apply, refresh.
         let root_fs = Arc::clone(&self.root_fs);
         let mut dirs = Dirs::new(&root_fs).ctx("open", &self.root)?;
@@ -83,7 +89,7 @@ impl Project {
             touched.keys().cloned().collect(),
             opts.after_barrier,
         )?;
-        let plan = db::reading(&self.conn, || {
+        let mut plan = db::reading(&self.conn, || {
             let wanted = touched
                 .into_iter()
                 .map(|(path, (target, expected))| {
@@ -101,6 +107,18 @@ impl Project {
             let turns = live.clone();
             plan::plan(&self.tree(), Kind::Rewind, turn, turns, wanted, opts.force)
         })?;
+        name_other_sessions(&mut plan, others);
+        let merged = match opts.merge {
+            Some(mode) => self.merge_conflicts(&mut plan, mode, opts.dry_run)?,
+            None => Vec::new(),
+        };
+        if !opts.dry_run && !plan.refused(opts.force) && !merged.is_empty() {
+            let tx = self.conn.transaction()?;
+            for blob in &merged {
+                self.store.insert(&tx, blob)?;
+            }
+            tx.commit()?;
+        }
         // A partial rewind leaves the turns live.
         let marked = if opts.paths.is_empty() {
             live
@@ -108,6 +126,31 @@ impl Project {
             Vec::new()
         };
         self.carry_out(&mut dirs, plan, &mut opts, marked, None)
+    }
+
+    /// Each of `touched` that a turn of another session than `session`
+    /// changed during or after `turn` (started at `started_ns`), with the
+    /// newest such turn.
+    fn other_sessions_touching(
+        &self,
+        turn: i64,
+        started_ns: i64,
+        session: Option<&str>,
+        touched: &BTreeMap<RelPath, (State, State)>,
+    ) -> Result<BTreeMap<RelPath, (State, OtherTurn)>> {
+        let mut out = BTreeMap::new();
+        for (t, s) in history::other_sessions_turns(&self.conn, turn, started_ns, session)? {
+            for e in history::entries(&self.conn, t)? {
+                if let Some((_, expected)) = touched.get(&e.path) {
+                    let other = OtherTurn {
+                        turn: t,
+                        session: s.clone(),
+                    };
+                    out.insert(e.path, (expected.clone(), other));
+                }
+            }
+        }
+        Ok(out)
     }
 
     /// Undoes the last applied rewind exactly: every path it changed gets
@@ -119,7 +162,7 @@ impl Project {
     pub fn redo(&mut self, mut opts: RewindOptions) -> Result<RewindOutcome> {
         self.recover()?;
         let (id, turn) = history::last_applied_rewind(&self.conn)?.ok_or(Error::NothingToRedo)?;
-        self.close_open_turn()?;
+        self.close_open_turns()?;
         let actions = history::actions(&self.conn, id)?;
         let root_fs = Arc::clone(&self.root_fs);
         let mut dirs = Dirs::new(&root_fs).ctx("open", &self.root)?;
@@ -260,6 +303,26 @@ impl Project {
     }
 }
 
+/// Makes a conflict of every planned path another session's turn changed
+/// (`others`: path → what the rewound turns left there, and that turn).
+fn name_other_sessions(plan: &mut RewindPlan, others: BTreeMap<RelPath, (State, OtherTurn)>) {
+    for a in &plan.actions {
+        let Some((expected, other)) = others.get(&a.path) else {
+            continue;
+        };
+        match plan.conflicts.iter_mut().find(|c| c.path == a.path) {
+            Some(c) => c.other = Some(other.clone()),
+            None => plan.conflicts.push(Conflict {
+                path: a.path.clone(),
+                expected: expected.clone(),
+                current: a.current.clone(),
+                other: Some(other.clone()),
+            }),
+        }
+    }
+    plan.conflicts.sort_by(|a, b| a.path.cmp(&b.path));
+}
+
 struct CacheTree<'a> {
     project: &'a Project,
 }
@@ -388,6 +451,70 @@ mod tests {
         let out = p.redo(RewindOptions::default()).unwrap();
         assert!(matches!(out, RewindOutcome::Applied { .. }), "{out:?}");
         assert_eq!(snapshot(&root), after);
+    }
+
+    /// Two sessions: A edits a.txt, then both have turns open while c.txt
+    /// changes (shared: recorded in both), then B edits b.txt alone.
+    #[test]
+    fn a_rewind_undoes_only_its_sessions_turns_and_names_another_sessions_change() {
+        let (_tmp, root, mut p) =
+            reconciled(&[("a.txt", "a\n"), ("b.txt", "b\n"), ("c.txt", "c\n")]);
+        let meta = |s: &str| TurnMeta {
+            session: Some(s.into()),
+            ..TurnMeta::default()
+        };
+        let ta = p.turn_start(meta("A")).unwrap();
+        fs::write(root.join("a.txt"), "A\n").unwrap();
+        p.reconcile().unwrap();
+        let tb = p.turn_start(meta("B")).unwrap();
+        assert_eq!(crate::history::open_turns(&p.conn).unwrap().len(), 2);
+        fs::write(root.join("c.txt"), "A or B\n").unwrap();
+        p.reconcile().unwrap();
+        let a = p.turn_end_of(Some("A")).unwrap();
+        fs::write(root.join("b.txt"), "B\n").unwrap();
+        p.reconcile().unwrap();
+        let b = p.turn_end_of(Some("B")).unwrap();
+        let shared = |d: &crate::model::TurnDetail| -> Vec<(String, bool)> {
+            d.entries
+                .iter()
+                .map(|e| (e.path.to_string(), e.shared))
+                .collect()
+        };
+        let own = |p: &str| (p.to_string(), false);
+        let both = |p: &str| (p.to_string(), true);
+        assert_eq!(shared(&a), [own("a.txt"), both("c.txt")]);
+        assert_eq!(shared(&b), [own("b.txt"), both("c.txt")]);
+
+        let RewindOutcome::Refused(plan) = p.rewind(ta, RewindOptions::default()).unwrap() else {
+            panic!("a path B changed too was not a conflict");
+        };
+        assert_eq!(plan.turns, [ta]);
+        let conflicts: Vec<_> = plan
+            .conflicts
+            .iter()
+            .map(|c| (c.path.to_string(), c.other.clone()))
+            .collect();
+        let by_b = crate::model::OtherTurn {
+            turn: tb,
+            session: Some("B".into()),
+        };
+        assert_eq!(conflicts, [("c.txt".to_string(), Some(by_b))]);
+
+        let forced = RewindOptions {
+            force: true,
+            ..RewindOptions::default()
+        };
+        let out = p.rewind(ta, forced).unwrap();
+        assert!(matches!(out, RewindOutcome::Applied { .. }), "{out:?}");
+        let read = |p: &str| fs::read_to_string(root.join(p)).unwrap();
+        assert_eq!(
+            (read("a.txt"), read("b.txt"), read("c.txt")),
+            ("a\n".into(), "B\n".into(), "c\n".into())
+        );
+        assert_eq!(
+            p.show(tb).unwrap().info.status,
+            crate::model::TurnStatus::Closed
+        );
     }
 
     /// A reconciled project of `n` files `d/<i>.txt`, each `<word> <i>\n`.

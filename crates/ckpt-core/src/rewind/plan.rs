@@ -120,6 +120,7 @@ pub(crate) fn plan(
         conflicts: p.conflicts.into_values().collect(),
         skipped,
         blocked,
+        merged: Vec::new(),
     })
 }
 
@@ -150,6 +151,7 @@ impl<T: Tree> Planner<'_, T> {
                 path: path.clone(),
                 expected,
                 current: current.clone(),
+                other: None,
             };
             self.conflicts.insert(path.clone(), conflict);
         }
@@ -182,6 +184,7 @@ impl<T: Tree> Planner<'_, T> {
                         path: child.clone(),
                         expected: State::Absent,
                         current: state.clone(),
+                        other: None,
                     });
                 }
             }

@@ -39,7 +39,7 @@ pub fn handle(d: &Arc<Daemon>, dir: &WirePath, drop_data: bool) -> ReqResult<Unw
             if let Err(e) = crate::daemon::barrier(d, &h) {
                 tracing::warn!(root = %h.root.display(), error = %e, "barrier before unwatch");
             }
-            if let Err(e) = h.call(|p| p.turn_end()) {
+            if let Err(e) = h.call(|p| p.close_open_turns()) {
                 tracing::warn!(root = %h.root.display(), error = %e, "closing the open turn");
             }
         }

@@ -1,0 +1,215 @@
+//! `rewind --merge`: a text file changed after the rewound turns (by the
+//! user or another session) is merged instead of refused. Base: what the
+//! newest rewound turn left; ours: the file now; theirs: the rewind's
+//! target. Where the hunks merge cleanly the rewound turns' change is
+//! undone and the later edit kept; where they overlap the file is left as
+//! it is (or, with markers, written with conflict markers). The merged
+//! content is what the rewind writes, so `redo` puts back exactly the file
+//! the merge replaced.
+
+use crate::error::Result;
+use crate::model::{MergeMode, MergeOutcome, Merged, RewindPlan};
+use crate::project::Project;
+use crate::state::{Hash, State};
+use crate::store::Prepared;
+
+impl Project {
+    /// Turns each mergeable conflict of `plan` into an action writing the
+    /// merge; returns the merged contents to store before the rewind is
+    /// journaled. What cannot be merged (not text, not a file on all three
+    /// sides, or unchanged since the turns but claimed by another session)
+    /// stays a conflict.
+    pub(super) fn merge_conflicts(
+        &self,
+        plan: &mut RewindPlan,
+        mode: MergeMode,
+        dry_run: bool,
+    ) -> Result<Vec<Prepared>> {
+        let mut blobs = Vec::new();
+        let mut still = Vec::new();
+        for c in std::mem::take(&mut plan.conflicts) {
+            let Some(a) = plan.actions.iter_mut().find(|a| a.path == c.path) else {
+                still.push(c);
+                continue;
+            };
+            let (
+                State::File {
+                    hash: base,
+                    mode: base_mode,
+                    ..
+                },
+                State::File {
+                    hash: ours,
+                    mode: ours_mode,
+                    ..
+                },
+                State::File {
+                    hash: theirs,
+                    mode: theirs_mode,
+                    ..
+                },
+            ) = (&c.expected, &c.current, &a.target)
+            else {
+                still.push(c);
+                continue;
+            };
+            if c.expected == c.current {
+                still.push(c);
+                continue;
+            }
+            let texts = [base, ours, theirs].map(|h| self.store.get(&self.conn, h));
+            let [base_text, ours_text, theirs_text] = texts;
+            let (base_text, ours_text, theirs_text) = (base_text?, ours_text?, theirs_text?);
+            let (Some(b), Some(o), Some(t)) =
+                (text(&base_text), text(&ours_text), text(&theirs_text))
+            else {
+                still.push(c);
+                continue;
+            };
+            let (text, outcome) = match diffy::merge(b, o, t) {
+                Ok(text) => (text, MergeOutcome::Clean),
+                Err(text) if mode == MergeMode::Markers => (text, MergeOutcome::Markers),
+                Err(_) => {
+                    let path = c.path.clone();
+                    plan.actions.retain(|a| a.path != path);
+                    plan.merged.push(Merged {
+                        path,
+                        outcome: MergeOutcome::Overlapping,
+                        content: None,
+                    });
+                    continue;
+                }
+            };
+            // A mode the later edit changed is kept; else the target's.
+            let mode = if ours_mode != base_mode {
+                *ours_mode
+            } else {
+                *theirs_mode
+            };
+            let hash = Hash::of(text.as_bytes());
+            a.target = State::File {
+                hash,
+                size: text.len() as u64,
+                mode,
+            };
+            if !dry_run {
+                blobs.push(self.store.prepare_hashed(hash, text.as_bytes()));
+            }
+            plan.merged.push(Merged {
+                path: c.path,
+                outcome,
+                content: dry_run.then_some(text),
+            });
+        }
+        plan.conflicts = still;
+        Ok(blobs)
+    }
+}
+
+/// The content as text, unless it is binary: not UTF-8, or a NUL in its
+/// first 8,000 bytes (git's test).
+fn text(data: &[u8]) -> Option<&str> {
+    if data[..data.len().min(8000)].contains(&0) {
+        return None;
+    }
+    std::str::from_utf8(data).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::fs;
+
+    use crate::model::{MergeMode, MergeOutcome, RewindOptions, RewindOutcome, TurnMeta};
+    use crate::project::tests::reconciled;
+
+    const BASE: &str = "one\ntwo\nthree\nfour\nfive\nsix\nseven\n";
+
+    fn merge(mode: MergeMode) -> RewindOptions {
+        RewindOptions {
+            merge: Some(mode),
+            ..RewindOptions::default()
+        }
+    }
+
+    /// The agent changes line 2 of a.txt in a turn; then `user` edits it.
+    fn agent_then_user(user: &str) -> (tempfile::TempDir, std::path::PathBuf, crate::Project, i64) {
+        let (tmp, root, mut p) = reconciled(&[("a.txt", BASE), ("b.bin", "\0bin")]);
+        let turn = p.turn_start(TurnMeta::default()).unwrap();
+        fs::write(root.join("a.txt"), BASE.replace("two", "TWO (agent)")).unwrap();
+        fs::write(root.join("b.bin"), "\0agent").unwrap();
+        p.reconcile().unwrap();
+        p.turn_end().unwrap();
+        fs::write(root.join("a.txt"), user).unwrap();
+        p.reconcile().unwrap();
+        (tmp, root, p, turn)
+    }
+
+    #[test]
+    fn a_clean_merge_undoes_the_agent_and_keeps_the_later_edit_and_redo_restores_it() {
+        let user = BASE
+            .replace("two", "TWO (agent)")
+            .replace("six", "SIX (user)");
+        let (_tmp, root, mut p, turn) = agent_then_user(&user);
+        let out = p.rewind(turn, merge(MergeMode::Clean)).unwrap();
+        let RewindOutcome::Applied { plan, .. } = out else {
+            panic!("not applied: {out:?}");
+        };
+        assert_eq!(plan.merged.len(), 1);
+        assert_eq!(plan.merged[0].outcome, MergeOutcome::Clean);
+        assert_eq!(
+            fs::read_to_string(root.join("a.txt")).unwrap(),
+            BASE.replace("six", "SIX (user)")
+        );
+        assert_eq!(fs::read(root.join("b.bin")).unwrap(), b"\0bin");
+        p.reconcile().unwrap();
+        assert!(matches!(
+            p.redo(RewindOptions::default()).unwrap(),
+            RewindOutcome::Applied { .. }
+        ));
+        assert_eq!(fs::read_to_string(root.join("a.txt")).unwrap(), user);
+    }
+
+    #[test]
+    fn overlapping_changes_are_left_as_they_are_or_written_with_markers() {
+        let user = BASE.replace("two", "TWO (user)");
+        let (_tmp, root, mut p, turn) = agent_then_user(&user);
+        let dry = RewindOptions {
+            dry_run: true,
+            ..merge(MergeMode::Markers)
+        };
+        let RewindOutcome::DryRun(plan) = p.rewind(turn, dry).unwrap() else {
+            panic!("not a dry run");
+        };
+        let text = plan.merged[0]
+            .content
+            .as_deref()
+            .expect("a dry run shows it");
+        assert!(
+            text.contains("<<<<<<<") && text.contains("TWO (user)"),
+            "{text}"
+        );
+        assert_eq!(fs::read_to_string(root.join("a.txt")).unwrap(), user);
+
+        let out = p.rewind(turn, merge(MergeMode::Clean)).unwrap();
+        let RewindOutcome::Applied { plan, .. } = out else {
+            panic!("not applied: {out:?}");
+        };
+        assert_eq!(plan.merged[0].outcome, MergeOutcome::Overlapping);
+        assert_eq!(fs::read_to_string(root.join("a.txt")).unwrap(), user);
+        assert_eq!(fs::read(root.join("b.bin")).unwrap(), b"\0bin");
+    }
+
+    #[test]
+    fn a_binary_file_changed_since_is_not_mergeable_and_stays_a_conflict() {
+        let (_tmp, root, mut p, turn) = agent_then_user(BASE);
+        fs::write(root.join("b.bin"), "\0user").unwrap();
+        p.reconcile().unwrap();
+        let out = p.rewind(turn, merge(MergeMode::Markers)).unwrap();
+        let RewindOutcome::Refused(plan) = out else {
+            panic!("not refused: {out:?}");
+        };
+        let paths: Vec<String> = plan.conflicts.iter().map(|c| c.path.to_string()).collect();
+        assert_eq!(paths, ["b.bin"]);
+        assert_eq!(fs::read(root.join("b.bin")).unwrap(), b"\0user");
+    }
+}
