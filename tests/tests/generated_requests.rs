@@ -244,6 +244,7 @@ fn concrete(proj: &Path, g: &Gen) -> Request {
         Gen::Log(s, limit) => Request::Log {
             dir: p(s),
             limit: *limit,
+            session: None,
         },
         Gen::Show(s, turn) => Request::Show {
             dir: p(s),
@@ -260,6 +261,7 @@ fn concrete(proj: &Path, g: &Gen) -> Request {
             paths: ps(paths),
             dry_run: *dry_run,
             force: *force,
+            merge: force.then_some(ckpt_proto::MergeMode::Markers),
         },
         Gen::Redo(s, dry_run, force) => Request::Redo {
             dir: p(s),

@@ -95,8 +95,14 @@ impl Project {
         Ok(())
     }
 
+    /// The newest open turn, of any session.
     pub fn open_turn(&self) -> Result<Option<i64>> {
         open_turn(&self.conn)
+    }
+
+    /// The open turn of `session` (`None`: the default session).
+    pub fn open_turn_of(&self, session: Option<&str>) -> Result<Option<i64>> {
+        history::open_turn_of(&self.conn, session)
     }
 
     /// Who opened `turn` (label, agent, session), without reading its entries.
@@ -114,7 +120,12 @@ impl Project {
 
     /// Turns, newest first.
     pub fn log(&self, limit: usize) -> Result<Vec<TurnInfo>> {
-        let ids = history::newest_turns(&self.conn, limit)?;
+        self.log_of(limit, None)
+    }
+
+    /// Turns, newest first; with `session`, only that session's.
+    pub fn log_of(&self, limit: usize, session: Option<&str>) -> Result<Vec<TurnInfo>> {
+        let ids = history::newest_turns(&self.conn, limit, session)?;
         ids.into_iter().map(|id| Ok(self.show(id)?.info)).collect()
     }
 

@@ -64,6 +64,9 @@ pub enum Request {
         dir: WirePath,
         #[serde(default)]
         limit: Option<usize>,
+        /// Only this session's turns.
+        #[serde(default)]
+        session: Option<String>,
     },
     Show {
         dir: WirePath,
@@ -85,6 +88,9 @@ pub enum Request {
         dry_run: bool,
         #[serde(default)]
         force: bool,
+        /// Merge text files changed since the rewound turns.
+        #[serde(default)]
+        merge: Option<MergeMode>,
     },
     Redo {
         dir: WirePath,
@@ -319,6 +325,9 @@ pub struct TurnEntry {
     pub pre: State,
     #[serde(default)]
     pub post: Option<State>,
+    /// Changed while other sessions had turns open too.
+    #[serde(default)]
+    pub shared: bool,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -525,6 +534,40 @@ pub struct Conflict {
     pub path: WirePath,
     pub expected: State,
     pub current: State,
+    /// Another session's turn that changed the path during or after the
+    /// rewound turns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub other_turn: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub other_session: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MergeMode {
+    /// Write clean merges; leave files whose changes overlap as they are.
+    Clean,
+    /// Write overlapping changes with conflict markers.
+    Markers,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MergeOutcome {
+    Clean,
+    Markers,
+    /// Left as it is: the changes overlap.
+    Overlapping,
+}
+
+/// A file `rewind --merge` merged, or left because its changes overlap.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct MergedFile {
+    pub path: WirePath,
+    pub outcome: MergeOutcome,
+    /// The merged text, in a dry run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -555,6 +598,9 @@ pub struct RewindReply {
     /// tree back exactly).
     #[serde(default)]
     pub blocked: Vec<Skipped>,
+    /// What `--merge` did.
+    #[serde(default)]
+    pub merged: Vec<MergedFile>,
     pub elapsed_ms: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub degraded: Option<String>,

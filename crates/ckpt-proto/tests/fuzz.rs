@@ -11,7 +11,7 @@ use std::io::ErrorKind as IoKind;
 
 use ckpt_proto::{
     decode_body, encode, read_frame, CopyPath, FrameError, LedgerEvent, LedgerFilter, LedgerRecord,
-    LineSpan, PathEntry, Request, Response, WirePath, MAX_REQUEST, READ_AHEAD,
+    LineSpan, MergeMode, PathEntry, Request, Response, WirePath, MAX_REQUEST, READ_AHEAD,
 };
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
@@ -241,6 +241,8 @@ fn odd_name() -> impl Strategy<Value = String> {
             "to",
             "out",
             "CopyIn",
+            "merge",
+            "markers",
             "source",
             "base",
             "copy",
@@ -319,7 +321,8 @@ fn request() -> impl Strategy<Value = Request> {
             }
         ),
         odd_path().prop_map(|dir| Request::Sync { dir }),
-        (odd_path(), any::<Option<usize>>()).prop_map(|(dir, limit)| Request::Log { dir, limit }),
+        (odd_path(), any::<Option<usize>>(), opt())
+            .prop_map(|(dir, limit, session)| Request::Log { dir, limit, session }),
         (odd_path(), any::<i64>()).prop_map(|(dir, turn)| Request::Show { dir, turn }),
         (
             odd_path(),
@@ -332,14 +335,16 @@ fn request() -> impl Strategy<Value = Request> {
             any::<i64>(),
             proptest::collection::vec(odd_path(), 0..4),
             any::<bool>(),
-            any::<bool>()
+            any::<bool>(),
+            proptest::option::of(prop_oneof![Just(MergeMode::Clean), Just(MergeMode::Markers)])
         )
-            .prop_map(|(dir, turn, paths, dry_run, force)| Request::Rewind {
+            .prop_map(|(dir, turn, paths, dry_run, force, merge)| Request::Rewind {
                 dir,
                 turn,
                 paths,
                 dry_run,
-                force
+                force,
+                merge
             }),
         (odd_path(), any::<bool>(), any::<bool>()).prop_map(|(dir, dry_run, force)| {
             Request::Redo {

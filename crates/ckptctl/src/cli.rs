@@ -95,6 +95,9 @@ pub enum Command {
         /// How many turns to list.
         #[arg(short = 'n', long, default_value_t = LOG_LIMIT)]
         limit: usize,
+        /// Only this session's turns.
+        #[arg(long)]
+        session: Option<String>,
     },
     /// The paths of one turn.
     Show { turn: i64 },
@@ -122,17 +125,32 @@ pub enum Command {
     },
     /// Restore the state from just before TURN, undoing it and every later turn.
     Rewind {
-        /// The oldest turn to undo (it and every later live turn are undone).
-        turn: i64,
+        /// The oldest turn to undo: it and every later live turn of its
+        /// session are undone.
+        #[arg(required_unless_present = "last", conflicts_with = "last")]
+        turn: Option<i64>,
+        /// Rewind the newest live turn of --session (without it, of the
+        /// default session: turns opened without one).
+        #[arg(long)]
+        last: bool,
+        /// With --last: whose newest turn.
+        #[arg(long, requires = "last")]
+        session: Option<String>,
         /// Only these paths (and what is below them); repeatable.
         #[arg(long = "path", value_name = "PATH")]
         paths: Vec<PathBuf>,
         /// Show what would change; change nothing.
         #[arg(long)]
         dry_run: bool,
-        /// Overwrite paths edited after the agent.
+        /// Overwrite paths edited after the agent (or by another session).
         #[arg(long)]
         force: bool,
+        /// Merge text files edited after the agent instead of refusing:
+        /// clean hunks are written (the agent's change undone, the later
+        /// edit kept); a file whose changes overlap is left as it is, or
+        /// with --merge=markers written with conflict markers.
+        #[arg(long, value_enum, num_args = 0..=1, require_equals = true, default_missing_value = "clean")]
+        merge: Option<MergeArg>,
     },
     /// Undo the last rewind exactly.
     Redo {
@@ -292,6 +310,13 @@ pub fn usage_error(message: impl std::fmt::Display) -> ! {
     Cli::command()
         .error(clap::error::ErrorKind::ArgumentConflict, message)
         .exit()
+}
+
+/// `rewind --merge[=clean|markers]`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum MergeArg {
+    Clean,
+    Markers,
 }
 
 /// Who opens a turn and why.

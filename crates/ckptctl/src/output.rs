@@ -119,7 +119,8 @@ pub fn state(s: &State) -> String {
     }
 }
 
-/// One line per entry of a turn: change letter, path, skip reason.
+/// One line per entry of a turn: change letter, path, skip reason, and
+/// whether it is shared with another session's turn.
 pub fn entries(list: &[TurnEntry]) {
     for e in list {
         let letter = match e.change {
@@ -140,6 +141,11 @@ pub fn entries(list: &[TurnEntry]) {
                 _ => None,
             })
             .unwrap_or_default();
-        println!("  {letter}  {}{slash}{reason}", e.path);
+        let shared = if e.shared {
+            "  (shared: another session's turn was open too)"
+        } else {
+            ""
+        };
+        println!("  {letter}  {}{slash}{reason}{shared}", e.path);
     }
 }

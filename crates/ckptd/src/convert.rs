@@ -80,6 +80,7 @@ pub fn turn_detail(d: &core::TurnDetail) -> proto::TurnDetail {
                     .map(|post| change(core::ChangeKind::between(&e.pre, post))),
                 pre: state(&e.pre),
                 post: e.post.as_ref().map(state),
+                shared: e.shared,
             })
             .collect(),
     }
@@ -124,6 +125,20 @@ pub fn conflict(c: &core::Conflict) -> proto::Conflict {
         path: rel(&c.path),
         expected: state(&c.expected),
         current: state(&c.current),
+        other_turn: c.other.as_ref().map(|o| o.turn),
+        other_session: c.other.as_ref().and_then(|o| o.session.clone()),
+    }
+}
+
+pub fn merged(m: &core::Merged) -> proto::MergedFile {
+    proto::MergedFile {
+        path: rel(&m.path),
+        outcome: match m.outcome {
+            core::MergeOutcome::Clean => proto::MergeOutcome::Clean,
+            core::MergeOutcome::Markers => proto::MergeOutcome::Markers,
+            core::MergeOutcome::Overlapping => proto::MergeOutcome::Overlapping,
+        },
+        content: m.content.clone(),
     }
 }
 

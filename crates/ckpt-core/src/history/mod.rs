@@ -363,10 +363,16 @@ pub(crate) fn note_transcript(conn: &Connection, turn: i64, transcript: &str) ->
 }
 
 /// The ids of the newest `limit` turns, newest first.
-pub(crate) fn newest_turns(conn: &Connection, limit: usize) -> Result<Vec<i64>> {
+pub(crate) fn newest_turns(
+    conn: &Connection,
+    limit: usize,
+    session: Option<&str>,
+) -> Result<Vec<i64>> {
     Ok(conn
-        .prepare_cached("SELECT id FROM turns ORDER BY id DESC LIMIT ?1")?
-        .query_map([limit as i64], |r| r.get(0))?
+        .prepare_cached(
+            "SELECT id FROM turns WHERE ?2 IS NULL OR session = ?2 ORDER BY id DESC LIMIT ?1",
+        )?
+        .query_map(params![limit as i64, session], |r| r.get(0))?
         .collect::<rusqlite::Result<_>>()?)
 }
 

@@ -180,7 +180,7 @@ impl Ckpt {
     #[tool(annotations(read_only_hint = true))]
     async fn list_turns(&self, Parameters(a): Parameters<ListTurns>) -> CallToolResult {
         let limit = a.limit.unwrap_or(LOG_LIMIT);
-        self.call(move |ctx| log::query(ctx, limit)).await
+        self.call(move |ctx| log::query(ctx, limit, None)).await
     }
 
     /// The paths one turn added, modified or deleted, with their states
@@ -216,7 +216,7 @@ impl Ckpt {
         let dry_run = !a.confirm;
         let r = self.call_raw(move |ctx| {
             let paths = wire_paths(ctx, &a.paths)?;
-            rewind::request_rewind(ctx, a.turn, paths, dry_run, false)
+            rewind::request_rewind(ctx, a.turn, paths, dry_run, false, None)
         });
         rewind_result(r.await)
     }
@@ -374,7 +374,7 @@ fn wire_paths(ctx: &Ctx, paths: &[String]) -> anyhow::Result<Vec<WirePath>> {
     if paths.iter().all(|p| Path::new(p).is_absolute()) {
         return Ok(paths.iter().map(|p| WirePath::from(Path::new(p))).collect());
     }
-    let root = log::query(ctx, 0)?.project;
+    let root = log::query(ctx, 0, None)?.project;
     Ok(paths
         .iter()
         .map(|p| WirePath::from(root.as_path().join(p)))

@@ -1,23 +1,25 @@
-//! `ckptctl log [-n N]`: turns, newest first.
+//! `ckptctl log [-n N] [--session S]`: turns, newest first.
 
 use ckpt_proto::{LogReply, Request, Response};
 
 use super::{unexpected, Ctx};
 use crate::output;
 
-/// The newest `limit` turns: the document `--json` prints.
-pub fn query(ctx: &Ctx, limit: usize) -> anyhow::Result<LogReply> {
+/// The newest `limit` turns (of `session`, if given): the document
+/// `--json` prints.
+pub fn query(ctx: &Ctx, limit: usize, session: Option<String>) -> anyhow::Result<LogReply> {
     match ctx.request(&Request::Log {
         dir: ctx.wire_dir(),
         limit: Some(limit),
+        session,
     })? {
         Response::Log(l) => Ok(l),
         other => Err(unexpected(other)),
     }
 }
 
-pub fn run(ctx: &Ctx, limit: usize) -> anyhow::Result<u8> {
-    let l = query(ctx, limit)?;
+pub fn run(ctx: &Ctx, limit: usize, session: Option<String>) -> anyhow::Result<u8> {
+    let l = query(ctx, limit, session)?;
     output::warn_degraded(&l.project, &l.degraded);
     if ctx.g.json {
         output::json(&l)?;

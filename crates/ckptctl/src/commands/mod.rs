@@ -93,17 +93,30 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::TurnStart(args) => turn_start::run(ctx, args),
         Command::TurnEnd { session, hook } => turn_end::run(ctx, session, hook),
         Command::Sync => sync::run(&ctx),
-        Command::Log { limit } => log::run(&ctx, limit),
+        Command::Log { limit, session } => log::run(&ctx, limit, session),
         Command::Show { turn } => show::run(&ctx, turn),
         Command::Diff { turn, paths } => diff::run(&ctx, turn, &paths),
         Command::Export { range, out } => export::run(&ctx, &range, &out),
         Command::Blame { file } => blame::run(&ctx, &file),
         Command::Rewind {
             turn,
+            last,
+            session,
             paths,
             dry_run,
             force,
-        } => rewind::rewind(&ctx, turn, &paths, dry_run, force),
+            merge,
+        } => {
+            let turn = match turn {
+                Some(t) => t,
+                None => rewind::last_turn(&ctx, session.as_deref(), last)?,
+            };
+            let merge = merge.map(|m| match m {
+                crate::cli::MergeArg::Clean => ckpt_proto::MergeMode::Clean,
+                crate::cli::MergeArg::Markers => ckpt_proto::MergeMode::Markers,
+            });
+            rewind::rewind(&ctx, turn, &paths, dry_run, force, merge)
+        }
         Command::Redo { dry_run, force } => rewind::redo(&ctx, dry_run, force),
         Command::Status => status::run(&ctx),
         Command::Fsck => fsck::run(&ctx),

@@ -4,7 +4,10 @@
 
 use std::path::PathBuf;
 
-use ckpt_proto::{ActionKind, Outcome, Request, Response, RewindReply, State, WirePath};
+use ckpt_proto::{
+    ActionKind, MergeMode, MergeOutcome, Outcome, Request, Response, RewindReply, State,
+    TurnStatus, WirePath,
+};
 
 use super::{unexpected, Ctx};
 use crate::output;
@@ -16,13 +19,32 @@ pub fn rewind(
     paths: &[PathBuf],
     dry_run: bool,
     force: bool,
+    merge: Option<MergeMode>,
 ) -> anyhow::Result<u8> {
     let paths = paths
         .iter()
         .map(|p| ctx.wire_path(p))
         .collect::<anyhow::Result<Vec<_>>>()?;
-    let r = request_rewind(ctx, turn, paths, dry_run, force)?;
+    let r = request_rewind(ctx, turn, paths, dry_run, force, merge)?;
     finish(ctx, r)
+}
+
+/// `rewind --last [--session S]`: the newest live turn of `session` (the
+/// default session without one).
+pub fn last_turn(ctx: &Ctx, session: Option<&str>, last: bool) -> anyhow::Result<i64> {
+    anyhow::ensure!(last, "name a turn, or --last");
+    let log = super::log::query(ctx, 100_000, session.map(str::to_string))?;
+    log.turns
+        .iter()
+        .find(|t| t.session.as_deref() == session && t.status != TurnStatus::Rewound)
+        .map(|t| t.id)
+        .ok_or_else(|| match session {
+            Some(s) => anyhow::anyhow!("session {s} has no live turn in {}", log.project),
+            None => anyhow::anyhow!(
+                "no live turn without a session in {}; name one with --session",
+                log.project
+            ),
+        })
 }
 
 pub fn redo(ctx: &Ctx, dry_run: bool, force: bool) -> anyhow::Result<u8> {
@@ -37,6 +59,7 @@ pub fn request_rewind(
     paths: Vec<WirePath>,
     dry_run: bool,
     force: bool,
+    merge: Option<MergeMode>,
 ) -> anyhow::Result<RewindReply> {
     reply(ctx.request(&Request::Rewind {
         dir: ctx.wire_dir(),
@@ -44,6 +67,7 @@ pub fn request_rewind(
         paths,
         dry_run,
         force,
+        merge,
     })?)
 }
 
@@ -128,12 +152,36 @@ fn print(r: &RewindReply) {
         eprintln!("  blocked    {}  ({})", b.path, b.reason);
     }
     for c in &r.conflicts {
-        eprintln!(
-            "  conflict   {}: edited after the agent (expected {}, found {})",
-            c.path,
-            output::state(&c.expected),
-            output::state(&c.current)
-        );
+        match (c.other_turn, &c.other_session) {
+            (Some(t), session) => eprintln!(
+                "  conflict   {}: also changed by turn {t} of {}",
+                c.path,
+                session
+                    .as_deref()
+                    .map_or("the default session".to_string(), |s| format!("session {s}"))
+            ),
+            (None, _) => eprintln!(
+                "  conflict   {}: edited after the agent (expected {}, found {})",
+                c.path,
+                output::state(&c.expected),
+                output::state(&c.current)
+            ),
+        }
+    }
+    for m in &r.merged {
+        let what = match (m.outcome, would) {
+            (MergeOutcome::Clean, false) => "merged   ",
+            (MergeOutcome::Clean, true) => "would merge",
+            (MergeOutcome::Markers, false) => "merged with conflict markers",
+            (MergeOutcome::Markers, true) => "would merge with conflict markers",
+            (MergeOutcome::Overlapping, _) => "left as it is: the changes overlap (--merge=markers)",
+        };
+        println!("  {what}  {}", m.path);
+        if let Some(text) = &m.content {
+            for line in text.lines() {
+                println!("    | {line}");
+            }
+        }
     }
     if !r.blocked.is_empty() {
         eprintln!(
@@ -144,7 +192,8 @@ fn print(r: &RewindReply) {
     } else if r.outcome == Outcome::Refused {
         eprintln!(
             "{} path(s) changed after the agent's last turn touched them; \
-             use --force to overwrite them, or --path to rewind other paths only",
+             use --merge to keep those edits, --force to overwrite them, or --path to \
+             rewind other paths only",
             r.conflicts.len()
         );
     } else if !r.conflicts.is_empty() && r.outcome == Outcome::DryRun {

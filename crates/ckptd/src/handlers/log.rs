@@ -1,4 +1,4 @@
-//! `log`: turns, newest first.
+//! `log`: turns, newest first, of one session or all.
 
 use std::sync::Arc;
 
@@ -11,10 +11,15 @@ use crate::error::ReqResult;
 /// Turns listed when the client gives no limit.
 const DEFAULT_LIMIT: usize = 50;
 
-pub fn handle(d: &Arc<Daemon>, dir: &WirePath, limit: Option<usize>) -> ReqResult<LogReply> {
+pub fn handle(
+    d: &Arc<Daemon>,
+    dir: &WirePath,
+    limit: Option<usize>,
+    session: Option<&str>,
+) -> ReqResult<LogReply> {
     let h = d.project_for(dir)?;
     h.ensure_available()?;
-    let turns = h.call(|p| p.log(limit.unwrap_or(DEFAULT_LIMIT)))?;
+    let turns = h.call(|p| p.log_of(limit.unwrap_or(DEFAULT_LIMIT), session))?;
     Ok(LogReply {
         project: convert::abs(&h.root),
         turns: turns.iter().map(convert::turn_info).collect(),

@@ -59,7 +59,11 @@ pub fn handle(d: &Arc<Daemon>, req: Request) -> Response {
         } => turn_end::handle(d, &dir, session.as_deref(), transcript.as_deref())
             .map(Response::TurnEnded),
         Request::Sync { dir } => sync::handle(d, &dir).map(Response::Synced),
-        Request::Log { dir, limit } => log::handle(d, &dir, limit).map(Response::Log),
+        Request::Log {
+            dir,
+            limit,
+            session,
+        } => log::handle(d, &dir, limit, session.as_deref()).map(Response::Log),
         Request::Show { dir, turn } => show::handle(d, &dir, turn).map(Response::Show),
         Request::Diff { dir, turn, paths } => {
             diff::handle(d, &dir, turn, &paths).map(Response::Diff)
@@ -70,7 +74,8 @@ pub fn handle(d: &Arc<Daemon>, req: Request) -> Response {
             paths,
             dry_run,
             force,
-        } => rewind::rewind(d, &dir, turn, &paths, dry_run, force).map(Response::Rewind),
+            merge,
+        } => rewind::rewind(d, &dir, turn, &paths, dry_run, force, merge).map(Response::Rewind),
         Request::Redo {
             dir,
             dry_run,

@@ -21,6 +21,7 @@ pub fn rewind(
     paths: &[WirePath],
     dry_run: bool,
     force: bool,
+    merge: Option<ckpt_proto::MergeMode>,
 ) -> ReqResult<RewindReply> {
     let h = d.project_for(dir)?;
     // A path outside the project is refused before the barrier's work.
@@ -34,6 +35,10 @@ pub fn rewind(
         paths: rels,
         dry_run,
         force,
+        merge: merge.map(|m| match m {
+            ckpt_proto::MergeMode::Clean => ckpt_core::MergeMode::Clean,
+            ckpt_proto::MergeMode::Markers => ckpt_core::MergeMode::Markers,
+        }),
         // The barrier above brought the cache up to date.
         after_barrier: true,
         before_op: pause_hook(&d.config.hooks),
@@ -52,6 +57,7 @@ pub fn redo(d: &Arc<Daemon>, dir: &WirePath, dry_run: bool, force: bool) -> ReqR
         paths: Vec::new(),
         dry_run,
         force,
+        merge: None,
         // The barrier above brought the cache up to date.
         after_barrier: true,
         before_op: pause_hook(&d.config.hooks),
@@ -86,6 +92,7 @@ fn reply(h: &ProjectHandle, redo: bool, outcome: &RewindOutcome, start: Instant)
         conflicts: plan.conflicts.iter().map(convert::conflict).collect(),
         skipped: convert::skipped(&plan.skipped),
         blocked: convert::skipped(&plan.blocked),
+        merged: plan.merged.iter().map(convert::merged).collect(),
         elapsed_ms: start.elapsed().as_millis() as u64,
         degraded: h.degraded_reason(),
     }

@@ -1,6 +1,7 @@
-//! `turn-end`: barrier, then close the open turn, recording post-images;
-//! unless the request names a session and another session opened the turn
-//! (two agents in one project), which leaves it open.
+//! `turn-end`: barrier, then close the session's open turn (no session:
+//! the default session's, or else the only open turn), recording
+//! post-images. When the named session has none open, another session's
+//! turn is left open and named.
 
 use std::sync::Arc;
 
@@ -19,16 +20,17 @@ pub fn handle(
     let h = d.project_for(dir)?;
     barrier(d, &h)?;
     let (detail, left_open) = h.call(|p| {
-        if let (Some(ours), Some(open)) = (session, p.open_turn()?) {
-            let theirs = p.turn_meta(open)?.session;
-            if theirs.is_some_and(|theirs| theirs != ours) {
+        let Some(ours) = p.open_turn_for(session)? else {
+            // Only other sessions' turns are open: left open, and named.
+            if let (Some(_), Some(open)) = (session, p.open_turn()?) {
                 return Ok((p.show(open)?, true));
             }
+            return Err(ckpt_core::Error::NoOpenTurn);
+        };
+        if let Some(t) = transcript {
+            p.note_transcript(ours, t)?;
         }
-        if let (Some(t), Some(open)) = (transcript, p.open_turn()?) {
-            p.note_transcript(open, t)?;
-        }
-        Ok((p.turn_end()?, false))
+        Ok((p.turn_end_of(session)?, false))
     })?;
     if left_open {
         tracing::info!(root = %h.root.display(), turn = detail.info.id, "turn of another session left open");

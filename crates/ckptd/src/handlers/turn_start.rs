@@ -1,4 +1,4 @@
-//! `turn-start`: barrier, close any open turn, open a new one. Watches the
+//! `turn-start`: barrier, close the session's open turn, open a new one. Watches the
 //! project first when asked and it is not watched yet.
 
 use std::sync::Arc;
@@ -29,7 +29,7 @@ pub fn handle(
     };
     barrier(d, &h)?;
     let (closed_turn, turn) = h.call(|p| {
-        let open = p.open_turn()?;
+        let open = p.open_turn_of(meta.session.as_deref())?;
         Ok((open, p.turn_start(meta)?))
     })?;
     tracing::info!(root = %h.root.display(), turn, "turn started");

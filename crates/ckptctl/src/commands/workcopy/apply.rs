@@ -308,7 +308,8 @@ pub fn settle(ctx: &Ctx, store: &Store, mut wc: WorkCopy) -> anyhow::Result<Work
 fn find_turn(ctx: &Ctx, dir: &WirePath, session: &str) -> anyhow::Result<Option<i64>> {
     match ctx.request(&Request::Log {
         dir: dir.clone(),
-        limit: Some(1000),
+        limit: Some(1),
+        session: Some(session.to_string()),
     })? {
         Response::Log(log) => Ok(log
             .turns
