@@ -190,7 +190,8 @@ fn run_refuses_from_hook() {
 }
 
 /// `turn-end --session B` leaves a turn that session A opened open, and
-/// says so; A's own turn-end, or one without a session, closes it.
+/// says so; A's own turn-end, or one without a session when it is the only
+/// open turn, closes it.
 #[test]
 fn turn_end_leaves_another_sessions_turn_open() {
     let env = Env::new();
@@ -221,10 +222,12 @@ fn turn_end_leaves_another_sessions_turn_open() {
     let any = env.ctl_json(&proj, &["turn-end"]);
     assert_eq!(any["left_open"], false, "{any}");
     assert_eq!(any["turn"]["info"]["status"], "closed", "{any}");
-    // A turn opened without a session is closed by any session.
+    // A turn opened without a session belongs to the default session:
+    // session B's turn-end leaves it open too.
     env.ctl_ok(&proj, &["turn-start"]);
     let anon = env.ctl_json(&proj, &["turn-end", "--session", "B"]);
-    assert_eq!(anon["turn"]["info"]["status"], "closed", "{anon}");
+    assert_eq!(anon["left_open"], true, "{anon}");
+    assert_eq!(anon["turn"]["info"]["status"], "open", "{anon}");
 }
 
 /// Claude Code's Stop hook names its session: a second session's Stop

@@ -321,8 +321,13 @@ fn request() -> impl Strategy<Value = Request> {
             }
         ),
         odd_path().prop_map(|dir| Request::Sync { dir }),
-        (odd_path(), any::<Option<usize>>(), opt())
-            .prop_map(|(dir, limit, session)| Request::Log { dir, limit, session }),
+        (odd_path(), any::<Option<usize>>(), opt()).prop_map(|(dir, limit, session)| {
+            Request::Log {
+                dir,
+                limit,
+                session,
+            }
+        }),
         (odd_path(), any::<i64>()).prop_map(|(dir, turn)| Request::Show { dir, turn }),
         (
             odd_path(),
@@ -336,16 +341,21 @@ fn request() -> impl Strategy<Value = Request> {
             proptest::collection::vec(odd_path(), 0..4),
             any::<bool>(),
             any::<bool>(),
-            proptest::option::of(prop_oneof![Just(MergeMode::Clean), Just(MergeMode::Markers)])
+            proptest::option::of(prop_oneof![
+                Just(MergeMode::Clean),
+                Just(MergeMode::Markers)
+            ])
         )
-            .prop_map(|(dir, turn, paths, dry_run, force, merge)| Request::Rewind {
-                dir,
-                turn,
-                paths,
-                dry_run,
-                force,
-                merge
-            }),
+            .prop_map(
+                |(dir, turn, paths, dry_run, force, merge)| Request::Rewind {
+                    dir,
+                    turn,
+                    paths,
+                    dry_run,
+                    force,
+                    merge
+                }
+            ),
         (odd_path(), any::<bool>(), any::<bool>()).prop_map(|(dir, dry_run, force)| {
             Request::Redo {
                 dir,

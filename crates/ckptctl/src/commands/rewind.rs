@@ -158,7 +158,9 @@ fn print(r: &RewindReply) {
                 c.path,
                 session
                     .as_deref()
-                    .map_or("the default session".to_string(), |s| format!("session {s}"))
+                    .map_or("the default session".to_string(), |s| format!(
+                        "session {s}"
+                    ))
             ),
             (None, _) => eprintln!(
                 "  conflict   {}: edited after the agent (expected {}, found {})",
@@ -174,7 +176,9 @@ fn print(r: &RewindReply) {
             (MergeOutcome::Clean, true) => "would merge",
             (MergeOutcome::Markers, false) => "merged with conflict markers",
             (MergeOutcome::Markers, true) => "would merge with conflict markers",
-            (MergeOutcome::Overlapping, _) => "left as it is: the changes overlap (--merge=markers)",
+            (MergeOutcome::Overlapping, _) => {
+                "left as it is: the changes overlap (--merge=markers)"
+            }
         };
         println!("  {what}  {}", m.path);
         if let Some(text) = &m.content {

@@ -1,0 +1,233 @@
+//! Several sessions in one project: each session's turns are its own, a
+//! change seen while several are open goes to each (shared), a rewind
+//! undoes only its session's turns and names another session's change as a
+//! conflict; `rewind --merge` keeps a later edit instead of refusing.
+
+use std::path::Path;
+
+use ckpt_e2e::*;
+
+fn read(proj: &Path, p: &str) -> String {
+    std::fs::read_to_string(proj.join(p)).unwrap()
+}
+
+fn start(env: &Env, proj: &Path, session: &str) -> i64 {
+    let t = env.ctl_json(
+        proj,
+        &["turn-start", "--session", session, "--label", session],
+    );
+    t["turn"].as_i64().expect("a turn id")
+}
+
+/// (path, shared) of a turn's entries.
+fn entries(env: &Env, proj: &Path, turn: i64) -> Vec<(String, bool)> {
+    let show = env.ctl_json(proj, &["show", &turn.to_string()]);
+    show["turn"]["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["path"].as_str().unwrap().to_string(),
+                e["shared"].as_bool().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// A edits a.txt alone; then B opens a turn and b.txt changes while both
+/// are open (`sed -i`: either could have done it); A ends; B edits c.txt
+/// alone and ends.
+fn interleaved(env: &Env) -> (std::path::PathBuf, i64, i64) {
+    let proj = env.git_repo(
+        "p",
+        &[("a.txt", b"a\n"), ("b.txt", b"b\n"), ("c.txt", b"c\n")],
+    );
+    env.ctl_ok(&proj, &["watch"]);
+    let ta = start(env, &proj, "A");
+    sh(&proj, "echo A > a.txt");
+    let tb = start(env, &proj, "B");
+    sh(&proj, "sed -i 's/b/B/' b.txt");
+    env.ctl_ok(&proj, &["turn-end", "--session", "A"]);
+    sh(&proj, "echo B > c.txt.tmp && mv c.txt.tmp c.txt");
+    env.ctl_ok(&proj, &["turn-end", "--session", "B"]);
+    (proj, ta, tb)
+}
+
+#[test]
+fn each_session_keeps_its_own_turns_and_shares_what_both_could_have_done() {
+    let env = Env::new();
+    let _d = env.start_daemon();
+    let (proj, ta, tb) = interleaved(&env);
+    let own = |p: &str| (p.to_string(), false);
+    let both = |p: &str| (p.to_string(), true);
+    assert_eq!(entries(&env, &proj, ta), [own("a.txt"), both("b.txt")]);
+    assert_eq!(entries(&env, &proj, tb), [both("b.txt"), own("c.txt")]);
+    let text = env.ctl_ok(&proj, &["show", &tb.to_string()]);
+    assert!(text.contains("b.txt  (shared"), "{text}");
+
+    let log = env.ctl_json(&proj, &["log", "--session", "B"]);
+    let ids: Vec<i64> = log["turns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["id"].as_i64().unwrap())
+        .collect();
+    assert_eq!(ids, [tb], "{log}");
+}
+
+#[test]
+fn a_rewind_undoes_only_its_session_and_a_shared_path_is_refused_then_forced() {
+    let env = Env::new();
+    let _d = env.start_daemon();
+    let (proj, ta, tb) = interleaved(&env);
+
+    let out = env.ctl(&proj, &["rewind", &ta.to_string()]);
+    assert_eq!(out.code(), 3, "{out:?}");
+    assert!(
+        out.stderr
+            .contains(&format!("b.txt: also changed by turn {tb} of session B")),
+        "{out:?}"
+    );
+    assert_eq!(
+        (read(&proj, "a.txt"), read(&proj, "b.txt")),
+        ("A\n".into(), "B\n".into())
+    );
+    let json = env
+        .ctl(&proj, &["--json", "rewind", &ta.to_string()])
+        .json();
+    assert_eq!(json["conflicts"][0]["other_turn"], tb, "{json}");
+    assert_eq!(json["conflicts"][0]["other_session"], "B", "{json}");
+    assert_eq!(json["turns"], serde_json::json!([ta]), "{json}");
+
+    env.ctl_ok(&proj, &["rewind", &ta.to_string(), "--force"]);
+    assert_eq!(read(&proj, "a.txt"), "a\n");
+    assert_eq!(read(&proj, "b.txt"), "b\n");
+    assert_eq!(read(&proj, "c.txt"), "B\n", "B's own work is left alone");
+    let log = env.ctl_json(&proj, &["log"]);
+    let status = |t: i64| {
+        log["turns"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["id"] == t)
+            .unwrap()["status"]
+            .clone()
+    };
+    assert_eq!(
+        (status(ta), status(tb)),
+        ("rewound".into(), "closed".into())
+    );
+    env.ctl_ok(&proj, &["redo"]);
+    assert_eq!(
+        (read(&proj, "a.txt"), read(&proj, "b.txt")),
+        ("A\n".into(), "B\n".into())
+    );
+}
+
+#[test]
+fn rewind_last_of_a_session_leaves_the_other_sessions_work() {
+    let env = Env::new();
+    let _d = env.start_daemon();
+    let proj = env.git_repo("p", &[("a.txt", b"a\n"), ("b.txt", b"b\n")]);
+    env.ctl_ok(&proj, &["watch"]);
+    start(&env, &proj, "A");
+    sh(&proj, "echo A1 > a.txt");
+    env.ctl_ok(&proj, &["turn-end", "--session", "A"]);
+    start(&env, &proj, "B");
+    sh(&proj, "echo B1 > b.txt");
+    env.ctl_ok(&proj, &["turn-end", "--session", "B"]);
+    let ta2 = start(&env, &proj, "A");
+    sh(&proj, "echo A2 > a.txt");
+    env.ctl_ok(&proj, &["turn-end", "--session", "A"]);
+
+    let out = env.ctl_json(&proj, &["rewind", "--last", "--session", "A"]);
+    assert_eq!(out["turn"], ta2, "{out}");
+    assert_eq!(read(&proj, "a.txt"), "A1\n");
+    assert_eq!(read(&proj, "b.txt"), "B1\n");
+    let none = env.ctl(&proj, &["rewind", "--last", "--session", "nobody"]);
+    assert_eq!(none.code(), 1, "{none:?}");
+    assert!(
+        none.stderr.contains("session nobody has no live turn"),
+        "{none:?}"
+    );
+}
+
+const BASE: &str = "one\ntwo\nthree\nfour\nfive\nsix\nseven\neight\n";
+
+/// The agent's turn changes line 2 (sed -i); the user then edits `user_sed`.
+fn agent_then_user(env: &Env, user_sed: &str) -> (std::path::PathBuf, i64) {
+    let proj = env.git_repo(
+        "p",
+        &[("f.txt", BASE.as_bytes()), ("img.bin", b"\0\x01old")],
+    );
+    env.ctl_ok(&proj, &["watch"]);
+    let t = env.ctl_json(&proj, &["turn-start"])["turn"]
+        .as_i64()
+        .unwrap();
+    sh(
+        &proj,
+        "sed -i 's/^two$/TWO agent/' f.txt && printf '\\0\\001agent' > img.bin",
+    );
+    env.ctl_ok(&proj, &["turn-end"]);
+    sh(&proj, &format!("sed -i '{user_sed}' f.txt"));
+    (proj, t)
+}
+
+#[test]
+fn merge_keeps_a_later_edit_and_redo_restores_what_it_replaced() {
+    let env = Env::new();
+    let _d = env.start_daemon();
+    let (proj, t) = agent_then_user(&env, "s/^seven$/SEVEN user/");
+    let user = read(&proj, "f.txt");
+    let refused = env.ctl(&proj, &["rewind", &t.to_string()]);
+    assert_eq!(refused.code(), 3, "{refused:?}");
+    assert!(refused.stderr.contains("--merge"), "{refused:?}");
+
+    let dry = env.ctl_ok(&proj, &["rewind", &t.to_string(), "--merge", "--dry-run"]);
+    assert!(
+        dry.contains("would merge") && dry.contains("    | SEVEN user"),
+        "{dry}"
+    );
+    assert!(dry.contains("    | two\n"), "{dry}");
+    assert_eq!(read(&proj, "f.txt"), user);
+
+    let out = env.ctl_json(&proj, &["rewind", &t.to_string(), "--merge"]);
+    assert_eq!(out["merged"][0]["outcome"], "clean", "{out}");
+    assert_eq!(read(&proj, "f.txt"), BASE.replace("seven", "SEVEN user"));
+    assert_eq!(std::fs::read(proj.join("img.bin")).unwrap(), b"\0\x01old");
+    env.ctl_ok(&proj, &["redo"]);
+    assert_eq!(read(&proj, "f.txt"), user);
+}
+
+#[test]
+fn overlapping_edits_are_left_or_marked_and_a_binary_is_not_mergeable() {
+    let env = Env::new();
+    let _d = env.start_daemon();
+    let (proj, t) = agent_then_user(&env, "s/^TWO agent$/TWO user/");
+    let user = read(&proj, "f.txt");
+
+    let out = env.ctl_json(&proj, &["rewind", &t.to_string(), "--merge"]);
+    assert_eq!(out["outcome"], "applied", "{out}");
+    assert_eq!(out["merged"][0]["outcome"], "overlapping", "{out}");
+    assert_eq!(read(&proj, "f.txt"), user, "left as it is");
+    assert_eq!(std::fs::read(proj.join("img.bin")).unwrap(), b"\0\x01old");
+    env.ctl_ok(&proj, &["redo"]);
+    assert_eq!(read(&proj, "f.txt"), user);
+
+    let out = env.ctl_json(&proj, &["rewind", &t.to_string(), "--merge=markers"]);
+    assert_eq!(out["merged"][0]["outcome"], "markers", "{out}");
+    let marked = read(&proj, "f.txt");
+    assert!(
+        marked.contains("<<<<<<<") && marked.contains("TWO user") && marked.contains("\ntwo\n"),
+        "{marked}"
+    );
+    env.ctl_ok(&proj, &["redo"]);
+    assert_eq!(read(&proj, "f.txt"), user);
+
+    sh(&proj, "printf '\\0\\001user' > img.bin");
+    let out = env.ctl(&proj, &["rewind", &t.to_string(), "--merge=markers"]);
+    assert_eq!(out.code(), 3, "{out:?}");
+    assert!(out.stderr.contains("conflict   img.bin"), "{out:?}");
+    assert_eq!(std::fs::read(proj.join("img.bin")).unwrap(), b"\0\x01user");
+}
