@@ -166,6 +166,12 @@ const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX ledger_events_entry ON ledger_events(entry, id);
     ",
+    // 8: where the agent's conversation stood just before the turn's prompt
+    // (JSON of the client's session adapter, opaque to the core), so a
+    // rewind can fork the conversation back to that point.
+    "
+    ALTER TABLE turns ADD COLUMN conversation TEXT;
+    ",
 ];
 
 /// The schema version this build writes and understands.

@@ -43,6 +43,7 @@ mod store;
 mod turns;
 
 pub use error::{Error, Result};
+pub use export::utc_fields;
 pub use export::{
     export_files, fingerprint, fingerprint_lines, ExportFiles, ExportManifest, ExportRange,
     FingerprintLine, ManifestPath, ManifestState, RangePath, SkippedPath, MANIFEST_FILE,

@@ -42,12 +42,14 @@ pub fn handle(d: &Arc<Daemon>, req: Request) -> Response {
             session,
             transcript,
             auto_watch,
+            conversation,
         } => {
             let meta = ckpt_core::TurnMeta {
                 label,
                 agent,
                 session,
                 transcript,
+                conversation,
             };
             turn_start::handle(d, &dir, meta, auto_watch).map(Response::TurnStarted)
         }
