@@ -133,6 +133,10 @@ pub enum Command {
         /// Overwrite paths edited after the agent.
         #[arg(long)]
         force: bool,
+        /// Fork the agent's conversation back to before the turn too (a new
+        /// session next to the original; prints the command that resumes it).
+        #[arg(long)]
+        conversation: bool,
     },
     /// Undo the last rewind exactly.
     Redo {
@@ -142,6 +146,10 @@ pub enum Command {
         /// Overwrite paths edited since the rewind.
         #[arg(long)]
         force: bool,
+        /// Name the conversation that matches the files again (the original
+        /// session, which a rewind never changes).
+        #[arg(long)]
+        conversation: bool,
     },
     /// The daemon and every project.
     Status,

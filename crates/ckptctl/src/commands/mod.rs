@@ -103,8 +103,13 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
             paths,
             dry_run,
             force,
-        } => rewind::rewind(&ctx, turn, &paths, dry_run, force),
-        Command::Redo { dry_run, force } => rewind::redo(&ctx, dry_run, force),
+            conversation,
+        } => rewind::rewind(&ctx, turn, &paths, dry_run, force, conversation),
+        Command::Redo {
+            dry_run,
+            force,
+            conversation,
+        } => rewind::redo(&ctx, dry_run, force, conversation),
         Command::Status => status::run(&ctx),
         Command::Fsck => fsck::run(&ctx),
         Command::Run {
