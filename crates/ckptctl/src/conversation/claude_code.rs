@@ -1,8 +1,9 @@
 //! Claude Code's session transcripts (closed source; the format as public
 //! tools that parse it document it):
 //! - Location `~/.claude/projects/<project dir>/<sessionId>.jsonl`, JSON Lines,
-//!   appended: jeremedia/claude-code-log-format `source-docs/JSONL_LOGGING.md`
-//!   ("Primary session file"), microsoft/amplifier
+//!   appended, created with its first entry: jeremedia/claude-code-log-format
+//!   `source-docs/JSONL_LOGGING.md` ("Primary session file", "created lazily on the first
+//!   appendEntry"), microsoft/amplifier
 //!   `ai_working/claude_code_logging/session_format_specification.md`.
 //! - Entries: `type` `user` | `assistant` | `system` with `uuid`, `parentUuid`
 //!   (null at a root), `sessionId`, `isSidechain`, `userType`, `cwd`, `version`

@@ -152,6 +152,15 @@ pub fn record(agent: &str, transcript: &str) -> Option<String> {
 /// [`TAIL_BYTES`] only. If the agent already wrote the prompt (it writes
 /// asynchronously), the position ends before it.
 pub fn position(adapter: &dyn Adapter, path: &Path) -> anyhow::Result<Position> {
+    // Claude Code and Codex create the file with its first entry, which
+    // can come after the first prompt's hook call: no file is an empty
+    // conversation.
+    if !path.exists() {
+        return Ok(Position {
+            bytes: 0,
+            last: None,
+        });
+    }
     let tail = jsonl::read_tail(path, TAIL_BYTES)?;
     let mut lines = tail.lines.iter().rev();
     let Some(last) = lines.next() else {
