@@ -7,6 +7,8 @@ Claude Code's format), then a plain `turn-end`. ROUNDS interleaved rounds
 (after 20 warm-up), order alternating every round, each call a fresh process
 timed from posix_spawn to waitpid. An OLD build without the conversation
 adapters only keeps the path; a NEW one also reads the transcript's tail.
+CKPTD must be a build that stores the position (an older daemon drops it);
+the last turn's stored position is printed to show it was recorded.
 
     scripts/hook_transcript.py CKPTD OLD_CKPTCTL NEW_CKPTCTL [ROUNDS] [SIZE_MB]
 """
@@ -48,11 +50,8 @@ try:
     def timed(argv, stdin=None):
         r, w = os.pipe()
         t0 = time.perf_counter_ns()
-        pid = os.fork()
-        if pid == 0:
-            os.dup2(r, 0)
-            os.close(r), os.close(w)
-            os.execve(argv[0], argv, env)
+        pid = os.posix_spawn(argv[0], argv, env, file_actions=[
+            (os.POSIX_SPAWN_DUP2, r, 0), (os.POSIX_SPAWN_CLOSE, w)])
         os.close(r)
         os.write(w, stdin or b"")
         os.close(w)
