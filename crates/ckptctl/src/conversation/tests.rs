@@ -486,3 +486,38 @@ fn redo_names_the_original_session() {
     assert_eq!(r.resume_command.as_deref(), Some("gemini --resume s-1"));
     assert_eq!(r.path.as_deref(), Some("/t.jsonl"));
 }
+
+#[test]
+fn a_position_reads_only_the_tail_and_a_missing_file_is_empty() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.jsonl");
+    let missing = position(adapter("claude-code").unwrap(), &path).unwrap();
+    assert_eq!(
+        missing,
+        Position {
+            bytes: 0,
+            last: None
+        }
+    );
+    let mut c = Claude { n: 0, parent: None };
+    // Far more than the tail window, so only its end is read.
+    while fs::metadata(&path).map_or(0, |m| m.len()) < 4 * TAIL_BYTES {
+        let e = c.entry(
+            "assistant",
+            json!({"message": {"role": "assistant", "content": "x".repeat(900)}}),
+        );
+        append(&path, &[e]);
+    }
+    let len = fs::metadata(&path).unwrap().len();
+    let p = position(adapter("claude-code").unwrap(), &path).unwrap();
+    assert_eq!(p.bytes, len);
+    assert_eq!(p.last, c.parent);
+    // An entry being written (no newline yet) is not part of it.
+    fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap()
+        .write_all(b"{\"type\":\"user\",\"uu")
+        .unwrap();
+    assert_eq!(position(adapter("claude-code").unwrap(), &path).unwrap(), p);
+}
