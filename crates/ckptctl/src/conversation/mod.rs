@@ -176,13 +176,17 @@ pub fn position(adapter: &dyn Adapter, path: &Path) -> anyhow::Result<Position> 
             last: adapter.entry_id(&value),
         });
     }
-    let before = match lines.next() {
-        Some(l) => adapter.entry_id(&l.parse()?),
-        None => None,
-    };
-    Ok(Position {
-        bytes: last.start,
-        last: before,
+    // End at the entry before the prompt (blank lines between them are
+    // no entries); at the prompt's start when it is the window's first.
+    Ok(match lines.next() {
+        Some(before) => Position {
+            bytes: before.end,
+            last: adapter.entry_id(&before.parse()?),
+        },
+        None => Position {
+            bytes: last.start,
+            last: None,
+        },
     })
 }
 
