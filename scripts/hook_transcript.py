@@ -78,10 +78,10 @@ try:
     print(f"  old {statistics.median(o):.3f}  new {statistics.median(n):.3f}"
           f"  median paired diff {statistics.median(diffs) * 1000:+.0f} us"
           f"  (new slower in {slower:.0%} of rounds)")
-    show = subprocess.run([new, "--json", "-C", proj, "log", "--limit", "1"], env=env,
+    show = subprocess.run([new, "--json", "-C", proj, "log", "--limit", "2"], env=env,
                           capture_output=True, check=True)
-    turn = json.loads(show.stdout)["turns"][0]
-    print("  last turn's conversation position:", turn.get("conversation"))
+    positions = [t.get("conversation") for t in json.loads(show.stdout)["turns"]]
+    print("  the last two turns' conversation positions:", positions)
 finally:
     daemon.terminate()
     daemon.wait()

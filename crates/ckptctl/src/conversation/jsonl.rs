@@ -1,7 +1,7 @@
-//! JSON Lines transcripts as bytes: complete lines with their offsets (a
-//! last line without its newline is still being written and is not one),
-//! read whole or from a bounded tail, and a new file written without ever
-//! replacing one.
+//! JSON Lines transcripts as bytes: complete lines as offsets into the
+//! bytes read (a last line without its newline is still being written and
+//! is not one), read whole, from the head or from a bounded tail, and a
+//! new file written without ever replacing one.
 
 use std::fs;
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -11,64 +11,61 @@ use anyhow::Context;
 use serde_json::Value;
 
 /// One complete line: bytes `start..end` of the file, `end` past its `\n`.
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Line {
     pub start: u64,
     pub end: u64,
-    text: Vec<u8>,
 }
 
-impl Line {
-    pub fn parse(&self) -> anyhow::Result<Value> {
-        serde_json::from_slice(&self.text).with_context(|| {
+/// Some bytes of a file, from offset `base`, and the complete lines in them.
+pub struct Chunk {
+    pub data: Vec<u8>,
+    pub base: u64,
+    pub lines: Vec<Line>,
+    /// Where the file's complete lines end, as far as this chunk tells.
+    pub complete_end: u64,
+}
+
+impl Chunk {
+    /// The line as in the file, its newline included.
+    pub fn bytes(&self, l: &Line) -> &[u8] {
+        &self.data[(l.start - self.base) as usize..(l.end - self.base) as usize]
+    }
+
+    pub fn parse(&self, l: &Line) -> anyhow::Result<Value> {
+        let text = self.bytes(l);
+        serde_json::from_slice(&text[..text.len() - 1]).with_context(|| {
             format!(
                 "the entry at bytes {}..{} is not JSON (a corrupted transcript)",
-                self.start, self.end
+                l.start, l.end
             )
         })
     }
 
-    /// The line as in the file, its newline included.
-    pub fn bytes<'a>(&self, data: &'a [u8]) -> &'a [u8] {
-        &data[self.start as usize..self.end as usize]
-    }
-
-    pub fn len(&self) -> usize {
-        (self.end - self.start) as usize
+    pub fn values(&self, lines: &[Line]) -> anyhow::Result<Vec<Value>> {
+        lines.iter().map(|l| self.parse(l)).collect()
     }
 }
 
-pub struct File {
-    pub data: Vec<u8>,
-    pub lines: Vec<Line>,
-}
-
-pub struct Tail {
-    /// Complete lines wholly inside the tail, in order.
-    pub lines: Vec<Line>,
-    /// Where the file's complete lines end.
-    pub complete_end: u64,
-}
-
-pub fn read_all(path: &Path) -> anyhow::Result<File> {
+pub fn read_all(path: &Path) -> anyhow::Result<Chunk> {
     let data = fs::read(path).with_context(|| format!("reading {}", path.display()))?;
-    let lines = split(&data, 0, true);
-    Ok(File { data, lines })
+    Ok(chunk(data, 0, true))
 }
 
 /// The complete lines among the file's first `max` bytes.
-pub fn read_head(path: &Path, max: u64) -> anyhow::Result<Vec<Line>> {
+pub fn read_head(path: &Path, max: u64) -> anyhow::Result<Chunk> {
     let f = fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
-    let mut buf = Vec::new();
+    let mut data = Vec::new();
     f.take(max)
-        .read_to_end(&mut buf)
+        .read_to_end(&mut data)
         .with_context(|| format!("reading {}", path.display()))?;
-    Ok(split(&buf, 0, true))
+    Ok(chunk(data, 0, true))
 }
 
 /// The complete lines among the file's last `max` bytes: a stat and one
-/// bounded read, however long the file is.
-pub fn read_tail(path: &Path, max: u64) -> anyhow::Result<Tail> {
+/// bounded read, however long the file is. Also says whether that was the
+/// whole file.
+pub fn read_tail(path: &Path, max: u64) -> anyhow::Result<(Chunk, bool)> {
     let mut f = fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
     let len = f
         .metadata()
@@ -77,53 +74,45 @@ pub fn read_tail(path: &Path, max: u64) -> anyhow::Result<Tail> {
     let from = len.saturating_sub(max);
     f.seek(SeekFrom::Start(from))
         .with_context(|| format!("seeking in {}", path.display()))?;
-    let mut buf = Vec::with_capacity((len - from) as usize);
+    let mut data = Vec::with_capacity((len - from) as usize);
     f.take(len - from)
-        .read_to_end(&mut buf)
+        .read_to_end(&mut data)
         .with_context(|| format!("reading {}", path.display()))?;
-    let lines = split(&buf, from, from == 0);
-    let complete_end = match lines.last() {
-        Some(l) => l.end,
-        // No complete line in the window: either none at all, or one
-        // longer than the window (its end is where the window's last
-        // newline is).
-        None => buf
-            .iter()
-            .rposition(|&b| b == b'\n')
-            .map_or(if from == 0 { 0 } else { from }, |i| from + i as u64 + 1),
-    };
-    Ok(Tail {
-        lines,
-        complete_end,
-    })
+    Ok((chunk(data, from, from == 0), from == 0))
 }
 
-/// Lines of `buf` (which starts at file offset `base`); unless `at_start`,
-/// the first piece is the end of a line begun before `buf` and is skipped.
-fn split(buf: &[u8], base: u64, at_start: bool) -> Vec<Line> {
+/// The lines of `data` (which starts at file offset `base`); unless
+/// `at_start`, the first piece is the end of a line begun before `data`
+/// and is skipped.
+fn chunk(data: Vec<u8>, base: u64, at_start: bool) -> Chunk {
     let mut lines = Vec::new();
-    let mut start = if at_start {
-        0
+    let first = if at_start {
+        Some(0)
     } else {
-        match buf.iter().position(|&b| b == b'\n') {
-            Some(i) => i + 1,
-            None => return lines,
-        }
+        data.iter().position(|&b| b == b'\n').map(|i| i + 1)
     };
-    while let Some(i) = buf[start..].iter().position(|&b| b == b'\n') {
-        let end = start + i + 1;
-        let text = &buf[start..end - 1];
-        // Blank lines are no entries (agents skip them when they read).
-        if !text.iter().all(u8::is_ascii_whitespace) {
-            lines.push(Line {
-                start: base + start as u64,
-                end: base + end as u64,
-                text: text.to_vec(),
-            });
+    let mut complete_end = base;
+    if let Some(mut start) = first {
+        complete_end = base + start as u64;
+        while let Some(i) = data[start..].iter().position(|&b| b == b'\n') {
+            let end = start + i + 1;
+            // Blank lines are no entries (agents skip them when they read).
+            if !data[start..end].iter().all(u8::is_ascii_whitespace) {
+                lines.push(Line {
+                    start: base + start as u64,
+                    end: base + end as u64,
+                });
+            }
+            complete_end = base + end as u64;
+            start = end;
         }
-        start = end;
     }
-    lines
+    Chunk {
+        data,
+        base,
+        lines,
+        complete_end,
+    }
 }
 
 /// Writes `data` to `path`, which must not exist: a temp file in the same
@@ -157,13 +146,19 @@ mod tests {
         fs::write(&p, b"{\"a\":1}\n{\"b\":22}\n\n{\"c\":3}\n{\"d\"").unwrap();
         let all = read_all(&p).unwrap();
         assert_eq!(all.lines.len(), 3);
-        assert_eq!((all.lines[2].start, all.lines[2].end), (18, 26));
-        let tail = read_tail(&p, 15).unwrap();
-        assert_eq!(tail.lines.len(), 1, "{:?}", tail.lines);
-        assert_eq!(tail.lines[0].parse().unwrap()["c"], 3);
+        assert_eq!(all.lines[2], Line { start: 18, end: 26 });
+        assert_eq!(all.bytes(&all.lines[2]), b"{\"c\":3}\n");
+        assert_eq!(all.complete_end, 26);
+        let (tail, whole) = read_tail(&p, 15).unwrap();
+        assert!(!whole);
+        assert_eq!(tail.lines, [Line { start: 18, end: 26 }]);
+        assert_eq!(tail.parse(&tail.lines[0]).unwrap()["c"], 3);
         assert_eq!(tail.complete_end, 26);
-        let whole = read_tail(&p, 1 << 20).unwrap();
-        assert_eq!(whole.lines.len(), 3);
+        let (tail, whole) = read_tail(&p, 1 << 20).unwrap();
+        assert!(whole);
+        assert_eq!(tail.lines.len(), 3);
+        let (inside, _) = read_tail(&p, 3).unwrap();
+        assert!(inside.lines.is_empty());
     }
 
     #[test]

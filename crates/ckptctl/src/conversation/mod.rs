@@ -33,6 +33,11 @@ pub use status::{adapters_status, AdapterStatus};
 /// however long the conversation is.
 pub const TAIL_BYTES: u64 = 64 << 10;
 
+/// The first, smaller read of the tail, enough for the last entry of most
+/// transcripts: reading 64 KiB every time made a hook call on a large
+/// transcript ~0.1 ms slower (docs/architecture.md, issue 21).
+const TAIL_FIRST: u64 = 8 << 10;
+
 /// One agent's transcript format. The generic reading, cutting and writing
 /// is this module's; an adapter says what its entries mean.
 pub trait Adapter: Sync {
@@ -161,32 +166,54 @@ pub fn position(adapter: &dyn Adapter, path: &Path) -> anyhow::Result<Position> 
             last: None,
         });
     }
-    let tail = jsonl::read_tail(path, TAIL_BYTES)?;
+    // Most entries are a few KiB: a small read first, the whole window
+    // only when it holds too little.
+    let (tail, whole) = jsonl::read_tail(path, TAIL_FIRST)?;
+    let (p, sure) = position_in(adapter, &tail)?;
+    if sure || whole {
+        return Ok(p);
+    }
+    let (tail, _) = jsonl::read_tail(path, TAIL_BYTES)?;
+    Ok(position_in(adapter, &tail)?.0)
+}
+
+/// The position as the tail tells it, and whether the tail held enough to
+/// be sure (its last complete entry, and the one before when that is a
+/// prompt).
+fn position_in(adapter: &dyn Adapter, tail: &jsonl::Chunk) -> anyhow::Result<(Position, bool)> {
     let mut lines = tail.lines.iter().rev();
     let Some(last) = lines.next() else {
-        return Ok(Position {
+        let p = Position {
             bytes: tail.complete_end,
             last: None,
-        });
+        };
+        return Ok((p, false));
     };
-    let value = last.parse()?;
+    let value = tail.parse(last)?;
     if !adapter.is_prompt(&value) {
-        return Ok(Position {
+        let p = Position {
             bytes: last.end,
             last: adapter.entry_id(&value),
-        });
+        };
+        return Ok((p, true));
     }
     // End at the entry before the prompt (blank lines between them are
     // no entries); at the prompt's start when it is the window's first.
     Ok(match lines.next() {
-        Some(before) => Position {
-            bytes: before.end,
-            last: adapter.entry_id(&before.parse()?),
-        },
-        None => Position {
-            bytes: last.start,
-            last: None,
-        },
+        Some(before) => {
+            let p = Position {
+                bytes: before.end,
+                last: adapter.entry_id(&tail.parse(before)?),
+            };
+            (p, true)
+        }
+        None => {
+            let p = Position {
+                bytes: last.start,
+                last: None,
+            };
+            (p, false)
+        }
     })
 }
 
@@ -268,10 +295,7 @@ fn try_fork(adapter: &dyn Adapter, t: &TurnConversation, dry_run: bool) -> anyho
     let path = &expand(transcript);
     let file = jsonl::read_all(path)?;
     let cut = cut(adapter, &file, &position, turn)?;
-    let values = file.lines[..cut]
-        .iter()
-        .map(jsonl::Line::parse)
-        .collect::<anyhow::Result<Vec<_>>>()?;
+    let values = file.values(&file.lines[..cut])?;
     if !values.iter().any(|v| adapter.is_prompt(v)) {
         bail!("the conversation holds no prompt before turn {turn}: nothing to resume (start a new session)");
     }
@@ -281,12 +305,12 @@ fn try_fork(adapter: &dyn Adapter, t: &TurnConversation, dry_run: bool) -> anyho
     let session = uuid::Uuid::new_v4().to_string();
     let rewritten = adapter.fork_entries(&values, &session, original_session)?;
     let fork_path = adapter.fork_path(path, &session)?;
-    let mut out = Vec::with_capacity(file.lines[..cut].iter().map(|l| l.len()).sum());
+    let mut out = Vec::with_capacity(file.data.len());
     let mut entries = 0;
     for (line, new) in file.lines[..cut].iter().zip(rewritten) {
         match new {
             None => continue,
-            Some(None) => out.extend_from_slice(line.bytes(&file.data)),
+            Some(None) => out.extend_from_slice(file.bytes(line)),
             Some(Some(v)) => {
                 out.extend_from_slice(&serde_json::to_vec(&v)?);
                 out.push(b'\n');
@@ -310,7 +334,7 @@ fn try_fork(adapter: &dyn Adapter, t: &TurnConversation, dry_run: bool) -> anyho
 /// late (they precede the prompt: the previous turn's last replies).
 fn cut(
     adapter: &dyn Adapter,
-    file: &jsonl::File,
+    file: &jsonl::Chunk,
     position: &Position,
     turn: i64,
 ) -> anyhow::Result<usize> {
@@ -330,7 +354,7 @@ fn cut(
         );
     }
     if let (Some(want), Some(line)) = (&position.last, at.checked_sub(1).map(|i| &file.lines[i])) {
-        let found = adapter.entry_id(&line.parse()?);
+        let found = adapter.entry_id(&file.parse(line)?);
         if found.as_deref() != Some(want.as_str()) {
             bail!(
                 "the transcript's entry before turn {turn} is {} where {want} was recorded: it was rewritten",
@@ -339,7 +363,7 @@ fn cut(
         }
     }
     for (i, line) in file.lines.iter().enumerate().skip(at) {
-        if adapter.is_prompt(&line.parse()?) {
+        if adapter.is_prompt(&file.parse(line)?) {
             return Ok(i);
         }
     }

@@ -47,10 +47,8 @@ fn status(adapter: &dyn Adapter, dir: PathBuf) -> AdapterStatus {
         })
         .cloned();
     let version = newest.map(|p| {
-        jsonl::read_head(&p, HEAD_BYTES)?
-            .iter()
-            .map(jsonl::Line::parse)
-            .collect::<anyhow::Result<Vec<_>>>()
+        let head = jsonl::read_head(&p, HEAD_BYTES)?;
+        head.values(&head.lines)
             .and_then(|entries| adapter.detect(&entries))
             .map_err(|e| e.context(p.display().to_string()))
     });

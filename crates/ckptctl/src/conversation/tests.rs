@@ -521,3 +521,26 @@ fn a_position_reads_only_the_tail_and_a_missing_file_is_empty() {
         .unwrap();
     assert_eq!(position(adapter("claude-code").unwrap(), &path).unwrap(), p);
 }
+
+#[test]
+fn an_entry_larger_than_the_first_read_is_found_in_the_whole_window() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.jsonl");
+    let mut c = Claude { n: 0, parent: None };
+    let big = |c: &mut Claude| {
+        c.entry(
+            "assistant",
+            json!({"message": {"role": "assistant", "content": "y".repeat(20 << 10)}}),
+        )
+    };
+    let (a, b) = (big(&mut c), big(&mut c));
+    append(&path, &[a, b]);
+    let len = fs::metadata(&path).unwrap().len();
+    let p = position(adapter("claude-code").unwrap(), &path).unwrap();
+    assert_eq!((p.bytes, p.last.as_deref()), (len, Some("u002")));
+    // The prompt already written: the position ends before it, at the big
+    // entry, which only the whole window holds.
+    let prompt = c.prompt("next");
+    append(&path, &[prompt]);
+    assert_eq!(position(adapter("claude-code").unwrap(), &path).unwrap(), p);
+}
