@@ -2,21 +2,22 @@
 """What recording the conversation's position costs a hook call: two ckptctl
 builds, against one running ckptd, each running `turn-start
 --from-hook=claude-code` with a Claude Code payload whose `transcript_path`
-names a transcript of SIZE_MB (JSON Lines entries of about 2 KiB, written in
-Claude Code's format), then a plain `turn-end`. ROUNDS interleaved rounds
+names a transcript of SIZE_MB (JSON Lines entries of about ENTRY_KB KiB,
+default 2, written in Claude Code's format), then a plain `turn-end`. ROUNDS interleaved rounds
 (after 20 warm-up), order alternating every round, each call a fresh process
 timed from posix_spawn to waitpid. An OLD build without the conversation
 adapters only keeps the path; a NEW one also reads the transcript's tail.
 CKPTD must be a build that stores the position (an older daemon drops it);
 the last turn's stored position is printed to show it was recorded.
 
-    scripts/hook_transcript.py CKPTD OLD_CKPTCTL NEW_CKPTCTL [ROUNDS] [SIZE_MB]
+    scripts/hook_transcript.py CKPTD OLD_CKPTCTL NEW_CKPTCTL [ROUNDS] [SIZE_MB] [ENTRY_KB]
 """
 import json, os, statistics, subprocess, sys, tempfile, time
 
 ckptd, old, new = sys.argv[1:4]
 rounds = int(sys.argv[4]) if len(sys.argv) > 4 else 200
 size_mb = float(sys.argv[5]) if len(sys.argv) > 5 else 20
+entry_kb = float(sys.argv[6]) if len(sys.argv) > 6 else 2
 tmp = tempfile.mkdtemp(prefix="hook-transcript-")
 sock, data, proj = f"{tmp}/ckptd.sock", f"{tmp}/data", f"{tmp}/proj"
 os.makedirs(proj)
@@ -25,14 +26,14 @@ for i in range(50):
         f.write(f"file {i}\n" * 20)
 transcript = f"{tmp}/session.jsonl"
 with open(transcript, "w") as f:
-    n, parent = 0, None
+    count, parent = 0, None
     while f.tell() < size_mb * (1 << 20):
-        n += 1
-        uuid = f"00000000-0000-4000-8000-{n:012d}"
-        kind = "user" if n % 2 else "assistant"
+        count += 1
+        uuid = f"00000000-0000-4000-8000-{count:012d}"
+        kind = "user" if count % 2 else "assistant"
         f.write(json.dumps({"parentUuid": parent, "isSidechain": False, "userType": "external",
                             "cwd": proj, "sessionId": "s", "version": "2.0.55", "type": kind,
-                            "uuid": uuid, "message": {"role": kind, "content": "x" * 1800}}) + "\n")
+                            "uuid": uuid, "message": {"role": kind, "content": "x" * int(entry_kb * 1024 - 250)}}) + "\n")
         parent = uuid
 payload = json.dumps({"session_id": "s", "transcript_path": transcript, "cwd": proj,
                       "hook_event_name": "UserPromptSubmit", "prompt": "p"}).encode()
@@ -73,7 +74,7 @@ try:
     o, n = res["old"], res["new"]
     diffs = [b - a for a, b in zip(o, n)]
     slower = sum(d > 0 for d in diffs) / len(diffs)
-    print(f"transcript {os.path.getsize(transcript) / (1 << 20):.1f} MiB, {rounds} rounds"
+    print(f"transcript {os.path.getsize(transcript) / (1 << 20):.1f} MiB ({count} entries), {rounds} rounds"
           f" (+{warm} warm-up), turn-start --from-hook=claude-code medians in ms:")
     print(f"  old {statistics.median(o):.3f}  new {statistics.median(n):.3f}"
           f"  median paired diff {statistics.median(diffs) * 1000:+.0f} us"
