@@ -588,6 +588,12 @@ fn turns_without_a_transcript_or_an_adapter_rewind_the_files_and_say_why() {
             .contains("conversation not rewound: aider has no session adapter"),
         "{out:?}"
     );
+    // Some paths only: the other files of the turn stay, so no fork.
+    w.ctl_ok(&["redo"]);
+    let (doc, _) = w.json(&["rewind", "1", "--path", "one.txt", "--conversation"]);
+    assert_eq!(doc["outcome"], "applied");
+    let why = doc["conversation"]["skipped"].as_str().unwrap();
+    assert!(why.contains("only some paths were rewound"), "{why}");
     // Without --conversation the document has no `conversation`.
     w.ctl_ok(&["redo"]);
     let (doc, _) = w.json(&["rewind", "1"]);

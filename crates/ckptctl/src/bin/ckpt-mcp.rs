@@ -226,8 +226,9 @@ impl Ckpt {
         let dry_run = !a.confirm;
         let r = self.call_raw(move |ctx| {
             let paths = wire_paths(ctx, &a.paths)?;
+            let partial = !paths.is_empty();
             let r = rewind::request_rewind(ctx, a.turn, paths, dry_run, false)?;
-            Ok(rewind::with(ctx, r, a.conversation))
+            Ok(rewind::with(ctx, r, a.conversation, partial))
         });
         rewind_result(r.await)
     }
@@ -243,7 +244,7 @@ impl Ckpt {
         let dry_run = !a.confirm;
         let r = self.call_raw(move |ctx| {
             let r = rewind::request_redo(ctx, dry_run, false)?;
-            Ok(rewind::with(ctx, r, a.conversation))
+            Ok(rewind::with(ctx, r, a.conversation, false))
         });
         rewind_result(r.await)
     }

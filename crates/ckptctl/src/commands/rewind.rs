@@ -38,20 +38,30 @@ pub fn rewind(
         .iter()
         .map(|p| ctx.wire_path(p))
         .collect::<anyhow::Result<Vec<_>>>()?;
+    let partial = !paths.is_empty();
     let r = request_rewind(ctx, turn, paths, dry_run, force)?;
-    finish(ctx, with(ctx, r, with_conversation))
+    finish(ctx, with(ctx, r, with_conversation, partial))
 }
 
 pub fn redo(ctx: &Ctx, dry_run: bool, force: bool, with_conversation: bool) -> anyhow::Result<u8> {
     let r = request_redo(ctx, dry_run, force)?;
-    finish(ctx, with(ctx, r, with_conversation))
+    finish(ctx, with(ctx, r, with_conversation, false))
 }
 
 /// The reply, and when asked for (and the files were or would be
-/// rewound) the conversation's report.
-pub fn with(ctx: &Ctx, reply: RewindReply, with_conversation: bool) -> RewindDoc {
-    let conversation = (with_conversation && reply.outcome != Outcome::Refused)
-        .then(|| conversation_of(ctx, &reply));
+/// rewound) the conversation's report. A rewind of some paths only
+/// (`partial`) leaves the turns' other files as they are, so a
+/// conversation forked to before them would not match the files.
+pub fn with(ctx: &Ctx, reply: RewindReply, with_conversation: bool, partial: bool) -> RewindDoc {
+    let conversation = (with_conversation && reply.outcome != Outcome::Refused).then(|| {
+        if partial {
+            conversation::Report::skipped(
+                "only some paths were rewound (--path): the conversation is forked with a whole rewind only",
+            )
+        } else {
+            conversation_of(ctx, &reply)
+        }
+    });
     RewindDoc {
         reply,
         conversation,
