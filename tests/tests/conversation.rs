@@ -402,6 +402,11 @@ fn claude_code_rewind_forks_the_conversation_before_the_turn() {
     a.compact();
     w.turn(&mut a, "add three", "three.txt");
     let original = fs::read(&a.path).unwrap();
+    let shown = w.ctl_ok(&["show", "2"]).stdout;
+    assert!(
+        shown.contains("conversation before the prompt: {\"bytes\":"),
+        "{shown}"
+    );
 
     let (plan, _) = w.json(&["rewind", "3", "--conversation", "--dry-run"]);
     assert_eq!(plan["outcome"], "dry_run");
