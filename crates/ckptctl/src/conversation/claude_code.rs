@@ -31,7 +31,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use serde_json::Value;
 
-use super::{check_version, content_text, Adapter};
+use super::{check_version, content_text, Adapter, ForkEntry};
 use crate::agents::Home;
 
 pub struct ClaudeCode;
@@ -110,7 +110,7 @@ impl Adapter for ClaudeCode {
         kept: &[Value],
         new_session: &str,
         _original_session: &str,
-    ) -> anyhow::Result<Vec<Option<Option<Value>>>> {
+    ) -> anyhow::Result<Vec<ForkEntry>> {
         let uuids: HashSet<&str> = kept
             .iter()
             .filter_map(|e| e.get("uuid").and_then(Value::as_str))
@@ -123,16 +123,16 @@ impl Adapter for ClaudeCode {
                 if e.get("type").and_then(Value::as_str) == Some("summary") {
                     let leaf = e.get("leafUuid").and_then(Value::as_str);
                     if !leaf.is_some_and(|l| uuids.contains(l)) {
-                        return None;
+                        return ForkEntry::Dropped;
                     }
                 }
                 match e.get("sessionId") {
                     Some(Value::String(_)) => {
                         let mut v = e.clone();
                         v["sessionId"] = Value::String(new_session.to_string());
-                        Some(Some(v))
+                        ForkEntry::Changed(v)
                     }
-                    _ => Some(None),
+                    _ => ForkEntry::Unchanged,
                 }
             })
             .collect())

@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context};
 use serde_json::Value;
 
-use super::{check_version, content_text, file_time, Adapter};
+use super::{check_version, content_text, file_time, Adapter, ForkEntry};
 use crate::agents::{codex_home, Home};
 
 pub struct Codex;
@@ -90,18 +90,18 @@ impl Adapter for Codex {
         kept: &[Value],
         new_session: &str,
         original_session: &str,
-    ) -> anyhow::Result<Vec<Option<Option<Value>>>> {
+    ) -> anyhow::Result<Vec<ForkEntry>> {
         Ok(kept
             .iter()
             .enumerate()
             .map(|(i, e)| {
                 if i > 0 || e["type"] != "session_meta" {
-                    return Some(None);
+                    return ForkEntry::Unchanged;
                 }
                 let mut v = e.clone();
                 v["payload"]["id"] = Value::String(new_session.to_string());
                 v["payload"]["forked_from_id"] = Value::String(original_session.to_string());
-                Some(Some(v))
+                ForkEntry::Changed(v)
             })
             .collect())
     }

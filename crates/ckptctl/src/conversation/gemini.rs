@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context};
 use serde_json::Value;
 
-use super::{file_time, Adapter};
+use super::{file_time, Adapter, ForkEntry};
 use crate::agents::{gemini_dir, Home};
 
 pub struct Gemini;
@@ -86,7 +86,7 @@ impl Adapter for Gemini {
         kept: &[Value],
         new_session: &str,
         _original_session: &str,
-    ) -> anyhow::Result<Vec<Option<Option<Value>>>> {
+    ) -> anyhow::Result<Vec<ForkEntry>> {
         let id = Value::String(new_session.to_string());
         Ok(kept
             .iter()
@@ -94,15 +94,15 @@ impl Adapter for Gemini {
                 if is_metadata(e) {
                     let mut v = e.clone();
                     v["sessionId"] = id.clone();
-                    return Some(Some(v));
+                    return ForkEntry::Changed(v);
                 }
                 match e.get("$set") {
                     Some(set) if set.get("sessionId").is_some() => {
                         let mut v = e.clone();
                         v["$set"]["sessionId"] = id.clone();
-                        Some(Some(v))
+                        ForkEntry::Changed(v)
                     }
-                    _ => Some(None),
+                    _ => ForkEntry::Unchanged,
                 }
             })
             .collect())

@@ -52,15 +52,14 @@ pub trait Adapter: Sync {
     fn entry_id(&self, entry: &Value) -> Option<String>;
     /// The user's prompt: the entry a turn's conversation begins with.
     fn is_prompt(&self, entry: &Value) -> bool;
-    /// The fork's entries: `kept` rewritten for `new_session`. Each item
-    /// is `None` where the entry is dropped, `Some(None)` where it is copied
-    /// unchanged (its bytes as they are), `Some(Some(v))` where it changed.
+    /// The fork's entries: what becomes of each of `kept` in a session
+    /// `new_session` forked from `original_session`.
     fn fork_entries(
         &self,
         kept: &[Value],
         new_session: &str,
         original_session: &str,
-    ) -> anyhow::Result<Vec<Option<Option<Value>>>>;
+    ) -> anyhow::Result<Vec<ForkEntry>>;
     /// Where the fork's transcript goes, next to `original`.
     fn fork_path(&self, original: &Path, new_session: &str) -> anyhow::Result<PathBuf>;
     /// The command that resumes a session.
@@ -69,6 +68,15 @@ pub trait Adapter: Sync {
     fn session_dirs(&self, home: &Home) -> Vec<PathBuf>;
     /// The transcripts in one of those directories, for `status`.
     fn transcripts(&self, dir: &Path) -> Vec<PathBuf>;
+}
+
+/// What becomes of one entry in the fork.
+pub enum ForkEntry {
+    Dropped,
+    /// Copied as its bytes are.
+    Unchanged,
+    /// Written as this value (its keys in their order: `preserve_order`).
+    Changed(Value),
 }
 
 /// Every adapter, in `status`'s order.
@@ -309,9 +317,9 @@ fn try_fork(adapter: &dyn Adapter, t: &TurnConversation, dry_run: bool) -> anyho
     let mut entries = 0;
     for (line, new) in file.lines[..cut].iter().zip(rewritten) {
         match new {
-            None => continue,
-            Some(None) => out.extend_from_slice(file.bytes(line)),
-            Some(Some(v)) => {
+            ForkEntry::Dropped => continue,
+            ForkEntry::Unchanged => out.extend_from_slice(file.bytes(line)),
+            ForkEntry::Changed(v) => {
                 out.extend_from_slice(&serde_json::to_vec(&v)?);
                 out.push(b'\n');
             }
