@@ -8,8 +8,8 @@
 //!
 //! How: at a turn-start the hook call records a [`Position`] with the turn
 //! (the bytes of the transcript that hold the conversation before the
-//! turn's prompt, and the id of the last entry in them), read from at most
-//! the file's last [`TAIL_BYTES`]. A rewind to turn N then writes a new
+//! turn's prompt, and the id of the last entry in them), read from the
+//! file's last [`TAIL_BYTES`] at most. A rewind to turn N then writes a new
 //! transcript next to the original holding the entries before turn N's
 //! prompt, under a new session id, and names the command that resumes it.
 
