@@ -96,7 +96,8 @@ fn path_of(proj: &Path, s: &Spot) -> WirePath {
 enum Gen {
     Watch(Spot, bool),
     Unwatch(Spot, bool),
-    TurnStart(Spot, Option<String>, bool),
+    /// The last field is the conversation position, opaque to the daemon.
+    TurnStart(Spot, Option<String>, bool, Option<String>),
     TurnEnd(Spot),
     Sync(Spot),
     Log(Spot, Option<usize>),
@@ -162,8 +163,13 @@ fn gen() -> impl Strategy<Value = Gen> {
     prop_oneof![
         (watch_spot(), any::<bool>()).prop_map(|(s, d)| Gen::Watch(s, d)),
         (spot(), any::<bool>()).prop_map(|(s, d)| Gen::Unwatch(s, d)),
-        (watch_spot(), proptest::option::of(".{0,40}"), any::<bool>())
-            .prop_map(|(s, l, a)| Gen::TurnStart(s, l, a)),
+        (
+            watch_spot(),
+            proptest::option::of(".{0,40}"),
+            any::<bool>(),
+            proptest::option::of(".{0,40}")
+        )
+            .prop_map(|(s, l, a, c)| Gen::TurnStart(s, l, a, c)),
         spot().prop_map(Gen::TurnEnd),
         spot().prop_map(Gen::Sync),
         (spot(), any::<Option<usize>>()).prop_map(|(s, l)| Gen::Log(s, l)),
@@ -227,13 +233,14 @@ fn concrete(proj: &Path, g: &Gen) -> Request {
             dir: p(s),
             drop_data: *drop_data,
         },
-        Gen::TurnStart(s, label, auto_watch) => Request::TurnStart {
+        Gen::TurnStart(s, label, auto_watch, conversation) => Request::TurnStart {
             dir: p(s),
             label: label.clone(),
             agent: None,
             session: None,
             transcript: None,
             auto_watch: *auto_watch,
+            conversation: conversation.clone(),
         },
         Gen::TurnEnd(s) => Request::TurnEnd {
             dir: p(s),

@@ -369,3 +369,68 @@ fn mcp_without_ckpt_mcp_next_to_ckptctl_says_so() {
     );
     assert!(out.stderr.contains(&expected), "{}", out.stderr);
 }
+
+/// The `rewind` tool's `conversation: true`: a Claude Code transcript
+/// grown over two hook-marked turns is forked back to before turn 2, and
+/// the answer names the command that resumes it.
+#[test]
+fn mcp_rewind_forks_the_conversation_when_asked() {
+    let env = Env::new();
+    let proj = env.dir("app");
+    std::fs::write(proj.join("a.txt"), "a\n").unwrap();
+    let _daemon = env.start_daemon();
+    env.ctl_ok(&proj, &["watch"]);
+    let transcript = env.path().join("s1.jsonl");
+    let entry = |uuid: &str, parent: Option<&str>, role: &str, text: &str| {
+        json!({"parentUuid": parent, "isSidechain": false, "userType": "external", "cwd": proj,
+               "sessionId": "s1", "version": "2.0.55", "type": role, "uuid": uuid,
+               "timestamp": "2026-12-01T10:00:00.000Z", "message": {"role": role, "content": text}})
+    };
+    let mut parent: Option<String> = None;
+    for (n, file) in ["b.txt", "c.txt"].iter().enumerate() {
+        let payload = json!({"session_id": "s1", "transcript_path": transcript, "cwd": proj,
+                             "hook_event_name": "UserPromptSubmit", "prompt": format!("add {file}")});
+        let out = run_with_input(
+            &mut env.ctl_cmd(&proj, &["turn-start", "--from-hook=claude-code"]),
+            Some(payload.to_string().as_bytes()),
+        );
+        assert!(out.status.success() && out.stderr.is_empty(), "{out:?}");
+        let (u, a) = (format!("u{n}"), format!("a{n}"));
+        let lines = [
+            entry(&u, parent.as_deref(), "user", &format!("add {file}")),
+            entry(&a, Some(&u), "assistant", "done"),
+        ];
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&transcript)
+            .unwrap();
+        for l in lines {
+            writeln!(f, "{l}").unwrap();
+        }
+        parent = Some(a);
+        std::fs::write(proj.join(file), "x\n").unwrap();
+        env.ctl_ok(&proj, &["turn-end"]);
+    }
+    let original = std::fs::read(&transcript).unwrap();
+    let mut mcp = Mcp::start(&env, &proj, &proj);
+    mcp.initialize();
+    let plan = mcp.call_ok("rewind", json!({ "turn": 2, "conversation": true }));
+    assert_eq!(plan["conversation"]["dry_run"], true, "{plan}");
+    let done = mcp.call_ok(
+        "rewind",
+        json!({ "turn": 2, "confirm": true, "conversation": true }),
+    );
+    let c = &done["conversation"];
+    let forked = c["forked_session"].as_str().expect("forked");
+    assert_eq!(c["resume_command"], format!("claude --resume {forked}"));
+    assert_eq!(c["entries"], 2, "{c}");
+    let fork = std::fs::read_to_string(c["path"].as_str().unwrap()).unwrap();
+    assert_eq!(fork.lines().count(), 2);
+    assert!(fork.contains(&format!("\"sessionId\":\"{forked}\"")));
+    assert!(!proj.join("c.txt").exists() && proj.join("b.txt").exists());
+    assert_eq!(std::fs::read(&transcript).unwrap(), original);
+    // Without the option, no `conversation` in the answer.
+    let redo = mcp.call_ok("redo", json!({ "confirm": true }));
+    assert!(redo.get("conversation").is_none(), "{redo}");
+}

@@ -176,6 +176,12 @@ const MIGRATIONS: &[&str] = &[
     "
     ALTER TABLE turn_entries ADD COLUMN shared INTEGER NOT NULL DEFAULT 0;
     ",
+    // 10: where the agent's conversation stood just before the turn's prompt
+    // (JSON of the client's session adapter, opaque to the core), so a
+    // rewind can fork the conversation back to that point.
+    "
+    ALTER TABLE turns ADD COLUMN conversation TEXT;
+    ",
 ];
 
 /// The schema version this build writes and understands.

@@ -43,6 +43,7 @@ mod store;
 mod turns;
 
 pub use error::{Error, Result};
+pub use export::utc_fields;
 pub use export::{
     check_out_dir, export_files, fingerprint, fingerprint_lines, frozen_files, manifest_state,
     write_new_files, Entry, EntryKind, ExportFiles, ExportManifest, ExportRange, FingerprintLine,

@@ -79,6 +79,11 @@ pub struct TurnMeta {
     pub session: Option<String>,
     /// The agent's transcript file, when its hook names one.
     pub transcript: Option<String>,
+    /// Where the conversation stood just before the turn's prompt: the
+    /// client's session adapter writes and reads it (JSON), the core only
+    /// keeps it.
+    #[serde(default)]
+    pub conversation: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

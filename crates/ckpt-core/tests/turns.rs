@@ -504,3 +504,36 @@ fn edit_after_the_barrier_is_still_a_conflict() {
     assert_eq!(conflicts, ["main.rs"]);
     assert_tree(&edited, &fx.tree(), "a refused rewind changes nothing");
 }
+
+/// The conversation position a client records is kept as it was given,
+/// shown with the turn and in the log, and survives the turn's rewind.
+#[test]
+fn a_turns_conversation_position_is_kept_as_given() {
+    let fx = Fx::new();
+    fx.write("a.txt", "a\n");
+    let mut p = fx.open();
+    sync(&mut p);
+    let position = r#"{"bytes":1234,"last":"u-7"}"#;
+    let t = p
+        .turn_start(ckpt_core::TurnMeta {
+            agent: Some("claude-code".into()),
+            transcript: Some("/t/s.jsonl".into()),
+            conversation: Some(position.into()),
+            ..Default::default()
+        })
+        .unwrap();
+    fx.write("a.txt", "b\n");
+    end(&mut p);
+    let plain = start(&mut p, "no position");
+    end(&mut p);
+    assert_eq!(
+        p.show(t).unwrap().info.meta.conversation.as_deref(),
+        Some(position)
+    );
+    assert_eq!(p.show(plain).unwrap().info.meta.conversation, None);
+    rewind(&mut p, t);
+    let log = p.log(10).unwrap();
+    let info = log.iter().find(|i| i.id == t).unwrap();
+    assert_eq!(info.status, TurnStatus::Rewound);
+    assert_eq!(info.meta.conversation.as_deref(), Some(position));
+}

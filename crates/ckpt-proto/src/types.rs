@@ -47,6 +47,10 @@ pub enum Request {
         /// Watch the project (root discovered from `dir`) if it is not yet.
         #[serde(default)]
         auto_watch: bool,
+        /// Where the agent's conversation stood just before this turn's
+        /// prompt (the client's session adapter's JSON, kept as it is).
+        #[serde(default)]
+        conversation: Option<String>,
     },
     TurnEnd {
         dir: WirePath,
@@ -313,6 +317,10 @@ pub struct TurnInfo {
     /// Slop-ledger entries recorded in the turn.
     #[serde(default)]
     pub ledger_entries: u64,
+    /// Where the conversation stood just before the turn's prompt (the
+    /// client's session adapter's JSON).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conversation: Option<String>,
 }
 
 /// One path a turn touched.

@@ -303,14 +303,17 @@ fn request() -> impl Strategy<Value = Request> {
         (odd_path(), any::<bool>())
             .prop_map(|(dir, drop_data)| Request::Unwatch { dir, drop_data }),
         Just(Request::Projects),
-        (odd_path(), opt(), opt(), opt(), opt(), any::<bool>()).prop_map(
-            |(dir, label, agent, session, transcript, auto_watch)| Request::TurnStart {
-                dir,
-                label,
-                agent,
-                session,
-                transcript,
-                auto_watch
+        (odd_path(), opt(), opt(), opt(), opt(), any::<bool>(), opt()).prop_map(
+            |(dir, label, agent, session, transcript, auto_watch, conversation)| {
+                Request::TurnStart {
+                    dir,
+                    label,
+                    agent,
+                    session,
+                    transcript,
+                    auto_watch,
+                    conversation,
+                }
             }
         ),
         (odd_path(), proptest::option::of(odd_name()), opt()).prop_map(

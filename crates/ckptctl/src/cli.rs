@@ -151,6 +151,10 @@ pub enum Command {
         /// with --merge=markers written with conflict markers.
         #[arg(long, value_enum, num_args = 0..=1, require_equals = true, default_missing_value = "clean")]
         merge: Option<MergeArg>,
+        /// Fork the agent's conversation back to before the turn too (a new
+        /// session next to the original; prints the command that resumes it).
+        #[arg(long)]
+        conversation: bool,
     },
     /// Undo the last rewind exactly.
     Redo {
@@ -160,6 +164,10 @@ pub enum Command {
         /// Overwrite paths edited since the rewind.
         #[arg(long)]
         force: bool,
+        /// Name the conversation that matches the files again (the original
+        /// session, which a rewind never changes).
+        #[arg(long)]
+        conversation: bool,
     },
     /// The daemon and every project.
     Status,

@@ -25,6 +25,7 @@ pub mod agents;
 pub mod cli;
 pub mod client;
 pub mod commands;
+pub mod conversation;
 pub mod hooks;
 pub mod output;
 pub mod workcopy;

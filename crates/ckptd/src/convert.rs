@@ -63,6 +63,7 @@ pub fn turn_info(t: &core::TurnInfo) -> proto::TurnInfo {
             skipped: t.counts.skipped,
         },
         ledger_entries: t.ledger_entries,
+        conversation: t.meta.conversation.clone(),
     }
 }
 

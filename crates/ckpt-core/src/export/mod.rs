@@ -36,6 +36,7 @@ use crate::relpath::RelPath;
 use crate::state::{Hash, State};
 
 pub use fingerprint::{fingerprint, fingerprint_lines, Entry, EntryKind, FingerprintLine};
+pub use report::utc_fields;
 
 /// The four files an export writes, in the order they are written (the
 /// manifest, which names the others' hashes, last).

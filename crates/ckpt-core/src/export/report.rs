@@ -44,7 +44,13 @@ fn what(pre: &State, post: &State) -> String {
 
 /// UTC `YYYY-MM-DD HH:MM:SS` of nanoseconds since the epoch.
 pub(crate) fn utc(ns: i64) -> String {
-    let secs = ns.div_euclid(1_000_000_000);
+    let [y, m, d, h, mi, s] = utc_fields(ns.div_euclid(1_000_000_000));
+    format!("{y:04}-{m:02}-{d:02} {h:02}:{mi:02}:{s:02} UTC")
+}
+
+/// Year, month, day, hour, minute, second (UTC) of seconds since the
+/// epoch; the client names files with them too.
+pub fn utc_fields(secs: i64) -> [i64; 6] {
     let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
     // Howard Hinnant's civil_from_days.
     let z = days + 719_468;
@@ -56,12 +62,7 @@ pub(crate) fn utc(ns: i64) -> String {
     let d = doy - (153 * mp + 2) / 5 + 1;
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
     let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02} UTC",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
+    [y, m, d, rem / 3600, rem % 3600 / 60, rem % 60]
 }
 
 /// Markdown table cells hold no `|` or line breaks.

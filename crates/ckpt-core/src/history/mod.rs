@@ -150,8 +150,8 @@ pub(crate) fn open_turn_of(conn: &Connection, session: Option<&str>) -> Result<O
 /// turn-start/turn-end loop.
 pub(crate) fn insert_turn(conn: &Connection, meta: &TurnMeta, started_ns: i64) -> Result<i64> {
     conn.prepare_cached(
-        "INSERT INTO turns (started_ns, label, agent, session, transcript, status) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        "INSERT INTO turns (started_ns, label, agent, session, transcript, conversation, status) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
     )?
     .execute(params![
         started_ns,
@@ -159,6 +159,7 @@ pub(crate) fn insert_turn(conn: &Connection, meta: &TurnMeta, started_ns: i64) -
         meta.agent,
         meta.session,
         meta.transcript,
+        meta.conversation,
         TurnStatus::Open
     ])?;
     Ok(conn.last_insert_rowid())
@@ -263,6 +264,7 @@ pub(crate) fn live_touches(conn: &Connection, path: &RelPath) -> Result<Vec<Path
             agent: r.get(3)?,
             session: r.get(4)?,
             transcript: None,
+            conversation: None,
         };
         Ok((
             r.get::<_, i64>(0)?,
@@ -335,8 +337,8 @@ pub(crate) struct TurnRow {
 pub(crate) fn turn(conn: &Connection, id: i64) -> Result<Option<TurnRow>> {
     Ok(conn
         .prepare_cached(
-            "SELECT started_ns, ended_ns, label, agent, session, transcript, status \
-             FROM turns WHERE id = ?1",
+            "SELECT started_ns, ended_ns, label, agent, session, transcript, status, \
+             conversation FROM turns WHERE id = ?1",
         )?
         .query_row([id], |r| {
             Ok(TurnRow {
@@ -347,6 +349,7 @@ pub(crate) fn turn(conn: &Connection, id: i64) -> Result<Option<TurnRow>> {
                     agent: r.get(3)?,
                     session: r.get(4)?,
                     transcript: r.get(5)?,
+                    conversation: r.get(7)?,
                 },
                 status: TurnStatus::read(&r.get::<_, String>(6)?),
             })

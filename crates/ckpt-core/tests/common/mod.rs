@@ -306,6 +306,7 @@ pub fn start(p: &mut Project, label: &str) -> i64 {
         agent: Some("test".into()),
         session: None,
         transcript: None,
+        conversation: None,
     })
     .expect("turn_start")
 }

@@ -32,7 +32,7 @@ pub const SPEC: Spec = Spec {
     ),
 };
 
-fn codex_home(h: &Home) -> std::path::PathBuf {
+pub(crate) fn codex_home(h: &Home) -> std::path::PathBuf {
     h.env_or("CODEX_HOME", ".codex")
 }
 

@@ -29,7 +29,7 @@ pub const SPEC: Spec = Spec {
     after_install: None,
 };
 
-fn gemini_dir(h: &Home) -> std::path::PathBuf {
+pub(crate) fn gemini_dir(h: &Home) -> std::path::PathBuf {
     match std::env::var_os("GEMINI_CLI_HOME").filter(|v| !v.is_empty()) {
         Some(home) => std::path::PathBuf::from(home).join(".gemini"),
         None => h.home.join(".gemini"),

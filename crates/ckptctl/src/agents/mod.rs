@@ -20,6 +20,10 @@ mod opencode;
 pub mod payload;
 mod zed;
 
+// The agents' homes, where their session files live too (`conversation`).
+pub(crate) use codex::codex_home;
+pub(crate) use gemini::gemini_dir;
+
 pub use payload::{HookInput, Payload};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, clap::ValueEnum)]

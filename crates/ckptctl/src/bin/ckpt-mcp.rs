@@ -21,7 +21,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::Context;
-use ckpt_proto::{LedgerFilter, LineSpan, Outcome, RewindReply, WirePath};
+use ckpt_proto::{LedgerFilter, LineSpan, Outcome, WirePath};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{CallToolResult, ContentBlock, Implementation, ServerCapabilities, ServerConfig};
@@ -118,6 +118,10 @@ struct Rewind {
     /// Apply the rewind. Without it nothing changes and the plan is returned.
     #[serde(default)]
     confirm: bool,
+    /// Fork the conversation back to before `turn` too: a new session next
+    /// to the original, whose resume command the answer names.
+    #[serde(default)]
+    conversation: bool,
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -126,6 +130,9 @@ struct Redo {
     /// Apply the redo. Without it nothing changes and the plan is returned.
     #[serde(default)]
     confirm: bool,
+    /// Name the session that holds the redone turns (the original one).
+    #[serde(default)]
+    conversation: bool,
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -210,13 +217,18 @@ impl Ckpt {
     /// true`. `conflicts` are files edited after your turns, by the user:
     /// the rewind is refused then and nothing changes; tell the user (they
     /// can pass `paths` to rewind the other files, or run `ckptctl rewind
-    /// N --force` themselves). `redo` undoes a rewind.
+    /// N --force` themselves). `redo` undoes a rewind. With `conversation:
+    /// true` your conversation is forked back to before `turn` as well (a
+    /// new session; the answer's `conversation` names the command that
+    /// resumes it, or says in `skipped` why it was not forked).
     #[tool(annotations(destructive_hint = true, idempotent_hint = false))]
     async fn rewind(&self, Parameters(a): Parameters<Rewind>) -> CallToolResult {
         let dry_run = !a.confirm;
         let r = self.call_raw(move |ctx| {
             let paths = wire_paths(ctx, &a.paths)?;
-            rewind::request_rewind(ctx, a.turn, paths, dry_run, false, None)
+            let partial = !paths.is_empty();
+            let r = rewind::request_rewind(ctx, a.turn, paths, dry_run, false, None)?;
+            Ok(rewind::with(ctx, r, a.conversation, partial))
         });
         rewind_result(r.await)
     }
@@ -230,7 +242,10 @@ impl Ckpt {
     #[tool(annotations(destructive_hint = true, idempotent_hint = false))]
     async fn redo(&self, Parameters(a): Parameters<Redo>) -> CallToolResult {
         let dry_run = !a.confirm;
-        let r = self.call_raw(move |ctx| rewind::request_redo(ctx, dry_run, false));
+        let r = self.call_raw(move |ctx| {
+            let r = rewind::request_redo(ctx, dry_run, false)?;
+            Ok(rewind::with(ctx, r, a.conversation, false))
+        });
         rewind_result(r.await)
     }
 
@@ -342,9 +357,9 @@ impl ServerHandler for Ckpt {
 
 /// A rewind's or redo's document; a refused one is a tool error (nothing
 /// changed, as the CLI's exit 3 says).
-fn rewind_result(r: Result<RewindReply, CallToolResult>) -> CallToolResult {
+fn rewind_result(r: Result<rewind::RewindDoc, CallToolResult>) -> CallToolResult {
     match r {
-        Ok(r) => document(&r, r.outcome == Outcome::Refused),
+        Ok(d) => document(&d, d.reply.outcome == Outcome::Refused),
         Err(e) => e,
     }
 }

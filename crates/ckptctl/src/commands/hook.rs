@@ -1,6 +1,7 @@
 //! A hook call: `turn-start` or `turn-end --from-hook=AGENT`. The agent's
 //! payload (JSON on stdin) gives the label, session, project dir and
-//! transcript, read by that agent's names (`agents::*`). A hook call never
+//! transcript, read by that agent's names (`agents::*`); a turn-start also
+//! records where the agent's conversation stands (`conversation`). A hook call never
 //! breaks the agent: whatever fails is one line on stderr and exit 0, and
 //! the outcome is recorded for `hooks status` and `status`.
 
@@ -11,6 +12,7 @@ use anyhow::{bail, Context};
 use super::{absolute, turn_end, turn_start, Ctx};
 use crate::agents::{Agent, Event};
 use crate::cli::TurnMeta;
+use crate::conversation;
 use crate::hooks::calls;
 use crate::output;
 
@@ -60,7 +62,13 @@ fn call(
         Event::TurnStart => {
             meta.label = meta.label.or(input.prompt);
             meta.agent = meta.agent.or_else(|| Some(agent.name().to_string()));
-            turn_start::start(ctx, meta)?.project
+            // Read before the daemon's barrier, from the transcript's tail
+            // only (`conversation::TAIL_BYTES`).
+            let conversation = meta
+                .transcript
+                .as_deref()
+                .and_then(|t| conversation::record(agent.name(), t));
+            turn_start::start(ctx, meta, conversation)?.project
         }
         // Copilot CLI names its transcript only when the turn ends.
         Event::TurnEnd => turn_end::end(ctx, meta.session, meta.transcript)?.project,

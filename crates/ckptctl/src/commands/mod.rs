@@ -106,6 +106,7 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
             dry_run,
             force,
             merge,
+            conversation,
         } => {
             let turn = match turn {
                 Some(t) => t,
@@ -115,9 +116,13 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
                 crate::cli::MergeArg::Clean => ckpt_proto::MergeMode::Clean,
                 crate::cli::MergeArg::Markers => ckpt_proto::MergeMode::Markers,
             });
-            rewind::rewind(&ctx, turn, &paths, dry_run, force, merge)
+            rewind::rewind(&ctx, turn, &paths, dry_run, force, merge, conversation)
         }
-        Command::Redo { dry_run, force } => rewind::redo(&ctx, dry_run, force),
+        Command::Redo {
+            dry_run,
+            force,
+            conversation,
+        } => rewind::redo(&ctx, dry_run, force, conversation),
         Command::Status => status::run(&ctx),
         Command::Fsck => fsck::run(&ctx),
         Command::Run {

@@ -1,17 +1,33 @@
 //! `ckptctl rewind N` and `ckptctl redo`: print what was (or would be)
 //! restored, deleted, recreated; exit 3 when conflicts (or, for a redo, a
-//! tree it cannot put back exactly) refused it.
+//! tree it cannot put back exactly) refused it. With `--conversation`, the
+//! agent's conversation follows the files once they are rewound
+//! (`crate::conversation`); whatever happens to it, the exit status is the
+//! file rewind's.
 
+use std::collections::BTreeSet;
 use std::path::PathBuf;
 
 use ckpt_proto::{
     ActionKind, MergeMode, MergeOutcome, Outcome, Request, Response, RewindReply, State,
     TurnStatus, WirePath,
 };
+use serde::Serialize;
 
-use super::{unexpected, Ctx};
+use super::{log, unexpected, Ctx};
+use crate::conversation::{self, TurnConversation};
 use crate::output;
 use crate::EXIT_CONFLICTS;
+
+/// The document `--json` prints: the daemon's reply, and with
+/// `--conversation` what became of the conversation.
+#[derive(Serialize)]
+pub struct RewindDoc {
+    #[serde(flatten)]
+    pub reply: RewindReply,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub conversation: Option<conversation::Report>,
+}
 
 pub fn rewind(
     ctx: &Ctx,
@@ -20,13 +36,15 @@ pub fn rewind(
     dry_run: bool,
     force: bool,
     merge: Option<MergeMode>,
+    with_conversation: bool,
 ) -> anyhow::Result<u8> {
     let paths = paths
         .iter()
         .map(|p| ctx.wire_path(p))
         .collect::<anyhow::Result<Vec<_>>>()?;
+    let partial = !paths.is_empty();
     let r = request_rewind(ctx, turn, paths, dry_run, force, merge)?;
-    finish(ctx, r)
+    finish(ctx, with(ctx, r, with_conversation, partial))
 }
 
 /// `rewind --last [--session S]`: the newest live turn of `session` (the
@@ -47,9 +65,84 @@ pub fn last_turn(ctx: &Ctx, session: Option<&str>, last: bool) -> anyhow::Result
         })
 }
 
-pub fn redo(ctx: &Ctx, dry_run: bool, force: bool) -> anyhow::Result<u8> {
+pub fn redo(ctx: &Ctx, dry_run: bool, force: bool, with_conversation: bool) -> anyhow::Result<u8> {
     let r = request_redo(ctx, dry_run, force)?;
-    finish(ctx, r)
+    finish(ctx, with(ctx, r, with_conversation, false))
+}
+
+/// The reply, and when asked for (and the files were or would be
+/// rewound) the conversation's report. A rewind of some paths only
+/// (`partial`) leaves the turns' other files as they are, so a
+/// conversation forked to before them would not match the files.
+pub fn with(ctx: &Ctx, reply: RewindReply, with_conversation: bool, partial: bool) -> RewindDoc {
+    let conversation = (with_conversation && reply.outcome != Outcome::Refused).then(|| {
+        if partial {
+            conversation::Report::skipped(
+                "only some paths were rewound (--path): the conversation is forked with a whole rewind only",
+            )
+        } else {
+            conversation_of(ctx, &reply)
+        }
+    });
+    RewindDoc {
+        reply,
+        conversation,
+    }
+}
+
+/// Forks the conversation of the turn rewound to (for a redo: names the
+/// original session, which holds every turn); other sessions whose changes
+/// the rewind overwrites are named, not touched.
+fn conversation_of(ctx: &Ctx, r: &RewindReply) -> conversation::Report {
+    let turns = match turns_since(ctx, r.turn) {
+        Ok(t) => t,
+        Err(e) => {
+            return conversation::Report::skipped(format!(
+                "reading the turns: {}",
+                output::error_message(&e)
+            ))
+        }
+    };
+    let Some(info) = turns.iter().find(|t| t.id == r.turn) else {
+        return conversation::Report::skipped(format!("turn {} is not in the log", r.turn));
+    };
+    let t = TurnConversation {
+        turn: info.id,
+        agent: info.agent.as_deref(),
+        session: info.session.as_deref(),
+        transcript: info.transcript.as_deref(),
+        position: info.conversation.as_deref(),
+    };
+    let mut report = if r.redo {
+        conversation::resume_original(&t)
+    } else {
+        conversation::fork(&t, r.outcome == Outcome::DryRun)
+    };
+    // A rewind undoes one session's turns; another session's shows up
+    // when its change to a path was overwritten (--force) or would be.
+    let others: BTreeSet<&str> = turns
+        .iter()
+        .filter(|t| r.turns.contains(&t.id))
+        .filter_map(|t| t.session.as_deref())
+        .chain(
+            r.conflicts
+                .iter()
+                .filter_map(|c| c.other_session.as_deref()),
+        )
+        .filter(|s| Some(*s) != info.session.as_deref())
+        .collect();
+    report.other_sessions = others.into_iter().map(str::to_string).collect();
+    report
+}
+
+/// Turn `from` and every later one (the log holds them newest first).
+fn turns_since(ctx: &Ctx, from: i64) -> anyhow::Result<Vec<ckpt_proto::TurnInfo>> {
+    let newest = log::query(ctx, 1, None)?
+        .turns
+        .first()
+        .map_or(from, |t| t.id);
+    let count = usize::try_from(newest - from + 1).unwrap_or(1).max(1);
+    Ok(log::query(ctx, count, None)?.turns)
 }
 
 /// Asks for a rewind (or its plan): the document `--json` prints.
@@ -87,12 +180,16 @@ fn reply(r: Response) -> anyhow::Result<RewindReply> {
     }
 }
 
-fn finish(ctx: &Ctx, r: RewindReply) -> anyhow::Result<u8> {
+fn finish(ctx: &Ctx, doc: RewindDoc) -> anyhow::Result<u8> {
+    let r = &doc.reply;
     output::warn_degraded(&r.project, &r.degraded);
     if ctx.g.json {
-        output::json(&r)?;
+        output::json(&doc)?;
     } else if !ctx.g.quiet || r.outcome == Outcome::Refused {
-        print(&r);
+        print(r);
+    }
+    if let Some(c) = &doc.conversation {
+        print_conversation(ctx, r, c);
     }
     Ok(if r.outcome == Outcome::Refused {
         EXIT_CONFLICTS
@@ -213,5 +310,39 @@ fn print(r: &RewindReply) {
     }
     if r.outcome == Outcome::Applied && !r.redo {
         println!("`ckptctl redo` puts it back");
+    }
+}
+
+/// What became of the conversation: a skip is one line on stderr, even
+/// with `--json` (whose document holds it as `skipped`).
+fn print_conversation(ctx: &Ctx, r: &RewindReply, c: &conversation::Report) {
+    if let Some(why) = &c.skipped {
+        eprintln!("ckptctl: conversation not rewound: {why}");
+    }
+    if ctx.g.json || ctx.g.quiet {
+        return;
+    }
+    let agent = c.agent.as_deref().unwrap_or("agent");
+    let original = c.original_session.as_deref().unwrap_or("?");
+    if let Some(cmd) = &c.resume_command {
+        if r.redo {
+            println!("conversation: the original {agent} session {original} holds these turns; resume it: {cmd}");
+        } else {
+            let verb = if c.dry_run { "would fork" } else { "forked" };
+            println!(
+                "conversation: {verb} {agent} session {original} before turn {} into {} ({} entries): {}",
+                r.turn,
+                c.forked_session.as_deref().unwrap_or("?"),
+                c.entries.unwrap_or(0),
+                c.path.as_deref().unwrap_or("?"),
+            );
+            println!("  resume it: {cmd}");
+        }
+    }
+    if !c.other_sessions.is_empty() {
+        println!(
+            "  turns of other sessions were undone too; their conversations are as they were: {}",
+            c.other_sessions.join(", ")
+        );
     }
 }

@@ -34,7 +34,7 @@ pub fn run(
     }
     let session = args.session.clone();
     let meta = args.clone();
-    let started = turn_start::start(ctx, args)?;
+    let started = turn_start::start(ctx, args, None)?;
     let opened_ns = bursts::now_ns();
     if !ctx.g.quiet && !ctx.g.json {
         eprintln!("ckptctl: turn {} started", started.turn);

@@ -46,6 +46,9 @@ pub fn run(ctx: &Ctx, turn: i64) -> anyhow::Result<u8> {
     if let Some(t) = &i.transcript {
         println!("transcript: {t}");
     }
+    if let Some(c) = &i.conversation {
+        println!("conversation before the prompt: {c}");
+    }
     println!(
         "{}{}",
         output::counts_long(&i.counts),

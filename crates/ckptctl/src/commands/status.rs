@@ -1,10 +1,13 @@
-//! `ckptctl status`: the daemon and every project.
+//! `ckptctl status`: the daemon, every project, failing hooks, and the
+//! conversation adapters (each agent's session directory and the format
+//! version of its newest transcript).
 
 use ckpt_proto::{Request, Response, StatusReply};
 
 use super::projects::print_project;
 use super::{unexpected, Ctx};
-use crate::agents::Agent;
+use crate::agents::{Agent, Home};
+use crate::conversation::{self, AdapterStatus};
 use crate::hooks::calls::{self, Call, Calls};
 use crate::output;
 
@@ -19,12 +22,16 @@ pub fn query(ctx: &Ctx) -> anyhow::Result<StatusReply> {
 pub fn run(ctx: &Ctx) -> anyhow::Result<u8> {
     let s = query(ctx)?;
     let failing = failing_hooks(ctx);
+    let adapters = Home::from_env()
+        .map(|h| conversation::adapters_status(&h))
+        .unwrap_or_default();
     if ctx.g.json {
         let mut doc = serde_json::to_value(&s)?;
         doc["failing_hooks"] = serde_json::json!(failing
             .iter()
             .map(|(agent, call)| serde_json::json!({"agent": agent.name(), "call": call}))
             .collect::<Vec<_>>());
+        doc["conversation_adapters"] = serde_json::to_value(&adapters)?;
         output::json(&doc)?;
         return Ok(0);
     }
@@ -51,7 +58,27 @@ pub fn run(ctx: &Ctx) -> anyhow::Result<u8> {
         };
         println!("hook {agent}: {}", super::hooks::last_call(agent, &calls));
     }
+    for a in &adapters {
+        print_adapter(a);
+    }
     Ok(0)
+}
+
+fn print_adapter(a: &AdapterStatus) {
+    let found = if a.found {
+        format!("{} transcripts", a.transcripts)
+    } else {
+        "not found".to_string()
+    };
+    let newest = match (&a.newest_version, &a.newest_error) {
+        (Some(v), _) => format!(", newest format {v}"),
+        (None, Some(e)) => format!(", newest unreadable: {e}"),
+        (None, None) => String::new(),
+    };
+    println!(
+        "conversation adapter {}: {} ({found}{newest})",
+        a.agent, a.session_dir
+    );
 }
 
 /// The agents whose last hook call failed (the hook itself stayed quiet).

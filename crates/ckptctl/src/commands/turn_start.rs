@@ -12,7 +12,7 @@ pub fn run(ctx: Ctx, args: TurnStartArgs) -> anyhow::Result<u8> {
     if let Some(agent) = args.hook.from_hook {
         return super::hook::run(ctx, agent, Event::TurnStart, args.meta);
     }
-    let t = start(&ctx, args.meta)?;
+    let t = start(&ctx, args.meta, None)?;
     if ctx.g.json {
         output::json(&t)?;
     } else if !ctx.g.quiet {
@@ -27,7 +27,13 @@ pub fn run(ctx: Ctx, args: TurnStartArgs) -> anyhow::Result<u8> {
     Ok(0)
 }
 
-pub fn start(ctx: &Ctx, args: TurnMeta) -> anyhow::Result<TurnStarted> {
+/// `conversation`: where the agent's conversation stands (a hook call's
+/// session adapter), kept on the turn.
+pub fn start(
+    ctx: &Ctx,
+    args: TurnMeta,
+    conversation: Option<String>,
+) -> anyhow::Result<TurnStarted> {
     let t = match ctx.request(&Request::TurnStart {
         dir: ctx.wire_dir(),
         label: args.label,
@@ -35,6 +41,7 @@ pub fn start(ctx: &Ctx, args: TurnMeta) -> anyhow::Result<TurnStarted> {
         session: args.session,
         transcript: args.transcript,
         auto_watch: true,
+        conversation,
     })? {
         Response::TurnStarted(t) => t,
         other => return Err(unexpected(other)),

@@ -43,12 +43,14 @@ pub fn handle(d: &Arc<Daemon>, req: Request) -> Response {
             session,
             transcript,
             auto_watch,
+            conversation,
         } => {
             let meta = ckpt_core::TurnMeta {
                 label,
                 agent,
                 session,
                 transcript,
+                conversation,
             };
             turn_start::handle(d, &dir, meta, auto_watch).map(Response::TurnStarted)
         }
@@ -135,7 +137,7 @@ pub fn handle(d: &Arc<Daemon>, req: Request) -> Response {
                 label,
                 agent,
                 session,
-                transcript: None,
+                ..ckpt_core::TurnMeta::default()
             };
             copy_in::handle(d, &dir, &source, &paths, meta).map(Response::CopyIn)
         }

@@ -154,7 +154,7 @@ impl Watch<'_> {
             closed.push(ended);
             let mut meta = self.meta.clone();
             meta.label = Some(format!("{base} (burst {})", closed.len() + 1));
-            let started = turn_start::start(self.ctx, meta)?;
+            let started = turn_start::start(self.ctx, meta, None)?;
             opened_ns = now_ns();
             busy_ns = None;
             if say {

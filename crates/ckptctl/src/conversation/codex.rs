@@ -1,0 +1,158 @@
+//! Codex CLI's rollout files (openai/codex):
+//! - `$CODEX_HOME/sessions/YYYY/MM/DD/rollout-YYYY-MM-DDThh-mm-ss-<uuid>.jsonl`, one
+//!   `RolloutLine` per line: `{"timestamp", "type", "payload"}` with `type` one of
+//!   `session_meta`, `response_item`, `compacted`, `turn_context`, `event_msg`
+//!   (`codex-rs/protocol/src/protocol.rs`: `RolloutLine`, `RolloutItem`, `SessionMetaLine`;
+//!   `codex-rs/core/src/rollout/list.rs`: the layout and `parse_timestamp_uuid_from_filename`).
+//! - The first line is `session_meta`; its payload `SessionMeta` holds `id` (the thread
+//!   id), `forked_from_id`, `timestamp`, `cwd`, `originator`, `cli_version`, `source`.
+//!   `compacted` holds `message` and `replacement_history` (`CompactedItem`).
+//! - A user turn begins at a `response_item` `{"type": "message", "role": "user"}` that is
+//!   not context Codex adds itself (text starting `<environment_context>`,
+//!   `<user_instructions>`, `<turn_aborted>`…, or `# AGENTS.md` instructions), and Codex's
+//!   own fork cuts strictly before such a message (`codex-rs/core/src/rollout/truncation.rs`,
+//!   `codex-rs/core/src/event_mapping.rs`, `codex-rs/core/src/contextual_user_message.rs`).
+//! - `codex resume <SESSION_ID>` finds a rollout by the id in its file name
+//!   (`find_thread_path_by_id_str`, falling back from its state database to the files).
+//!
+//! The fork gets a new `id` in its `session_meta`, and `forked_from_id` names the
+//! original, as Codex's own fork does; every other line is copied as it is.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context};
+use serde_json::Value;
+
+use super::{check_version, content_text, file_time, Adapter, ForkEntry};
+use crate::agents::{codex_home, Home};
+
+pub struct Codex;
+
+/// Codex's versions are 0.x; a 1.0 may change the rollout, so it is refused
+/// until someone checks.
+const MAX_MAJOR: u64 = 0;
+
+impl Adapter for Codex {
+    fn agent(&self) -> &'static str {
+        "codex"
+    }
+
+    fn detect(&self, entries: &[Value]) -> anyhow::Result<String> {
+        for (i, e) in entries.iter().enumerate() {
+            for field in ["timestamp", "type", "payload"] {
+                if e.get(field).is_none() {
+                    bail!(
+                        "line {} has no `{field}`: not the rollout format this ckpt knows",
+                        i + 1
+                    );
+                }
+            }
+        }
+        let first = entries.first().context("the rollout is empty")?;
+        if first["type"] != "session_meta" {
+            bail!("the rollout does not begin with `session_meta`");
+        }
+        first
+            .pointer("/payload/id")
+            .and_then(Value::as_str)
+            .context("`session_meta` has no `id`")?;
+        let version = first
+            .pointer("/payload/cli_version")
+            .and_then(Value::as_str)
+            .context("`session_meta` names no `cli_version`")?;
+        check_version("Codex", version, MAX_MAJOR)?;
+        Ok(version.to_string())
+    }
+
+    fn entry_id(&self, entry: &Value) -> Option<String> {
+        // Lines carry no ids of their own; the time and kind identify one.
+        let ts = entry.get("timestamp")?.as_str()?;
+        let kind = entry.get("type")?.as_str()?;
+        Some(format!("{ts} {kind}"))
+    }
+
+    fn is_prompt(&self, e: &Value) -> bool {
+        let Some(p) = e.get("payload") else {
+            return false;
+        };
+        if e["type"] != "response_item" || p["type"] != "message" || p["role"] != "user" {
+            return false;
+        }
+        let Some(text) = p.get("content").and_then(content_text) else {
+            return false;
+        };
+        let t = text.trim_start();
+        !(t.starts_with("# AGENTS.md") || is_context_tag(t))
+    }
+
+    fn fork_entries(
+        &self,
+        kept: &[Value],
+        new_session: &str,
+        original_session: &str,
+    ) -> anyhow::Result<Vec<ForkEntry>> {
+        Ok(kept
+            .iter()
+            .enumerate()
+            .map(|(i, e)| {
+                if i > 0 || e["type"] != "session_meta" {
+                    return ForkEntry::Unchanged;
+                }
+                let mut v = e.clone();
+                v["payload"]["id"] = Value::String(new_session.to_string());
+                v["payload"]["forked_from_id"] = Value::String(original_session.to_string());
+                ForkEntry::Changed(v)
+            })
+            .collect())
+    }
+
+    fn fork_path(&self, original: &Path, new_session: &str) -> anyhow::Result<PathBuf> {
+        let dir = original
+            .parent()
+            .with_context(|| format!("{} has no directory", original.display()))?;
+        Ok(dir.join(format!("rollout-{}-{new_session}.jsonl", file_time())))
+    }
+
+    fn resume_command(&self, session: &str) -> String {
+        format!("codex resume {session}")
+    }
+
+    fn session_dirs(&self, home: &Home) -> Vec<PathBuf> {
+        vec![codex_home(home).join("sessions")]
+    }
+
+    fn transcripts(&self, dir: &Path) -> Vec<PathBuf> {
+        // sessions/YYYY/MM/DD/rollout-*.jsonl
+        let mut level = vec![dir.to_path_buf()];
+        for _ in 0..3 {
+            level = level
+                .iter()
+                .filter_map(|d| std::fs::read_dir(d).ok())
+                .flat_map(|r| r.flatten().map(|e| e.path()))
+                .filter(|p| p.is_dir())
+                .collect();
+        }
+        level
+            .iter()
+            .filter_map(|d| std::fs::read_dir(d).ok())
+            .flat_map(|r| r.flatten().map(|e| e.path()))
+            .filter(|p| {
+                p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with("rollout-") && n.ends_with(".jsonl"))
+            })
+            .collect()
+    }
+}
+
+/// `<lowercase_tag>` at the start: context Codex adds as a user message.
+fn is_context_tag(t: &str) -> bool {
+    let Some(rest) = t.strip_prefix('<') else {
+        return false;
+    };
+    let name_len = rest
+        .bytes()
+        .take_while(|b| b.is_ascii_lowercase() || *b == b'_')
+        .count();
+    name_len > 0 && rest[name_len..].starts_with('>')
+}
