@@ -118,6 +118,8 @@ enum Gen {
     Export(Spot, i64, i64, Spot),
     /// Source, then (path, whether base and copy name a file).
     CopyIn(Spot, Spot, Vec<(Vec<u8>, bool, bool)>),
+    /// Start (or end) a tool call, with or without a session.
+    Tool(Spot, bool, bool),
 }
 
 /// An imported entry: its relative path, span and bucket.
@@ -218,6 +220,8 @@ fn gen() -> impl Strategy<Value = Gen> {
             proptest::collection::vec((import_path(), any::<bool>(), any::<bool>()), 0..3)
         )
             .prop_map(|(s, src, paths)| Gen::CopyIn(s, src, paths)),
+        (spot(), any::<bool>(), any::<bool>())
+            .prop_map(|(s, start, named)| Gen::Tool(s, start, named)),
     ]
 }
 
@@ -361,6 +365,14 @@ fn concrete(proj: &Path, g: &Gen) -> Request {
                 label: None,
                 agent: None,
                 session: None,
+            }
+        }
+        Gen::Tool(s, start, named) => {
+            let session = named.then(|| "s1".to_string());
+            if *start {
+                Request::ToolStart { dir: p(s), session }
+            } else {
+                Request::ToolEnd { dir: p(s), session }
             }
         }
     }

@@ -231,3 +231,59 @@ fn overlapping_edits_are_left_or_marked_and_a_binary_is_not_mergeable() {
     assert!(out.stderr.contains("conflict   img.bin"), "{out:?}");
     assert_eq!(std::fs::read(proj.join("img.bin")).unwrap(), b"\0\x01user");
 }
+
+/// Tool windows narrow attribution: a change inside exactly one session's
+/// tool call is that session's alone; outside any, or inside two sessions'
+/// at once, it is shared. The pre/post-tool hooks drive the same calls.
+#[test]
+fn a_tool_window_gives_a_change_to_its_session_alone() {
+    let env = Env::new();
+    let _d = env.start_daemon();
+    let proj = env.git_repo(
+        "p",
+        &[("b.txt", b"b\n"), ("c.txt", b"c\n"), ("d.txt", b"d\n")],
+    );
+    env.ctl_ok(&proj, &["watch"]);
+    let ta = start(&env, &proj, "A");
+    let tb = start(&env, &proj, "B");
+
+    // B's edit tool, through Claude Code's PreToolUse/PostToolUse payload.
+    let payload =
+        serde_json::json!({"session_id": "B", "cwd": proj, "hook_event_name": "PreToolUse",
+        "tool_name": "Edit"})
+        .to_string();
+    let hook = |cmd: &str| {
+        let out = run_with_input(
+            &mut env.ctl_cmd(&proj, &[cmd, "--from-hook=claude-code"]),
+            Some(payload.as_bytes()),
+        );
+        assert_eq!(out.code(), 0, "{out:?}");
+        assert_eq!(out.stdout, "", "{out:?}");
+        assert_eq!(out.stderr, "", "{out:?}");
+    };
+    hook("tool-start");
+    sh(&proj, "sed -i 's/b/B/' b.txt");
+    hook("tool-end");
+    // Nobody's tool: either could have.
+    sh(&proj, "echo C > c.txt");
+    // Both sessions' tools at once.
+    for s in ["A", "B"] {
+        env.ctl_ok(&proj, &["tool-start", "--session", s]);
+    }
+    sh(&proj, "echo D > d.txt");
+    for s in ["A", "B"] {
+        env.ctl_ok(&proj, &["tool-end", "--session", s]);
+    }
+    env.ctl_ok(&proj, &["turn-end", "--session", "A"]);
+    env.ctl_ok(&proj, &["turn-end", "--session", "B"]);
+
+    let own = |p: &str| (p.to_string(), false);
+    let both = |p: &str| (p.to_string(), true);
+    assert_eq!(entries(&env, &proj, ta), [both("c.txt"), both("d.txt")]);
+    assert_eq!(
+        entries(&env, &proj, tb),
+        [own("b.txt"), both("c.txt"), both("d.txt")]
+    );
+    let status = env.ctl_json(&proj, &["hooks", "status"]);
+    assert!(status.to_string().contains("tool-end"), "{status}");
+}

@@ -36,10 +36,54 @@ impl Project {
     /// Opens a new turn for `meta.session`, closing that session's open
     /// turn first; other sessions' turns stay open. Call after a barrier.
     pub fn turn_start(&mut self, meta: TurnMeta) -> Result<i64> {
+        // A tool window a lost hook left open ends with its turn.
+        self.tools.remove(&meta.session);
         if let Some(open) = history::open_turn_of(&self.conn, meta.session.as_deref())? {
             self.close_turn(open)?;
         }
         history::insert_turn(&self.conn, &meta, now_ns())
+    }
+
+    /// A tool call of `session` starts: until it ends, a change seen while
+    /// only this session (of those with open turns) runs tools goes to its
+    /// turn alone. Call after a barrier, so what changed before is not
+    /// counted as the tool's. Returns the session's running tool calls.
+    pub fn tool_start(&mut self, session: Option<&str>) -> u32 {
+        let n = self.tools.entry(session.map(str::to_string)).or_default();
+        *n += 1;
+        *n
+    }
+
+    /// A tool call of `session` ended. Call after a barrier, so what the
+    /// tool changed is captured inside its window. Returns the session's
+    /// tool calls still running.
+    pub fn tool_end(&mut self, session: Option<&str>) -> u32 {
+        let key = session.map(str::to_string);
+        let left = self.tools.get(&key).map_or(0, |n| n.saturating_sub(1));
+        if left == 0 {
+            self.tools.remove(&key);
+        } else {
+            self.tools.insert(key, left);
+        }
+        left
+    }
+
+    /// The open turns a change seen now goes to, and whether it is shared.
+    /// Every open turn, unless tool calls are running: then the open turns
+    /// of the sessions running them (if any has one).
+    pub(crate) fn recipients(&self, open: &[(i64, Option<String>)]) -> (Vec<i64>, bool) {
+        let running: Vec<i64> = open
+            .iter()
+            .filter(|(_, s)| self.tools.contains_key(s))
+            .map(|(t, _)| *t)
+            .collect();
+        let to = if running.is_empty() {
+            open.iter().map(|(t, _)| *t).collect()
+        } else {
+            running
+        };
+        let shared = to.len() > 1;
+        (to, shared)
     }
 
     /// Closes the open turn of the default session, or else the only open
@@ -54,6 +98,8 @@ impl Project {
     /// after a barrier.
     pub fn turn_end_of(&mut self, session: Option<&str>) -> Result<TurnDetail> {
         let turn = self.open_turn_for(session)?.ok_or(Error::NoOpenTurn)?;
+        self.tools
+            .remove(&history::turn(&self.conn, turn)?.and_then(|t| t.meta.session));
         self.close_turn(turn)?;
         self.show(turn)
     }

@@ -186,6 +186,20 @@ pub enum Request {
         #[serde(default)]
         session: Option<String>,
     },
+    /// A tool call of `session` starts (an agent's pre-tool hook): barrier,
+    /// then until it ends, a change seen while only this session runs tools
+    /// goes to its turn alone.
+    ToolStart {
+        dir: WirePath,
+        #[serde(default)]
+        session: Option<String>,
+    },
+    /// A tool call of `session` ended (barrier first).
+    ToolEnd {
+        dir: WirePath,
+        #[serde(default)]
+        session: Option<String>,
+    },
 }
 
 /// What the daemon answers: exactly one response per request.
@@ -219,6 +233,8 @@ pub enum Response {
     Blame(BlameReply),
     Export(ExportReply),
     CopyIn(CopyInReply),
+    /// `ToolStart` and `ToolEnd`.
+    Tool(ToolReply),
 }
 
 /// Kinds of failure; `ckptctl` maps them to exit codes (1, or 3 for
@@ -610,6 +626,19 @@ pub struct RewindReply {
     #[serde(default)]
     pub merged: Vec<MergedFile>,
     pub elapsed_ms: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub degraded: Option<String>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ToolReply {
+    pub project: WirePath,
+    /// The session's tool calls running now.
+    pub running: u32,
+    /// The session's open turn, if any (a tool window without one narrows
+    /// nothing).
+    #[serde(default)]
+    pub turn: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub degraded: Option<String>,
 }

@@ -241,6 +241,8 @@ fn odd_name() -> impl Strategy<Value = String> {
             "to",
             "out",
             "CopyIn",
+            "ToolStart",
+            "ToolEnd",
             "merge",
             "markers",
             "source",
@@ -543,6 +545,8 @@ fn ledger_request() -> impl Strategy<Value = Request> {
                     session,
                 }
             ),
+        (odd_path(), opt()).prop_map(|(dir, session)| Request::ToolStart { dir, session }),
+        (odd_path(), opt()).prop_map(|(dir, session)| Request::ToolEnd { dir, session }),
     ]
 }
 

@@ -76,13 +76,33 @@ pub enum Command {
     },
     /// List watched projects.
     Projects,
-    /// Barrier, close any open turn, open a new one; prints its id.
+    /// Barrier, close the session's open turn (--session; without it, the
+    /// default session's), open a new one; prints its id.
     TurnStart(TurnStartArgs),
-    /// Barrier, close the open turn; prints what it changed.
+    /// Barrier, close the session's open turn; prints what it changed.
     TurnEnd {
-        /// The agent's session id: a turn that another session opened is
-        /// left open, and the reply says so. Without it, any open turn is
-        /// closed.
+        /// The agent's session id: only its turn is closed; with none open,
+        /// another session's turn is left open, and the reply says so.
+        /// Without it, the default session's turn, or else the only open
+        /// turn, is closed.
+        #[arg(long)]
+        session: Option<String>,
+        #[command(flatten)]
+        hook: FromHook,
+    },
+    /// A tool call of the session starts (agents' pre-tool hooks): until
+    /// tool-end, a change seen while only this session runs tools goes to
+    /// its turn alone instead of to every open turn.
+    ToolStart {
+        /// The agent's session id.
+        #[arg(long)]
+        session: Option<String>,
+        #[command(flatten)]
+        hook: FromHook,
+    },
+    /// The session's tool call ended (agents' post-tool hooks).
+    ToolEnd {
+        /// The agent's session id.
         #[arg(long)]
         session: Option<String>,
         #[command(flatten)]

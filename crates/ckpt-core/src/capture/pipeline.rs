@@ -31,6 +31,8 @@ impl Project {
         scan_start: i64,
         report: &mut ScanReport,
     ) -> Result<()> {
+        let open = turns::open_turns(&self.conn)?;
+        let to = self.recipients(&open);
         let conn = &mut self.conn;
         if seen.is_empty() {
             if !gone.is_empty() {
@@ -39,6 +41,7 @@ impl Project {
                     &self.store,
                     Batch::default(),
                     gone,
+                    &to,
                     scan_start,
                     report,
                 )?;
@@ -91,14 +94,14 @@ impl Project {
                 let worker = scope.spawn(|| prepare(next, None));
                 let ready = std::mem::take(&mut ready);
                 let gone = gone.take().unwrap_or_default();
-                let written = write_batch(conn, store, ready, gone, scan_start, report);
+                let written = write_batch(conn, store, ready, gone, &to, scan_start, report);
                 (written, worker.join().expect("capture worker panicked"))
             });
             written?;
             ready = prepared?;
         }
         let gone = gone.take().unwrap_or_default();
-        write_batch(conn, store, ready, gone, scan_start, report)
+        write_batch(conn, store, ready, gone, &to, scan_start, report)
     }
 }
 
@@ -111,12 +114,14 @@ struct Batch {
 }
 
 /// Writes one prepared batch (blobs, cache rows, pre-images) in one
-/// transaction.
+/// transaction; a change goes to the turns `to` names (and is shared when
+/// they are several: which session made it is not known).
 fn write_batch(
     conn: &mut Connection,
     store: &BlobStore,
     batch: Batch,
     gone: Vec<RelPath>,
+    to: &(Vec<i64>, bool),
     scan_start: i64,
     report: &mut ScanReport,
 ) -> Result<()> {
@@ -124,10 +129,7 @@ fn write_batch(
     for path in &gone {
         cache::remove(&tx, path)?;
     }
-    // Every open turn records the change: which session made it is not
-    // known (docs/architecture.md, "Sessions").
-    let open = turns::open_turns(&tx)?;
-    let shared = open.len() > 1;
+    let (recipients, shared) = (&to.0, to.1);
     for pack in &batch.packs {
         store.insert_pack(&tx, pack)?;
         report.bytes_hashed += pack.raw_len() as u64;
@@ -150,8 +152,8 @@ fn write_batch(
         }
         if old_state != new_state {
             report.changed += 1;
-            for (turn, _) in &open {
-                turns::record_pre(&tx, *turn, &c.path, &old_state, shared)?;
+            for &turn in recipients {
+                turns::record_pre(&tx, turn, &c.path, &old_state, shared)?;
             }
         }
     }

@@ -1,8 +1,10 @@
 //! Claude Code.
 //! - Hooks: https://code.claude.com/docs/en/hooks ("Hook locations": `~/.claude/settings.json`,
 //!   `.claude/settings.json`; events `UserPromptSubmit`, `Stop`, and `StopFailure`, which
-//!   replaces `Stop` when a turn ends on an API error; `timeout` in seconds; the command runs
-//!   with `sh -c`; common input fields `session_id`, `transcript_path`, `cwd`, plus `prompt`).
+//!   replaces `Stop` when a turn ends on an API error; `PreToolUse` and `PostToolUse` around
+//!   each tool call, every tool when `matcher` is left out; `timeout` in seconds; the command
+//!   runs with `sh -c`; common input fields `session_id`, `transcript_path`, `cwd`, plus
+//!   `prompt`).
 //! - MCP: https://code.claude.com/docs/en/mcp (user scope: top-level `mcpServers` in
 //!   `~/.claude.json`; project scope: `.mcp.json` at the project root).
 //! - Exit 0 with empty stdout is "no decision"; stdout of `UserPromptSubmit` would become
@@ -43,6 +45,16 @@ fn files(t: &Target) -> anyhow::Result<Vec<Piece>> {
                 nested_hook(&["hooks", "UserPromptSubmit"], start.clone(), 30),
                 nested_hook(&["hooks", "Stop"], end.clone(), 30),
                 nested_hook(&["hooks", "StopFailure"], end, 30),
+                nested_hook(
+                    &["hooks", "PreToolUse"],
+                    t.hook_command(Agent::ClaudeCode, Event::ToolStart),
+                    30,
+                ),
+                nested_hook(
+                    &["hooks", "PostToolUse"],
+                    t.hook_command(Agent::ClaudeCode, Event::ToolEnd),
+                    30,
+                ),
             ]),
         },
         Piece {

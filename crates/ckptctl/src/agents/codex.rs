@@ -1,6 +1,9 @@
 //! OpenAI Codex CLI.
 //! - Hooks: https://developers.openai.com/codex/hooks (`~/.codex/hooks.json` and
-//!   `<repo>/.codex/hooks.json`, Claude Code's shape; events `UserPromptSubmit` and `Stop`;
+//!   `<repo>/.codex/hooks.json`, Claude Code's shape; events `UserPromptSubmit` and `Stop`,
+//!   and `PreToolUse`/`PostToolUse` around each tool call (openai/codex
+//!   `codex-rs/hooks/src/events/pre_tool_use.rs`, `post_tool_use.rs`: same input fields;
+//!   exit 0 with empty stdout decides nothing);
 //!   `timeout` in seconds; run as `$SHELL -lc`; input fields `session_id`, `turn_id`,
 //!   `transcript_path` (nullable), `cwd`, `prompt` — schemas in
 //!   openai/codex `codex-rs/hooks/schema/generated/`). New or changed hooks run only after
@@ -50,6 +53,16 @@ fn files(t: &Target) -> anyhow::Result<Vec<Piece>> {
                 nested_hook(
                     &["hooks", "Stop"],
                     t.hook_command(Agent::Codex, Event::TurnEnd),
+                    30,
+                ),
+                nested_hook(
+                    &["hooks", "PreToolUse"],
+                    t.hook_command(Agent::Codex, Event::ToolStart),
+                    30,
+                ),
+                nested_hook(
+                    &["hooks", "PostToolUse"],
+                    t.hook_command(Agent::Codex, Event::ToolEnd),
                     30,
                 ),
             ]),

@@ -2,7 +2,8 @@
 //! - Hooks: https://geminicli.com/docs/hooks/reference (google-gemini/gemini-cli
 //!   `docs/hooks/reference.md`): `hooks` in `~/.gemini/settings.json` or
 //!   `.gemini/settings.json` (JSON with comments: `settings.ts` strips them); events
-//!   `BeforeAgent` and `AfterAgent`; `timeout` in milliseconds; run with `bash -c`; input
+//!   `BeforeAgent` and `AfterAgent`, `BeforeTool` and `AfterTool` around each tool call (no
+//!   `matcher`: every tool, `hookPlanner.ts`); `timeout` in milliseconds; run with `bash -c`; input
 //!   `session_id`, `transcript_path`, `cwd`, `hook_event_name`, `timestamp`, plus `prompt`.
 //!   Exit 0 with empty output continues; text on stderr with exit 0 is shown to the user.
 //! - MCP: `docs/reference/configuration.md`, `mcpServers.NAME` (`command`, `args`) in the same
@@ -54,6 +55,14 @@ fn files(t: &Target) -> anyhow::Result<Vec<Piece>> {
             JsonOp::Item {
                 at: &["hooks", "AfterAgent"],
                 value: hook(t.hook_command(Agent::Gemini, Event::TurnEnd)),
+            },
+            JsonOp::Item {
+                at: &["hooks", "BeforeTool"],
+                value: hook(t.hook_command(Agent::Gemini, Event::ToolStart)),
+            },
+            JsonOp::Item {
+                at: &["hooks", "AfterTool"],
+                value: hook(t.hook_command(Agent::Gemini, Event::ToolEnd)),
             },
             JsonOp::Prop {
                 at: &["mcpServers"],

@@ -152,6 +152,10 @@ pub enum Scope {
 pub enum Event {
     TurnStart,
     TurnEnd,
+    /// Before the agent runs a tool (edit, shell, …).
+    ToolStart,
+    /// After the tool ran.
+    ToolEnd,
 }
 
 impl Event {
@@ -159,6 +163,8 @@ impl Event {
         match self {
             Event::TurnStart => "turn-start",
             Event::TurnEnd => "turn-end",
+            Event::ToolStart => "tool-start",
+            Event::ToolEnd => "tool-end",
         }
     }
 }

@@ -1,4 +1,5 @@
-//! A hook call: `turn-start` or `turn-end --from-hook=AGENT`. The agent's
+//! A hook call: `turn-start`, `turn-end`, `tool-start` or `tool-end
+//! --from-hook=AGENT`. The agent's
 //! payload (JSON on stdin) gives the label, session, project dir and
 //! transcript, read by that agent's names (`agents::*`); a turn-start also
 //! records where the agent's conversation stands (`conversation`). A hook call never
@@ -9,7 +10,7 @@ use std::io::{IsTerminal, Read};
 
 use anyhow::{bail, Context};
 
-use super::{absolute, turn_end, turn_start, Ctx};
+use super::{absolute, tool, turn_end, turn_start, Ctx};
 use crate::agents::{Agent, Event};
 use crate::cli::TurnMeta;
 use crate::conversation;
@@ -72,6 +73,8 @@ fn call(
         }
         // Copilot CLI names its transcript only when the turn ends.
         Event::TurnEnd => turn_end::end(ctx, meta.session, meta.transcript)?.project,
+        Event::ToolStart => tool::window(ctx, meta.session, true)?.project,
+        Event::ToolEnd => tool::window(ctx, meta.session, false)?.project,
     };
     Ok(Some(project.to_string()))
 }

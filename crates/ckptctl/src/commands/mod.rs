@@ -25,6 +25,7 @@ pub mod show;
 pub mod sibling;
 pub mod status;
 mod sync;
+mod tool;
 mod turn_end;
 mod turn_start;
 mod unwatch;
@@ -92,6 +93,8 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Projects => projects::run(&ctx),
         Command::TurnStart(args) => turn_start::run(ctx, args),
         Command::TurnEnd { session, hook } => turn_end::run(ctx, session, hook),
+        Command::ToolStart { session, hook } => tool::run(ctx, session, hook, true),
+        Command::ToolEnd { session, hook } => tool::run(ctx, session, hook, false),
         Command::Sync => sync::run(&ctx),
         Command::Log { limit, session } => log::run(&ctx, limit, session),
         Command::Show { turn } => show::run(&ctx, turn),

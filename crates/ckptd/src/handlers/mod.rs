@@ -22,6 +22,7 @@ mod rewind;
 mod show;
 mod status;
 mod sync;
+mod tool;
 mod turn_end;
 mod turn_start;
 mod unwatch;
@@ -140,6 +141,12 @@ pub fn handle(d: &Arc<Daemon>, req: Request) -> Response {
                 ..ckpt_core::TurnMeta::default()
             };
             copy_in::handle(d, &dir, &source, &paths, meta).map(Response::CopyIn)
+        }
+        Request::ToolStart { dir, session } => {
+            tool::handle(d, &dir, session.as_deref(), true).map(Response::Tool)
+        }
+        Request::ToolEnd { dir, session } => {
+            tool::handle(d, &dir, session.as_deref(), false).map(Response::Tool)
         }
     };
     result.unwrap_or_else(Response::from)
