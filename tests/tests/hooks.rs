@@ -181,6 +181,26 @@ fn command_at(config: &Value, pointer: &str, event: &str, agent: &str) -> Hook {
     Hook::Sh(line.to_string())
 }
 
+/// The agent's tool hooks, read back from its config, run as it runs them
+/// on a tool payload: exit 0, nothing printed, and the daemon counts the
+/// session's tool call (tool-start says one runs, tool-end none).
+fn tool_hooks_run(w: &World, cfg: &Value, events: [&str; 2], agent: &str, payload: Value) {
+    for (event, what) in events.iter().zip(["tool-start", "tool-end"]) {
+        let hook = command_at(
+            cfg,
+            &format!("/hooks/{event}/0/hooks/0/command"),
+            what,
+            agent,
+        );
+        let out = w.call(&hook, &payload);
+        assert!(out.status.success(), "{agent} {what}: {out:?}");
+        assert_eq!(out.stdout, "", "{agent} {what}: {out:?}");
+        assert_eq!(out.stderr, "", "{agent} {what}: {out:?}");
+    }
+    let status = w.ctl_json(w.env.path(), &["hooks", "status"]);
+    assert!(status.to_string().contains("tool-end"), "{status}");
+}
+
 fn s(p: &Path) -> &str {
     p.to_str().expect("a UTF-8 temp path")
 }
@@ -242,6 +262,15 @@ fn claude_code_hooks_from_its_settings_mark_a_turn() {
     );
     assert_eq!(t["session"], "abc123");
     assert_eq!(t["transcript"], s(&transcript));
+    tool_hooks_run(
+        &w,
+        &cfg,
+        ["PreToolUse", "PostToolUse"],
+        "claude-code",
+        json!({"session_id": "abc123", "transcript_path": transcript, "cwd": cwd,
+               "hook_event_name": "PreToolUse", "tool_name": "Write",
+               "tool_input": {"file_path": "a.txt", "content": "x"}}),
+    );
 }
 
 #[test]
@@ -276,6 +305,16 @@ fn codex_hooks_from_its_hooks_json_mark_a_turn() {
     assert_eq!(t["label"], "fix the tests");
     assert_eq!(t["session"], "0199a0b2");
     assert_eq!(t["transcript"], s(&transcript));
+    tool_hooks_run(
+        &w,
+        &cfg,
+        ["PreToolUse", "PostToolUse"],
+        "codex",
+        json!({"session_id": "0199a0b2", "turn_id": "t2", "transcript_path": null,
+               "cwd": cwd, "hook_event_name": "PreToolUse", "model": "gpt-5",
+               "permission_mode": "default", "tool_name": "shell",
+               "tool_input": {"command": "echo x > a.txt"}, "tool_use_id": "call-1"}),
+    );
 }
 
 #[test]
@@ -315,6 +354,15 @@ fn gemini_hooks_from_its_settings_mark_a_turn() {
     assert_eq!(t["label"], "add a test");
     assert_eq!(t["session"], "s-1");
     assert_eq!(t["transcript"], s(&transcript));
+    tool_hooks_run(
+        &w,
+        &cfg,
+        ["BeforeTool", "AfterTool"],
+        "gemini",
+        json!({"session_id": "s-1", "transcript_path": transcript, "cwd": cwd,
+               "hook_event_name": "BeforeTool", "timestamp": "2026-12-01T10:00:30Z",
+               "tool_name": "write_file", "tool_input": {"file_path": "a.txt"}}),
+    );
 }
 
 #[test]

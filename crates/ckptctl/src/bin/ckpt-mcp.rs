@@ -85,6 +85,8 @@ struct Ckpt {
 struct ListTurns {
     /// How many turns to list, newest first [default: 20].
     limit: Option<usize>,
+    /// Only this session's turns (the `session` list_turns shows).
+    session: Option<String>,
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -108,7 +110,9 @@ struct DiffTurn {
 #[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Rewind {
-    /// The oldest turn to undo: it and every later turn are undone.
+    /// The oldest turn to undo: it and every later turn of its session are
+    /// undone (another session's turns are left; a path one changed too is
+    /// a conflict naming it).
     turn: i64,
     /// Only these paths (and what is below them): relative to the project
     /// root, as show_turn lists them, or absolute. Default: every path the
@@ -187,7 +191,8 @@ impl Ckpt {
     #[tool(annotations(read_only_hint = true))]
     async fn list_turns(&self, Parameters(a): Parameters<ListTurns>) -> CallToolResult {
         let limit = a.limit.unwrap_or(LOG_LIMIT);
-        self.call(move |ctx| log::query(ctx, limit, None)).await
+        self.call(move |ctx| log::query(ctx, limit, a.session))
+            .await
     }
 
     /// The paths one turn added, modified or deleted, with their states
