@@ -172,9 +172,12 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE rewinds ADD COLUMN applies INTEGER;
     ",
     // 9: a change seen while several sessions had turns open is recorded in
-    // each of them, marked shared.
+    // each of them, marked shared; a rewind looks up the other sessions'
+    // turns that ended after its turn started (by `turns_ended`, not a scan
+    // of every turn).
     "
     ALTER TABLE turn_entries ADD COLUMN shared INTEGER NOT NULL DEFAULT 0;
+    CREATE INDEX turns_ended ON turns(ended_ns);
     ",
     // 10: where the agent's conversation stood just before the turn's prompt
     // (JSON of the client's session adapter, opaque to the core), so a

@@ -399,6 +399,12 @@ pub(crate) fn live_turns_from(
         .collect::<rusqlite::Result<_>>()?)
 }
 
+/// Each term of the `OR` is served by an index (the primary key,
+/// `turns_open`, `turns_ended`): a project keeps thousands of turns.
+const OTHER_SESSIONS_TURNS: &str = "SELECT id, session FROM turns
+     WHERE status <> ?1 AND session IS NOT ?2
+       AND (id > ?3 OR status = 'open' OR ended_ns > ?4)";
+
 /// The live turns of sessions other than `session` that ran during or
 /// after `turn` (started after it, still open, or ended after it started),
 /// with their sessions: their changes are not a rewind of `turn`'s to undo.
@@ -409,17 +415,16 @@ pub(crate) fn other_sessions_turns(
     session: Option<&str>,
 ) -> Result<Vec<(i64, Option<String>)>> {
     Ok(conn
-        .prepare(
-            "SELECT id, session FROM turns
-             WHERE status <> ?1 AND session IS NOT ?2
-               AND (id > ?3 OR ended_ns IS NULL OR ended_ns > ?4)
-             ORDER BY id",
-        )?
+        .prepare(OTHER_SESSIONS_TURNS)?
         .query_map(
             params![TurnStatus::Rewound, session, turn, started_ns],
             |r| Ok((r.get(0)?, r.get(1)?)),
         )?
-        .collect::<rusqlite::Result<_>>()?)
+        .collect::<rusqlite::Result<Vec<_>>>()
+        .map(|mut turns| {
+            turns.sort_unstable();
+            turns
+        })?)
 }
 
 /// The turns rewind `rewind` marked rewound, oldest first.
@@ -734,6 +739,23 @@ mod tests {
             .query_row(&format!("EXPLAIN QUERY PLAN {OPEN_TURN}"), [], |r| r.get(3))
             .unwrap();
         assert!(plan.contains("USING INDEX turns_open"), "{plan}");
+    }
+
+    #[test]
+    fn other_sessions_turns_lookup_does_not_scan_every_turn() {
+        let dir = tempfile::tempdir().unwrap();
+        let conn = crate::db::open(&dir.path().join("db")).unwrap();
+        let mut stmt = conn
+            .prepare(&format!("EXPLAIN QUERY PLAN {OTHER_SESSIONS_TURNS}"))
+            .unwrap();
+        let plan: Vec<String> = stmt
+            .query_map([1i64, 2, 3, 4], |r| r.get(3))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        let plan = plan.join("; ");
+        assert!(plan.contains("MULTI-INDEX OR"), "{plan}");
+        assert!(!plan.contains("SCAN turns"), "{plan}");
     }
 
     /// The one status spelled in SQL (for the partial index) is the enum's.
