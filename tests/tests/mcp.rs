@@ -279,6 +279,13 @@ fn mcp_client_lists_plans_rewinds_and_redoes_turns() {
         "force is refused: {forced}"
     );
     assert_same_tree("after the forced call", &edited, &snapshot_work(&proj));
+    // A merge keeps the user's edit: here it overlaps the turn's, so the
+    // file would be left as it is, and the plan says so.
+    let merge = mcp.call_ok("rewind", json!({ "turn": 2, "merge": true }));
+    assert_eq!(merge["outcome"], "dry_run", "{merge}");
+    assert_eq!(merge["merged"][0]["path"], "a.txt", "{merge}");
+    assert_eq!(merge["merged"][0]["outcome"], "overlapping", "{merge}");
+    assert_eq!(merge["conflicts"], json!([]), "{merge}");
 
     // Other paths can still be rewound: named relative to the project root,
     // not to the server's directory.

@@ -126,6 +126,11 @@ struct Rewind {
     /// to the original, whose resume command the answer names.
     #[serde(default)]
     conversation: bool,
+    /// Keep the user's later edits to text files instead of refusing them:
+    /// a three-way merge undoes only the turns' change (`merged` in the
+    /// answer). Overlapping edits leave the file as it is.
+    #[serde(default)]
+    merge: bool,
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -232,7 +237,8 @@ impl Ckpt {
         let r = self.call_raw(move |ctx| {
             let paths = wire_paths(ctx, &a.paths)?;
             let partial = !paths.is_empty();
-            let r = rewind::request_rewind(ctx, a.turn, paths, dry_run, false, None)?;
+            let merge = a.merge.then_some(ckpt_proto::MergeMode::Clean);
+            let r = rewind::request_rewind(ctx, a.turn, paths, dry_run, false, merge)?;
             Ok(rewind::with(ctx, r, a.conversation, partial))
         });
         rewind_result(r.await)
