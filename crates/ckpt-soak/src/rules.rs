@@ -22,6 +22,8 @@ pub struct Turn {
     pub live: bool,
     /// Touched paths: (state at the turn's start, state at its end).
     pub touched: BTreeMap<Vec<u8>, Change>,
+    /// `None`: the default session.
+    pub session: Option<String>,
 }
 
 /// An applied rewind that a redo can still undo.
@@ -60,8 +62,19 @@ pub fn touched(start: &Tree, end: &Tree) -> BTreeMap<Vec<u8>, Change> {
 }
 
 /// `rewind n` on `tree` given the closed turns (the open one already closed).
+/// Only the turns of `n`'s session are undone; a path the plan changes that
+/// a later live turn of another session touched is a conflict too. (The
+/// model runs one session's turn at a time, so "later" is "ran during or
+/// after".)
 pub fn rewind(tree: &Tree, turns: &[Turn], n: i64, force: bool) -> Expect {
-    let live: Vec<&Turn> = turns.iter().filter(|t| t.live && t.id >= n).collect();
+    let session = turns
+        .iter()
+        .find(|t| t.id == n)
+        .and_then(|t| t.session.clone());
+    let live: Vec<&Turn> = turns
+        .iter()
+        .filter(|t| t.live && t.id >= n && t.session == session)
+        .collect();
     let mut items: BTreeMap<Vec<u8>, Change> = BTreeMap::new();
     // Oldest first: the first turn to touch a path fixes its target, the
     // last one its expected state.
@@ -75,6 +88,21 @@ pub fn rewind(tree: &Tree, turns: &[Turn], n: i64, force: bool) -> Expect {
     }
     let mut e = plan(tree, &items, force, false);
     e.turns = live.iter().map(|t| t.id).collect();
+    let others: BTreeSet<&Vec<u8>> = turns
+        .iter()
+        .filter(|t| t.live && t.id > n && t.session != session)
+        .flat_map(|t| t.touched.keys())
+        .collect();
+    let claimed: Vec<Vec<u8>> = e
+        .changed
+        .keys()
+        .filter(|p| others.contains(p))
+        .cloned()
+        .collect();
+    if !claimed.is_empty() {
+        e.conflicts.extend(claimed);
+        e.refused |= !force;
+    }
     e
 }
 
@@ -279,6 +307,7 @@ mod tests {
             id,
             live: true,
             touched: touched(start, end),
+            session: None,
         }
     }
 
@@ -375,5 +404,26 @@ mod tests {
         let later = t(&[("src", d()), ("src/later", f("l"))]);
         let r = redo(&later, &applied, true);
         assert!(r.refused && r.structural.is_some());
+    }
+
+    #[test]
+    fn a_rewind_undoes_its_sessions_turns_and_a_path_another_session_changed_later_conflicts() {
+        let s0 = t(&[("a", f("a")), ("b", f("b"))]);
+        let s1 = t(&[("a", f("A")), ("b", f("B"))]);
+        let s2 = t(&[("a", f("A")), ("b", f("B2"))]);
+        let mut other = turn(2, &s1, &s2);
+        other.session = Some("other".into());
+        let turns = [turn(1, &s0, &s1), other];
+        let e = rewind(&s2, &turns, 1, false);
+        assert!(e.refused);
+        assert_eq!(e.turns, [1]);
+        assert_eq!(e.conflicts, BTreeSet::from([b"b".to_vec()]));
+        let e = rewind(&s2, &turns, 1, true);
+        assert!(!e.refused);
+        assert_eq!(e.result, s0);
+        // The other session's turn alone: the first turn is not undone.
+        let e = rewind(&s2, &turns, 2, false);
+        assert_eq!((e.refused, e.turns.as_slice()), (false, [2].as_slice()));
+        assert_eq!(e.result, s1);
     }
 }

@@ -128,26 +128,26 @@ impl Project {
         self.carry_out(&mut dirs, plan, &mut opts, marked, None)
     }
 
-    /// Each of `touched` that a turn of another session than `session`
-    /// changed during or after `turn` (started at `started_ns`), with the
-    /// newest such turn.
+    /// Every path a turn of another session than `session` changed during
+    /// or after `turn` (started at `started_ns`), with what the rewound
+    /// turns left there (`touched`; none for a path they did not touch,
+    /// such as a parent the plan must create) and the newest such turn.
     fn other_sessions_touching(
         &self,
         turn: i64,
         started_ns: i64,
         session: Option<&str>,
         touched: &BTreeMap<RelPath, (State, State)>,
-    ) -> Result<BTreeMap<RelPath, (State, OtherTurn)>> {
+    ) -> Result<BTreeMap<RelPath, (Option<State>, OtherTurn)>> {
         let mut out = BTreeMap::new();
         for (t, s) in history::other_sessions_turns(&self.conn, turn, started_ns, session)? {
             for e in history::entries(&self.conn, t)? {
-                if let Some((_, expected)) = touched.get(&e.path) {
-                    let other = OtherTurn {
-                        turn: t,
-                        session: s.clone(),
-                    };
-                    out.insert(e.path, (expected.clone(), other));
-                }
+                let expected = touched.get(&e.path).map(|(_, left)| left.clone());
+                let other = OtherTurn {
+                    turn: t,
+                    session: s.clone(),
+                };
+                out.insert(e.path, (expected, other));
             }
         }
         Ok(out)
@@ -304,8 +304,12 @@ impl Project {
 }
 
 /// Makes a conflict of every planned path another session's turn changed
-/// (`others`: path → what the rewound turns left there, and that turn).
-fn name_other_sessions(plan: &mut RewindPlan, others: BTreeMap<RelPath, (State, OtherTurn)>) {
+/// (`others`: path → what the rewound turns left there, if they touched
+/// it, and that turn).
+fn name_other_sessions(
+    plan: &mut RewindPlan,
+    others: BTreeMap<RelPath, (Option<State>, OtherTurn)>,
+) {
     for a in &plan.actions {
         let Some((expected, other)) = others.get(&a.path) else {
             continue;
@@ -314,7 +318,7 @@ fn name_other_sessions(plan: &mut RewindPlan, others: BTreeMap<RelPath, (State, 
             Some(c) => c.other = Some(other.clone()),
             None => plan.conflicts.push(Conflict {
                 path: a.path.clone(),
-                expected: expected.clone(),
+                expected: expected.clone().unwrap_or_else(|| a.current.clone()),
                 current: a.current.clone(),
                 other: Some(other.clone()),
             }),

@@ -220,7 +220,7 @@ impl Seq<'_> {
     /// restart the tree must be exactly one of the two states.
     fn kill_mid_rewind(&mut self, pause: bool) -> anyhow::Result<()> {
         let redo = !self.applied.is_empty() && self.rng.chance(35);
-        let n = if redo { None } else { self.pick_turn() };
+        let n = if redo { None } else { self.pick_rewind()? };
         if !redo && n.is_none() {
             return Ok(());
         }
@@ -232,6 +232,7 @@ impl Seq<'_> {
                 id: *id,
                 live: true,
                 touched: rules::touched(start, &self.proj.tree),
+                session: None,
             });
         }
         let e = match (redo, n) {

@@ -23,6 +23,9 @@ use crate::rules::{self, Applied, Expect, Turn};
 use crate::tree::{self, Node, Tree};
 use crate::world::{Call, World};
 
+/// The session of the soak's second agent.
+const OTHER_SESSION: &str = "other";
+
 /// A difference between what ckpt did and what the contract says.
 #[derive(Debug)]
 pub struct Mismatch(pub String);
@@ -176,12 +179,13 @@ impl<'a> Seq<'a> {
             self.rng.weighted(&[60, 14, 3, 4, 2, fault])
         } else {
             let redo = if was_rewound { 40 } else { 5 };
-            match self.rng.weighted(&[30, 18, 14, redo, 4]) {
+            match self.rng.weighted(&[30, 18, 14, redo, 4, 5]) {
                 0 => 2,
                 1 => 0,
                 2 => 3,
                 3 => 4,
-                _ => 5,
+                4 => 5,
+                _ => 6,
             }
         };
         match choice {
@@ -190,8 +194,82 @@ impl<'a> Seq<'a> {
             2 => self.turn_start(),
             3 => self.rewind_step(),
             4 => self.redo_step(),
-            _ => self.fault(),
+            5 => self.fault(),
+            _ => self.other_session_turn(),
         }
+    }
+
+    /// A whole turn of another session (a second agent in the folder),
+    /// while the default session has none open: the default session's
+    /// rewinds must leave its changes alone, or refuse where they overlap.
+    fn other_session_turn(&mut self) -> anyhow::Result<()> {
+        let c = self
+            .world
+            .ctl(&["--json", "turn-start", "--session", OTHER_SESSION])?;
+        if c.code != Some(0) {
+            return mismatch(format!("turn-start --session failed: {}", c.describe()));
+        }
+        let t: TurnStarted = c.parse()?;
+        if t.closed_turn.is_some() {
+            return mismatch(format!(
+                "another session's turn-start closed turn {:?}",
+                t.closed_turn
+            ));
+        }
+        self.note(format!(
+            "turn-start --session {OTHER_SESSION} -> turn {}",
+            t.turn
+        ));
+        let start = self.proj.tree.clone();
+        for _ in 0..self.rng.range(1, 4) {
+            if let Some(line) = ops::random_edit(&mut self.proj, &mut self.rng)? {
+                self.note(format!("{OTHER_SESSION}: {line}"));
+            }
+        }
+        let c = self
+            .world
+            .ctl(&["--json", "turn-end", "--session", OTHER_SESSION])?;
+        if c.code != Some(0) {
+            return mismatch(format!("turn-end --session failed: {}", c.describe()));
+        }
+        let ended: TurnEnded = c.parse()?;
+        if ended.left_open || ended.turn.info.id != t.turn {
+            return mismatch(format!(
+                "turn-end --session {OTHER_SESSION} closed turn {} (left open: {}), not {}",
+                ended.turn.info.id, ended.left_open, t.turn
+            ));
+        }
+        let touched = rules::touched(&start, &self.proj.tree);
+        let diffs = entry_diffs(&touched, ended.turn.entries);
+        if !diffs.is_empty() {
+            return mismatch(format!(
+                "capture: turn {}'s recorded changes differ from what was done:\n  {}",
+                t.turn,
+                diffs.join("\n  ")
+            ));
+        }
+        self.turns.push(Turn {
+            id: t.turn,
+            live: true,
+            touched,
+            session: Some(OTHER_SESSION.into()),
+        });
+        self.stats.turns += 1;
+        Ok(())
+    }
+
+    /// A live turn to rewind. A rewind of another session's turn leaves the
+    /// default session's open turn open, which the model does not follow:
+    /// that turn is ended first.
+    fn pick_rewind(&mut self) -> anyhow::Result<Option<i64>> {
+        let Some(n) = self.pick_turn() else {
+            return Ok(None);
+        };
+        let other = self.turns.iter().any(|t| t.id == n && t.session.is_some());
+        if other && self.open.is_some() {
+            self.turn_end()?;
+        }
+        Ok(Some(n))
     }
 
     fn who(&self) -> &'static str {
@@ -247,6 +325,7 @@ impl<'a> Seq<'a> {
                 id,
                 live: true,
                 touched: rules::touched(&start, &self.proj.tree),
+                session: None,
             });
         }
     }
@@ -304,7 +383,7 @@ impl<'a> Seq<'a> {
     }
 
     fn rewind_step(&mut self) -> anyhow::Result<()> {
-        let Some(n) = self.pick_turn() else {
+        let Some(n) = self.pick_rewind()? else {
             return Ok(());
         };
         self.check_model(&format!("rewind {n}"))?;
