@@ -9,7 +9,6 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::cache;
 use crate::confined::{Dirs, Root, StatKind};
 use crate::db;
 use crate::error::{Error, IoContext, Result};
@@ -101,36 +100,33 @@ impl Project {
         }
         let root_fs = Arc::clone(&self.root_fs);
         let mut dirs = Dirs::new(&root_fs).ctx("open", &self.root)?;
-        let mut known = self.recheck_touched(
+        let mut current = self.current_states(
             &mut dirs,
             targets.keys().cloned().collect(),
             opts.after_barrier,
         )?;
         let mut conflicts = Vec::new();
         let mut wanted = Vec::new();
-        db::reading(&self.conn, || {
-            for cp in paths {
-                let current = known
-                    .remove(&cp.path)
-                    .map_or_else(|| cache::state(&self.conn, &cp.path), Ok)?;
-                let target = targets.remove(&cp.path).expect("read above");
-                if current != target && !Entry::holds(&current, cp.base.as_ref()) {
-                    conflicts.push(CopyConflict {
-                        path: cp.path,
-                        base: cp.base,
-                        current,
-                    });
-                    continue;
-                }
-                wanted.push(Wanted {
+        for cp in paths {
+            let (Some(now), Some(target)) = (current.remove(&cp.path), targets.remove(&cp.path))
+            else {
+                return Err(Error::Invalid(format!("{} is listed twice", cp.path)));
+            };
+            if now != target && !Entry::holds(&now, cp.base.as_ref()) {
+                conflicts.push(CopyConflict {
                     path: cp.path,
-                    expected: current.clone(),
-                    current,
-                    target,
+                    base: cp.base,
+                    current: now,
                 });
+                continue;
             }
-            Ok(())
-        })?;
+            wanted.push(Wanted {
+                path: cp.path,
+                expected: now.clone(),
+                current: now,
+                target,
+            });
+        }
         if !conflicts.is_empty() {
             return Ok(CopyOutcome::Refused {
                 conflicts,
@@ -388,6 +384,20 @@ mod tests {
         assert_eq!(log.len(), 1);
         assert_eq!(log[0].counts.added + log[0].counts.modified, 5);
         assert!(log[0].ended_ns.is_some());
+    }
+
+    #[test]
+    fn a_path_listed_twice_is_an_error_and_writes_nothing() {
+        let (tmp, root, mut p) = reconciled(&files());
+        let (copy, mut paths) = changed_copy(tmp.path(), &root, &TOUCHED, agent_edit);
+        paths.push(paths[0].clone());
+        let before = snapshot(&root);
+        let err = p
+            .copy_in(&copy, meta(), paths, RewindOptions::default())
+            .unwrap_err();
+        assert!(err.to_string().contains("a.txt is listed twice"), "{err}");
+        assert_eq!(snapshot(&root), before);
+        assert!(p.log(10).unwrap().is_empty());
     }
 
     #[test]

@@ -84,7 +84,7 @@ impl Project {
         // One tree writer for the whole rewind: recheck, apply, refresh.
         let root_fs = Arc::clone(&self.root_fs);
         let mut dirs = Dirs::new(&root_fs).ctx("open", &self.root)?;
-        let mut known = self.recheck_touched(
+        let mut current = self.current_states(
             &mut dirs,
             touched.keys().cloned().collect(),
             opts.after_barrier,
@@ -93,12 +93,9 @@ impl Project {
             let wanted = touched
                 .into_iter()
                 .map(|(path, (target, expected))| {
-                    let current = known
-                        .remove(&path)
-                        .map_or_else(|| cache::state(&self.conn, &path), Ok)?;
                     Ok(Wanted {
+                        current: take(&mut current, &path)?,
                         path,
-                        current,
                         target,
                         expected,
                     })
@@ -166,7 +163,7 @@ impl Project {
         let actions = history::actions(&self.conn, id)?;
         let root_fs = Arc::clone(&self.root_fs);
         let mut dirs = Dirs::new(&root_fs).ctx("open", &self.root)?;
-        let mut known = self.recheck_touched(
+        let mut current = self.current_states(
             &mut dirs,
             actions.iter().map(|a| a.path.clone()).collect(),
             opts.after_barrier,
@@ -176,12 +173,9 @@ impl Project {
             let wanted = actions
                 .into_iter()
                 .map(|a| {
-                    let current = known
-                        .remove(&a.path)
-                        .map_or_else(|| cache::state(&self.conn, &a.path), Ok)?;
                     Ok(Wanted {
+                        current: take(&mut current, &a.path)?,
                         path: a.path,
-                        current,
                         target: a.current,
                         expected: a.target,
                     })
@@ -260,47 +254,62 @@ impl Project {
     }
 
     /// Brings the cache up to date for the paths a rewind will touch, so
-    /// the plan sees a user's late edit as a conflict. Right after the
-    /// daemon's barrier, every change made before it has been checked
-    /// (racy entries re-hashed on their events), so only a path whose stat
-    /// differs from its cache entry (an edit since) is checked again;
-    /// otherwise every path is, racy ones re-hashed. Returns the cached
-    /// state of each path found unchanged, so the plan need not look it up
-    /// again.
-    fn recheck_touched(
+    /// the plan sees a user's late edit as a conflict, and returns each
+    /// path's current state. Right after the daemon's barrier, every change
+    /// made before it has been checked (racy entries re-hashed on their
+    /// events), so only a path whose stat differs from its cache entry (an
+    /// edit since) is checked again; otherwise every path is, racy ones
+    /// re-hashed. `paths` must not repeat.
+    fn current_states(
         &mut self,
         dirs: &mut Dirs<'_>,
         paths: Vec<RelPath>,
         after_barrier: bool,
     ) -> Result<HashMap<RelPath, State>> {
-        let mut known = HashMap::new();
-        if !after_barrier {
-            self.check_paths(paths)?;
-            return Ok(known);
-        }
-        let mut changed = Vec::new();
-        db::reading(&self.conn, || {
-            for path in paths {
-                let now = dirs
-                    .lstat(&path)
-                    .ctx_in("stat", &self.root, path.as_path())?;
-                match (cache::get(&self.conn, &path)?, now) {
-                    (Some(row), Some(st)) if row.same_stat(&st) => {
-                        known.insert(path, row.state);
+        let mut current = HashMap::with_capacity(paths.len());
+        let changed = if after_barrier {
+            let mut changed = Vec::new();
+            db::reading(&self.conn, || {
+                for path in paths {
+                    let now = dirs
+                        .lstat(&path)
+                        .ctx_in("stat", &self.root, path.as_path())?;
+                    match (cache::get(&self.conn, &path)?, now) {
+                        (Some(row), Some(st)) if row.same_stat(&st) => {
+                            current.insert(path, row.state);
+                        }
+                        (None, None) => {
+                            current.insert(path, State::Absent);
+                        }
+                        _ => changed.push(path),
                     }
-                    (None, None) => {
-                        known.insert(path, State::Absent);
-                    }
-                    _ => changed.push(path),
                 }
-            }
-            Ok(())
-        })?;
+                Ok(())
+            })?;
+            changed
+        } else {
+            paths
+        };
         if !changed.is_empty() {
-            self.check_paths(changed)?;
+            self.check_paths(changed.clone())?;
+            db::reading(&self.conn, || {
+                for path in changed {
+                    let state = cache::state(&self.conn, &path)?;
+                    current.insert(path, state);
+                }
+                Ok(())
+            })?;
         }
-        Ok(known)
+        Ok(current)
     }
+}
+
+/// `path`'s state from `current_states`; an error if it is not there (a
+/// path listed twice).
+fn take(current: &mut HashMap<RelPath, State>, path: &RelPath) -> Result<State> {
+    current
+        .remove(path)
+        .ok_or_else(|| Error::Invalid(format!("{path} is listed twice")))
 }
 
 /// Makes a conflict of every planned path another session's turn changed
