@@ -36,12 +36,18 @@ impl Project {
     /// Opens a new turn for `meta.session`, closing that session's open
     /// turn first; other sessions' turns stay open. Call after a barrier.
     pub fn turn_start(&mut self, meta: TurnMeta) -> Result<i64> {
+        Ok(self.turn_start_closing(meta)?.1)
+    }
+
+    /// [`Project::turn_start`], also returning the turn it closed.
+    pub fn turn_start_closing(&mut self, meta: TurnMeta) -> Result<(Option<i64>, i64)> {
         // A tool window a lost hook left open ends with its turn.
         self.tools.remove(&meta.session);
-        if let Some(open) = history::open_turn_of(&self.conn, meta.session.as_deref())? {
+        let closed = history::open_turn_of(&self.conn, meta.session.as_deref())?;
+        if let Some(open) = closed {
             self.close_turn(open)?;
         }
-        history::insert_turn(&self.conn, &meta, now_ns())
+        Ok((closed, history::insert_turn(&self.conn, &meta, now_ns())?))
     }
 
     /// A tool call of `session` starts: until it ends, a change seen while
@@ -89,31 +95,38 @@ impl Project {
     /// Closes the open turn of the default session, or else the only open
     /// turn: [`Project::turn_end_of`] without a session.
     pub fn turn_end(&mut self) -> Result<TurnDetail> {
-        self.turn_end_of(None)
+        self.turn_end_of(None, None)
     }
 
     /// Closes the open turn of `session` (`None`: the default session, or
     /// else the only open turn), recording each touched path's post-image
-    /// (its state now). Paths that ended as they began are dropped. Call
-    /// after a barrier.
-    pub fn turn_end_of(&mut self, session: Option<&str>) -> Result<TurnDetail> {
-        let turn = self.open_turn_for(session)?.ok_or(Error::NoOpenTurn)?;
-        self.tools
-            .remove(&history::turn(&self.conn, turn)?.and_then(|t| t.meta.session));
+    /// (its state now), and keeps `transcript` on it unless it has one
+    /// (some agents name their transcript only when the turn ends). Paths
+    /// that ended as they began are dropped. Call after a barrier.
+    pub fn turn_end_of(
+        &mut self,
+        session: Option<&str>,
+        transcript: Option<&str>,
+    ) -> Result<TurnDetail> {
+        let (turn, its_session) = self.open_for(session)?.ok_or(Error::NoOpenTurn)?;
+        self.tools.remove(&its_session);
+        if let Some(t) = transcript {
+            history::note_transcript(&self.conn, turn, t)?;
+        }
         self.close_turn(turn)?;
         self.show(turn)
     }
 
-    /// The turn `turn_end(session)` would close.
-    pub fn open_turn_for(&self, session: Option<&str>) -> Result<Option<i64>> {
-        if let Some(turn) = history::open_turn_of(&self.conn, session)? {
-            return Ok(Some(turn));
-        }
-        let open = history::open_turns(&self.conn)?;
-        Ok(match (session, open.as_slice()) {
-            (None, [(only, _)]) => Some(*only),
-            _ => None,
-        })
+    /// The turn `turn_end_of(session)` would close, with its session.
+    fn open_for(&self, session: Option<&str>) -> Result<Option<(i64, Option<String>)>> {
+        let mut open = history::open_turns(&self.conn)?;
+        Ok(
+            match open.iter().position(|(_, s)| s.as_deref() == session) {
+                Some(i) => Some(open.swap_remove(i)),
+                None if session.is_none() && open.len() == 1 => open.pop(),
+                None => None,
+            },
+        )
     }
 
     /// Closes every open turn (before a redo, and when a project is no
@@ -152,12 +165,6 @@ impl Project {
     }
 
     /// Who opened `turn` (label, agent, session), without reading its entries.
-    /// Keeps `transcript` on `turn` unless it has one: some agents name
-    /// their transcript only when the turn ends.
-    pub fn note_transcript(&mut self, turn: i64, transcript: &str) -> Result<()> {
-        history::note_transcript(&self.conn, turn, transcript)
-    }
-
     pub fn turn_meta(&self, turn: i64) -> Result<TurnMeta> {
         Ok(history::turn(&self.conn, turn)?
             .ok_or(Error::UnknownTurn(turn))?

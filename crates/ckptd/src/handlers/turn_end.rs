@@ -19,18 +19,13 @@ pub fn handle(
 ) -> ReqResult<TurnEnded> {
     let h = d.project_for(dir)?;
     barrier(d, &h)?;
-    let (detail, left_open) = h.call(|p| {
-        let Some(ours) = p.open_turn_for(session)? else {
-            // Only other sessions' turns are open: left open, and named.
-            if let (Some(_), Some(open)) = (session, p.open_turn()?) {
-                return Ok((p.show(open)?, true));
-            }
-            return Err(ckpt_core::Error::NoOpenTurn);
-        };
-        if let Some(t) = transcript {
-            p.note_transcript(ours, t)?;
-        }
-        Ok((p.turn_end_of(session)?, false))
+    let (detail, left_open) = h.call(|p| match p.turn_end_of(session, transcript) {
+        // Only other sessions' turns are open: left open, and named.
+        Err(ckpt_core::Error::NoOpenTurn) if session.is_some() => match p.open_turn()? {
+            Some(open) => Ok((p.show(open)?, true)),
+            None => Err(ckpt_core::Error::NoOpenTurn),
+        },
+        ended => Ok((ended?, false)),
     })?;
     if left_open {
         tracing::info!(root = %h.root.display(), turn = detail.info.id, "turn of another session left open");

@@ -28,10 +28,7 @@ pub fn handle(
         Err(e) => return Err(e),
     };
     barrier(d, &h)?;
-    let (closed_turn, turn) = h.call(|p| {
-        let open = p.open_turn_of(meta.session.as_deref())?;
-        Ok((open, p.turn_start(meta)?))
-    })?;
+    let (closed_turn, turn) = h.call(|p| p.turn_start_closing(meta))?;
     tracing::info!(root = %h.root.display(), turn, "turn started");
     Ok(TurnStarted {
         project: convert::abs(&h.root),
