@@ -8,7 +8,7 @@
 //! the merge replaced.
 
 use crate::error::Result;
-use crate::model::{MergeMode, MergeOutcome, Merged, RewindPlan};
+use crate::model::{Conflict, MergeMode, MergeOutcome, Merged, RewindPlan};
 use crate::project::Project;
 use crate::state::{Hash, State};
 use crate::store::Prepared;
@@ -16,9 +16,7 @@ use crate::store::Prepared;
 impl Project {
     /// Turns each mergeable conflict of `plan` into an action writing the
     /// merge; returns the merged contents to store before the rewind is
-    /// journaled. What cannot be merged (not text, not a file on all three
-    /// sides, or unchanged since the turns but claimed by another session)
-    /// stays a conflict.
+    /// journaled. What cannot be merged (`merge_of` says) stays a conflict.
     pub(super) fn merge_conflicts(
         &self,
         plan: &mut RewindPlan,
@@ -28,69 +26,32 @@ impl Project {
         let mut blobs = Vec::new();
         let mut still = Vec::new();
         for c in std::mem::take(&mut plan.conflicts) {
-            let Some(a) = plan.actions.iter_mut().find(|a| a.path == c.path) else {
+            let Some(i) = plan.actions.iter().position(|a| a.path == c.path) else {
                 still.push(c);
                 continue;
             };
-            let (
-                State::File {
-                    hash: base,
-                    mode: base_mode,
-                    ..
-                },
-                State::File {
-                    hash: ours,
-                    mode: ours_mode,
-                    ..
-                },
-                State::File {
-                    hash: theirs,
-                    mode: theirs_mode,
-                    ..
-                },
-            ) = (&c.expected, &c.current, &a.target)
-            else {
+            let Some((text, target_mode)) = self.merge_of(&c, &plan.actions[i].target)? else {
                 still.push(c);
                 continue;
             };
-            if c.expected == c.current {
-                still.push(c);
-                continue;
-            }
-            let texts = [base, ours, theirs].map(|h| self.store.get(&self.conn, h));
-            let [base_text, ours_text, theirs_text] = texts;
-            let (base_text, ours_text, theirs_text) = (base_text?, ours_text?, theirs_text?);
-            let (Some(b), Some(o), Some(t)) =
-                (text(&base_text), text(&ours_text), text(&theirs_text))
-            else {
-                still.push(c);
-                continue;
-            };
-            let (text, outcome) = match diffy::merge(b, o, t) {
+            let (text, outcome) = match text {
                 Ok(text) => (text, MergeOutcome::Clean),
                 Err(text) if mode == MergeMode::Markers => (text, MergeOutcome::Markers),
                 Err(_) => {
-                    let path = c.path.clone();
-                    plan.actions.retain(|a| a.path != path);
+                    plan.actions.remove(i);
                     plan.merged.push(Merged {
-                        path,
+                        path: c.path,
                         outcome: MergeOutcome::Overlapping,
                         content: None,
                     });
                     continue;
                 }
             };
-            // A mode the later edit changed is kept; else the target's.
-            let mode = if ours_mode != base_mode {
-                *ours_mode
-            } else {
-                *theirs_mode
-            };
             let hash = Hash::of(text.as_bytes());
-            a.target = State::File {
+            plan.actions[i].target = State::File {
                 hash,
                 size: text.len() as u64,
-                mode,
+                mode: target_mode,
             };
             if !dry_run {
                 blobs.push(self.store.prepare_hashed(hash, text.as_bytes()));
@@ -103,6 +64,56 @@ impl Project {
         }
         plan.conflicts = still;
         Ok(blobs)
+    }
+
+    /// The three-way merge of conflict `c` towards `target` (`diffy`'s
+    /// result: `Err` holds the text with conflict markers) and the mode to
+    /// give it; `None` unless all three are text files and the file was
+    /// edited since (a path another session claims, unedited since, stays
+    /// a conflict: merging would undo that session's change).
+    fn merge_of(
+        &self,
+        c: &Conflict,
+        target: &State,
+    ) -> Result<Option<(std::result::Result<String, String>, u32)>> {
+        let (
+            State::File {
+                hash: base,
+                mode: base_mode,
+                ..
+            },
+            State::File {
+                hash: ours,
+                mode: ours_mode,
+                ..
+            },
+            State::File {
+                hash: theirs,
+                mode: theirs_mode,
+                ..
+            },
+        ) = (&c.expected, &c.current, target)
+        else {
+            return Ok(None);
+        };
+        if c.expected == c.current {
+            return Ok(None);
+        }
+        let (b, o, t) = (
+            self.store.get(&self.conn, base)?,
+            self.store.get(&self.conn, ours)?,
+            self.store.get(&self.conn, theirs)?,
+        );
+        let (Some(b), Some(o), Some(t)) = (text(&b), text(&o), text(&t)) else {
+            return Ok(None);
+        };
+        // A mode the later edit changed is kept; else the target's.
+        let mode = if ours_mode != base_mode {
+            *ours_mode
+        } else {
+            *theirs_mode
+        };
+        Ok(Some((diffy::merge(b, o, t), mode)))
     }
 }
 
