@@ -8,38 +8,16 @@ Compare fresh copies of both builds made together (docs/architecture.md).
 
     scripts/hook_calls.py CKPTD OLD_CKPTCTL NEW_CKPTCTL [ROUNDS]
 """
-import os, statistics, subprocess, sys, tempfile, time
+import os, statistics, sys
+
+from benchkit import Daemon, paired
 
 ckptd, old, new = sys.argv[1:4]
 rounds = int(sys.argv[4]) if len(sys.argv) > 4 else 200
-tmp = tempfile.mkdtemp(prefix="mcp-hookbench-")
-sock, data, proj = f"{tmp}/ckptd.sock", f"{tmp}/data", f"{tmp}/proj"
-os.makedirs(proj)
-for i in range(50):
-    with open(f"{proj}/f{i}.txt", "w") as f:
-        f.write(f"file {i}\n" * 20)
-env = dict(os.environ, CKPT_SOCKET=sock, CKPT_DATA_DIR=data, CKPT_NO_AUTOSTART="1")
-log = open(f"{tmp}/ckptd.log", "w")
-daemon = subprocess.Popen([ckptd, "--socket", sock, "--data-dir", data], stdout=log, stderr=log)
-try:
-    deadline = time.time() + 30
-    while subprocess.run([old, "-q", "status"], env=env,
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode != 0:
-        assert time.time() < deadline, "ckptd did not start"
-        time.sleep(0.01)
-    subprocess.run([old, "-q", "-C", proj, "watch"], env=env, check=True)
-
-    def timed(argv):
-        t0 = time.perf_counter_ns()
-        pid = os.posix_spawn(argv[0], argv, env)
-        _, status = os.waitpid(pid, 0)
-        t1 = time.perf_counter_ns()
-        assert os.waitstatus_to_exitcode(status) == 0, argv
-        return (t1 - t0) / 1e6
-
+with Daemon(ckptd, old, prefix="mcp-hookbench-") as d:
     ops = {
-        "turn-start": lambda b: [b, "-q", "-C", proj, "turn-start"],
-        "turn-end": lambda b: [b, "-q", "-C", proj, "turn-end"],
+        "turn-start": lambda b: [b, "-q", "-C", d.proj, "turn-start"],
+        "turn-end": lambda b: [b, "-q", "-C", d.proj, "turn-end"],
         "--version": lambda b: [b, "--version"],
     }
     res = {(b, op): [] for b in ("old", "new") for op in ops}
@@ -50,25 +28,15 @@ try:
     for r in range(warm + rounds):
         order = ("old", "new") if r % 2 == 0 else ("new", "old")
         for b in order:
-            for op in ("turn-start", "turn-end", "--version"):
-                ms = timed(ops[op](bins[b]))
+            for op in ops:
+                ms = d.timed(ops[op](bins[b]))
                 if r >= warm:
                     res[(b, op)].append(ms)
     out = sys.stderr
     print(f"{rounds} rounds (+{warm} warm-up), medians in ms:", file=out)
     for op in ops:
         o, n = res[("old", op)], res[("new", op)]
-        diffs = [b - a for a, b in zip(o, n)]
-        slower = sum(d > 0 for d in diffs) / len(diffs)
-        print(
-            f"  {op:<11} old {statistics.median(o):.3f}  new {statistics.median(n):.3f}"
-            f"  new/old {statistics.median(n) / statistics.median(o):.3f}"
-            f"  median paired diff {statistics.median(diffs) * 1000:+.0f} us"
-            f"  (new slower in {slower:.0%} of rounds)"
-            f"  p10/p90 old {statistics.quantiles(o, n=10)[0]:.3f}/{statistics.quantiles(o, n=10)[-1]:.3f}"
-            f" new {statistics.quantiles(n, n=10)[0]:.3f}/{statistics.quantiles(n, n=10)[-1]:.3f}",
-            file=out,
-        )
-finally:
-    daemon.terminate()
-    daemon.wait()
+        q = lambda v: statistics.quantiles(v, n=10)
+        print(f"  {op:<11} {paired(o, n)}"
+              f"  p10/p90 old {q(o)[0]:.3f}/{q(o)[-1]:.3f} new {q(n)[0]:.3f}/{q(n)[-1]:.3f}",
+              file=out)
