@@ -138,11 +138,8 @@ impl Adapter for ClaudeCode {
             .collect())
     }
 
-    fn fork_path(&self, original: &Path, new_session: &str) -> anyhow::Result<PathBuf> {
-        let dir = original
-            .parent()
-            .with_context(|| format!("{} has no directory", original.display()))?;
-        Ok(dir.join(format!("{new_session}.jsonl")))
+    fn fork_name(&self, new_session: &str) -> String {
+        format!("{new_session}.jsonl")
     }
 
     fn resume_command(&self, session: &str) -> String {

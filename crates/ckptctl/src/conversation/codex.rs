@@ -106,11 +106,8 @@ impl Adapter for Codex {
             .collect())
     }
 
-    fn fork_path(&self, original: &Path, new_session: &str) -> anyhow::Result<PathBuf> {
-        let dir = original
-            .parent()
-            .with_context(|| format!("{} has no directory", original.display()))?;
-        Ok(dir.join(format!("rollout-{}-{new_session}.jsonl", file_time())))
+    fn fork_name(&self, new_session: &str) -> String {
+        format!("rollout-{}-{new_session}.jsonl", file_time())
     }
 
     fn resume_command(&self, session: &str) -> String {

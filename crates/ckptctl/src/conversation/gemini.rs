@@ -108,13 +108,10 @@ impl Adapter for Gemini {
             .collect())
     }
 
-    fn fork_path(&self, original: &Path, new_session: &str) -> anyhow::Result<PathBuf> {
-        let dir = original
-            .parent()
-            .with_context(|| format!("{} has no directory", original.display()))?;
+    fn fork_name(&self, new_session: &str) -> String {
         let minute = &file_time()[..16];
         let short: String = new_session.chars().take(8).collect();
-        Ok(dir.join(format!("session-{minute}-{short}.jsonl")))
+        format!("session-{minute}-{short}.jsonl")
     }
 
     fn resume_command(&self, session: &str) -> String {

@@ -60,8 +60,9 @@ pub trait Adapter: Sync {
         new_session: &str,
         original_session: &str,
     ) -> anyhow::Result<Vec<ForkEntry>>;
-    /// Where the fork's transcript goes, next to `original`.
-    fn fork_path(&self, original: &Path, new_session: &str) -> anyhow::Result<PathBuf>;
+    /// The file name of the fork's transcript, which goes next to the
+    /// original.
+    fn fork_name(&self, new_session: &str) -> String;
     /// The command that resumes a session.
     fn resume_command(&self, session: &str) -> String;
     /// The directories its sessions live in (for `status`).
@@ -312,7 +313,10 @@ fn try_fork(adapter: &dyn Adapter, t: &TurnConversation, dry_run: bool) -> anyho
         .with_context(|| format!("{}", path.display()))?;
     let session = uuid::Uuid::new_v4().to_string();
     let rewritten = adapter.fork_entries(&values, &session, original_session)?;
-    let fork_path = adapter.fork_path(path, &session)?;
+    let fork_path = path
+        .parent()
+        .with_context(|| format!("{} has no directory", path.display()))?
+        .join(adapter.fork_name(&session));
     let mut out = Vec::with_capacity(file.data.len());
     let mut entries = 0;
     for (line, new) in file.lines[..cut].iter().zip(rewritten) {
