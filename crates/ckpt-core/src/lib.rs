@@ -52,7 +52,7 @@ pub use export::{
 };
 pub use fsck::{fsck, Finding, FindingKind, FsckCounts, FsckOptions, FsckReport};
 pub use ledger::{
-    Anchor, AnchorState, Bucket, ImportReport, LedgerEntry, LedgerFilter, LedgerRecord,
+    Anchor, AnchorState, Bucket, EntryBody, ImportReport, LedgerEntry, LedgerFilter, LedgerRecord,
     LedgerStatus, NewLedgerEntry, Severity, Span, StatusEvent,
 };
 pub use model::*;

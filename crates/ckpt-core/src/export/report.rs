@@ -145,19 +145,20 @@ pub(crate) fn render(root: &Path, range: &ExportRange, m: &ExportManifest) -> St
         );
         let _ = writeln!(r, "|---|---|---|---|---|---|---|");
         for e in &range.ledger {
+            let (id, turn, status, e) = (e.id, e.turn, e.status, &e.body);
             let span = e
                 .span
                 .map_or(String::new(), |s| format!(":{}-{}", s.start, s.end));
             let _ = writeln!(
                 r,
                 "| #{} | {} | `{}{}` | {} | {} | {} | {} |",
-                e.id,
-                e.turn.map_or("—".into(), |t| t.to_string()),
+                id,
+                turn.map_or("—".into(), |t| t.to_string()),
                 cell(&e.path.display()),
                 span,
                 e.bucket.as_str(),
                 e.severity.as_str(),
-                e.status.as_str(),
+                status.as_str(),
                 cell(&e.note),
             );
         }

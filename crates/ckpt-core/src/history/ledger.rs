@@ -6,67 +6,43 @@
 use rusqlite::{params, Connection, OptionalExtension, Row};
 
 use crate::error::{Error, Result};
-use crate::ledger::{Bucket, LedgerStatus, Severity, Span, StatusEvent};
+use crate::ledger::{Bucket, EntryBody, LedgerStatus, Severity, Span, StatusEvent};
 use crate::model::TurnStatus;
 use crate::relpath::RelPath;
 
 /// An entry as stored, with the status its turn and latest event give it.
 pub(crate) struct EntryRow {
     pub id: i64,
-    pub bucket: Bucket,
-    pub severity: Severity,
-    pub confidence: f64,
-    pub owner: String,
-    pub path: RelPath,
-    pub span: Option<Span>,
-    pub span_text: Option<String>,
-    pub note: String,
+    pub body: EntryBody,
     pub turn: Option<i64>,
-    pub agent: Option<String>,
-    pub session: Option<String>,
-    pub created_ns: i64,
     /// The rewind that marked the entry's turn rewound, while it is.
     pub rewound_by: Option<Option<i64>>,
     /// The latest event's status.
     pub latest: LedgerStatus,
 }
 
-/// What a new row holds (ids and events are added by the callers).
-pub(crate) struct NewRow<'a> {
-    pub bucket: Bucket,
-    pub severity: Severity,
-    pub confidence: f64,
-    pub owner: &'a str,
-    pub path: &'a RelPath,
-    pub span: Option<Span>,
-    pub span_text: Option<&'a str>,
-    pub note: &'a str,
-    pub turn: Option<i64>,
-    pub agent: Option<&'a str>,
-    pub session: Option<&'a str>,
-    pub created_ns: i64,
-}
-
-pub(crate) fn insert_entry(conn: &Connection, r: &NewRow) -> Result<i64> {
+/// Adds an entry recorded in `turn`; returns its id (events are added by
+/// the callers).
+pub(crate) fn insert_entry(conn: &Connection, b: &EntryBody, turn: Option<i64>) -> Result<i64> {
     conn.prepare_cached(
         "INSERT INTO ledger_entries (bucket, severity, confidence, owner, path, line_start,
          line_end, span_text, note, turn, agent, session, created_ns)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
     )?
     .execute(params![
-        r.bucket.as_str(),
-        r.severity.as_str(),
-        r.confidence,
-        r.owner,
-        r.path.as_bytes(),
-        r.span.map(|s| s.start),
-        r.span.map(|s| s.end),
-        r.span_text,
-        r.note,
-        r.turn,
-        r.agent,
-        r.session,
-        r.created_ns
+        b.bucket.as_str(),
+        b.severity.as_str(),
+        b.confidence,
+        b.owner,
+        b.path.as_bytes(),
+        b.span.map(|s| s.start),
+        b.span.map(|s| s.end),
+        b.span_text,
+        b.note,
+        turn,
+        b.agent,
+        b.session,
+        b.created_ns
     ])?;
     Ok(conn.last_insert_rowid())
 }
@@ -114,18 +90,20 @@ fn decode(r: &Row) -> rusqlite::Result<Result<EntryRow>> {
         };
         Ok(EntryRow {
             id,
-            bucket: Bucket::parse(&bucket).map_err(|_| bad("bucket"))?,
-            severity: Severity::parse(&severity).map_err(|_| bad("severity"))?,
-            confidence,
-            owner,
-            path: RelPath::new(path)?,
-            span,
-            span_text,
-            note,
+            body: EntryBody {
+                bucket: Bucket::parse(&bucket).map_err(|_| bad("bucket"))?,
+                severity: Severity::parse(&severity).map_err(|_| bad("severity"))?,
+                confidence,
+                owner,
+                path: RelPath::new(path)?,
+                span,
+                span_text,
+                note,
+                agent,
+                session,
+                created_ns,
+            },
             turn,
-            agent,
-            session,
-            created_ns,
             rewound_by: (rewound == Some(true)).then_some(rewound_by),
             latest: match latest {
                 Some(s) => LedgerStatus::parse(&s).map_err(|_| bad("status"))?,

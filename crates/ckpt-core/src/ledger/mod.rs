@@ -184,23 +184,20 @@ impl Project {
             .unwrap_or_else(|| "unknown".into());
         let at_ns = now_ns();
         let tx = self.conn.transaction()?;
-        let id = sql::insert_entry(
-            &tx,
-            &sql::NewRow {
-                bucket: e.bucket,
-                severity: e.severity,
-                confidence: e.confidence,
-                owner: &owner,
-                path: &e.path,
-                span: e.span,
-                span_text: text.as_deref(),
-                note: &e.note,
-                turn,
-                agent: meta.agent.as_deref(),
-                session: meta.session.as_deref(),
-                created_ns: at_ns,
-            },
-        )?;
+        let body = EntryBody {
+            bucket: e.bucket,
+            severity: e.severity,
+            confidence: e.confidence,
+            owner: owner.clone(),
+            path: e.path,
+            span: e.span,
+            span_text: text,
+            note: e.note,
+            agent: meta.agent,
+            session: meta.session,
+            created_ns: at_ns,
+        };
+        let id = sql::insert_entry(&tx, &body, turn)?;
         sql::insert_event(
             &tx,
             id,
@@ -221,17 +218,14 @@ impl Project {
         let mut texts: HashMap<RelPath, Option<String>> = HashMap::new();
         let mut out = Vec::new();
         for row in rows {
-            let keep = f.bucket.is_none_or(|b| row.bucket == b)
-                && f.min_severity.is_none_or(|s| row.severity >= s)
-                && f.min_confidence.is_none_or(|c| row.confidence >= c)
-                && f.path_prefix
-                    .as_ref()
-                    .is_none_or(|p| row.path.starts_with(p))
+            let b = &row.body;
+            let keep = f.bucket.is_none_or(|x| b.bucket == x)
+                && f.min_severity.is_none_or(|s| b.severity >= s)
+                && f.min_confidence.is_none_or(|c| b.confidence >= c)
+                && f.path_prefix.as_ref().is_none_or(|p| b.path.starts_with(p))
                 && f.turn.is_none_or(|t| row.turn == Some(t))
-                && f.agent
-                    .as_ref()
-                    .is_none_or(|a| row.agent.as_ref() == Some(a))
-                && f.owner.as_ref().is_none_or(|o| &row.owner == o);
+                && f.agent.as_ref().is_none_or(|a| b.agent.as_ref() == Some(a))
+                && f.owner.as_ref().is_none_or(|o| &b.owner == o);
             if !keep {
                 continue;
             }
@@ -251,12 +245,13 @@ impl Project {
         texts: &mut HashMap<RelPath, Option<String>>,
         history: bool,
     ) -> Result<LedgerEntry> {
-        if !texts.contains_key(&row.path) {
-            let text = self.current_text(&row.path)?;
-            texts.insert(row.path.clone(), text);
+        let b = &row.body;
+        if !texts.contains_key(&b.path) {
+            let text = self.current_text(&b.path)?;
+            texts.insert(b.path.clone(), text);
         }
-        let now = texts.get(&row.path).and_then(|t| t.as_deref());
-        let anchor = anchor(row.span, row.span_text.as_deref(), now);
+        let now = texts.get(&b.path).and_then(|t| t.as_deref());
+        let anchor = anchor(b.span, b.span_text.as_deref(), now);
         let (status, rewound_by) = match row.rewound_by {
             Some(by) => (LedgerStatus::Rewound, by),
             None => (row.latest, None),
@@ -268,18 +263,8 @@ impl Project {
         };
         Ok(LedgerEntry {
             id: row.id,
-            bucket: row.bucket,
-            severity: row.severity,
-            confidence: row.confidence,
-            owner: row.owner,
-            path: row.path,
-            span: row.span,
-            span_text: row.span_text,
-            note: row.note,
+            body: row.body,
             turn: row.turn,
-            agent: row.agent,
-            session: row.session,
-            created_ns: row.created_ns,
             status,
             rewound_by,
             anchor,
@@ -331,7 +316,8 @@ impl Project {
     /// their turns: those are this clone's own). An entry already here
     /// (same path, span text, bucket and note) is skipped. All or nothing.
     pub fn ledger_import(&mut self, records: &[LedgerRecord]) -> Result<ImportReport> {
-        for (i, r) in records.iter().enumerate() {
+        for (i, rec) in records.iter().enumerate() {
+            let r = &rec.body;
             let bad = |e: Error| Error::Invalid(format!("entry {} of the import: {e}", i + 1));
             check_confidence(r.confidence).map_err(bad)?;
             check_text("note", &r.note).map_err(bad)?;
@@ -346,44 +332,33 @@ impl Project {
                     "a span needs its text, and only a span has one".into(),
                 )));
             }
-            if r.history.iter().any(|h| h.status == LedgerStatus::Rewound) {
+            if rec
+                .history
+                .iter()
+                .any(|h| h.status == LedgerStatus::Rewound)
+            {
                 return Err(bad(Error::Invalid("a history never holds rewound".into())));
             }
         }
         let mut report = ImportReport::default();
         let tx = self.conn.transaction()?;
-        for r in records {
+        for rec in records {
+            let r = &rec.body;
             if sql::has_same(&tx, &r.path, r.span_text.as_deref(), r.bucket, &r.note)? {
                 report.skipped += 1;
                 continue;
             }
-            let id = sql::insert_entry(
-                &tx,
-                &sql::NewRow {
-                    bucket: r.bucket,
-                    severity: r.severity,
-                    confidence: r.confidence,
-                    owner: &r.owner,
-                    path: &r.path,
-                    span: r.span,
-                    span_text: r.span_text.as_deref(),
-                    note: &r.note,
-                    turn: None,
-                    agent: r.agent.as_deref(),
-                    session: r.session.as_deref(),
-                    created_ns: r.created_ns,
-                },
-            )?;
+            let id = sql::insert_entry(&tx, r, None)?;
             let imported = StatusEvent {
                 status: LedgerStatus::Open,
                 who: Some(r.owner.clone()),
                 why: Some("imported".into()),
                 at_ns: now_ns(),
             };
-            let history = if r.history.is_empty() {
+            let history = if rec.history.is_empty() {
                 std::slice::from_ref(&imported)
             } else {
-                &r.history[..]
+                &rec.history[..]
             };
             for h in history {
                 sql::insert_event(&tx, id, h)?;
@@ -406,7 +381,7 @@ impl Project {
         let mut texts = HashMap::new();
         let mut out = Vec::new();
         for row in sql::entries_for_path(&self.conn, path)? {
-            let whole = row.span.is_none();
+            let whole = row.body.span.is_none();
             let e = self.entry_from(row, &mut texts, false)?;
             if e.status != LedgerStatus::Open {
                 continue;

@@ -72,12 +72,12 @@ fn an_entry_belongs_to_the_open_turn_and_is_rewound_with_it() {
     p.turn_end().unwrap();
     let e = p.ledger_show(id).unwrap();
     assert_eq!(e.turn, Some(turn));
-    assert_eq!(e.owner, "agent:claude");
+    assert_eq!(e.body.owner, "agent:claude");
     assert_eq!(
-        (e.agent.as_deref(), e.session.as_deref()),
+        (e.body.agent.as_deref(), e.body.session.as_deref()),
         (Some("claude"), Some("s1"))
     );
-    assert_eq!(e.span_text.as_deref(), Some("fn b() {}"));
+    assert_eq!(e.body.span_text.as_deref(), Some("fn b() {}"));
     assert_eq!(e.status, LedgerStatus::Open);
     assert_eq!(e.history.len(), 1);
     assert_eq!(p.ledger_count_for_turn(turn).unwrap(), 1);
@@ -107,7 +107,11 @@ fn an_entry_belongs_to_the_open_turn_and_is_rewound_with_it() {
 fn status_changes_are_appended_with_who_and_why() {
     let (_t, _root, mut p) = reconciled(&[("a.rs", "x\n")]);
     let id = p.ledger_add(new("a.rs", None)).unwrap();
-    assert_eq!(p.ledger_show(id).unwrap().owner, "ana", "no turn: the user");
+    assert_eq!(
+        p.ledger_show(id).unwrap().body.owner,
+        "ana",
+        "no turn: the user"
+    );
     let e = p
         .ledger_set_status(
             id,
@@ -251,17 +255,13 @@ fn an_import_skips_what_is_already_here_and_keeps_history() {
     let id = p.ledger_add(new("a.rs", span(2, 2))).unwrap();
     let e = p.ledger_show(id).unwrap();
     let record = |note: &str| LedgerRecord {
-        bucket: e.bucket,
-        severity: e.severity,
-        confidence: e.confidence,
-        owner: e.owner.clone(),
-        path: e.path.clone(),
-        span: e.span,
-        span_text: e.span_text.clone(),
-        note: note.into(),
-        agent: None,
-        session: None,
-        created_ns: 5,
+        body: EntryBody {
+            note: note.into(),
+            agent: None,
+            session: None,
+            created_ns: 5,
+            ..e.body.clone()
+        },
         history: vec![
             StatusEvent {
                 status: LedgerStatus::Open,
@@ -278,7 +278,7 @@ fn an_import_skips_what_is_already_here_and_keeps_history() {
         ],
     };
     let r = p
-        .ledger_import(&[record(&e.note), record("another")])
+        .ledger_import(&[record(&e.body.note), record("another")])
         .unwrap();
     assert_eq!(
         r,
@@ -293,7 +293,7 @@ fn an_import_skips_what_is_already_here_and_keeps_history() {
     assert_eq!(new.history.len(), 2);
     // A bad record refuses the whole import.
     let mut bad = record("third");
-    bad.confidence = -1.0;
+    bad.body.confidence = -1.0;
     assert!(p.ledger_import(&[record("fourth"), bad]).is_err());
     assert_eq!(p.ledger_list(&LedgerFilter::default()).unwrap().len(), 2);
 }

@@ -133,10 +133,10 @@ pub struct StatusEvent {
     pub at_ns: i64,
 }
 
-/// An entry as read.
+/// What an entry records, the same whether it is stored, read, or carried
+/// to another clone.
 #[derive(Clone, Debug)]
-pub struct LedgerEntry {
-    pub id: i64,
+pub struct EntryBody {
     pub bucket: Bucket,
     pub severity: Severity,
     pub confidence: f64,
@@ -147,11 +147,18 @@ pub struct LedgerEntry {
     /// The span's text when the entry was added.
     pub span_text: Option<String>,
     pub note: String,
-    /// The turn open when it was added.
-    pub turn: Option<i64>,
     pub agent: Option<String>,
     pub session: Option<String>,
     pub created_ns: i64,
+}
+
+/// An entry as read.
+#[derive(Clone, Debug)]
+pub struct LedgerEntry {
+    pub id: i64,
+    pub body: EntryBody,
+    /// The turn open when it was added.
+    pub turn: Option<i64>,
     pub status: LedgerStatus,
     /// While `status` is rewound: the rewind that did it.
     pub rewound_by: Option<i64>,
@@ -178,17 +185,7 @@ pub struct NewLedgerEntry {
 /// An entry from another clone's export, with its history.
 #[derive(Clone, Debug)]
 pub struct LedgerRecord {
-    pub bucket: Bucket,
-    pub severity: Severity,
-    pub confidence: f64,
-    pub owner: String,
-    pub path: RelPath,
-    pub span: Option<Span>,
-    pub span_text: Option<String>,
-    pub note: String,
-    pub agent: Option<String>,
-    pub session: Option<String>,
-    pub created_ns: i64,
+    pub body: EntryBody,
     pub history: Vec<StatusEvent>,
 }
 

@@ -171,17 +171,19 @@ fn record(r: &proto::LedgerRecord) -> ReqResult<core::LedgerRecord> {
         })
         .collect::<core::Result<Vec<_>>>()?;
     Ok(core::LedgerRecord {
-        bucket: core::Bucket::parse(&r.bucket)?,
-        severity: core::Severity::parse(&r.severity)?,
-        confidence: r.confidence,
-        owner: r.owner.clone(),
-        path,
-        span: r.span.map(span),
-        span_text: r.span_text.clone(),
-        note: r.note.clone(),
-        agent: r.agent.clone(),
-        session: r.session.clone(),
-        created_ns: r.created_ns,
+        body: core::EntryBody {
+            bucket: core::Bucket::parse(&r.bucket)?,
+            severity: core::Severity::parse(&r.severity)?,
+            confidence: r.confidence,
+            owner: r.owner.clone(),
+            path,
+            span: r.span.map(span),
+            span_text: r.span_text.clone(),
+            note: r.note.clone(),
+            agent: r.agent.clone(),
+            session: r.session.clone(),
+            created_ns: r.created_ns,
+        },
         history,
     })
 }
@@ -200,9 +202,10 @@ fn line_span(s: core::Span) -> proto::LineSpan {
     }
 }
 
-fn entry(e: &core::LedgerEntry, history: bool) -> proto::LedgerEntry {
+fn entry(entry: &core::LedgerEntry, history: bool) -> proto::LedgerEntry {
+    let e = &entry.body;
     proto::LedgerEntry {
-        id: e.id,
+        id: entry.id,
         bucket: e.bucket.to_string(),
         severity: e.severity.to_string(),
         confidence: e.confidence,
@@ -210,19 +213,20 @@ fn entry(e: &core::LedgerEntry, history: bool) -> proto::LedgerEntry {
         path: convert::rel(&e.path),
         span: e.span.map(line_span),
         note: e.note.clone(),
-        turn: e.turn,
-        status: e.status.to_string(),
-        rewound_by: e.rewound_by,
+        turn: entry.turn,
+        status: entry.status.to_string(),
+        rewound_by: entry.rewound_by,
         anchor: proto::LedgerAnchor {
-            state: e.anchor.state.to_string(),
-            span: e.anchor.span.map(line_span),
+            state: entry.anchor.state.to_string(),
+            span: entry.anchor.span.map(line_span),
         },
         agent: e.agent.clone(),
         session: e.session.clone(),
         created_ns: e.created_ns,
         span_text: e.span_text.clone(),
         history: history.then(|| {
-            e.history
+            entry
+                .history
                 .iter()
                 .map(|h| proto::LedgerEvent {
                     status: h.status.to_string(),
