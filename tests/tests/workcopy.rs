@@ -24,6 +24,20 @@ fn create(env: &Env, proj: &Path, name: &str, base: &str) -> PathBuf {
     PathBuf::from(wc["copy"].as_str().expect("copy path"))
 }
 
+/// Work copy `w`'s state file.
+fn state_file(env: &Env) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(env.data.join("workcopies/w.json")).unwrap()).unwrap()
+}
+
+/// Waits until the process whose pid `pid_file` holds is gone (or a zombie).
+fn wait_gone(pid_file: &Path) {
+    let pid = std::fs::read_to_string(pid_file).unwrap();
+    let stat = PathBuf::from(format!("/proc/{}/stat", pid.trim()));
+    wait_for("the sleep to go", Duration::from_secs(5), || {
+        std::fs::read_to_string(&stat).map_or(true, |s| s.contains(") Z "))
+    });
+}
+
 fn git_text(dir: &Path, args: &[&str]) -> String {
     git(dir, args).stdout.trim().to_string()
 }
@@ -350,9 +364,7 @@ fn run_records_exit_status_and_log_with_stdin_closed() {
     );
     assert_eq!(out.code(), 7, "{out:?}");
     assert!(out.stdout.contains("exit 7"), "{out:?}");
-    let state: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(env.data.join("workcopies/w.json")).unwrap())
-            .unwrap();
+    let state = state_file(&env);
     let r = &state["runs"][0];
     assert_eq!(r["exit_code"], 7, "{state}");
     assert_eq!(r["command"][0], "sh", "{state}");
@@ -386,14 +398,8 @@ fn run_timeout_kills_the_whole_process_group_quickly() {
     assert!(t0.elapsed() < Duration::from_secs(10), "{:?}", t0.elapsed());
     assert_eq!(out.code(), 124, "{out:?}");
     assert!(out.stdout.contains("timed out"), "{out:?}");
-    let pid = std::fs::read_to_string(copy.join("pid")).unwrap();
-    let stat = PathBuf::from(format!("/proc/{}/stat", pid.trim()));
-    wait_for("the sleep to go", Duration::from_secs(5), || {
-        std::fs::read_to_string(&stat).map_or(true, |s| s.contains(") Z "))
-    });
-    let state: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(env.data.join("workcopies/w.json")).unwrap())
-            .unwrap();
+    wait_gone(&copy.join("pid"));
+    let state = state_file(&env);
     assert_eq!(state["runs"][0]["timed_out"], true, "{state}");
 }
 
@@ -457,14 +463,8 @@ fn ctrl_c_kills_the_check_group_and_is_recorded() {
     let status = wait_timeout(&mut child, Duration::from_secs(10)).expect("ckptctl ends");
     assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
     assert_eq!(status.code(), Some(130), "{status:?}");
-    let pid = std::fs::read_to_string(&pid_file).unwrap();
-    let stat = PathBuf::from(format!("/proc/{}/stat", pid.trim()));
-    wait_for("the sleep to go", Duration::from_secs(5), || {
-        std::fs::read_to_string(&stat).map_or(true, |s| s.contains(") Z "))
-    });
-    let state: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(env.data.join("workcopies/w.json")).unwrap())
-            .unwrap();
+    wait_gone(&pid_file);
+    let state = state_file(&env);
     assert_eq!(state["runs"][0]["interrupted"], true, "{state}");
 }
 
@@ -761,9 +761,7 @@ fn a_crash_between_applying_and_applied_is_settled_by_status() {
     d.kill();
     let status = wait_timeout(&mut apply, Duration::from_secs(30)).expect("ckptctl returns");
     assert_eq!(status.code(), Some(1));
-    let file: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(env.data.join("workcopies/w.json")).unwrap())
-            .unwrap();
+    let file = state_file(&env);
     assert_eq!(file["state"], "applying", "{file}");
 
     // Without the daemon, nothing can be told: the state stays.
