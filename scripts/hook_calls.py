@@ -4,7 +4,10 @@ interleaved rounds (after 20 warm-up), each running, per binary (order
 alternating every round), `ckptctl -q -C PROJ turn-start`, `turn-end` and
 `--version`, each a fresh process timed from posix_spawn to waitpid.
 Prints medians, the median paired difference and how often NEW was slower.
-Compare fresh copies of both builds made together (docs/architecture.md).
+Compare fresh copies of both builds made together, each in a directory of
+its own, and CKPTD in one with no ckptctl: ckptd locks the ckptctl beside
+it in memory, which alone made a client 150-300 us faster
+(docs/architecture.md).
 
     scripts/hook_calls.py CKPTD OLD_CKPTCTL NEW_CKPTCTL [ROUNDS]
 """
