@@ -14,6 +14,8 @@
 //! env.ctl_ok(&proj, &["watch"]);
 //! ```
 
+pub mod model;
+
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::os::unix::ffi::OsStrExt;
