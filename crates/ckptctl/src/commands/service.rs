@@ -29,13 +29,25 @@ pub fn run(ctx: &Ctx, action: ServiceAction) -> anyhow::Result<u8> {
                     .with_context(|| format!("creating {}", dir.display()))?;
             }
             std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
-            let started = if no_start {
-                Ok(())
-            } else {
-                stop_unmanaged_daemon(ctx);
-                target.enable(&path)
-            };
+            if no_start {
+                report(ctx, "installed", &path, &Ok(()))?;
+                return Ok(0);
+            }
+            // Ask the service manager first: a daemon stopped for a service
+            // that cannot start would leave the user with none.
+            let started = target.probe().and_then(|()| {
+                let stopped = stop_unmanaged_daemon(ctx);
+                let enabled = target.enable(&path);
+                if enabled.is_err() && stopped {
+                    // Put back what was running; the hooks need a daemon.
+                    let _ = crate::client::Client::connect(&ctx.g);
+                }
+                enabled
+            });
             report(ctx, "installed", &path, &started)?;
+            if started.is_err() {
+                return Ok(1);
+            }
         }
         ServiceAction::Uninstall => {
             let stopped = target.disable(&path);
@@ -55,16 +67,17 @@ pub fn run(ctx: &Ctx, action: ServiceAction) -> anyhow::Result<u8> {
 
 /// A daemon started on demand by ckptctl would hold the lock and make the
 /// service fail: stop it (cleanly) so the service manager's one takes over.
-fn stop_unmanaged_daemon(ctx: &Ctx) {
+/// Returns whether one was stopped.
+fn stop_unmanaged_daemon(ctx: &Ctx) -> bool {
     let Some(mut client) = crate::client::Client::connect_existing(&ctx.g) else {
-        return;
+        return false;
     };
     let Ok(ckpt_proto::Response::Status(s)) = client.request(&ckpt_proto::Request::Status) else {
-        return;
+        return false;
     };
     drop(client);
     let Ok(pid) = i32::try_from(s.daemon.pid) else {
-        return;
+        return false;
     };
     if !ctx.g.quiet && !ctx.g.json {
         eprintln!("ckptctl: stopping the running ckptd (pid {pid}) so the service can take over");
@@ -76,11 +89,17 @@ fn stop_unmanaged_daemon(ctx: &Ctx) {
     while unsafe { libc::kill(pid, 0) } == 0 && std::time::Instant::now() < deadline {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
+    true
 }
 
 fn report(ctx: &Ctx, what: &str, path: &Path, service: &anyhow::Result<()>) -> anyhow::Result<()> {
     if let Err(e) = service {
-        eprintln!("ckptctl: warning: {e:#}");
+        eprintln!("ckptctl: {e:#}");
+        if what == "installed" {
+            eprintln!(
+                "ckptctl: the service file is written but not started; the running ckptd (if any) was left alone"
+            );
+        }
     }
     if ctx.g.json {
         output::json(&serde_json::json!({
@@ -170,12 +189,20 @@ impl Target {
         })
     }
 
+    /// Whether the service manager answers (a user systemd bus, a launchd
+    /// GUI domain), before anything is stopped.
+    fn probe(self) -> anyhow::Result<()> {
+        match self {
+            Target::Systemd => systemctl(&["daemon-reload"]).context(
+                "the user's systemd does not answer (no user session bus?); `ckptd` can run from your session start-up instead",
+            ),
+            Target::Launchd => launchctl(&["list"]),
+        }
+    }
+
     fn enable(self, path: &Path) -> anyhow::Result<()> {
         match self {
-            Target::Systemd => {
-                systemctl(&["daemon-reload"])?;
-                systemctl(&["enable", "--now", "ckptd.service"])
-            }
+            Target::Systemd => systemctl(&["enable", "--now", "ckptd.service"]),
             Target::Launchd => launchctl(&["load", "-w", &path.to_string_lossy()]),
         }
     }
