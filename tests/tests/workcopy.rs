@@ -914,3 +914,59 @@ fn a_crash_while_committing_is_settled_from_head() {
     assert_eq!(out.code(), 1, "{out:?}");
     assert!(out.stderr.contains("which is not that commit"), "{out:?}");
 }
+
+#[test]
+fn preview_flags_and_apply_refuses_symlinks_that_leave_the_tree() {
+    let env = Env::new();
+    let _d = env.start_daemon();
+    let proj = env.git_repo("p", &[("a", b"1\n"), ("sub/x", b"x\n")]);
+    env.ctl_ok(&proj, &["watch"]);
+    let copy = create(&env, &proj, "w", "HEAD");
+    // An absolute target, one that climbs out, and a chain whose links each
+    // stay inside by name but leave together; plus one honest link.
+    sh(
+        &copy,
+        "ln -s /etc/hostname evil && ln -s ../../../../etc sub/evil-dir \
+         && ln -s .. sub/up && ln -s up/.. sub/chain && ln -s x sub/fine && echo 2 > a",
+    );
+    let before = snapshot(&proj);
+    let out = env.ctl(&proj, &["--json", "workcopy", "preview"]);
+    assert_eq!(out.code(), 3, "{out:?}");
+    let p = out.json();
+    assert_eq!(p["preview"]["leaving_symlinks"], 3, "{p}");
+    let leaving: Vec<&str> = p["preview"]["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c.get("leaves_tree").is_some())
+        .map(|c| c["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(leaving, ["evil", "sub/chain", "sub/evil-dir"], "{p}");
+    let text = env.ctl(&proj, &["workcopy", "preview"]);
+    assert_eq!(text.code(), 3, "{text:?}");
+    assert!(
+        text.stdout
+            .contains("evil  REFUSED: symlink to /etc/hostname leaves the tree"),
+        "{text:?}"
+    );
+
+    let out = env.ctl(&proj, &["workcopy", "apply"]);
+    assert_eq!(out.code(), 3, "{out:?}");
+    assert!(
+        out.stderr.contains("refused: evil -> /etc/hostname"),
+        "{out:?}"
+    );
+    assert!(out.stderr.contains("nothing was written"), "{out:?}");
+    assert_same_tree("original", &before, &snapshot(&proj));
+    assert_eq!(state_file(&env)["state"], "ready");
+    assert!(std::fs::symlink_metadata(proj.join("evil")).is_err());
+
+    // Without them, the apply goes through.
+    sh(&copy, "rm evil sub/evil-dir sub/chain sub/up");
+    env.ctl_ok(&proj, &["workcopy", "apply"]);
+    assert_eq!(
+        std::fs::read_link(proj.join("sub/fine")).unwrap(),
+        Path::new("x")
+    );
+    assert_eq!(std::fs::read(proj.join("a")).unwrap(), b"2\n");
+}

@@ -11,13 +11,14 @@
 //! shows the original's uncommitted changes as changes.
 
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
 use super::fingerprint::{self, Kind, Manifest};
 use super::git;
 use super::state::{now_secs, valid_name, BaseKind, Phase, Store, WorkCopy, STATE_VERSION};
+use super::symlinks;
 
 /// The ref that keeps the base commit alive in the copy.
 pub const BASE_REF: &str = "refs/ckpt/base";
@@ -347,30 +348,19 @@ fn refuse_hard_links(dir: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Refuses a symlink whose target is absolute or climbs out of the tree:
-/// in the copy it would reach the original, or outside both.
+/// Refuses a symlink that leaves the tree: in the copy it would reach the
+/// original, or outside both.
 fn refuse_escaping_symlinks(copy: &Path, m: &Manifest) -> anyhow::Result<()> {
     for (path, e) in m {
         if e.kind != Kind::Symlink {
             continue;
         }
-        let target = std::fs::read_link(copy.join(path))
-            .with_context(|| format!("reading {}", copy.join(path).display()))?;
-        let mut depth = path.matches('/').count() as i64;
-        let mut escapes = target.is_absolute();
-        for c in target.components() {
-            match c {
-                Component::ParentDir => depth -= 1,
-                Component::Normal(_) => depth += 1,
-                _ => {}
-            }
-            escapes |= depth < 0;
+        if let Some(target) = symlinks::leaves_tree(copy, path)? {
+            anyhow::bail!(
+                "the symlink {path} -> {} leaves the tree: a work copy cannot copy it faithfully",
+                symlinks::show(&target)
+            );
         }
-        anyhow::ensure!(
-            !escapes,
-            "the symlink {path} -> {} leaves the tree: a work copy cannot copy it faithfully",
-            target.display()
-        );
     }
     Ok(())
 }

@@ -15,3 +15,4 @@ pub mod git;
 pub mod preview;
 pub mod run;
 pub mod state;
+pub mod symlinks;

@@ -6,8 +6,9 @@ use std::collections::BTreeSet;
 
 use serde::Serialize;
 
-use super::fingerprint::{self, Entry, Manifest};
+use super::fingerprint::{self, Entry, Kind, Manifest};
 use super::state::WorkCopy;
+use super::symlinks;
 
 #[derive(Serialize, Clone, Copy, Debug, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
@@ -36,12 +37,18 @@ pub struct PathChange {
     pub original: Original,
     pub base: Option<Entry>,
     pub copy: Option<Entry>,
+    /// The copy's symlink here points out of the tree (its target): apply
+    /// refuses it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub leaves_tree: Option<String>,
 }
 
 #[derive(Serialize, Clone, Debug)]
 pub struct Preview {
     pub changes: Vec<PathChange>,
     pub conflicts: usize,
+    /// Changes whose symlink leaves the tree.
+    pub leaving_symlinks: usize,
     /// The fingerprint of the copy's tree now.
     pub copy_fingerprint: String,
     /// The original's HEAD now, when it differs from the base commit (not a
@@ -78,12 +85,19 @@ pub fn preview(wc: &WorkCopy, base: &Manifest) -> anyhow::Result<Preview> {
         } else {
             Original::Conflict
         };
+        let leaves_tree = match &c {
+            Some(e) if e.kind == Kind::Symlink => {
+                symlinks::leaves_tree(&wc.copy, &path)?.map(|t| symlinks::show(&t))
+            }
+            _ => None,
+        };
         changes.push(PathChange {
             path,
             change,
             original,
             base: b,
             copy: c,
+            leaves_tree,
         });
     }
     Ok(Preview {
@@ -91,6 +105,7 @@ pub fn preview(wc: &WorkCopy, base: &Manifest) -> anyhow::Result<Preview> {
             .iter()
             .filter(|c| c.original == Original::Conflict)
             .count(),
+        leaving_symlinks: changes.iter().filter(|c| c.leaves_tree.is_some()).count(),
         changes,
         copy_fingerprint: fingerprint::of_manifest(&now),
         head_moved_to: match (&wc.base_commit, super::git::head(&wc.original)) {

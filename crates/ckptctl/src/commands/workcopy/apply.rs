@@ -58,6 +58,24 @@ pub fn apply_cmd(ctx: &Ctx, store: &Store, wc: WorkCopy) -> anyhow::Result<u8> {
         }
         return Ok(EXIT_CONFLICTS);
     }
+    if p.leaving_symlinks > 0 {
+        if ctx.g.json {
+            output::json(
+                &serde_json::json!({ "workcopy": wc.name, "applied": false, "preview": p }),
+            )?;
+        } else {
+            for c in &p.changes {
+                if let Some(t) = &c.leaves_tree {
+                    eprintln!("  refused: {} -> {t}", c.path);
+                }
+            }
+            eprintln!(
+                "ckptctl: apply refused: {} symlinks in the copy leave the tree; nothing was written",
+                p.leaving_symlinks
+            );
+        }
+        return Ok(EXIT_CONFLICTS);
+    }
     let paths = apply::paths(&p);
     anyhow::ensure!(
         !paths.is_empty(),

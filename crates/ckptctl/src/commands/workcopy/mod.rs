@@ -310,19 +310,33 @@ fn preview_cmd(ctx: &Ctx, store: &Store, wc: &WorkCopy) -> anyhow::Result<u8> {
                 Original::AsCopy => "  (already so in the original)",
                 Original::Conflict => "  CONFLICT: changed in the original since the base",
             };
-            println!("  {what:<8} {}{note}", c.path);
+            match &c.leaves_tree {
+                Some(t) => println!(
+                    "  {what:<8} {}{note}  REFUSED: symlink to {t} leaves the tree",
+                    c.path
+                ),
+                None => println!("  {what:<8} {}{note}", c.path),
+            }
         }
         if let Some(now) = &p.head_moved_to {
             println!("the original's HEAD moved since the base, to {now}");
         }
     }
-    if p.conflicts > 0 {
-        if !ctx.g.json {
+    if !ctx.g.json {
+        if p.leaving_symlinks > 0 {
+            eprintln!(
+                "ckptctl: {} symlinks leave the tree: apply refuses them",
+                p.leaving_symlinks
+            );
+        }
+        if p.conflicts > 0 {
             eprintln!(
                 "ckptctl: {} conflicts: the original changed those paths since the base",
                 p.conflicts
             );
         }
+    }
+    if p.conflicts > 0 || p.leaving_symlinks > 0 {
         return Ok(EXIT_CONFLICTS);
     }
     Ok(0)
