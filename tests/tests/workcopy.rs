@@ -970,3 +970,22 @@ fn preview_flags_and_apply_refuses_symlinks_that_leave_the_tree() {
     );
     assert_eq!(std::fs::read(proj.join("a")).unwrap(), b"2\n");
 }
+
+#[test]
+fn apply_to_an_original_that_is_not_watched_watches_it_and_is_rewindable() {
+    let env = Env::new();
+    let _d = env.start_daemon();
+    let proj = env.git_repo("p", &[("a", b"1\n")]);
+    let copy = create(&env, &proj, "w", "HEAD");
+    assert!(!watched_roots(&env, &proj).contains(&s(&proj).to_string()));
+    sh(&copy, "echo 2 > a && echo new > b");
+    let before = snapshot(&proj);
+    let applied = env.ctl_json(&proj, &["workcopy", "apply"]);
+    assert_eq!(applied["applied"], true, "{applied}");
+    assert_eq!(state(&env, &proj)["workcopy"]["state"], "applied");
+    assert!(watched_roots(&env, &proj).contains(&s(&proj).to_string()));
+    assert_eq!(std::fs::read(proj.join("b")).unwrap(), b"new\n");
+    let turn = applied["turn"].as_i64().unwrap().to_string();
+    env.ctl_ok(&proj, &["rewind", &turn]);
+    assert_same_tree("original after rewind", &before, &snapshot(&proj));
+}

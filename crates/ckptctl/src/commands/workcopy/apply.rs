@@ -106,6 +106,21 @@ pub fn apply_cmd(ctx: &Ctx, store: &Store, wc: WorkCopy) -> anyhow::Result<u8> {
         agent: Some("workcopy".into()),
         session: Some(rec.session.clone()),
     };
+    // The apply is a turn of the original's history: watch it (its baseline
+    // taken now) before any state says an apply is under way.
+    match ctx.request(&Request::Watch {
+        dir: wc.original.as_path().into(),
+        discover: false,
+    }) {
+        Ok(Response::Watched(_)) => {}
+        Ok(other) => return Err(unexpected(other)),
+        Err(e) => {
+            return Err(e.context(format!(
+                "watching the original {} failed; nothing was applied",
+                wc.original.display()
+            )))
+        }
+    }
     wc.state = Phase::Applying;
     wc.apply = Some(rec);
     store.save(&wc)?;
