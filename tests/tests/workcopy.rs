@@ -115,11 +115,19 @@ fn create_head_refuses_uncommitted_changes_and_names_base_current() {
     let env = Env::new();
     let _d = env.start_daemon();
     let proj = env.git_repo("p", &[("a", b"1\n")]);
-    for dirty in ["echo 2 > a", "git checkout -q a && echo u > untracked"] {
+    for (dirty, listed) in [
+        ("echo 2 > a", "\n   M a\n"),
+        (
+            "git checkout -q a && echo u > untracked",
+            "\n  ?? untracked\n",
+        ),
+    ] {
         sh(&proj, dirty);
         let out = env.ctl(&proj, &["workcopy", "create", "--name", "w"]);
         assert_eq!(out.code(), 1, "{out:?}");
         assert!(out.stderr.contains("silently lose"), "{out:?}");
+        // git's two status columns, aligned on every line.
+        assert!(out.stderr.contains(listed), "{out:?}");
         assert!(out.stderr.contains("--base current"), "{out:?}");
         let list = env.ctl_json(&proj, &["workcopy", "list"]);
         assert_eq!(list["workcopies"].as_array().unwrap().len(), 0, "{list}");
@@ -429,6 +437,40 @@ fn remove_refuses_unapplied_changes_unless_forced() {
     assert_eq!(watched_roots(&env, &proj).len(), 0);
     let list = env.ctl_json(&proj, &["workcopy", "list"]);
     assert_eq!(list["workcopies"].as_array().unwrap().len(), 0, "{list}");
+    let text = env.ctl_ok(&proj, &["workcopy", "list"]);
+    assert!(text.contains("no work copies"), "{text}");
+}
+
+#[test]
+fn after_apply_status_says_the_original_holds_the_copy_and_a_rewound_apply_needs_force_to_remove() {
+    let env = Env::new();
+    let _d = env.start_daemon();
+    let (proj, copy) = applied_setup(&env);
+    let applied = env.ctl_json(&proj, &["workcopy", "apply"]);
+    let turn = applied["turn"].as_i64().unwrap().to_string();
+    let st = state(&env, &proj);
+    assert_eq!(st["original_matches_base"], false, "{st}");
+    assert_eq!(st["original_as_copy"], st["changed"], "{st}");
+    let text = env.ctl_ok(&proj, &["workcopy", "status"]);
+    assert!(!text.contains("still matches the base"), "{text}");
+    assert!(text.contains("already holds the copy's version"), "{text}");
+    // A second apply names the turn that undoes the first.
+    let again = env.ctl(&proj, &["workcopy", "apply"]);
+    assert!(
+        again.stderr.contains(&format!("`ckptctl rewind {turn}`")),
+        "{again:?}"
+    );
+
+    // An applied copy goes without --force: its changes are in the original.
+    // Once that apply is rewound they are only in the copy again.
+    env.ctl_ok(&proj, &["rewind", &turn]);
+    let out = env.ctl(&proj, &["workcopy", "remove", "w"]);
+    assert_eq!(out.code(), 1, "{out:?}");
+    assert!(out.stderr.contains("not applied"), "{out:?}");
+    assert!(copy.exists());
+    env.ctl_ok(&proj, &["redo"]);
+    env.ctl_ok(&proj, &["workcopy", "remove", "w"]);
+    assert!(!copy.exists());
 }
 
 #[test]

@@ -98,7 +98,7 @@ pub fn export(store: &Store, wc: &WorkCopy, out: &Path) -> anyhow::Result<Workco
         result_fingerprint: ckpt_core::fingerprint(paths.iter().map(|rp| (&rp.path, &rp.post))),
         patch_sha256: Hash::of(&files.patch).to_hex(),
         zip_sha256: Hash::of(&files.zip).to_hex(),
-        original_matches_base: p.conflicts == 0,
+        original_matches_base: p.original_matches_base(),
         skipped: files.skipped.clone(),
         runs: wc.runs.clone(),
         applied_turn: wc.apply.as_ref().and_then(|a| a.turn),

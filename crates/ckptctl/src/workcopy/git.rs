@@ -40,7 +40,10 @@ pub fn out(dir: &Path, args: &[&str]) -> anyhow::Result<Vec<u8>> {
 }
 
 pub fn text(dir: &Path, args: &[&str]) -> anyhow::Result<String> {
-    Ok(String::from_utf8_lossy(&out(dir, args)?).trim().to_string())
+    // Only the end: `status --porcelain` starts its first line with a space.
+    Ok(String::from_utf8_lossy(&out(dir, args)?)
+        .trim_end()
+        .to_string())
 }
 
 /// The top level of the repository holding `dir`, if any.

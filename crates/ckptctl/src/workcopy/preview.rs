@@ -56,6 +56,19 @@ pub struct Preview {
     pub head_moved_to: Option<String>,
 }
 
+impl Preview {
+    /// How many changed paths the original has in state `o`.
+    pub fn count(&self, o: Original) -> usize {
+        self.changes.iter().filter(|c| c.original == o).count()
+    }
+
+    /// Every changed path is in the original as it was at the base (after
+    /// an apply it is not: those paths hold the copy's version).
+    pub fn original_matches_base(&self) -> bool {
+        self.count(Original::AsBase) == self.changes.len()
+    }
+}
+
 /// The copy's paths that differ from the base manifest, in byte order.
 pub fn changed(base: &Manifest, now: &Manifest) -> Vec<(String, Option<Entry>, Option<Entry>)> {
     let paths: BTreeSet<&String> = base.keys().chain(now.keys()).collect();

@@ -25,10 +25,10 @@ pub fn apply_cmd(ctx: &Ctx, store: &Store, wc: WorkCopy) -> anyhow::Result<u8> {
         Phase::Ready => {}
         Phase::Applied if apply_turn_rewound(ctx, &wc)? => {}
         Phase::Applied => anyhow::bail!(
-            "work copy '{}' is already applied as turn {} (`ckptctl rewind {0}` in {} undoes it)",
+            "work copy '{}' is already applied as turn {turn} (`ckptctl rewind {turn}` in {} undoes it)",
             wc.name,
-            applied_turn(&wc),
-            wc.original.display()
+            wc.original.display(),
+            turn = applied_turn(&wc),
         ),
         Phase::Committed => {
             anyhow::bail!("work copy '{}' is already applied and committed", wc.name)

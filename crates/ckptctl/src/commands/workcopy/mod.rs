@@ -124,6 +124,9 @@ fn list(ctx: &Ctx, store: &Store) -> anyhow::Result<u8> {
         return Ok(0);
     }
     if !ctx.g.quiet {
+        if all.is_empty() {
+            println!("no work copies (`ckptctl workcopy create` makes one)");
+        }
         for wc in &all {
             println!(
                 "{}\t{}\t{}\t{}\t{}",
@@ -152,7 +155,8 @@ fn status(ctx: &Ctx, store: &Store, wc: &WorkCopy) -> anyhow::Result<u8> {
             "apply_rewound": rewound,
             "changed": p.changes.len(),
             "conflicts": p.conflicts,
-            "original_matches_base": p.conflicts == 0,
+            "original_matches_base": p.original_matches_base(),
+            "original_as_copy": p.count(Original::AsCopy),
             "original_head_moved_to": p.head_moved_to,
             "copy_fingerprint": p.copy_fingerprint,
         }))?;
@@ -172,9 +176,15 @@ fn status(ctx: &Ctx, store: &Store, wc: &WorkCopy) -> anyhow::Result<u8> {
             wc.copy.display(),
             p.changes.len()
         );
-        if p.conflicts == 0 {
+        let as_copy = p.count(Original::AsCopy);
+        if p.original_matches_base() {
             println!("the original still matches the base at those paths");
-        } else {
+        } else if as_copy == p.changes.len() {
+            println!("the original already holds the copy's version of every one of them");
+        } else if as_copy > 0 {
+            println!("the original holds the copy's version of {as_copy} of them");
+        }
+        if p.conflicts > 0 {
             println!(
                 "{} of them changed in the original since the base (`workcopy preview`)",
                 p.conflicts
@@ -415,7 +425,14 @@ fn export_cmd(ctx: &Ctx, store: &Store, wc: &WorkCopy, out: &Path) -> anyhow::Re
 }
 
 fn remove(ctx: &Ctx, store: &Store, wc: &WorkCopy, force: bool) -> anyhow::Result<u8> {
-    if !force && wc.state == Phase::Ready && wc.copy.exists() {
+    // Its changes are in no tree but the copy's while it is not applied, or
+    // its apply was rewound.
+    let unapplied = match wc.state {
+        Phase::Ready => true,
+        Phase::Applied | Phase::Committed => apply::apply_turn_rewound(ctx, wc)?,
+        Phase::Applying | Phase::Committing => false,
+    };
+    if !force && unapplied && wc.copy.exists() {
         let base = store.load_manifest(&wc.name)?;
         let now = fingerprint::manifest(&wc.copy)?;
         let n = preview::changed(&base, &now).len();
