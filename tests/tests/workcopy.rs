@@ -723,6 +723,41 @@ fn commit_stages_exactly_the_applied_paths_with_the_users_hooks() {
 }
 
 #[test]
+fn a_commit_the_users_hook_refuses_leaves_their_index_as_it_was() {
+    let env = Env::new();
+    let _d = env.start_daemon();
+    let (proj, _copy) = applied_setup(&env);
+    env.ctl_ok(&proj, &["workcopy", "apply", "w"]);
+    // The user stages one applied path themselves, and a file of their own.
+    sh(
+        &proj,
+        "git add a.txt && echo mine > keep.txt && git add keep.txt",
+    );
+    let hook = proj.join(".git/hooks/pre-commit");
+    std::fs::write(
+        &hook,
+        "#!/bin/sh
+echo 'lint failed' >&2
+exit 1
+",
+    )
+    .unwrap();
+    sh(&proj, "chmod +x .git/hooks/pre-commit");
+    let staged = git_text(&proj, &["ls-files", "-s"]);
+    let status = git_text(&proj, &["status", "--porcelain"]);
+    let head = git_text(&proj, &["rev-parse", "HEAD"]);
+
+    let out = env.ctl(&proj, &["workcopy", "commit", "w", "-m", "agent work"]);
+    assert_eq!(out.code(), 1, "{out:?}");
+    assert!(out.stderr.contains("lint failed"), "{out:?}");
+    assert!(out.stderr.contains("the index is as it was"), "{out:?}");
+    assert_eq!(git_text(&proj, &["rev-parse", "HEAD"]), head);
+    assert_eq!(git_text(&proj, &["ls-files", "-s"]), staged);
+    assert_eq!(git_text(&proj, &["status", "--porcelain"]), status);
+    assert_eq!(state(&env, &proj)["workcopy"]["state"], "applied");
+}
+
+#[test]
 fn commit_refuses_when_head_or_an_applied_path_moved() {
     let env = Env::new();
     let _d = env.start_daemon();

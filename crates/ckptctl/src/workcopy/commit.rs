@@ -92,21 +92,60 @@ pub fn prepare(
 /// Stages exactly `rec.paths` and commits them; returns the new commit.
 pub fn run(original: &Path, rec: &CommitRecord) -> anyhow::Result<String> {
     let names: Vec<&str> = rec.paths.iter().map(String::as_str).collect();
-    let from_stdin = ["--pathspec-from-file=-", "--pathspec-file-nul"];
+    let before = index_entries(original, &rec.paths)?;
     let mut add = git::user_cmd(original);
     add.env("GIT_LITERAL_PATHSPECS", "1")
         .args(["add", "--all"])
-        .args(from_stdin);
-    feed(add, &names).context("staging the applied paths")?;
+        .args(FROM_STDIN);
     let mut commit = git::user_cmd(original);
     commit
         .env("GIT_LITERAL_PATHSPECS", "1")
         .args(["commit", "--quiet", "--only", "-m", &rec.message])
-        .args(from_stdin);
-    feed(commit, &names).context("committing the applied paths")?;
+        .args(FROM_STDIN);
+    let done = feed(add, &names)
+        .context("staging the applied paths")
+        .and_then(|_| feed(commit, &names).context("committing the applied paths"));
+    if let Err(e) = done {
+        // A refused commit (the user's pre-commit hook) leaves the index
+        // as the user had it.
+        return Err(match restore_index(original, &names, &before) {
+            Ok(()) => e.context("the index is as it was"),
+            Err(r) => e.context(format!("and restoring the index failed: {r:#}")),
+        });
+    }
     let head = git::head(original).context("no HEAD after the commit")?;
     anyhow::ensure!(head != rec.parent, "git commit made no commit");
     Ok(head)
+}
+
+const FROM_STDIN: [&str; 2] = ["--pathspec-from-file=-", "--pathspec-file-nul"];
+
+/// The index's entries (`MODE SHA STAGE\tPATH`) of `paths`.
+fn index_entries(original: &Path, paths: &[String]) -> anyhow::Result<Vec<String>> {
+    let wanted: std::collections::HashSet<&str> = paths.iter().map(String::as_str).collect();
+    let all = nul_list(original, &["ls-files", "-s", "-z"], &[], &[0])?;
+    Ok(all
+        .into_iter()
+        .filter(|e| e.split_once('\t').is_some_and(|(_, p)| wanted.contains(p)))
+        .collect())
+}
+
+/// Puts the index entries of `names` back to `before`: HEAD's first, then
+/// the entries the user had staged.
+fn restore_index(original: &Path, names: &[&str], before: &[String]) -> anyhow::Result<()> {
+    let mut reset = git::cmd(original);
+    reset
+        .env("GIT_LITERAL_PATHSPECS", "1")
+        .args(["reset", "-q"])
+        .args(FROM_STDIN);
+    feed(reset, names)?;
+    if !before.is_empty() {
+        let mut info = git::cmd(original);
+        info.args(["update-index", "-z", "--index-info"]);
+        let lines: Vec<&str> = before.iter().map(String::as_str).collect();
+        feed(info, &lines)?;
+    }
+    Ok(())
 }
 
 /// What the original shows of a commit that was under way.
