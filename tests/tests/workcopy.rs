@@ -186,6 +186,43 @@ fn create_current_copies_untracked_and_ignored_files_ckpt_captures() {
 }
 
 #[test]
+fn create_current_leaves_out_files_over_the_cap_and_carries_info_exclude() {
+    let env = Env::new();
+    let _d = env.start_daemon();
+    let proj = env.git_repo(
+        "p",
+        &[(
+            "a", b"1
+",
+        )],
+    );
+    sh(
+        &proj,
+        "echo .env >> .git/info/exclude && echo secret > .env          && head -c 17000000 /dev/zero > big.bin && echo small > small.bin",
+    );
+    let out = env.ctl(
+        &proj,
+        &["workcopy", "create", "--base", "current", "--name", "w"],
+    );
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        out.stdout
+            .contains("not copied, as ckpt does not capture them:\n  big.bin  (16.2 MiB is over ckpt's 16.0 MiB size cap)"),
+        "{out:?}"
+    );
+    let st = state_file(&env);
+    assert_eq!(st["left_out"][0][0], "big.bin", "{st}");
+    let copy = PathBuf::from(st["copy"].as_str().unwrap());
+    assert!(!copy.join("big.bin").exists());
+    assert_eq!(std::fs::read(copy.join("small.bin")).unwrap(), b"small\n");
+    assert_eq!(std::fs::read(copy.join(".env")).unwrap(), b"secret\n");
+    // git in the copy ignores .env as the original's git does.
+    let status = git(&copy, &["status", "--porcelain"]).stdout;
+    assert!(!status.contains(".env"), "{status}");
+    assert!(status.contains("?? small.bin"), "{status}");
+}
+
+#[test]
 fn create_refuses_submodules_and_symlinks_that_leave_the_tree() {
     let env = Env::new();
     let _d = env.start_daemon();

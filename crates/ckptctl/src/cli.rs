@@ -517,7 +517,9 @@ pub enum WorkcopyAction {
     /// into an independent copy and watch it.
     Create {
         /// HEAD: a clone at the commit (refused with uncommitted changes);
-        /// current: the tree as it is, untracked and ignored files too.
+        /// current: the tree as ckpt captures it, untracked and ignored
+        /// files too, but not what ckpt excludes (node_modules, target,
+        /// .ckptignore) or files over its size cap.
         #[arg(long, value_enum, default_value = "HEAD")]
         base: crate::workcopy::state::BaseKind,
         /// [default: <project's name>-<n>]

@@ -88,6 +88,7 @@ fn make(
     base: BaseKind,
 ) -> anyhow::Result<WorkCopy> {
     let in_git = git::toplevel(original).is_some();
+    let mut left_out = Vec::new();
     let head = if in_git { git::head(original) } else { None };
     let base_commit = match base {
         BaseKind::Head => {
@@ -113,8 +114,9 @@ fn make(
             }
             if let Some(head) = &head {
                 clone_git_dir(original, copy, head)?;
+                carry_info_exclude(original, copy)?;
             }
-            copy_tree(original, copy)?;
+            left_out = copy_tree(original, copy)?;
             head
         }
     };
@@ -144,6 +146,7 @@ fn make(
         runs: Vec::new(),
         apply: None,
         commit: None,
+        left_out,
     };
     store.save(&wc)?;
     Ok(wc)
@@ -288,9 +291,28 @@ fn clone_no_checkout(original: &Path, copy: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The original's `.git/info/exclude` (read through git's own path for it)
+/// into the copy's, so what git ignores there it ignores in the copy.
+fn carry_info_exclude(original: &Path, copy: &Path) -> anyhow::Result<()> {
+    let rel = git::text(original, &["rev-parse", "--git-path", "info/exclude"])?;
+    let from = original.join(rel);
+    let Ok(text) = std::fs::read(&from) else {
+        return Ok(());
+    };
+    let to = copy.join(".git/info/exclude");
+    if let Some(dir) = to.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    std::fs::write(&to, text).with_context(|| format!("writing {}", to.display()))
+}
+
 /// Copies every path ckpt captures below `from` into `to` (bytes copied,
 /// never linked); directory modes are set last so read-only ones fill.
-fn copy_tree(from: &Path, to: &Path) -> anyhow::Result<()> {
+/// Files over ckpt's size cap are not captured, so not copied: returned
+/// with why.
+fn copy_tree(from: &Path, to: &Path) -> anyhow::Result<Vec<(String, String)>> {
+    let cap = ckpt_core::Options::default().max_file_size;
+    let mut left_out = Vec::new();
     let (paths, unreadable) = ckpt_core::captured_paths(from, &[]);
     if let Some((p, why)) = unreadable.first() {
         anyhow::bail!("cannot read {}: {why}", from.join(p.as_path()).display());
@@ -309,6 +331,15 @@ fn copy_tree(from: &Path, to: &Path) -> anyhow::Result<()> {
                 std::fs::read_link(&src).with_context(|| format!("reading {}", src.display()))?;
             std::os::unix::fs::symlink(&target, &dst)
                 .with_context(|| format!("creating {}", dst.display()))?;
+        } else if ft.is_file() && md.len() > cap {
+            left_out.push((
+                rel.to_string(),
+                format!(
+                    "{} is over ckpt's {} size cap",
+                    crate::output::bytes(md.len()),
+                    crate::output::bytes(cap)
+                ),
+            ));
         } else if ft.is_file() {
             std::fs::copy(&src, &dst)
                 .with_context(|| format!("copying {} to {}", src.display(), dst.display()))?;
@@ -318,7 +349,7 @@ fn copy_tree(from: &Path, to: &Path) -> anyhow::Result<()> {
         std::fs::set_permissions(&dir, perms)
             .with_context(|| format!("setting the mode of {}", dir.display()))?;
     }
-    Ok(())
+    Ok(left_out)
 }
 
 /// Refuses a file below `dir` with more than one link: git was asked for

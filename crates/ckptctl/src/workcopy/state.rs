@@ -121,6 +121,10 @@ pub struct WorkCopy {
     /// The commit under way or done (`committing` and later).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub commit: Option<CommitRecord>,
+    /// Files of a `--base current` original not copied, and why (ckpt does
+    /// not capture them, so an apply could not be rewound).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub left_out: Vec<(String, String)>,
 }
 
 /// One path an apply writes into the original.

@@ -113,6 +113,12 @@ fn create_cmd(ctx: &Ctx, store: &Store, opts: create::Options) -> anyhow::Result
             &wc.base_fingerprint[..16],
             watched.scan.entries
         );
+        if !wc.left_out.is_empty() {
+            println!("not copied, as ckpt does not capture them:");
+            for (path, why) in &wc.left_out {
+                println!("  {path}  ({why})");
+            }
+        }
     }
     Ok(0)
 }
