@@ -44,3 +44,41 @@ fn a_reader_that_goes_away_ends_the_client_quietly() {
         .unwrap();
     assert!(err.is_empty(), "{status:?}: {err}");
 }
+
+#[test]
+fn log_says_when_older_turns_are_left_out_and_which_session_has_none() {
+    let env = Env::new();
+    let _d = env.start_daemon();
+    let proj = env.git_repo("p", &[("a", b"0\n")]);
+    env.ctl_ok(&proj, &["watch"]);
+    for i in 1..=3 {
+        env.ctl_ok(&proj, &["turn-start", "--label", &format!("t{i}")]);
+        sh(&proj, &format!("echo {i} > a"));
+        env.ctl_ok(&proj, &["turn-end"]);
+    }
+    let two = env.ctl_ok(&proj, &["log", "-n", "2"]);
+    assert!(
+        two.contains("t3") && two.contains("t2") && !two.contains("t1"),
+        "{two}"
+    );
+    assert!(
+        two.contains("(the newest 2; `ckptctl log -n N` or `--all` shows more)"),
+        "{two}"
+    );
+    assert_eq!(
+        env.ctl_json(&proj, &["log", "-n", "2"])["turns"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+    let all = env.ctl_ok(&proj, &["log", "--all"]);
+    assert!(all.contains("t1") && !all.contains("shows more"), "{all}");
+    let three = env.ctl_ok(&proj, &["log", "-n", "3"]);
+    assert!(!three.contains("shows more"), "{three}");
+
+    let zero = env.ctl(&proj, &["log", "-n", "0"]);
+    assert_eq!(zero.code(), 2, "{zero:?}");
+    let none = env.ctl_ok(&proj, &["log", "--session", "nope"]);
+    assert!(none.contains("no turns of session nope"), "{none}");
+}

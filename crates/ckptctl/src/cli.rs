@@ -54,7 +54,7 @@ impl Global {
 }
 
 /// How many turns `log` (and the MCP server's list_turns) lists by default.
-pub const LOG_LIMIT: usize = 20;
+pub const LOG_LIMIT: u32 = 20;
 
 #[derive(Subcommand, Debug)]
 pub enum Command {
@@ -112,9 +112,13 @@ pub enum Command {
     Sync,
     /// Turns, newest first.
     Log {
-        /// How many turns to list.
-        #[arg(short = 'n', long, default_value_t = LOG_LIMIT)]
-        limit: usize,
+        /// How many turns to list (1 or more).
+        #[arg(short = 'n', long, default_value_t = LOG_LIMIT,
+              value_parser = clap::value_parser!(u32).range(1..))]
+        limit: u32,
+        /// Every turn (retention keeps the newest 100, up to 14 days old).
+        #[arg(long, conflicts_with = "limit")]
+        all: bool,
         /// Only this session's turns.
         #[arg(long)]
         session: Option<String>,

@@ -195,7 +195,7 @@ impl Ckpt {
     /// the open turn on top is usually the current request.
     #[tool(annotations(read_only_hint = true))]
     async fn list_turns(&self, Parameters(a): Parameters<ListTurns>) -> CallToolResult {
-        let limit = a.limit.unwrap_or(LOG_LIMIT);
+        let limit = a.limit.unwrap_or(LOG_LIMIT as usize);
         self.call(move |ctx| log::query(ctx, limit, a.session))
             .await
     }

@@ -18,15 +18,26 @@ pub fn query(ctx: &Ctx, limit: usize, session: Option<String>) -> anyhow::Result
     }
 }
 
-pub fn run(ctx: &Ctx, limit: usize, session: Option<String>) -> anyhow::Result<u8> {
-    let l = query(ctx, limit, session)?;
+/// Every turn, for `--all` (the store keeps far fewer).
+const ALL: usize = i64::MAX as usize;
+
+/// `limit` `None` lists every turn.
+pub fn run(ctx: &Ctx, limit: Option<usize>, session: Option<String>) -> anyhow::Result<u8> {
+    let shown = limit.unwrap_or(ALL);
+    // One more than shown tells whether older turns were left out.
+    let mut l = query(ctx, shown.saturating_add(1), session.clone())?;
+    let more = l.turns.len() > shown;
+    l.turns.truncate(shown);
     output::warn_degraded(&l.project, &l.degraded);
     if ctx.g.json {
         output::json(&l)?;
         return Ok(0);
     }
     if l.turns.is_empty() {
-        println!("no turns yet in {}", l.project);
+        match &session {
+            Some(s) => println!("no turns of session {s} in {}", l.project),
+            None => println!("no turns yet in {}", l.project),
+        }
         return Ok(0);
     }
     println!(
@@ -44,6 +55,9 @@ pub fn run(ctx: &Ctx, limit: usize, session: Option<String>) -> anyhow::Result<u
             output::counts(&t.counts),
             label
         );
+    }
+    if more {
+        println!("(the newest {shown}; `ckptctl log -n N` or `--all` shows more)");
     }
     Ok(0)
 }

@@ -96,7 +96,11 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::ToolStart { session, hook } => tool::run(ctx, session, hook, true),
         Command::ToolEnd { session, hook } => tool::run(ctx, session, hook, false),
         Command::Sync => sync::run(&ctx),
-        Command::Log { limit, session } => log::run(&ctx, limit, session),
+        Command::Log {
+            limit,
+            all,
+            session,
+        } => log::run(&ctx, (!all).then_some(limit as usize), session),
         Command::Show { turn } => show::run(&ctx, turn),
         Command::Diff { turn, paths } => diff::run(&ctx, turn, &paths),
         Command::Export { range, out } => export::run(&ctx, &range, &out),
