@@ -303,6 +303,74 @@ fn usage_errors_exit_2() {
     assert_eq!(out.code(), 2, "{out:?}");
     let out = env.ctl(env.path(), &["no-such-command"]);
     assert_eq!(out.code(), 2, "{out:?}");
+    // Each bad value is the command line's fault, told before any daemon is
+    // asked (none runs here).
+    for args in [
+        &["export", "abc", "--out", "x"][..],
+        &["export", "3..", "--out", "x"],
+        &["rewind", "--", "-1"],
+        &["rewind", "0"],
+        &["show", "x"],
+        &["diff", "0"],
+        &[
+            "ledger",
+            "add",
+            "a.txt",
+            "--bucket",
+            "bad",
+            "--severity",
+            "low",
+            "--confidence",
+            "0.5",
+            "--note",
+            "n",
+        ],
+        &[
+            "ledger",
+            "add",
+            "a.txt",
+            "--bucket",
+            "tool-gap",
+            "--severity",
+            "huge",
+            "--confidence",
+            "0.5",
+            "--note",
+            "n",
+        ],
+        &[
+            "ledger",
+            "add",
+            "a.txt",
+            "--bucket",
+            "tool-gap",
+            "--severity",
+            "low",
+            "--confidence",
+            "1.5",
+            "--note",
+            "n",
+        ],
+        &["ledger", "list", "--min-confidence", "-0.1"],
+    ] {
+        let out = env.ctl(env.path(), args);
+        assert_eq!(out.code(), 2, "{args:?}: {out:?}");
+        assert!(!out.stderr.contains("no ckptd"), "{args:?}: {out:?}");
+    }
+}
+
+#[test]
+fn options_set_by_the_environment_are_not_shown_as_required() {
+    let env = Env::new();
+    // env.ctl sets CKPT_SOCKET and CKPT_DATA_DIR.
+    let out = env.ctl(env.path(), &["rewind"]);
+    assert_eq!(out.code(), 2, "{out:?}");
+    let usage = out
+        .stderr
+        .lines()
+        .find(|l| l.starts_with("Usage:"))
+        .expect("a usage line");
+    assert_eq!(usage, "Usage: ckptctl rewind <TURN>", "{out:?}");
 }
 
 #[test]

@@ -22,11 +22,15 @@ pub struct Global {
     /// Print one JSON document on stdout instead of text.
     #[arg(long, global = true)]
     pub json: bool,
-    /// The daemon's socket [default: $XDG_RUNTIME_DIR/ckpt/ckptd.sock].
-    #[arg(long, global = true, env = "CKPT_SOCKET", value_name = "PATH")]
+    // CKPT_SOCKET and CKPT_DATA_DIR are read in `with_env`, not by clap: an
+    // option clap fills from the environment shows in every usage line as
+    // if it were required ("Usage: ckptctl rewind --socket <PATH> …").
+    /// The daemon's socket [env: CKPT_SOCKET] [default: $XDG_RUNTIME_DIR/ckpt/ckptd.sock].
+    #[arg(long, global = true, value_name = "PATH")]
     pub socket: Option<PathBuf>,
-    /// The data dir given to a daemon this command starts [default: $XDG_DATA_HOME/ckpt].
-    #[arg(long, global = true, env = "CKPT_DATA_DIR", value_name = "DIR")]
+    /// The data dir given to a daemon this command starts [env: CKPT_DATA_DIR]
+    /// [default: $XDG_DATA_HOME/ckpt].
+    #[arg(long, global = true, value_name = "DIR")]
     pub data_dir: Option<PathBuf>,
     /// Act on the project containing DIR instead of the current directory
     /// (refused by the commands that act on no single project).
@@ -40,6 +44,18 @@ pub struct Global {
 }
 
 impl Global {
+    /// `--socket` and `--data-dir`, else `CKPT_SOCKET` and `CKPT_DATA_DIR`.
+    pub fn with_env(mut self) -> Global {
+        let var = |name| {
+            std::env::var_os(name)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        };
+        self.socket = self.socket.or_else(|| var("CKPT_SOCKET"));
+        self.data_dir = self.data_dir.or_else(|| var("CKPT_DATA_DIR"));
+        self
+    }
+
     /// `--data-dir`, else the default data dir.
     pub fn data_dir(&self) -> anyhow::Result<PathBuf> {
         match &self.data_dir {
@@ -124,10 +140,15 @@ pub enum Command {
         session: Option<String>,
     },
     /// The paths of one turn.
-    Show { turn: i64 },
+    Show {
+        /// A turn id, as `ckptctl log` lists them.
+        #[arg(value_parser = turn_id)]
+        turn: i64,
+    },
     /// Unified diff of a turn (pre-image to post-image, or to now if open).
     Diff {
         /// A turn id, as `ckptctl log` lists them.
+        #[arg(value_parser = turn_id)]
         turn: i64,
         /// Only these paths (and what is below them).
         paths: Vec<PathBuf>,
@@ -136,7 +157,8 @@ pub enum Command {
     /// report.md and manifest.json, read from the store.
     Export {
         /// A turn (`4`) or a range of closed turns (`4..7`, both included).
-        range: String,
+        #[arg(value_parser = turn_range, value_name = "TURN[..TURN]")]
+        range: (i64, i64),
         /// Where to write: a new or empty directory outside the project.
         #[arg(long)]
         out: PathBuf,
@@ -151,7 +173,7 @@ pub enum Command {
     Rewind {
         /// The oldest turn to undo: it and every later live turn of its
         /// session are undone.
-        #[arg(required_unless_present = "last", conflicts_with = "last")]
+        #[arg(required_unless_present = "last", conflicts_with = "last", value_parser = turn_id)]
         turn: Option<i64>,
         /// Rewind the newest live turn of --session (without it, of the
         /// default session: turns opened without one).
@@ -336,6 +358,42 @@ impl Global {
     }
 }
 
+/// A turn id: 1 or more.
+fn turn_id(s: &str) -> Result<i64, String> {
+    match s.parse::<i64>() {
+        Ok(t) if t >= 1 => Ok(t),
+        _ => Err("a turn id is a number from 1, as `ckptctl log` lists them".into()),
+    }
+}
+
+/// `4` or `4..7` as (first, last); the daemon judges the order.
+fn turn_range(s: &str) -> Result<(i64, i64), String> {
+    match s.split_once("..") {
+        Some((a, b)) => Ok((turn_id(a)?, turn_id(b)?)),
+        None => turn_id(s).map(|t| (t, t)),
+    }
+    .map_err(|e| format!("{e}; a range is TURN..TURN"))
+}
+
+/// One of a ledger value's spellings, checked by the core's own list.
+fn spelled<T: 'static>(
+    parse: fn(&str) -> ckpt_core::Result<T>,
+    as_str: fn(T) -> &'static str,
+) -> impl Fn(&str) -> Result<String, String> + Clone + Send + Sync + 'static {
+    move |s| {
+        parse(s)
+            .map(|v| as_str(v).to_string())
+            .map_err(|e| e.to_string())
+    }
+}
+
+fn confidence(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(c) if (0.0..=1.0).contains(&c) => Ok(c),
+        _ => Err("a confidence is a number between 0 and 1".into()),
+    }
+}
+
 /// Exits with a usage error (exit 2), as clap does for what it checks.
 pub fn usage_error(message: impl std::fmt::Display) -> ! {
     use clap::CommandFactory;
@@ -430,13 +488,13 @@ pub enum LedgerAction {
         target: String,
         /// compat-shim, unmigrated-callers, duplicate-concept, naming-drift,
         /// stale-docs-tests, suspected-dead-code or tool-gap.
-        #[arg(long)]
+        #[arg(long, value_parser = spelled(ckpt_core::Bucket::parse, ckpt_core::Bucket::as_str))]
         bucket: String,
         /// low, medium, high or critical.
-        #[arg(long)]
+        #[arg(long, value_parser = spelled(ckpt_core::Severity::parse, ckpt_core::Severity::as_str))]
         severity: String,
         /// How sure you are, from 0 to 1.
-        #[arg(long)]
+        #[arg(long, value_parser = confidence)]
         confidence: f64,
         /// A person, a team or agent:NAME [default: agent:<the open
         /// turn's agent>, else $USER].
@@ -449,13 +507,18 @@ pub enum LedgerAction {
     /// Entries, oldest first, with where their lines are now.
     List(LedgerListArgs),
     /// One entry with its history.
-    Show { id: i64 },
+    Show {
+        /// An entry id, as `ckptctl ledger list` lists them.
+        id: i64,
+    },
     /// Mark an entry resolved (or won't fix).
     Resolve {
+        /// An entry id, as `ckptctl ledger list` lists them.
         id: i64,
         /// Won't fix rather than resolved.
         #[arg(long)]
         wont_fix: bool,
+        /// Why: what fixed it, or why it stays.
         #[arg(long)]
         why: String,
         /// Who decided [default: $USER].
@@ -464,7 +527,9 @@ pub enum LedgerAction {
     },
     /// Open a resolved or won't-fix entry again.
     Reopen {
+        /// An entry id, as `ckptctl ledger list` lists them.
         id: i64,
+        /// Why it is open again.
         #[arg(long)]
         why: String,
         /// Who decided [default: $USER].
@@ -490,28 +555,32 @@ pub enum ExportFormat {
 
 #[derive(Args, Debug, Clone, Default)]
 pub struct LedgerListArgs {
-    #[arg(long)]
+    /// Only this bucket (as `ledger add --bucket` takes).
+    #[arg(long, value_parser = spelled(ckpt_core::Bucket::parse, ckpt_core::Bucket::as_str))]
     pub bucket: Option<String>,
     /// This severity or worse.
-    #[arg(long, value_name = "SEVERITY")]
+    #[arg(long, value_name = "SEVERITY", value_parser = spelled(ckpt_core::Severity::parse, ckpt_core::Severity::as_str))]
     pub min_severity: Option<String>,
-    #[arg(long, value_name = "C")]
+    /// This confidence or more, from 0 to 1.
+    #[arg(long, value_name = "C", value_parser = confidence)]
     pub min_confidence: Option<f64>,
     /// Entries about this path or below it (relative to the current directory).
     #[arg(long, value_name = "PREFIX")]
     pub path: Option<PathBuf>,
     /// Entries recorded in this turn.
-    #[arg(long)]
+    #[arg(long, value_parser = turn_id)]
     pub turn: Option<i64>,
+    /// Entries recorded in turns of this agent.
     #[arg(long)]
     pub agent: Option<String>,
+    /// Entries owned by this person, team or agent:NAME.
     #[arg(long)]
     pub owner: Option<String>,
     /// open, resolved, wont-fix or rewound.
-    #[arg(long)]
+    #[arg(long, value_parser = spelled(ckpt_core::LedgerStatus::parse, ckpt_core::LedgerStatus::as_str))]
     pub status: Option<String>,
     /// fresh, moved, changed or gone.
-    #[arg(long)]
+    #[arg(long, value_parser = spelled(ckpt_core::AnchorState::parse, ckpt_core::AnchorState::as_str))]
     pub anchor: Option<String>,
 }
 
@@ -627,6 +696,17 @@ pub fn quiet_secs(text: &str) -> Result<Duration, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ranges_are_one_turn_or_two() {
+        assert_eq!(turn_range("4"), Ok((4, 4)));
+        assert_eq!(turn_range("4..7"), Ok((4, 7)));
+        assert_eq!(turn_range("5..3"), Ok((5, 3)), "parsed; the daemon refuses");
+        assert!(turn_range("4..").is_err());
+        assert!(turn_range("x").is_err());
+        assert!(turn_range("0").is_err());
+        assert!(turn_range("-1").is_err());
+    }
 
     #[test]
     fn quiet_times_are_positive_seconds() {

@@ -9,22 +9,6 @@ use ckpt_proto::{ExportReply, Request, Response, WirePath};
 use super::{absolute, unexpected, Ctx};
 use crate::output;
 
-/// `4` or `4..7` as (first, last); the daemon judges the order.
-pub fn parse_range(s: &str) -> anyhow::Result<(i64, i64)> {
-    let turn = |t: &str| {
-        t.trim()
-            .parse::<i64>()
-            .with_context(|| format!("bad turn {t:?} in {s:?}: expected TURN or TURN..TURN"))
-    };
-    match s.split_once("..") {
-        Some((a, b)) => Ok((turn(a)?, turn(b)?)),
-        None => {
-            let t = turn(s)?;
-            Ok((t, t))
-        }
-    }
-}
-
 /// Exports turns `from..=to` into `out` (absolute, existing, empty).
 pub fn query(ctx: &Ctx, from: i64, to: i64, out: &Path) -> anyhow::Result<ExportReply> {
     match ctx.request(&Request::Export {
@@ -38,8 +22,7 @@ pub fn query(ctx: &Ctx, from: i64, to: i64, out: &Path) -> anyhow::Result<Export
     }
 }
 
-pub fn run(ctx: &Ctx, range: &str, out: &Path) -> anyhow::Result<u8> {
-    let (from, to) = parse_range(range)?;
+pub fn run(ctx: &Ctx, (from, to): (i64, i64), out: &Path) -> anyhow::Result<u8> {
     let out = absolute(out)?;
     let existed = out.exists();
     std::fs::create_dir_all(&out)
@@ -88,21 +71,4 @@ pub fn run(ctx: &Ctx, range: &str, out: &Path) -> anyhow::Result<u8> {
         println!("note: the tree has changed since; the export is of the recorded turns");
     }
     Ok(0)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn ranges_are_one_turn_or_two() {
-        assert_eq!(parse_range("4").expect("one turn"), (4, 4));
-        assert_eq!(parse_range("4..7").expect("a range"), (4, 7));
-        assert_eq!(
-            parse_range("5..3").expect("parsed; the daemon refuses"),
-            (5, 3)
-        );
-        assert!(parse_range("4..").is_err());
-        assert!(parse_range("x").is_err());
-    }
 }

@@ -43,6 +43,7 @@ impl Ctx {
     /// The context of the global flags: `-C DIR`, made absolute, or the
     /// current directory.
     pub fn new(g: Global) -> anyhow::Result<Ctx> {
+        let g = g.with_env();
         let dir = match &g.dir {
             Some(d) => absolute(d)?,
             None => std::env::current_dir().context("reading the current directory")?,
@@ -103,7 +104,7 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
         } => log::run(&ctx, (!all).then_some(limit as usize), session),
         Command::Show { turn } => show::run(&ctx, turn),
         Command::Diff { turn, paths } => diff::run(&ctx, turn, &paths),
-        Command::Export { range, out } => export::run(&ctx, &range, &out),
+        Command::Export { range, out } => export::run(&ctx, range, &out),
         Command::Blame { file } => blame::run(&ctx, &file),
         Command::Rewind {
             turn,

@@ -329,6 +329,7 @@ mod tests {
             runs: vec![],
             apply: None,
             commit: None,
+            left_out: vec![("big.bin".into(), "over the cap".into())],
         };
         store.save(&wc).unwrap();
         assert_eq!(store.load("fix-1").unwrap(), wc);
