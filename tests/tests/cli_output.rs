@@ -82,3 +82,32 @@ fn log_says_when_older_turns_are_left_out_and_which_session_has_none() {
     let none = env.ctl_ok(&proj, &["log", "--session", "nope"]);
     assert!(none.contains("no turns of session nope"), "{none}");
 }
+
+#[test]
+fn quiet_prints_nothing_and_json_prints_one_document_on_every_command() {
+    let env = Env::new();
+    let _d = env.start_daemon();
+    let proj = env.git_repo("p", &[("a.txt", b"0\n")]);
+    let out_dir = env.path().join("export");
+    let quiet: [&[&str]; 9] = [
+        &["-q", "watch"],
+        &["-q", "turn-start"],
+        &["-q", "sync"],
+        &["-q", "turn-end"],
+        &["-q", "export", "1", "--out", out_dir.to_str().unwrap()],
+        &["-q", "ledger", "export", "--format", "markdown"],
+        &["-q", "rewind", "1"],
+        &["-q", "redo"],
+        &["-q", "workcopy", "list"],
+    ];
+    for args in quiet {
+        if args.contains(&"sync") {
+            sh(&proj, "echo 1 > a.txt");
+        }
+        let out = env.ctl(&proj, args);
+        assert!(out.status.success(), "{args:?}: {out:?}");
+        assert_eq!(out.stdout, "", "{args:?} printed with -q");
+    }
+    let md = env.ctl_json(&proj, &["ledger", "export", "--format", "markdown"]);
+    assert!(md["markdown"].is_string(), "{md}");
+}

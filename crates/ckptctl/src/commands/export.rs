@@ -53,6 +53,9 @@ pub fn run(ctx: &Ctx, (from, to): (i64, i64), out: &Path) -> anyhow::Result<u8> 
         output::json(&doc)?;
         return Ok(0);
     }
+    if ctx.g.quiet {
+        return Ok(0);
+    }
     let m = &reply.manifest;
     let count = m["paths"].as_array().map_or(0, Vec::len);
     let skipped = m["skipped"].as_array().map_or(0, Vec::len);

@@ -305,6 +305,11 @@ fn export(ctx: &Ctx, format: ExportFormat) -> anyhow::Result<u8> {
             version: VERSION,
             entries: &l.entries,
         })?,
+        // --json is one JSON document on every command.
+        ExportFormat::Markdown if ctx.g.json => {
+            output::json(&serde_json::json!({ "markdown": markdown(&l.entries) }))?
+        }
+        ExportFormat::Markdown if ctx.g.quiet => {}
         ExportFormat::Markdown => print!("{}", markdown(&l.entries)),
     }
     Ok(0)
