@@ -111,3 +111,37 @@ fn quiet_prints_nothing_and_json_prints_one_document_on_every_command() {
     let md = env.ctl_json(&proj, &["ledger", "export", "--format", "markdown"]);
     assert!(md["markdown"].is_string(), "{md}");
 }
+
+#[test]
+fn control_characters_in_names_are_quoted_as_git_does() {
+    let env = Env::new();
+    let _d = env.start_daemon();
+    let proj = env.git_repo("p", &[("a.txt", b"0\n")]);
+    env.ctl_ok(&proj, &["watch"]);
+    env.ctl_ok(&proj, &["turn-start"]);
+    sh(
+        &proj,
+        "printf x > \"$(printf 'new\\nline')\" && printf y > 'tab\there' && printf z > café",
+    );
+    let end = env.ctl_ok(&proj, &["turn-end"]);
+    for text in [end, env.ctl_ok(&proj, &["show", "1"])] {
+        assert!(text.contains("  A  \"new\\nline\"\n"), "{text}");
+        assert!(text.contains("  A  \"tab\\there\"\n"), "{text}");
+        assert!(text.contains("  A  café\n"), "{text}");
+        assert!(
+            !text.lines().any(|l| l == "line" || l.starts_with("line\"")),
+            "{text}"
+        );
+    }
+    let rewind = env.ctl_ok(&proj, &["rewind", "1"]);
+    assert!(rewind.contains("\"new\\nline\"\n"), "{rewind}");
+    // JSON keeps the name itself.
+    let show = env.ctl_json(&proj, &["show", "1"]);
+    let names: Vec<&str> = show["turn"]["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["path"].as_str().unwrap())
+        .collect();
+    assert!(names.contains(&"new\nline"), "{show}");
+}

@@ -23,6 +23,49 @@ impl WirePath {
     pub fn display(&self) -> String {
         String::from_utf8_lossy(&self.0).into_owned()
     }
+
+    /// The name for a line of text output, quoted as git quotes it when it
+    /// holds a control character, a quote, a backslash or a byte that is not UTF-8
+    /// (`"a\nb"`, `"caf\351"`), so one name is always one line; readable
+    /// UTF-8 stays as it is (git's `core.quotePath=false`).
+    pub fn quoted(&self) -> String {
+        let text = String::from_utf8_lossy(&self.0);
+        let plain = matches!(text, std::borrow::Cow::Borrowed(_))
+            && !text
+                .chars()
+                .any(|c| c.is_control() || c == '"' || c == '\\');
+        if plain {
+            return text.into_owned();
+        }
+        let mut out = String::from("\"");
+        for chunk in self.0.utf8_chunks() {
+            for c in chunk.valid().chars() {
+                match c {
+                    '\x07' => out.push_str("\\a"),
+                    '\x08' => out.push_str("\\b"),
+                    '\t' => out.push_str("\\t"),
+                    '\n' => out.push_str("\\n"),
+                    '\x0b' => out.push_str("\\v"),
+                    '\x0c' => out.push_str("\\f"),
+                    '\r' => out.push_str("\\r"),
+                    '"' => out.push_str("\\\""),
+                    '\\' => out.push_str("\\\\"),
+                    c if c.is_control() => {
+                        let mut buf = [0; 4];
+                        for b in c.encode_utf8(&mut buf).bytes() {
+                            out.push_str(&format!("\\{b:03o}"));
+                        }
+                    }
+                    c => out.push(c),
+                }
+            }
+            for b in chunk.invalid() {
+                out.push_str(&format!("\\{b:03o}"));
+            }
+        }
+        out.push('"');
+        out
+    }
 }
 
 impl From<&Path> for WirePath {
@@ -78,6 +121,19 @@ impl<'de> serde::Deserialize<'de> for WirePath {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn quoted_names_are_one_line_as_git_writes_them() {
+        let q = |b: &[u8]| WirePath(b.to_vec()).quoted();
+        assert_eq!(q(b"src/a.rs"), "src/a.rs");
+        assert_eq!(q("café/ü.txt".as_bytes()), "café/ü.txt");
+        assert_eq!(q(b"a\nb"), r#""a\nb""#);
+        assert_eq!(q(b"tab\there"), r#""tab\there""#);
+        assert_eq!(q(b"q\"uote"), r#""q\"uote""#);
+        assert_eq!(q(b"back\\slash"), r#""back\\slash""#);
+        assert_eq!(q(b"esc\x1b[31m"), r#""esc\033[31m""#);
+        assert_eq!(q(b"caf\xe9"), r#""caf\351""#);
+    }
 
     #[test]
     fn utf8_is_a_string_and_other_bytes_survive() {

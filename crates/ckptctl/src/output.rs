@@ -146,6 +146,6 @@ pub fn entries(list: &[TurnEntry]) {
         } else {
             ""
         };
-        println!("  {letter}  {}{slash}{reason}{shared}", e.path);
+        println!("  {letter}  {}{slash}{reason}{shared}", e.path.quoted());
     }
 }

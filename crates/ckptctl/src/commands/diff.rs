@@ -36,7 +36,7 @@ pub fn run(ctx: &Ctx, turn: i64, paths: &[PathBuf]) -> anyhow::Result<u8> {
         match &f.unified {
             Some(text) => {
                 if let Some(note) = &f.note {
-                    writeln!(out, "# {}: {note}", f.path)?;
+                    writeln!(out, "# {}: {note}", f.path.quoted())?;
                 }
                 out.write_all(text.as_bytes())?;
                 if !text.is_empty() && !text.ends_with('\n') {
@@ -57,7 +57,7 @@ pub fn run(ctx: &Ctx, turn: i64, paths: &[PathBuf]) -> anyhow::Result<u8> {
                     let sizes = sizes.trim().trim_start_matches('(').trim_end_matches(')');
                     writeln!(out, "Binary files {a} and {b} differ ({sizes})")?;
                 } else {
-                    writeln!(out, "# {}: {note}; no diff", f.path)?;
+                    writeln!(out, "# {}: {note}; no diff", f.path.quoted())?;
                 }
             }
         }

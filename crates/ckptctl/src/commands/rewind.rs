@@ -235,7 +235,11 @@ fn print(r: &RewindReply) {
             (ActionKind::Recreate, true) => "would recreate",
         };
         let dir = matches!(a.current, State::Dir { .. }) || matches!(a.target, State::Dir { .. });
-        let line = format!("  {verb}  {}{}", a.path, if dir { "/" } else { "" });
+        let line = format!(
+            "  {verb}  {}{}",
+            a.path.quoted(),
+            if dir { "/" } else { "" }
+        );
         if r.outcome == Outcome::Refused {
             eprintln!("{line}");
         } else {
@@ -243,16 +247,16 @@ fn print(r: &RewindReply) {
         }
     }
     for s in &r.skipped {
-        println!("  skipped    {}  ({})", s.path, s.reason);
+        println!("  skipped    {}  ({})", s.path.quoted(), s.reason);
     }
     for b in &r.blocked {
-        eprintln!("  blocked    {}  ({})", b.path, b.reason);
+        eprintln!("  blocked    {}  ({})", b.path.quoted(), b.reason);
     }
     for c in &r.conflicts {
         match (c.other_turn, &c.other_session) {
             (Some(t), session) => eprintln!(
                 "  conflict   {}: also changed by turn {t} of {}",
-                c.path,
+                c.path.quoted(),
                 session
                     .as_deref()
                     .map_or("the default session".to_string(), |s| format!(
@@ -261,7 +265,7 @@ fn print(r: &RewindReply) {
             ),
             (None, _) => eprintln!(
                 "  conflict   {}: edited after the agent (expected {}, found {})",
-                c.path,
+                c.path.quoted(),
                 output::state(&c.expected),
                 output::state(&c.current)
             ),
@@ -277,7 +281,7 @@ fn print(r: &RewindReply) {
                 "left as it is: the changes overlap (--merge=markers)"
             }
         };
-        println!("  {what}  {}", m.path);
+        println!("  {what}  {}", m.path.quoted());
         if let Some(text) = &m.content {
             for line in text.lines() {
                 println!("    | {line}");
