@@ -484,3 +484,36 @@ fn bad_input_is_refused_and_writes_nothing() {
 
     assert_eq!(env.ctl_ok(&proj, &["--json", "ledger", "export"]), before);
 }
+
+#[test]
+fn an_entry_on_a_blank_line_is_fresh_and_who_is_known_without_user() {
+    let env = Env::new();
+    let _d = env.start_daemon();
+    let proj = env.git_repo("p", &[("a.rs", b"fn a() {}\n\nfn b() {}\n")]);
+    env.ctl_ok(&proj, &["watch"]);
+    // Neither USER nor LOGNAME: the account's name is used.
+    let no_user = |args: &[&str]| {
+        let mut full = vec!["--json"];
+        full.extend_from_slice(args);
+        let out = run(env
+            .ctl_cmd(&proj, &full)
+            .env_remove("USER")
+            .env_remove("LOGNAME"));
+        assert!(out.status.success(), "{args:?}: {out:?}");
+        out.json()
+    };
+    let mut args = vec!["ledger", "add", "a.rs:2"];
+    args.extend_from_slice(SHIM);
+    let id = no_user(&args)["id"].as_i64().unwrap();
+    let e = &list(&env, &proj, &[])[0];
+    assert_eq!(e["anchor"]["state"], "fresh", "{e}");
+    assert_eq!(e["anchor"]["span"]["start"], 2, "{e}");
+    let name = run(std::process::Command::new("id").arg("-un")).stdout;
+    let name = name.trim();
+    assert!(!name.is_empty());
+    assert_eq!(e["owner"], name, "{e}");
+    let id = id.to_string();
+    no_user(&["ledger", "resolve", &id, "--why", "done"]);
+    let h = env.ctl_json(&proj, &["ledger", "show", &id])["history"].clone();
+    assert_eq!(h[1]["who"], name, "{h}");
+}

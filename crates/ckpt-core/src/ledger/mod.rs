@@ -77,7 +77,9 @@ pub(crate) fn anchor(span: Option<Span>, was: Option<&str>, now: Option<&str>) -
             span: None,
         };
     };
-    let want: Vec<&str> = was.lines().collect();
+    // `split`, not `lines`: `span_text` joined the span's lines with "\n",
+    // and a blank line is one empty line, not none.
+    let want: Vec<&str> = was.split('\n').collect();
     let have: Vec<&str> = now.lines().collect();
     let (start, len) = (span.start as usize - 1, want.len());
     if len == 0 {

@@ -36,6 +36,15 @@ fn anchors_follow_the_lines() {
         anchor(span(1, 2), Some("x\n"), Some("\n\ny\n")).state,
         AnchorState::Gone
     );
+    // An entry on a blank line stays where it was while that line is blank
+    // (it was `gone` the moment it was added).
+    assert_eq!(
+        anchor(span(2, 2), Some(""), Some("a\n\nb\n")).state,
+        AnchorState::Fresh
+    );
+    let blank_and_text = anchor(span(2, 3), Some("\nb"), Some("a\n\nb\n"));
+    assert_eq!(blank_and_text.state, AnchorState::Fresh);
+    assert_eq!(blank_and_text.span, span(2, 3));
     // Whole files: there or not.
     assert_eq!(anchor(None, None, Some("")).state, AnchorState::Fresh);
     assert_eq!(anchor(None, None, None).state, AnchorState::Gone);

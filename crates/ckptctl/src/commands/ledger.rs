@@ -61,8 +61,32 @@ pub fn run(ctx: &Ctx, action: LedgerAction) -> anyhow::Result<u8> {
     }
 }
 
+/// Who runs this: `$USER`, `$LOGNAME`, the account's name, else `uid N`
+/// (a service or a container often sets neither variable).
 fn user() -> Option<String> {
-    std::env::var("USER").ok().filter(|u| !u.is_empty())
+    let var = |name| std::env::var(name).ok().filter(|u: &String| !u.is_empty());
+    var("USER").or_else(|| var("LOGNAME")).or_else(|| {
+        // SAFETY: getuid has no preconditions.
+        let uid = unsafe { libc::getuid() };
+        Some(account_name(uid).unwrap_or_else(|| format!("uid {uid}")))
+    })
+}
+
+fn account_name(uid: libc::uid_t) -> Option<String> {
+    let mut buf = vec![0u8; 4096];
+    // SAFETY: an all-zero passwd is a valid value for getpwuid_r to fill.
+    let mut pw: libc::passwd = unsafe { std::mem::zeroed() };
+    let mut found: *mut libc::passwd = std::ptr::null_mut();
+    // SAFETY: buf outlives the call and pw's pointers into it are read
+    // before buf is dropped.
+    let rc =
+        unsafe { libc::getpwuid_r(uid, &mut pw, buf.as_mut_ptr().cast(), buf.len(), &mut found) };
+    if rc != 0 || found.is_null() || pw.pw_name.is_null() {
+        return None;
+    }
+    // SAFETY: getpwuid_r succeeded, so pw_name is a NUL-terminated string in buf.
+    let name = unsafe { std::ffi::CStr::from_ptr(pw.pw_name) };
+    Some(name.to_string_lossy().into_owned()).filter(|n| !n.is_empty())
 }
 
 /// `PATH`, `PATH:LINE` or `PATH:START-END`. A suffix of digits and `-`
