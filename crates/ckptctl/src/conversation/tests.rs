@@ -544,3 +544,113 @@ fn an_entry_larger_than_the_first_read_is_found_in_the_whole_window() {
     append(&path, &[prompt]);
     assert_eq!(position(adapter("claude-code").unwrap(), &path).unwrap(), p);
 }
+
+/// Writes an agent's recorded transcript (`testdata/`) line by line as the
+/// agent did, recording a position, as a hook call does, whenever the file
+/// holds the next of `hooks` lines (0: not created yet); returns them.
+fn replay(path: &Path, agent: &str, lines: &[&str], hooks: &[usize]) -> Vec<String> {
+    let write = |from: usize, to: usize| {
+        if from < to {
+            let mut f = fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .unwrap();
+            for l in &lines[from..to] {
+                writeln!(f, "{l}").unwrap();
+            }
+        }
+    };
+    let mut written = 0;
+    let mut positions = Vec::new();
+    for &h in hooks {
+        write(written, h);
+        written = h;
+        positions.push(recorded(agent, path));
+    }
+    write(written, lines.len());
+    positions
+}
+
+/// Three `claude -p` prompts (the second and third with `--resume`), as
+/// Claude Code 2.1.197 wrote them; long texts shortened.
+const CLAUDE_2_1_197: &str = include_str!("testdata/claude-code-2.1.197.jsonl");
+/// Its lines when each prompt's `UserPromptSubmit` hook ran (copies the
+/// hook took in that recording): no file yet, then each prompt's enqueue
+/// and dequeue already written.
+const CLAUDE_HOOKS: [usize; 3] = [0, 9, 15];
+/// Where each turn's entries begin: its prompt's enqueue.
+const CLAUDE_TURNS: [usize; 3] = [0, 7, 13];
+const CLAUDE_PROMPTS: [&str; 3] = ["secret prompt one", "second SECRET2", "third SECRET3"];
+
+#[test]
+fn a_claude_code_fork_keeps_no_text_of_the_rewound_prompt() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir
+        .path()
+        .join("85c0eec7-97d7-4986-9b65-04851a8b663f.jsonl");
+    let recorded_lines: Vec<&str> = CLAUDE_2_1_197.lines().collect();
+    let positions = replay(&path, "claude-code", &recorded_lines, &CLAUDE_HOOKS);
+    let all = lines(&path);
+    for n in [2usize, 3] {
+        let p = path.to_str().unwrap();
+        let r = fork(&turn(n as i64, "claude-code", p, &positions[n - 1]), false);
+        assert_eq!(r.skipped, None, "{r:?}");
+        let text = fs::read_to_string(r.path.unwrap()).unwrap();
+        for later in &CLAUDE_PROMPTS[n - 1..] {
+            assert!(!text.contains(later), "turn {n}'s fork holds {later:?}");
+        }
+        let forked: Vec<Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(
+            forked.len(),
+            CLAUDE_TURNS[n - 1],
+            "the entries before turn {n} began"
+        );
+        for (f, o) in forked.iter().zip(&all) {
+            let mut back = f.clone();
+            back["sessionId"] = o["sessionId"].clone();
+            assert_eq!(&back, o);
+        }
+    }
+}
+
+#[test]
+fn a_prompt_queued_while_the_turn_before_ran_is_left_out_of_the_fork() {
+    // Typed while turn 2 ran: Claude Code enqueues it among turn 2's
+    // entries, and only its dequeue comes just before its own prompt.
+    let mut recorded_lines: Vec<&str> = CLAUDE_2_1_197.lines().collect();
+    let enqueue = recorded_lines.remove(CLAUDE_TURNS[2]);
+    assert!(enqueue.contains("\"enqueue\""), "{enqueue}");
+    recorded_lines.insert(10, enqueue);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.jsonl");
+    let positions = replay(&path, "claude-code", &recorded_lines, &CLAUDE_HOOKS);
+    let r = fork(
+        &turn(3, "claude-code", path.to_str().unwrap(), &positions[2]),
+        false,
+    );
+    assert_eq!(r.skipped, None, "{r:?}");
+    let text = fs::read_to_string(r.path.unwrap()).unwrap();
+    assert!(!text.contains(CLAUDE_PROMPTS[2]), "{text}");
+    // The earlier prompts' queue entries stay; only the moved one is gone.
+    let all = lines(&path);
+    let expect: Vec<&Value> = all[..14]
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != 10)
+        .map(|(_, e)| e)
+        .collect();
+    let forked: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(forked.len(), expect.len());
+    for (f, o) in forked.iter().zip(expect) {
+        assert_eq!(f["type"], o["type"]);
+        assert_eq!(f.get("content"), o.get("content"));
+        assert_eq!(f.get("uuid"), o.get("uuid"));
+    }
+}
