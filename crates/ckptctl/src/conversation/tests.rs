@@ -654,3 +654,98 @@ fn a_prompt_queued_while_the_turn_before_ran_is_left_out_of_the_fork() {
         assert_eq!(f.get("uuid"), o.get("uuid"));
     }
 }
+
+/// A `codex exec` prompt and two `codex exec resume` prompts, as Codex
+/// 0.171.0 wrote them; long texts shortened.
+const CODEX_0_171: &str = include_str!("testdata/codex-0.171.0.jsonl");
+const CODEX_SESSION: &str = "01a235ac-6a63-7e31-b973-750a2901b01f";
+/// Its lines when each prompt's hook ran: after the turn's `task_started`
+/// and `turn_context` (a fourth prompt's hook in the same recording saw
+/// exactly that).
+const CODEX_HOOKS: [usize; 3] = [7, 17, 27];
+
+fn codex_fork(hooks: &[usize], n: usize) -> (tempfile::TempDir, Report, Vec<Value>) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir
+        .path()
+        .join(format!("rollout-2026-12-02T07-33-41-{CODEX_SESSION}.jsonl"));
+    let recorded_lines: Vec<&str> = CODEX_0_171.lines().collect();
+    let positions = replay(&path, "codex", &recorded_lines, hooks);
+    let t = TurnConversation {
+        turn: n as i64,
+        agent: Some("codex"),
+        session: Some(CODEX_SESSION),
+        transcript: path.to_str(),
+        position: Some(&positions[n - 1]),
+    };
+    let r = fork(&t, false);
+    assert_eq!(r.skipped, None, "{r:?}");
+    let forked = lines(Path::new(r.path.as_ref().unwrap()));
+    (dir, r, forked)
+}
+
+
+#[test]
+fn a_codex_fork_names_itself_in_session_id_as_codex_own_fork_does() {
+    let (_dir, r, forked) = codex_fork(&CODEX_HOOKS, 3);
+    let new = r.forked_session.unwrap();
+    let meta = &forked[0]["payload"];
+    assert_eq!(meta["id"], new.as_str());
+    assert_eq!(
+        meta["session_id"],
+        new.as_str(),
+        "the id resumed hooks send"
+    );
+    assert_eq!(meta["forked_from_id"], CODEX_SESSION);
+    let original: Value = serde_json::from_str(CODEX_0_171.lines().next().unwrap()).unwrap();
+    let original = original["payload"].as_object().unwrap();
+    let meta = meta.as_object().unwrap();
+    for (k, v) in original {
+        if k != "id" && k != "session_id" {
+            assert_eq!(&meta[k], v, "{k} copied through");
+        }
+    }
+    let keys: Vec<&str> = meta.keys().map(String::as_str).collect();
+    let want: Vec<&str> = original
+        .keys()
+        .map(String::as_str)
+        .chain(["forked_from_id"])
+        .collect();
+    assert_eq!(keys, want, "keys keep their order");
+}
+
+#[test]
+fn a_codex_0_171_rollout_forks_as_a_full_copy() {
+    // World state, token usage records, settings events and `ordinal`s
+    // are copied byte for byte: a prefix of the original, which Codex
+    // 0.171.0 resumes (`codex exec resume` on such a fork ran its turn).
+    let (dir, r, forked) = codex_fork(&CODEX_HOOKS, 3);
+    let original = fs::read_to_string(
+        dir.path()
+            .join(format!("rollout-2026-12-02T07-33-41-{CODEX_SESSION}.jsonl")),
+    )
+    .unwrap();
+    let copy = fs::read_to_string(r.path.unwrap()).unwrap();
+    let (_, rest) = copy.split_once('\n').unwrap();
+    let (_, original_rest) = original.split_once('\n').unwrap();
+    assert!(
+        original_rest.starts_with(rest),
+        "every line but the first is the original's"
+    );
+    for kind in ["world_state", "token_usage_record", "turn_context"] {
+        assert!(forked.iter().any(|e| e["type"] == kind), "{kind}");
+    }
+    assert!(forked
+        .iter()
+        .any(|e| e["payload"]["type"] == "thread_settings_applied"));
+    let ordinals: Vec<u64> = forked
+        .iter()
+        .map(|e| e["ordinal"].as_u64().unwrap())
+        .collect();
+    assert_eq!(ordinals, (0..forked.len() as u64).collect::<Vec<_>>());
+    assert_eq!(forked[0]["payload"]["history_mode"], "paginated");
+    assert_eq!(
+        adapter("codex").unwrap().detect(&forked).unwrap(),
+        "0.171.0"
+    );
+}
