@@ -96,6 +96,20 @@ impl Adapter for Codex {
         !(t.starts_with("# AGENTS.md") || is_context_tag(t))
     }
 
+    fn lead_in(&self, before: &[Value]) -> usize {
+        // Back to the turn's `task_started`; a prompt or a turn's end first
+        // means the turn opened with none (older rollouts persist none).
+        for (n, e) in before.iter().rev().enumerate() {
+            match event(e) {
+                Some("task_started") => return n + 1,
+                Some("task_complete" | "turn_aborted") => return 0,
+                _ if self.is_prompt(e) => return 0,
+                _ => {}
+            }
+        }
+        0
+    }
+
     fn fork_entries(
         &self,
         kept: &[Value],
@@ -158,6 +172,14 @@ impl Adapter for Codex {
             })
             .collect()
     }
+}
+
+/// The kind of an `event_msg` line.
+fn event(e: &Value) -> Option<&str> {
+    if e.get("type").and_then(Value::as_str) != Some("event_msg") {
+        return None;
+    }
+    e.pointer("/payload/type").and_then(Value::as_str)
 }
 
 /// `<lowercase_tag>` at the start: context Codex adds as a user message.

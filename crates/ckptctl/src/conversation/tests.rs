@@ -663,6 +663,10 @@ const CODEX_SESSION: &str = "01a235ac-6a63-7e31-b973-750a2901b01f";
 /// and `turn_context` (a fourth prompt's hook in the same recording saw
 /// exactly that).
 const CODEX_HOOKS: [usize; 3] = [7, 17, 27];
+/// The same, had the hook run before the turn wrote anything.
+const CODEX_HOOKS_EARLY: [usize; 3] = [1, 14, 24];
+/// Where each turn's lines begin: its `task_started`.
+const CODEX_TURNS: [usize; 3] = [1, 15, 25];
 
 fn codex_fork(hooks: &[usize], n: usize) -> (tempfile::TempDir, Report, Vec<Value>) {
     let dir = tempfile::tempdir().unwrap();
@@ -684,6 +688,36 @@ fn codex_fork(hooks: &[usize], n: usize) -> (tempfile::TempDir, Report, Vec<Valu
     (dir, r, forked)
 }
 
+#[test]
+fn a_codex_fork_ends_before_the_rewound_turn_began() {
+    for hooks in [CODEX_HOOKS, CODEX_HOOKS_EARLY] {
+        for n in [2usize, 3] {
+            let (dir, _, forked) = codex_fork(&hooks, n);
+            let all = lines(
+                &dir.path()
+                    .join(format!("rollout-2026-12-02T07-33-41-{CODEX_SESSION}.jsonl")),
+            );
+            assert_eq!(
+                forked.len(),
+                CODEX_TURNS[n - 1],
+                "hooks at {hooks:?}, turn {n}"
+            );
+            assert_eq!(&forked[1..], &all[1..forked.len()]);
+            let last_turn = forked
+                .iter()
+                .rev()
+                .find(|e| {
+                    e["payload"]["type"] == "task_started"
+                        || e["payload"]["type"] == "task_complete"
+                })
+                .unwrap();
+            assert_eq!(
+                last_turn["payload"]["type"], "task_complete",
+                "no turn left open"
+            );
+        }
+    }
+}
 
 #[test]
 fn a_codex_fork_names_itself_in_session_id_as_codex_own_fork_does() {
