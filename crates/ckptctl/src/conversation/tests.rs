@@ -783,3 +783,77 @@ fn a_codex_0_171_rollout_forks_as_a_full_copy() {
         "0.171.0"
     );
 }
+
+/// Records as Gemini CLI 0.61.0 appends them (`chatRecordingService.ts`:
+/// each message, then a `$set` of `lastUpdated`; a message updated, e.g.
+/// with its tool calls, appended again under its id).
+fn gemini_records(turn: u32) -> Vec<Value> {
+    let set = json!({"$set": {"lastUpdated": "2026-12-02T07:35:46.000Z"}});
+    let call = json!({"id": format!("write_file_{turn}"), "name": "write_file",
+        "args": {"file_path": "/w/app/out.txt", "content": "x\n"}, "status": "success",
+        "timestamp": "2026-12-02T07:35:46.000Z", "displayName": "WriteFile"});
+    let mut reply = json!({"id": format!("g{turn}"), "timestamp": "2026-12-02T07:35:46.000Z",
+        "type": "gemini", "content": "", "thoughts": [], "tokens": null, "model": "gemini-3.5-flash"});
+    let mut with_call = reply.clone();
+    with_call["toolCalls"] = json!([call]);
+    reply["content"] = json!("Done.");
+    reply["id"] = json!(format!("d{turn}"));
+    vec![
+        json!({"id": format!("u{turn}"), "timestamp": "2026-12-02T07:35:45.000Z", "type": "user",
+            "content": [{"text": format!("task {turn}")}]}),
+        set.clone(),
+        with_call,
+        set.clone(),
+        json!({"id": format!("r{turn}"), "timestamp": "2026-12-02T07:35:46.500Z", "type": "user",
+            "content": [{"functionResponse": {"id": format!("write_file_{turn}"), "name": "write_file",
+            "response": {"output": "Successfully created and wrote to new file: /w/app/out.txt."}}}]}),
+        set.clone(),
+        reply,
+        set,
+    ]
+}
+
+#[test]
+fn a_gemini_tool_result_is_no_prompt() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("session-2026-12-02T07-35-752b446b.jsonl");
+    append(
+        &path,
+        &[
+            json!({"sessionId": "752b446b-ff53-477e-848a-4f59c88c66c6", "projectHash": "c1f3",
+        "startTime": "2026-12-02T07:35:45.031Z", "lastUpdated": "2026-12-02T07:35:45.031Z", "kind": "main"}),
+        ],
+    );
+    let turn1 = gemini_records(1);
+    append(&path, &turn1[..4]);
+    // Recorded while turn 1 ran, before its tool result was written.
+    let before_result = recorded("gemini", &path);
+    append(&path, &turn1[4..5]);
+    let after_result = fs::read(&path).unwrap();
+    // The tool result's `$set` not complete yet: the position ends after
+    // the result, which is turn 1's, not before it as before a prompt.
+    fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap()
+        .write_all(b"{\"$set\":{\"lastUp")
+        .unwrap();
+    let p = position(adapter("gemini").unwrap(), &path).unwrap();
+    assert_eq!(
+        (p.bytes, p.last.as_deref()),
+        (after_result.len() as u64, Some("r1"))
+    );
+    fs::write(&path, &after_result).unwrap();
+    append(&path, &turn1[5..]);
+    append(&path, &gemini_records(2));
+    let all = lines(&path);
+    // Turn 2's fork ends before turn 2's prompt, not before the result.
+    let r = fork(
+        &turn(2, "gemini", path.to_str().unwrap(), &before_result),
+        false,
+    );
+    assert_eq!(r.skipped, None, "{r:?}");
+    let forked = lines(Path::new(&r.path.unwrap()));
+    assert_eq!(forked.len(), 1 + turn1.len());
+    assert_eq!(&forked[1..], &all[1..forked.len()]);
+}
