@@ -17,7 +17,10 @@
 //!   as a `user` message too, its `content` the parts holding `functionResponse`
 //!   `{id, name, response}` (Gemini CLI 0.61.0, `geminiChat.ts` `sendMessageStream`:
 //!   `isFunctionResponse(userContent)` then `recordSyntheticMessage('user', parts)`;
-//!   `messageInspectors.ts` `isFunctionResponse`). Such a message is no prompt.
+//!   `messageInspectors.ts` `isFunctionResponse`; `testdata/gemini-cli-0.61.0.jsonl`,
+//!   recorded from `gemini -p` and `gemini -p --resume`, with the copies its
+//!   `BeforeAgent` hook took before each prompt was written). Such a message is no
+//!   prompt.
 //! - `gemini --resume <session id>` (`packages/cli/src/config/config.ts`; found by
 //!   `SessionSelector.findSession` in `packages/cli/src/utils/sessionUtils.ts` among the
 //!   project's chats).

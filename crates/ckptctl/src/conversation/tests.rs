@@ -784,76 +784,73 @@ fn a_codex_0_171_rollout_forks_as_a_full_copy() {
     );
 }
 
-/// Records as Gemini CLI 0.61.0 appends them (`chatRecordingService.ts`:
-/// each message, then a `$set` of `lastUpdated`; a message updated, e.g.
-/// with its tool calls, appended again under its id).
-fn gemini_records(turn: u32) -> Vec<Value> {
-    let set = json!({"$set": {"lastUpdated": "2026-12-02T07:35:46.000Z"}});
-    let call = json!({"id": format!("write_file_{turn}"), "name": "write_file",
-        "args": {"file_path": "/w/app/out.txt", "content": "x\n"}, "status": "success",
-        "timestamp": "2026-12-02T07:35:46.000Z", "displayName": "WriteFile"});
-    let mut reply = json!({"id": format!("g{turn}"), "timestamp": "2026-12-02T07:35:46.000Z",
-        "type": "gemini", "content": "", "thoughts": [], "tokens": null, "model": "gemini-3.5-flash"});
-    let mut with_call = reply.clone();
-    with_call["toolCalls"] = json!([call]);
-    reply["content"] = json!("Done.");
-    reply["id"] = json!(format!("d{turn}"));
-    vec![
-        json!({"id": format!("u{turn}"), "timestamp": "2026-12-02T07:35:45.000Z", "type": "user",
-            "content": [{"text": format!("task {turn}")}]}),
-        set.clone(),
-        with_call,
-        set.clone(),
-        json!({"id": format!("r{turn}"), "timestamp": "2026-12-02T07:35:46.500Z", "type": "user",
-            "content": [{"functionResponse": {"id": format!("write_file_{turn}"), "name": "write_file",
-            "response": {"output": "Successfully created and wrote to new file: /w/app/out.txt."}}}]}),
-        set.clone(),
-        reply,
-        set,
-    ]
-}
+/// Two `gemini -p` prompts (the second with `--resume`), each writing a
+/// file through a tool, as Gemini CLI 0.61.0 recorded them: each message
+/// then a `$set` of `lastUpdated`; the reply appended again with its tool
+/// calls; the tool's result a `user` message holding a `functionResponse`.
+const GEMINI_0_61: &str = include_str!("testdata/gemini-cli-0.61.0.jsonl");
+/// Its lines when each prompt's `BeforeAgent` hook ran (copies the hook
+/// took in that recording): the prompt not yet written.
+const GEMINI_HOOKS: [usize; 2] = [2, 13];
+/// Turn 1's tool result.
+const GEMINI_RESULT: usize = 7;
 
 #[test]
 fn a_gemini_tool_result_is_no_prompt() {
+    let recorded_lines: Vec<&str> = GEMINI_0_61.lines().collect();
+    assert!(recorded_lines[GEMINI_RESULT].contains("functionResponse"));
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("session-2026-12-02T07-35-752b446b.jsonl");
-    append(
-        &path,
-        &[
-            json!({"sessionId": "752b446b-ff53-477e-848a-4f59c88c66c6", "projectHash": "c1f3",
-        "startTime": "2026-12-02T07:35:45.031Z", "lastUpdated": "2026-12-02T07:35:45.031Z", "kind": "main"}),
-        ],
-    );
-    let turn1 = gemini_records(1);
-    append(&path, &turn1[..4]);
-    // Recorded while turn 1 ran, before its tool result was written.
-    let before_result = recorded("gemini", &path);
-    append(&path, &turn1[4..5]);
-    let after_result = fs::read(&path).unwrap();
-    // The tool result's `$set` not complete yet: the position ends after
-    // the result, which is turn 1's, not before it as before a prompt.
-    fs::OpenOptions::new()
-        .append(true)
-        .open(&path)
-        .unwrap()
-        .write_all(b"{\"$set\":{\"lastUp")
-        .unwrap();
+    let path = dir.path().join("session-2026-12-02T08-17-4f3bdd6e.jsonl");
+    // The result's `$set` not complete yet: the position ends after the
+    // result, which is turn 1's, not before it as before a prompt.
+    let upto = |n: usize| {
+        recorded_lines[..n]
+            .iter()
+            .map(|l| format!("{l}\n"))
+            .collect::<String>()
+    };
+    let through_result = upto(GEMINI_RESULT + 1);
+    fs::write(&path, format!("{through_result}{{\"$set\":{{\"lastUp")).unwrap();
     let p = position(adapter("gemini").unwrap(), &path).unwrap();
     assert_eq!(
         (p.bytes, p.last.as_deref()),
-        (after_result.len() as u64, Some("r1"))
+        (
+            through_result.len() as u64,
+            Some("ba2e66cf-45a8-4092-9461-ed467d86a8b4")
+        )
     );
-    fs::write(&path, &after_result).unwrap();
-    append(&path, &turn1[5..]);
-    append(&path, &gemini_records(2));
+
+    // A position recorded before turn 1's result: turn 2's fork still ends
+    // before turn 2's prompt, not before the result.
+    fs::write(&path, upto(GEMINI_RESULT)).unwrap();
+    let before_result = recorded("gemini", &path);
+    fs::write(&path, upto(recorded_lines.len())).unwrap();
     let all = lines(&path);
-    // Turn 2's fork ends before turn 2's prompt, not before the result.
-    let r = fork(
-        &turn(2, "gemini", path.to_str().unwrap(), &before_result),
-        false,
-    );
-    assert_eq!(r.skipped, None, "{r:?}");
-    let forked = lines(Path::new(&r.path.unwrap()));
-    assert_eq!(forked.len(), 1 + turn1.len());
-    assert_eq!(&forked[1..], &all[1..forked.len()]);
+    for pos in [before_result, replay_positions(&recorded_lines)[1].clone()] {
+        let r = fork(&turn(2, "gemini", path.to_str().unwrap(), &pos), false);
+        assert_eq!(r.skipped, None, "{r:?}");
+        let new = r.forked_session.unwrap();
+        let forked = lines(Path::new(&r.path.unwrap()));
+        assert_eq!(forked.len(), GEMINI_HOOKS[1], "{pos}");
+        for (f, o) in forked.iter().zip(&all).skip(1) {
+            let mut back = f.clone();
+            // The resumed session's `$set` of its id names the fork.
+            if let Some(id) = back.pointer_mut("/$set/sessionId") {
+                assert_eq!(*id, new.as_str());
+                *id = o["$set"]["sessionId"].clone();
+            }
+            assert_eq!(&back, o);
+        }
+    }
+}
+
+/// The positions Gemini's hooks recorded, from a replay of its lines.
+fn replay_positions(recorded_lines: &[&str]) -> Vec<String> {
+    let dir = tempfile::tempdir().unwrap();
+    replay(
+        &dir.path().join("s.jsonl"),
+        "gemini",
+        recorded_lines,
+        &GEMINI_HOOKS,
+    )
 }
