@@ -73,8 +73,10 @@ impl World {
         (out.json(), out.stderr)
     }
 
-    /// One agent turn: turn-start, the agent's entries and file edit, turn-end.
-    fn turn(&self, a: &mut dyn Agent, prompt: &str, file: &str) {
+    /// One agent turn: turn-start, the agent's entries and file edit,
+    /// turn-end. Returns how many lines the transcript held before the
+    /// turn began: what a fork of it holds.
+    fn turn(&self, a: &mut dyn Agent, prompt: &str, file: &str) -> usize {
         let transcript = a.transcript().to_str().unwrap().to_string();
         let session = a.session().to_string();
         let payload = |event: &str, prompt: Option<&str>| {
@@ -86,11 +88,14 @@ impl World {
             p
         };
         let (start, end) = a.events();
+        let before = fs::read_to_string(a.transcript()).map_or(0, |t| t.lines().count());
+        a.before_hook(prompt);
         self.hook(a.name(), "turn-start", payload(start, Some(prompt)));
         a.prompt(prompt);
         fs::write(self.proj.join(file), format!("{prompt}\n")).unwrap();
         a.tool_call(file);
         self.hook(a.name(), "turn-end", payload(end, None));
+        before
     }
 }
 
@@ -120,6 +125,8 @@ trait Agent {
     fn transcript(&self) -> &Path;
     /// Its turn-start and turn-end hook events.
     fn events(&self) -> (&'static str, &'static str);
+    /// What it writes for a turn before the turn-start hook runs.
+    fn before_hook(&mut self, _prompt: &str) {}
     fn prompt(&mut self, text: &str);
     /// A tool call editing `file`, its result and a closing reply.
     fn tool_call(&mut self, file: &str);
@@ -186,6 +193,17 @@ impl Agent for Claude {
     fn events(&self) -> (&'static str, &'static str) {
         ("UserPromptSubmit", "Stop")
     }
+    /// `claude -p` queues the prompt, then runs the hook (Claude Code
+    /// 2.1.197; `crates/ckptctl/src/conversation/claude_code.rs`).
+    fn before_hook(&mut self, prompt: &str) {
+        let op = |operation: &str| {
+            json!({"type": "queue-operation", "operation": operation,
+                "timestamp": "2026-12-01T10:00:00.000Z", "sessionId": self.session})
+        };
+        let mut enqueue = op("enqueue");
+        enqueue["content"] = json!(prompt);
+        append(&self.path, &[enqueue, op("dequeue")]);
+    }
     fn prompt(&mut self, text: &str) {
         let e = self.entry(
             "user",
@@ -219,10 +237,15 @@ impl Agent for Claude {
     }
 }
 
+/// Codex CLI 0.171.0's rollout (`crates/ckptctl/src/conversation/codex.rs`,
+/// `testdata/codex-0.171.0.jsonl`): a turn opens with `task_started` and
+/// its `turn_context` before the prompt hook runs.
 struct Codex {
     session: String,
     path: PathBuf,
+    /// The next line's `ordinal`.
     n: u32,
+    turn: u32,
 }
 
 impl Codex {
@@ -234,23 +257,43 @@ impl Codex {
             session: session.to_string(),
             path,
             n: 0,
+            turn: 0,
         };
         let meta = c.line(
             "session_meta",
-            json!({"id": session, "timestamp": "2026-12-01T10:00:00.000Z",
-            "cwd": "/w/app", "originator": "codex_cli_rs", "cli_version": "0.63.0", "source": "cli",
-            "model_provider": "openai", "git": {"branch": "main"}}),
+            json!({"session_id": session, "id": session, "timestamp": "2026-12-01T10:00:00.000Z",
+            "cwd": "/w/app", "originator": "codex_cli_rs", "cli_version": "0.171.0", "source": "cli",
+            "thread_source": "user", "model_provider": "openai", "git": {"branch": "main"},
+            "history_mode": "paginated", "context_window": {"window_id": "0199a000-0000-7000-8000-0000000000aa"}}),
         );
-        let context = c.line("response_item", json!({"type": "message", "role": "user",
-            "content": [{"type": "input_text", "text": "<environment_context>\n  <cwd>/w/app</cwd>\n</environment_context>"}]}));
-        append(&c.path, &[meta, context]);
+        append(&c.path, &[meta]);
         c
     }
 
+    /// A rollout resumed by `codex resume`: Codex names the session by
+    /// its `session_meta`'s `session_id` (its hooks send that id).
+    fn resume(path: &Path) -> Codex {
+        let all = lines(path);
+        Codex {
+            session: all[0]["payload"]["session_id"]
+                .as_str()
+                .unwrap()
+                .to_string(),
+            path: path.to_path_buf(),
+            n: all.len() as u32,
+            turn: 10,
+        }
+    }
+
     fn line(&mut self, kind: &str, payload: Value) -> Value {
+        let ordinal = self.n;
         self.n += 1;
-        json!({"timestamp": format!("2026-12-01T10:01:{:02}.{:03}Z", self.n / 1000, self.n % 1000),
-               "type": kind, "payload": payload})
+        json!({"timestamp": format!("2026-12-01T10:01:{:02}.{:03}Z", ordinal / 1000, ordinal % 1000),
+               "ordinal": ordinal, "type": kind, "payload": payload})
+    }
+
+    fn turn_id(&self) -> String {
+        format!("0199a000-0000-7000-9000-{:012}", self.turn)
     }
 }
 
@@ -267,26 +310,47 @@ impl Agent for Codex {
     fn events(&self) -> (&'static str, &'static str) {
         ("UserPromptSubmit", "Stop")
     }
+    fn before_hook(&mut self, _prompt: &str) {
+        self.turn += 1;
+        let turn_id = self.turn_id();
+        let mut entries = vec![self.line(
+            "event_msg",
+            json!({"type": "task_started", "turn_id": turn_id, "model_context_window": 272000}),
+        )];
+        if self.turn == 1 {
+            entries.push(self.line("response_item", json!({"type": "message", "role": "user",
+                "content": [{"type": "input_text", "text": "<environment_context>\n  <cwd>/w/app</cwd>\n</environment_context>"}]})));
+            entries.push(self.line(
+                "world_state",
+                json!({"full": true, "state": {"agents_md": {}}}),
+            ));
+        }
+        entries.push(self.line(
+            "turn_context",
+            json!({"turn_id": turn_id, "cwd": "/w/app", "approval_policy": "on-request", "model": "gpt-5-codex"}),
+        ));
+        append(&self.path, &entries);
+    }
     fn prompt(&mut self, text: &str) {
+        let turn_id = self.turn_id();
         let entries = [
             self.line(
                 "response_item",
                 json!({"type": "message", "role": "user",
-                "content": [{"type": "input_text", "text": text}]}),
+                "content": [{"type": "input_text", "text": text}],
+                "internal_chat_message_metadata_passthrough": {"turn_id": turn_id}}),
             ),
             self.line(
                 "event_msg",
-                json!({"type": "user_message", "message": text, "images": []}),
-            ),
-            self.line(
-                "turn_context",
-                json!({"cwd": "/w/app", "approval_policy": "on-request", "model": "gpt-5-codex"}),
+                json!({"type": "item_completed", "thread_id": self.session, "turn_id": turn_id,
+                "item": {"type": "UserMessage", "content": [{"type": "text", "text": text}]}}),
             ),
         ];
         append(&self.path, &entries);
     }
     fn tool_call(&mut self, file: &str) {
         let call = format!("call_{}", self.n);
+        let turn_id = self.turn_id();
         let entries = [
             self.line(
                 "response_item",
@@ -303,8 +367,13 @@ impl Agent for Codex {
                 "content": [{"type": "output_text", "text": "Done."}]}),
             ),
             self.line(
+                "token_usage_record",
+                json!({"thread_id": self.session, "turn_id": turn_id, "session_id": self.session,
+                "usage": {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15}}),
+            ),
+            self.line(
                 "event_msg",
-                json!({"type": "agent_message", "message": "Done."}),
+                json!({"type": "task_complete", "turn_id": turn_id, "last_agent_message": "Done."}),
             ),
         ];
         append(&self.path, &entries);
@@ -378,29 +447,14 @@ const SESSION_A: &str = "0d5a1c9e-4c2b-4f5e-9a1d-3b7c2e8f6a01";
 const SESSION_B: &str = "7b2e9f10-8d3c-4a6b-b5e4-1c9d8e7f6a02";
 const SESSION_C: &str = "c3f8a2d4-1e5b-4c7a-8d9e-2f1a0b3c4d03";
 
-/// Lines of `transcript` before the user's prompt of the `n`th turn
-/// (1-based), by the adapter's rule (`is_prompt`).
-fn before_prompt(all: &[Value], n: usize, is_prompt: impl Fn(&Value) -> bool) -> usize {
-    all.iter()
-        .enumerate()
-        .filter(|(_, e)| is_prompt(e))
-        .nth(n - 1)
-        .map(|(i, _)| i)
-        .expect("the turn's prompt")
-}
-
-fn claude_prompt(e: &Value) -> bool {
-    e["type"] == "user" && e["message"]["content"].is_string() && e["isCompactSummary"].is_null()
-}
-
 #[test]
 fn claude_code_rewind_forks_the_conversation_before_the_turn() {
     let w = World::new();
     let mut a = Claude::new(&w.home, SESSION_A);
     w.turn(&mut a, "add one", "one.txt");
-    w.turn(&mut a, "add two", "two.txt");
+    let two = w.turn(&mut a, "add two", "two.txt");
     a.compact();
-    w.turn(&mut a, "add three", "three.txt");
+    let three = w.turn(&mut a, "add three", "three.txt");
     let original = fs::read(&a.path).unwrap();
     let shown = w.ctl_ok(&["show", "2"]).stdout;
     assert!(
@@ -430,15 +484,10 @@ fn claude_code_rewind_forks_the_conversation_before_the_turn() {
     assert!(c.get("skipped").is_none(), "{c}");
 
     let all = lines(&a.path);
-    let kept = before_prompt(&all, 2, claude_prompt);
     let fork = lines(&path);
-    assert_eq!(
-        fork.len(),
-        kept,
-        "exactly the entries before turn 2's prompt"
-    );
-    assert_eq!(c["entries"], kept);
-    let uuids: HashSet<&str> = fork.iter().map(|e| e["uuid"].as_str().unwrap()).collect();
+    assert_eq!(fork.len(), two, "exactly the entries before turn 2 began");
+    assert_eq!(c["entries"], two);
+    let uuids: HashSet<&str> = fork.iter().filter_map(|e| e["uuid"].as_str()).collect();
     for (f, o) in fork.iter().zip(&all) {
         assert_eq!(f["uuid"], o["uuid"]);
         assert_eq!(f["sessionId"], forked, "every entry is the new session's");
@@ -476,7 +525,7 @@ fn claude_code_rewind_forks_the_conversation_before_the_turn() {
         .collect::<Vec<_>>();
     assert_eq!(fork3.len(), 1, "{fork3:?}");
     let fork3 = lines(&fork3[0]);
-    assert_eq!(fork3.len(), before_prompt(&all, 3, claude_prompt));
+    assert_eq!(fork3.len(), three);
     assert_eq!(fork3[fork3.len() - 2]["subtype"], "compact_boundary");
     assert_eq!(fs::read(&a.path).unwrap(), original);
 }
@@ -612,8 +661,8 @@ fn a_rewind_over_two_sessions_forks_turn_ns_session_and_names_the_other() {
     let mut codex = Codex::new(&w.home, SESSION_B);
     w.turn(&mut claude, "add one", "one.txt");
     w.turn(&mut codex, "add two", "two.txt");
-    w.turn(&mut codex, "add three", "three.txt");
-    w.turn(&mut claude, "change three", "three.txt");
+    let codex_second = w.turn(&mut codex, "add three", "three.txt");
+    let claude_second = w.turn(&mut claude, "change three", "three.txt");
     let originals = [
         fs::read(&claude.path).unwrap(),
         fs::read(&codex.path).unwrap(),
@@ -623,10 +672,7 @@ fn a_rewind_over_two_sessions_forks_turn_ns_session_and_names_the_other() {
     let (doc, _) = w.json(&["rewind", "4", "--conversation"]);
     let c = &doc["conversation"];
     assert_eq!(c["original_session"], SESSION_A, "{doc}");
-    assert_eq!(
-        c["entries"],
-        before_prompt(&lines(&claude.path), 2, claude_prompt)
-    );
+    assert_eq!(c["entries"], claude_second);
     assert!(c.get("other_sessions").is_none(), "{c}");
     w.ctl_ok(&["redo"]);
 
@@ -646,15 +692,7 @@ fn a_rewind_over_two_sessions_forks_turn_ns_session_and_names_the_other() {
     assert!(name.starts_with("rollout-") && name.ends_with(&format!("-{forked}.jsonl")));
     let all = lines(&codex.path);
     let fork = lines(&path);
-    let codex_prompt = |e: &Value| {
-        e["type"] == "response_item"
-            && e["payload"]["role"] == "user"
-            && !e["payload"]["content"][0]["text"]
-                .as_str()
-                .unwrap()
-                .starts_with('<')
-    };
-    assert_eq!(fork.len(), before_prompt(&all, 2, codex_prompt));
+    assert_eq!(fork.len(), codex_second);
     assert_eq!(c["entries"], fork.len());
     assert_eq!(fork[0]["payload"]["id"], forked);
     assert_eq!(fork[0]["payload"]["forked_from_id"], SESSION_B);
@@ -689,7 +727,7 @@ fn gemini_sessions_fork_through_their_hooks() {
     let mut g = Gemini::new(&w.home, SESSION_C);
     w.turn(&mut g, "add one", "one.txt");
     w.turn(&mut g, "add two", "two.txt");
-    w.turn(&mut g, "add three", "three.txt");
+    let three = w.turn(&mut g, "add three", "three.txt");
     let original = fs::read(&g.path).unwrap();
     let (doc, _) = w.json(&["rewind", "3", "--conversation"]);
     let c = &doc["conversation"];
@@ -705,7 +743,7 @@ fn gemini_sessions_fork_through_their_hooks() {
         .ends_with(&format!("-{}.jsonl", &forked[..8])));
     let all = lines(&g.path);
     let fork = lines(&path);
-    assert_eq!(fork.len(), before_prompt(&all, 3, |e| e["type"] == "user"));
+    assert_eq!(fork.len(), three);
     assert_eq!(fork[0]["sessionId"], forked);
     assert_eq!(fork[0]["projectHash"], "0f3c");
     assert_eq!(&fork[1..], &all[1..fork.len()]);
@@ -736,4 +774,66 @@ fn status_lists_the_adapters_and_the_newest_format() {
             && text.contains("(1 transcripts, newest format 2.0.55)"),
         "{text}"
     );
+}
+
+#[test]
+fn a_claude_code_fork_holds_no_text_of_the_rewound_prompt() {
+    let w = World::new();
+    let mut a = Claude::new(&w.home, SESSION_A);
+    w.turn(&mut a, "add one", "one.txt");
+    let two = w.turn(&mut a, "add two, token SECRET-2", "two.txt");
+    w.turn(&mut a, "add three, token SECRET-3", "three.txt");
+    let (doc, _) = w.json(&["rewind", "2", "--conversation"]);
+    let c = &doc["conversation"];
+    assert!(c.get("skipped").is_none(), "{c}");
+    let text = fs::read_to_string(c["path"].as_str().unwrap()).unwrap();
+    assert!(!text.contains("SECRET-"), "{text}");
+    assert_eq!(text.lines().count(), two, "what turn 1 wrote");
+    let queued: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|e| e["type"] == "queue-operation")
+        .collect();
+    assert_eq!(queued.len(), 2, "turn 1's enqueue and dequeue stay: {text}");
+    assert_eq!(queued[0]["content"], "add one");
+}
+
+#[test]
+fn a_codex_fork_ends_before_the_rewound_turn_began() {
+    let w = World::new();
+    let mut x = Codex::new(&w.home, SESSION_B);
+    w.turn(&mut x, "add one", "one.txt");
+    w.turn(&mut x, "add two", "two.txt");
+    let three = w.turn(&mut x, "add three", "three.txt");
+    let (doc, _) = w.json(&["rewind", "3", "--conversation"]);
+    let c = &doc["conversation"];
+    assert!(c.get("skipped").is_none(), "{c}");
+    let fork = lines(Path::new(c["path"].as_str().unwrap()));
+    let all = lines(&x.path);
+    // Turn 3's `task_started` and `turn_context` came before its hook.
+    assert_eq!(fork.len(), three);
+    assert_eq!(&fork[1..], &all[1..three]);
+    assert_eq!(
+        fork[three - 1]["payload"]["type"],
+        "task_complete",
+        "the fork ends with turn 2's end, no turn left open"
+    );
+}
+
+#[test]
+fn a_resumed_codex_fork_files_its_turns_under_the_forked_session() {
+    let w = World::new();
+    let mut x = Codex::new(&w.home, SESSION_B);
+    w.turn(&mut x, "add one", "one.txt");
+    w.turn(&mut x, "add two", "two.txt");
+    let (doc, _) = w.json(&["rewind", "2", "--conversation"]);
+    let c = &doc["conversation"];
+    let forked = c["forked_session"].as_str().unwrap().to_string();
+    let mut resumed = Codex::resume(Path::new(c["path"].as_str().unwrap()));
+    w.turn(&mut resumed, "add two again", "two.txt");
+    let (log, _) = w.json(&["log", "--session", &forked]);
+    let turns = log["turns"].as_array().unwrap();
+    assert_eq!(turns.len(), 1, "{log}");
+    assert_eq!(turns[0]["session"], forked.as_str());
+    assert_eq!(turns[0]["agent"], "codex");
 }

@@ -16,14 +16,27 @@
 //!   `parentUuid` null and `logicalParentUuid` naming the last entry before it,
 //!   then a `user` entry holding the summary (`isCompactSummary`): amplifier's
 //!   specification, "Compact Operation". Other `type`s (`file-history-snapshot`,
-//!   `queue-operation`, Crazytieguy/alignment-hive
+//!   `attachment`, `last-prompt`, `mode`, Crazytieguy/alignment-hive
 //!   `docs/sessions/session-8-jsonl-format.md`) are copied through.
+//! - Prompts pass through a queue, and each step of it is an entry
+//!   `{"type": "queue-operation", "operation": "enqueue" | "dequeue" | "remove" |
+//!   "popAll", "timestamp", "sessionId", "content"?}`, `content` being the
+//!   prompt's text (Claude Code 2.1.197's bundle, the writer of
+//!   `queue-operation`). `claude -p` writes the prompt's enqueue and dequeue,
+//!   then runs the `UserPromptSubmit` hook, then writes the `user` entry
+//!   (`testdata/claude-code-2.1.197.jsonl`, recorded from `claude -p` and
+//!   `claude -p --resume`); a prompt typed while a turn runs is enqueued in
+//!   the middle of that turn's entries. Claude Code ignores them when it
+//!   resumes (issue 28).
 //! - The transcript "is written asynchronously and may lag" (hooks reference,
 //!   https://code.claude.com/docs/en/hooks, common input fields); resume with
 //!   `claude --resume <session id>` (https://code.claude.com/docs/en/cli-reference).
 //!
 //! The fork keeps `uuid` and parent links as they are (it is a prefix, so
 //! every parent is in it) and puts the new id in every entry's `sessionId`.
+//! It holds no text of the rewound prompt or a later one: the queue entries
+//! just before the prompt are cut with it, and a queued text that no kept
+//! prompt holds is dropped.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -42,6 +55,11 @@ const MAX_MAJOR: u64 = 2;
 
 /// Entry types that are conversation messages and must carry ids.
 const MESSAGES: &[&str] = &["user", "assistant", "system"];
+
+/// A step of the prompt queue (see the header).
+fn is_queue(e: &Value) -> bool {
+    e.get("type").and_then(Value::as_str) == Some("queue-operation")
+}
 
 impl Adapter for ClaudeCode {
     fn agent(&self) -> &'static str {
@@ -105,6 +123,10 @@ impl Adapter for ClaudeCode {
         !tool_result && content_text(content).is_some_and(|t| !command(t.trim_start()))
     }
 
+    fn lead_in(&self, before: &[Value]) -> usize {
+        before.iter().rev().take_while(|e| is_queue(e)).count()
+    }
+
     fn fork_entries(
         &self,
         kept: &[Value],
@@ -115,9 +137,20 @@ impl Adapter for ClaudeCode {
             .iter()
             .filter_map(|e| e.get("uuid").and_then(Value::as_str))
             .collect();
+        let prompts: HashSet<String> = kept
+            .iter()
+            .filter(|e| self.is_prompt(e))
+            .filter_map(|e| e.pointer("/message/content").and_then(content_text))
+            .collect();
         Ok(kept
             .iter()
             .map(|e| {
+                // Queued while an earlier turn ran, for the rewound prompt
+                // or a later one (or never sent): its text stays behind.
+                let queued = e.get("content").and_then(Value::as_str);
+                if is_queue(e) && queued.is_some_and(|t| !prompts.contains(t)) {
+                    return ForkEntry::Dropped;
+                }
                 // A summary of a branch that continues past the cut would
                 // describe turns the fork does not hold.
                 if e.get("type").and_then(Value::as_str) == Some("summary") {

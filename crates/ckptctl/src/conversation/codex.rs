@@ -14,9 +14,20 @@
 //!   `codex-rs/core/src/event_mapping.rs`, `codex-rs/core/src/contextual_user_message.rs`).
 //! - `codex resume <SESSION_ID>` finds a rollout by the id in its file name
 //!   (`find_thread_path_by_id_str`, falling back from its state database to the files).
+//! - Codex 0.171.0 (`testdata/codex-0.171.0.jsonl`, recorded from `codex exec` and
+//!   `codex exec resume`): every line also carries its `ordinal`; `session_meta` holds
+//!   `session_id` beside `id` (the id its hooks send once the rollout is resumed),
+//!   `history_mode` and `context_window`; new line types `world_state` and
+//!   `token_usage_record`, new events `thread_settings_applied`, `item_completed`. A turn
+//!   opens with `event_msg` `task_started` and its `turn_context` (and on a thread's first
+//!   turn its context messages and `world_state`), and only then does the
+//!   `UserPromptSubmit` hook run and the prompt follow; `task_complete` ends it.
+//!   `codex exec fork` writes a `session_meta` whose `id` and `session_id` are the new
+//!   thread's, with `forked_from_id` and a `history_base` that points into the parent
+//!   rollout instead of copying it; a full copy, as ckpt writes, resumes all the same.
 //!
-//! The fork gets a new `id` in its `session_meta`, and `forked_from_id` names the
-//! original, as Codex's own fork does; every other line is copied as it is.
+//! The fork gets a new `id` and `session_id` in its `session_meta`, and `forked_from_id`
+//! names the original, as Codex's own fork does; every other line is copied as it is.
 
 use std::path::{Path, PathBuf};
 
@@ -85,12 +96,27 @@ impl Adapter for Codex {
         !(t.starts_with("# AGENTS.md") || is_context_tag(t))
     }
 
+    fn lead_in(&self, before: &[Value]) -> usize {
+        // Back to the turn's `task_started`; a prompt or a turn's end first
+        // means the turn opened with none (older rollouts persist none).
+        for (n, e) in before.iter().rev().enumerate() {
+            match event(e) {
+                Some("task_started") => return n + 1,
+                Some("task_complete" | "turn_aborted") => return 0,
+                _ if self.is_prompt(e) => return 0,
+                _ => {}
+            }
+        }
+        0
+    }
+
     fn fork_entries(
         &self,
         kept: &[Value],
         new_session: &str,
         original_session: &str,
     ) -> anyhow::Result<Vec<ForkEntry>> {
+        let new = Value::String(new_session.to_string());
         Ok(kept
             .iter()
             .enumerate()
@@ -99,8 +125,14 @@ impl Adapter for Codex {
                     return ForkEntry::Unchanged;
                 }
                 let mut v = e.clone();
-                v["payload"]["id"] = Value::String(new_session.to_string());
-                v["payload"]["forked_from_id"] = Value::String(original_session.to_string());
+                let meta = &mut v["payload"];
+                meta["id"] = new.clone();
+                // Resumed, Codex names the session by `session_id` where
+                // there is one (its hooks send it).
+                if meta.get("session_id").is_some() {
+                    meta["session_id"] = new.clone();
+                }
+                meta["forked_from_id"] = Value::String(original_session.to_string());
                 ForkEntry::Changed(v)
             })
             .collect())
@@ -140,6 +172,14 @@ impl Adapter for Codex {
             })
             .collect()
     }
+}
+
+/// The kind of an `event_msg` line.
+fn event(e: &Value) -> Option<&str> {
+    if e.get("type").and_then(Value::as_str) != Some("event_msg") {
+        return None;
+    }
+    e.pointer("/payload/type").and_then(Value::as_str)
 }
 
 /// `<lowercase_tag>` at the start: context Codex adds as a user message.

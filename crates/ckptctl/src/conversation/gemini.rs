@@ -13,6 +13,14 @@
 //! - The user's message is recorded after the `BeforeAgent` hook runs
 //!   (`packages/core/src/core/client.ts`, `fireBeforeAgentHookSafe`, before
 //!   `geminiChat.ts` `recordMessage`).
+//! - A tool's result goes back to the model as a `user` turn and is recorded
+//!   as a `user` message too, its `content` the parts holding `functionResponse`
+//!   `{id, name, response}` (Gemini CLI 0.61.0, `geminiChat.ts` `sendMessageStream`:
+//!   `isFunctionResponse(userContent)` then `recordSyntheticMessage('user', parts)`;
+//!   `messageInspectors.ts` `isFunctionResponse`; `testdata/gemini-cli-0.61.0.jsonl`,
+//!   recorded from `gemini -p` and `gemini -p --resume`, with the copies its
+//!   `BeforeAgent` hook took before each prompt was written). Such a message is no
+//!   prompt.
 //! - `gemini --resume <session id>` (`packages/cli/src/config/config.ts`; found by
 //!   `SessionSelector.findSession` in `packages/cli/src/utils/sessionUtils.ts` among the
 //!   project's chats).
@@ -41,6 +49,17 @@ fn is_metadata(e: &Value) -> bool {
 
 fn is_message(e: &Value) -> bool {
     e.get("id").is_some_and(Value::is_string)
+}
+
+/// A message whose parts hold a `functionResponse` (see the header); its
+/// `content` is a part list, or one part.
+fn is_tool_result(e: &Value) -> bool {
+    let response = |p: &Value| p.get("functionResponse").is_some();
+    match e.get("content") {
+        Some(Value::Array(parts)) => parts.iter().any(response),
+        Some(part) => response(part),
+        None => false,
+    }
 }
 
 impl Adapter for Gemini {
@@ -78,7 +97,7 @@ impl Adapter for Gemini {
     }
 
     fn is_prompt(&self, e: &Value) -> bool {
-        is_message(e) && e.get("type").and_then(Value::as_str) == Some("user")
+        is_message(e) && e.get("type").and_then(Value::as_str) == Some("user") && !is_tool_result(e)
     }
 
     fn fork_entries(

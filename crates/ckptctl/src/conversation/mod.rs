@@ -10,8 +10,9 @@
 //! (the bytes of the transcript that hold the conversation before the
 //! turn's prompt, and the id of the last entry in them), read from the
 //! file's last [`TAIL_BYTES`] at most. A rewind to turn N then writes a new
-//! transcript next to the original holding the entries before turn N's
-//! prompt, under a new session id, and names the command that resumes it.
+//! transcript next to the original holding the entries before turn N began
+//! (its prompt, and what the agent wrote for it ahead of the prompt), under
+//! a new session id, and names the command that resumes it.
 
 mod claude_code;
 mod codex;
@@ -52,6 +53,13 @@ pub trait Adapter: Sync {
     fn entry_id(&self, entry: &Value) -> Option<String>;
     /// The user's prompt: the entry a turn's conversation begins with.
     fn is_prompt(&self, entry: &Value) -> bool;
+    /// How many of the entries at the end of `before` (those just before a
+    /// turn's prompt, or where it would be) the agent wrote for that turn
+    /// ahead of its prompt: the fork leaves them out with the prompt,
+    /// whether the hook's position fell before or after them.
+    fn lead_in(&self, _before: &[Value]) -> usize {
+        0
+    }
     /// The fork's entries: what becomes of each of `kept` in a session
     /// `new_session` forked from `original_session`.
     fn fork_entries(
@@ -303,8 +311,7 @@ fn try_fork(adapter: &dyn Adapter, t: &TurnConversation, dry_run: bool) -> anyho
         .with_context(|| format!("turn {turn} names no session"))?;
     let path = &expand(transcript);
     let file = jsonl::read_all(path)?;
-    let cut = cut(adapter, &file, &position, turn)?;
-    let values = file.values(&file.lines[..cut])?;
+    let values = cut(adapter, &file, &position, turn)?;
     if !values.iter().any(|v| adapter.is_prompt(v)) {
         bail!("the conversation holds no prompt before turn {turn}: nothing to resume (start a new session)");
     }
@@ -319,7 +326,7 @@ fn try_fork(adapter: &dyn Adapter, t: &TurnConversation, dry_run: bool) -> anyho
         .join(adapter.fork_name(&session));
     let mut out = Vec::with_capacity(file.data.len());
     let mut entries = 0;
-    for (line, new) in file.lines[..cut].iter().zip(rewritten) {
+    for (line, new) in file.lines[..values.len()].iter().zip(rewritten) {
         match new {
             ForkEntry::Dropped => continue,
             ForkEntry::Unchanged => out.extend_from_slice(file.bytes(line)),
@@ -340,16 +347,18 @@ fn try_fork(adapter: &dyn Adapter, t: &TurnConversation, dry_run: bool) -> anyho
     })
 }
 
-/// How many of the file's complete lines the fork keeps: those before turn
-/// N's prompt. The recorded position is checked (the transcript still
-/// holds the same entry there), then extended over entries the agent wrote
-/// late (they precede the prompt: the previous turn's last replies).
+/// The entries the fork keeps (the file's first complete lines): those
+/// before turn N began. The recorded position is checked (the transcript
+/// still holds the same entry there), then extended over entries the agent
+/// wrote late (they precede the prompt: the previous turn's last replies),
+/// and the entries the agent wrote for turn N ahead of its prompt are left
+/// out with it.
 fn cut(
     adapter: &dyn Adapter,
     file: &jsonl::Chunk,
     position: &Position,
     turn: i64,
-) -> anyhow::Result<usize> {
+) -> anyhow::Result<Vec<Value>> {
     let len = file.data.len() as u64;
     if len < position.bytes {
         bail!(
@@ -374,13 +383,18 @@ fn cut(
             );
         }
     }
+    let mut prompt = None;
     for (i, line) in file.lines.iter().enumerate().skip(at) {
         if adapter.is_prompt(&file.parse(line)?) {
-            return Ok(i);
+            prompt = Some(i);
+            break;
         }
     }
-    // Turn N's prompt never reached the transcript: keep what was recorded.
-    Ok(at)
+    // Turn N's prompt never reached the transcript: it would have come
+    // where the position was recorded.
+    let mut kept = file.values(&file.lines[..prompt.unwrap_or(at)])?;
+    kept.truncate(kept.len().saturating_sub(adapter.lead_in(&kept)));
+    Ok(kept)
 }
 
 /// A transcript path as a hook names it: Claude Code's samples show

@@ -544,3 +544,313 @@ fn an_entry_larger_than_the_first_read_is_found_in_the_whole_window() {
     append(&path, &[prompt]);
     assert_eq!(position(adapter("claude-code").unwrap(), &path).unwrap(), p);
 }
+
+/// Writes an agent's recorded transcript (`testdata/`) line by line as the
+/// agent did, recording a position, as a hook call does, whenever the file
+/// holds the next of `hooks` lines (0: not created yet); returns them.
+fn replay(path: &Path, agent: &str, lines: &[&str], hooks: &[usize]) -> Vec<String> {
+    let write = |from: usize, to: usize| {
+        if from < to {
+            let mut f = fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .unwrap();
+            for l in &lines[from..to] {
+                writeln!(f, "{l}").unwrap();
+            }
+        }
+    };
+    let mut written = 0;
+    let mut positions = Vec::new();
+    for &h in hooks {
+        write(written, h);
+        written = h;
+        positions.push(recorded(agent, path));
+    }
+    write(written, lines.len());
+    positions
+}
+
+/// Three `claude -p` prompts (the second and third with `--resume`), as
+/// Claude Code 2.1.197 wrote them; long texts shortened.
+const CLAUDE_2_1_197: &str = include_str!("testdata/claude-code-2.1.197.jsonl");
+/// Its lines when each prompt's `UserPromptSubmit` hook ran (copies the
+/// hook took in that recording): no file yet, then each prompt's enqueue
+/// and dequeue already written.
+const CLAUDE_HOOKS: [usize; 3] = [0, 9, 15];
+/// Where each turn's entries begin: its prompt's enqueue.
+const CLAUDE_TURNS: [usize; 3] = [0, 7, 13];
+const CLAUDE_PROMPTS: [&str; 3] = ["secret prompt one", "second SECRET2", "third SECRET3"];
+
+#[test]
+fn a_claude_code_fork_keeps_no_text_of_the_rewound_prompt() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir
+        .path()
+        .join("85c0eec7-97d7-4986-9b65-04851a8b663f.jsonl");
+    let recorded_lines: Vec<&str> = CLAUDE_2_1_197.lines().collect();
+    let positions = replay(&path, "claude-code", &recorded_lines, &CLAUDE_HOOKS);
+    let all = lines(&path);
+    for n in [2usize, 3] {
+        let p = path.to_str().unwrap();
+        let r = fork(&turn(n as i64, "claude-code", p, &positions[n - 1]), false);
+        assert_eq!(r.skipped, None, "{r:?}");
+        let text = fs::read_to_string(r.path.unwrap()).unwrap();
+        for later in &CLAUDE_PROMPTS[n - 1..] {
+            assert!(!text.contains(later), "turn {n}'s fork holds {later:?}");
+        }
+        let forked: Vec<Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(
+            forked.len(),
+            CLAUDE_TURNS[n - 1],
+            "the entries before turn {n} began"
+        );
+        for (f, o) in forked.iter().zip(&all) {
+            let mut back = f.clone();
+            back["sessionId"] = o["sessionId"].clone();
+            assert_eq!(&back, o);
+        }
+    }
+}
+
+#[test]
+fn a_prompt_queued_while_the_turn_before_ran_is_left_out_of_the_fork() {
+    // Typed while turn 2 ran: Claude Code enqueues it among turn 2's
+    // entries, and only its dequeue comes just before its own prompt.
+    let mut recorded_lines: Vec<&str> = CLAUDE_2_1_197.lines().collect();
+    let enqueue = recorded_lines.remove(CLAUDE_TURNS[2]);
+    assert!(enqueue.contains("\"enqueue\""), "{enqueue}");
+    recorded_lines.insert(10, enqueue);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.jsonl");
+    let positions = replay(&path, "claude-code", &recorded_lines, &CLAUDE_HOOKS);
+    let r = fork(
+        &turn(3, "claude-code", path.to_str().unwrap(), &positions[2]),
+        false,
+    );
+    assert_eq!(r.skipped, None, "{r:?}");
+    let text = fs::read_to_string(r.path.unwrap()).unwrap();
+    assert!(!text.contains(CLAUDE_PROMPTS[2]), "{text}");
+    // The earlier prompts' queue entries stay; only the moved one is gone.
+    let all = lines(&path);
+    let expect: Vec<&Value> = all[..14]
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != 10)
+        .map(|(_, e)| e)
+        .collect();
+    let forked: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(forked.len(), expect.len());
+    for (f, o) in forked.iter().zip(expect) {
+        assert_eq!(f["type"], o["type"]);
+        assert_eq!(f.get("content"), o.get("content"));
+        assert_eq!(f.get("uuid"), o.get("uuid"));
+    }
+}
+
+/// A `codex exec` prompt and two `codex exec resume` prompts, as Codex
+/// 0.171.0 wrote them; long texts shortened.
+const CODEX_0_171: &str = include_str!("testdata/codex-0.171.0.jsonl");
+const CODEX_SESSION: &str = "01a235ac-6a63-7e31-b973-750a2901b01f";
+/// Its lines when each prompt's hook ran: after the turn's `task_started`
+/// and `turn_context` (a fourth prompt's hook in the same recording saw
+/// exactly that).
+const CODEX_HOOKS: [usize; 3] = [7, 17, 27];
+/// The same, had the hook run before the turn wrote anything.
+const CODEX_HOOKS_EARLY: [usize; 3] = [1, 14, 24];
+/// Where each turn's lines begin: its `task_started`.
+const CODEX_TURNS: [usize; 3] = [1, 15, 25];
+
+fn codex_fork(hooks: &[usize], n: usize) -> (tempfile::TempDir, Report, Vec<Value>) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir
+        .path()
+        .join(format!("rollout-2026-12-02T07-33-41-{CODEX_SESSION}.jsonl"));
+    let recorded_lines: Vec<&str> = CODEX_0_171.lines().collect();
+    let positions = replay(&path, "codex", &recorded_lines, hooks);
+    let t = TurnConversation {
+        turn: n as i64,
+        agent: Some("codex"),
+        session: Some(CODEX_SESSION),
+        transcript: path.to_str(),
+        position: Some(&positions[n - 1]),
+    };
+    let r = fork(&t, false);
+    assert_eq!(r.skipped, None, "{r:?}");
+    let forked = lines(Path::new(r.path.as_ref().unwrap()));
+    (dir, r, forked)
+}
+
+#[test]
+fn a_codex_fork_ends_before_the_rewound_turn_began() {
+    for hooks in [CODEX_HOOKS, CODEX_HOOKS_EARLY] {
+        for n in [2usize, 3] {
+            let (dir, _, forked) = codex_fork(&hooks, n);
+            let all = lines(
+                &dir.path()
+                    .join(format!("rollout-2026-12-02T07-33-41-{CODEX_SESSION}.jsonl")),
+            );
+            assert_eq!(
+                forked.len(),
+                CODEX_TURNS[n - 1],
+                "hooks at {hooks:?}, turn {n}"
+            );
+            assert_eq!(&forked[1..], &all[1..forked.len()]);
+            let last_turn = forked
+                .iter()
+                .rev()
+                .find(|e| {
+                    e["payload"]["type"] == "task_started"
+                        || e["payload"]["type"] == "task_complete"
+                })
+                .unwrap();
+            assert_eq!(
+                last_turn["payload"]["type"], "task_complete",
+                "no turn left open"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_codex_fork_names_itself_in_session_id_as_codex_own_fork_does() {
+    let (_dir, r, forked) = codex_fork(&CODEX_HOOKS, 3);
+    let new = r.forked_session.unwrap();
+    let meta = &forked[0]["payload"];
+    assert_eq!(meta["id"], new.as_str());
+    assert_eq!(
+        meta["session_id"],
+        new.as_str(),
+        "the id resumed hooks send"
+    );
+    assert_eq!(meta["forked_from_id"], CODEX_SESSION);
+    let original: Value = serde_json::from_str(CODEX_0_171.lines().next().unwrap()).unwrap();
+    let original = original["payload"].as_object().unwrap();
+    let meta = meta.as_object().unwrap();
+    for (k, v) in original {
+        if k != "id" && k != "session_id" {
+            assert_eq!(&meta[k], v, "{k} copied through");
+        }
+    }
+    let keys: Vec<&str> = meta.keys().map(String::as_str).collect();
+    let want: Vec<&str> = original
+        .keys()
+        .map(String::as_str)
+        .chain(["forked_from_id"])
+        .collect();
+    assert_eq!(keys, want, "keys keep their order");
+}
+
+#[test]
+fn a_codex_0_171_rollout_forks_as_a_full_copy() {
+    // World state, token usage records, settings events and `ordinal`s
+    // are copied byte for byte: a prefix of the original, which Codex
+    // 0.171.0 resumes (`codex exec resume` on such a fork ran its turn).
+    let (dir, r, forked) = codex_fork(&CODEX_HOOKS, 3);
+    let original = fs::read_to_string(
+        dir.path()
+            .join(format!("rollout-2026-12-02T07-33-41-{CODEX_SESSION}.jsonl")),
+    )
+    .unwrap();
+    let copy = fs::read_to_string(r.path.unwrap()).unwrap();
+    let (_, rest) = copy.split_once('\n').unwrap();
+    let (_, original_rest) = original.split_once('\n').unwrap();
+    assert!(
+        original_rest.starts_with(rest),
+        "every line but the first is the original's"
+    );
+    for kind in ["world_state", "token_usage_record", "turn_context"] {
+        assert!(forked.iter().any(|e| e["type"] == kind), "{kind}");
+    }
+    assert!(forked
+        .iter()
+        .any(|e| e["payload"]["type"] == "thread_settings_applied"));
+    let ordinals: Vec<u64> = forked
+        .iter()
+        .map(|e| e["ordinal"].as_u64().unwrap())
+        .collect();
+    assert_eq!(ordinals, (0..forked.len() as u64).collect::<Vec<_>>());
+    assert_eq!(forked[0]["payload"]["history_mode"], "paginated");
+    assert_eq!(
+        adapter("codex").unwrap().detect(&forked).unwrap(),
+        "0.171.0"
+    );
+}
+
+/// Two `gemini -p` prompts (the second with `--resume`), each writing a
+/// file through a tool, as Gemini CLI 0.61.0 recorded them: each message
+/// then a `$set` of `lastUpdated`; the reply appended again with its tool
+/// calls; the tool's result a `user` message holding a `functionResponse`.
+const GEMINI_0_61: &str = include_str!("testdata/gemini-cli-0.61.0.jsonl");
+/// Its lines when each prompt's `BeforeAgent` hook ran (copies the hook
+/// took in that recording): the prompt not yet written.
+const GEMINI_HOOKS: [usize; 2] = [2, 13];
+/// Turn 1's tool result.
+const GEMINI_RESULT: usize = 7;
+
+#[test]
+fn a_gemini_tool_result_is_no_prompt() {
+    let recorded_lines: Vec<&str> = GEMINI_0_61.lines().collect();
+    assert!(recorded_lines[GEMINI_RESULT].contains("functionResponse"));
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("session-2026-12-02T08-17-4f3bdd6e.jsonl");
+    // The result's `$set` not complete yet: the position ends after the
+    // result, which is turn 1's, not before it as before a prompt.
+    let upto = |n: usize| {
+        recorded_lines[..n]
+            .iter()
+            .map(|l| format!("{l}\n"))
+            .collect::<String>()
+    };
+    let through_result = upto(GEMINI_RESULT + 1);
+    fs::write(&path, format!("{through_result}{{\"$set\":{{\"lastUp")).unwrap();
+    let p = position(adapter("gemini").unwrap(), &path).unwrap();
+    assert_eq!(
+        (p.bytes, p.last.as_deref()),
+        (
+            through_result.len() as u64,
+            Some("ba2e66cf-45a8-4092-9461-ed467d86a8b4")
+        )
+    );
+
+    // A position recorded before turn 1's result: turn 2's fork still ends
+    // before turn 2's prompt, not before the result.
+    fs::write(&path, upto(GEMINI_RESULT)).unwrap();
+    let before_result = recorded("gemini", &path);
+    fs::write(&path, upto(recorded_lines.len())).unwrap();
+    let all = lines(&path);
+    for pos in [before_result, replay_positions(&recorded_lines)[1].clone()] {
+        let r = fork(&turn(2, "gemini", path.to_str().unwrap(), &pos), false);
+        assert_eq!(r.skipped, None, "{r:?}");
+        let new = r.forked_session.unwrap();
+        let forked = lines(Path::new(&r.path.unwrap()));
+        assert_eq!(forked.len(), GEMINI_HOOKS[1], "{pos}");
+        for (f, o) in forked.iter().zip(&all).skip(1) {
+            let mut back = f.clone();
+            // The resumed session's `$set` of its id names the fork.
+            if let Some(id) = back.pointer_mut("/$set/sessionId") {
+                assert_eq!(*id, new.as_str());
+                *id = o["$set"]["sessionId"].clone();
+            }
+            assert_eq!(&back, o);
+        }
+    }
+}
+
+/// The positions Gemini's hooks recorded, from a replay of its lines.
+fn replay_positions(recorded_lines: &[&str]) -> Vec<String> {
+    let dir = tempfile::tempdir().unwrap();
+    replay(
+        &dir.path().join("s.jsonl"),
+        "gemini",
+        recorded_lines,
+        &GEMINI_HOOKS,
+    )
+}
