@@ -461,6 +461,14 @@ fn claude_code_rewind_forks_the_conversation_before_the_turn() {
         shown.contains("conversation before the prompt: {\"bytes\":"),
         "{shown}"
     );
+    // An object in JSON, not JSON inside a string.
+    let (show, _) = w.json(&["show", "2"]);
+    assert!(
+        show["turn"]["info"]["conversation"]["bytes"].is_u64(),
+        "{show}"
+    );
+    let (log, _) = w.json(&["log"]);
+    assert!(log["turns"][1]["conversation"].is_object(), "{log}");
 
     let (plan, _) = w.json(&["rewind", "3", "--conversation", "--dry-run"]);
     assert_eq!(plan["outcome"], "dry_run");

@@ -334,9 +334,27 @@ pub struct TurnInfo {
     #[serde(default)]
     pub ledger_entries: u64,
     /// Where the conversation stood just before the turn's prompt (the
-    /// client's session adapter's JSON).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub conversation: Option<String>,
+    /// client's session adapter's JSON object).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "json_or_json_text"
+    )]
+    pub conversation: Option<serde_json::Value>,
+}
+
+/// A JSON value, or a string holding one, as earlier daemons sent it.
+fn json_or_json_text<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<serde_json::Value>, D::Error> {
+    Ok(
+        Option::<serde_json::Value>::deserialize(d)?.map(|v| match v {
+            serde_json::Value::String(s) => {
+                serde_json::from_str(&s).unwrap_or(serde_json::Value::String(s))
+            }
+            v => v,
+        }),
+    )
 }
 
 /// One path a turn touched.

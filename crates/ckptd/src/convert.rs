@@ -63,7 +63,10 @@ pub fn turn_info(t: &core::TurnInfo) -> proto::TurnInfo {
             skipped: t.counts.skipped,
         },
         ledger_entries: t.ledger_entries,
-        conversation: t.meta.conversation.clone(),
+        // Stored as the adapter's JSON text; shown as the object it is.
+        conversation: t.meta.conversation.as_deref().map(|c| {
+            serde_json::from_str(c).unwrap_or_else(|_| serde_json::Value::String(c.to_string()))
+        }),
     }
 }
 

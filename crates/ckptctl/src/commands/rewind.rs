@@ -106,12 +106,13 @@ fn conversation_of(ctx: &Ctx, r: &RewindReply) -> conversation::Report {
     let Some(info) = turns.iter().find(|t| t.id == r.turn) else {
         return conversation::Report::skipped(format!("turn {} is not in the log", r.turn));
     };
+    let position = info.conversation.as_ref().map(|c| c.to_string());
     let t = TurnConversation {
         turn: info.id,
         agent: info.agent.as_deref(),
         session: info.session.as_deref(),
         transcript: info.transcript.as_deref(),
-        position: info.conversation.as_deref(),
+        position: position.as_deref(),
     };
     let mut report = if r.redo {
         conversation::resume_original(&t)
