@@ -82,6 +82,15 @@ pub fn status(s: TurnStatus) -> &'static str {
     }
 }
 
+/// `1 path`, `2 paths`, `1 entry`, `3 entries`.
+pub fn count(n: u64, noun: &str) -> String {
+    match (n, noun.strip_suffix('y')) {
+        (1, _) => format!("1 {noun}"),
+        (n, Some(stem)) => format!("{n} {stem}ies"),
+        (n, None) => format!("{n} {noun}s"),
+    }
+}
+
 pub fn counts(c: &Counts) -> String {
     let mut s = format!("+{} ~{} -{}", c.added, c.modified, c.deleted);
     if c.skipped > 0 {

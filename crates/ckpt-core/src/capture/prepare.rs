@@ -253,8 +253,9 @@ fn read_one(root: &Root, seen: Seen, max_size: u64) -> (Captured, Option<Stat>) 
             Err(e) => skipped(format!("unreadable link: {e}")),
         },
         StatKind::File if stat.size > max_size => skipped(format!(
-            "larger than the {} byte cap ({} bytes)",
-            max_size, stat.size
+            "larger than the {} cap ({})",
+            mib(max_size),
+            mib(stat.size)
         )),
         StatKind::File => match root.read_file(&out.path) {
             Ok((data, st)) => {
@@ -271,6 +272,16 @@ fn read_one(root: &Root, seen: Seen, max_size: u64) -> (Captured, Option<Stat>) 
     };
     out.new = Some((state, stat));
     (out, None)
+}
+
+/// `16 MiB`, `16.2 MiB`: sizes in a skip reason as people read them.
+fn mib(n: u64) -> String {
+    let m = n as f64 / f64::from(1 << 20);
+    if n.is_multiple_of(1 << 20) {
+        format!("{m} MiB")
+    } else {
+        format!("{m:.1} MiB")
+    }
 }
 
 #[cfg(test)]

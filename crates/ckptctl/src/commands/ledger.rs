@@ -353,7 +353,10 @@ const BUCKETS: &[&str] = &[
 /// A table per bucket, for a pull-request description.
 pub fn markdown(entries: &[LedgerEntry]) -> String {
     let cell = |s: &str| s.replace('|', "\\|").replace(['\n', '\r'], " ");
-    let mut out = format!("## Slop ledger ({} entries)\n", entries.len());
+    let mut out = format!(
+        "## Slop ledger ({})\n",
+        output::count(entries.len() as u64, "entry")
+    );
     let rank = |b: &str| {
         BUCKETS
             .iter()
@@ -416,8 +419,9 @@ fn import(ctx: &Ctx, file: &Path) -> anyhow::Result<u8> {
         output::json(&serde_json::json!({ "added": r.added, "skipped": r.skipped }))?;
     } else if !ctx.g.quiet {
         println!(
-            "imported {} entries; skipped {} already in the ledger",
-            r.added, r.skipped
+            "imported {}; skipped {} already in the ledger",
+            output::count(r.added as u64, "entry"),
+            r.skipped
         );
     }
     Ok(0)

@@ -34,10 +34,10 @@ pub fn health(h: Health) -> &'static str {
 /// Two lines or so per project, shared with `status`.
 pub fn print_project(p: &ProjectInfo) {
     let mut line = format!(
-        "{}  {}  {} entries  {} stored",
+        "{}  {}  {}  {} stored",
         p.root,
         health(p.health),
-        p.entries,
+        output::count(p.entries, "entry"),
         output::bytes(p.store_bytes)
     );
     if let Some(t) = p.open_turn {

@@ -42,9 +42,9 @@ pub fn run(ctx: &Ctx, dir: Option<&Path>) -> anyhow::Result<u8> {
             println!("already watching {}", w.project);
         } else {
             println!(
-                "watching {}: {} entries, {} hashed in {:.1}s",
+                "watching {}: {}, {} hashed in {:.1}s",
                 w.project,
-                w.scan.entries,
+                output::count(w.scan.entries, "entry"),
                 output::bytes(w.scan.bytes_hashed),
                 w.elapsed_ms as f64 / 1000.0
             );

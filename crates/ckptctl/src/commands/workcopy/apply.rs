@@ -51,9 +51,10 @@ pub fn apply_cmd(ctx: &Ctx, store: &Store, wc: WorkCopy) -> anyhow::Result<u8> {
                 eprintln!("  conflict: {}", c.path);
             }
             eprintln!(
-                "ckptctl: apply refused: {} paths changed in the original since the base \
+                "ckptctl: apply refused: {} changed in the original since the base \
                  (`ckptctl workcopy preview {}`); nothing was written",
-                p.conflicts, wc.name
+                output::count(p.conflicts as u64, "path"),
+                wc.name
             );
         }
         return Ok(EXIT_CONFLICTS);
@@ -70,8 +71,8 @@ pub fn apply_cmd(ctx: &Ctx, store: &Store, wc: WorkCopy) -> anyhow::Result<u8> {
                 }
             }
             eprintln!(
-                "ckptctl: apply refused: {} symlinks in the copy leave the tree; nothing was written",
-                p.leaving_symlinks
+                "ckptctl: apply refused: {} in the copy leaving the tree; nothing was written",
+                output::count(p.leaving_symlinks as u64, "symlink")
             );
         }
         return Ok(EXIT_CONFLICTS);
@@ -249,8 +250,8 @@ pub fn commit_cmd(
         output::json(&serde_json::json!({ "workcopy": wc.name, "commit": c }))?;
     } else if !ctx.g.quiet {
         println!(
-            "committed {} paths in {} as {}",
-            c.paths.len(),
+            "committed {} in {} as {}",
+            output::count(c.paths.len() as u64, "path"),
             wc.original.display(),
             c.commit.as_deref().unwrap_or("?")
         );

@@ -104,14 +104,14 @@ fn create_cmd(ctx: &Ctx, store: &Store, opts: create::Options) -> anyhow::Result
             wc.copy.display()
         );
         println!(
-            "base {}{}, fingerprint {}; watched ({} entries)",
+            "base {}{}, fingerprint {}; watched ({})",
             wc.base.as_str(),
             wc.base_commit
                 .as_deref()
                 .map(|c| format!(" {}", &c[..c.len().min(12)]))
                 .unwrap_or_default(),
             &wc.base_fingerprint[..16],
-            watched.scan.entries
+            output::count(watched.scan.entries, "entry")
         );
         if !wc.left_out.is_empty() {
             println!("not copied, as ckpt does not capture them:");
@@ -178,9 +178,9 @@ fn status(ctx: &Ctx, store: &Store, wc: &WorkCopy) -> anyhow::Result<u8> {
             wc.original.display()
         );
         println!(
-            "copy {}: {} paths changed",
+            "copy {}: {} changed",
             wc.copy.display(),
-            p.changes.len()
+            output::count(p.changes.len() as u64, "path")
         );
         let as_copy = p.count(Original::AsCopy);
         if p.original_matches_base() {
@@ -202,8 +202,8 @@ fn status(ctx: &Ctx, store: &Store, wc: &WorkCopy) -> anyhow::Result<u8> {
         if let Some(a) = &wc.apply {
             let turn = apply::applied_turn(wc);
             println!(
-                "applied as turn {turn} in the original ({} paths)",
-                a.paths.len()
+                "applied as turn {turn} in the original ({})",
+                output::count(a.paths.len() as u64, "path")
             );
             if rewound {
                 println!("that turn was rewound since: `ckptctl redo` there brings it back, `ckptctl workcopy apply` applies again");
@@ -310,9 +310,9 @@ fn preview_cmd(ctx: &Ctx, store: &Store, wc: &WorkCopy) -> anyhow::Result<u8> {
         output::json(&json!({ "workcopy": wc.name, "original": wc.original, "preview": p }))?;
     } else if !ctx.g.quiet {
         println!(
-            "applying '{}' would change {} paths in {}:",
+            "applying '{}' would change {} in {}:",
             wc.name,
-            p.changes.len(),
+            output::count(p.changes.len() as u64, "path"),
             wc.original.display()
         );
         for c in &p.changes {
@@ -341,14 +341,14 @@ fn preview_cmd(ctx: &Ctx, store: &Store, wc: &WorkCopy) -> anyhow::Result<u8> {
     if !ctx.g.json {
         if p.leaving_symlinks > 0 {
             eprintln!(
-                "ckptctl: {} symlinks leave the tree: apply refuses them",
-                p.leaving_symlinks
+                "ckptctl: {} leaving the tree: apply refuses them",
+                output::count(p.leaving_symlinks as u64, "symlink")
             );
         }
         if p.conflicts > 0 {
             eprintln!(
-                "ckptctl: {} conflicts: the original changed those paths since the base",
-                p.conflicts
+                "ckptctl: {}: the original changed those paths since the base",
+                output::count(p.conflicts as u64, "conflict")
             );
         }
     }
@@ -417,9 +417,9 @@ fn export_cmd(ctx: &Ctx, store: &Store, wc: &WorkCopy, out: &Path) -> anyhow::Re
         output::json(&json!({ "out": out, "manifest": m }))?;
     } else if !ctx.g.quiet {
         println!(
-            "exported work copy '{}' ({} paths) to {}",
+            "exported work copy '{}' ({}) to {}",
             wc.name,
-            m.paths.len(),
+            output::count(m.paths.len() as u64, "path"),
             out.display()
         );
         println!("result fingerprint {}", m.result_fingerprint);
