@@ -232,6 +232,29 @@ fn overlapping_edits_are_left_or_marked_and_a_binary_is_not_mergeable() {
     assert_eq!(std::fs::read(proj.join("img.bin")).unwrap(), b"\0\x01user");
 }
 
+/// A side whose last line has no newline: the conflict marker after it is
+/// a line of its own (git merge-file writes "last\n>>>>>>> theirs"), and
+/// `redo` puts back the file the merge replaced.
+#[test]
+fn conflict_markers_stay_lines_of_their_own_when_a_side_lacks_a_final_newline() {
+    let env = Env::new();
+    let _d = env.start_daemon();
+    let proj = env.git_repo("p", &[("f.txt", b"a\nlast")]);
+    env.ctl_ok(&proj, &["watch"]);
+    env.ctl_ok(&proj, &["turn-start"]);
+    sh(&proj, "printf 'a\\nagent\\n' > f.txt");
+    env.ctl_ok(&proj, &["turn-end"]);
+    sh(&proj, "printf 'a\\nuser\\n' > f.txt");
+    let out = env.ctl_json(&proj, &["rewind", "1", "--merge=markers"]);
+    assert_eq!(out["merged"][0]["outcome"], "markers", "{out}");
+    assert_eq!(
+        read(&proj, "f.txt"),
+        "a\n<<<<<<< ours\nuser\n||||||| original\nagent\n=======\nlast\n>>>>>>> theirs\n"
+    );
+    env.ctl_ok(&proj, &["redo"]);
+    assert_eq!(read(&proj, "f.txt"), "a\nuser\n");
+}
+
 /// Tool windows narrow attribution: a change inside exactly one session's
 /// tool call is that session's alone; outside any, or inside two sessions'
 /// at once, it is shared. The pre/post-tool hooks drive the same calls.
