@@ -121,6 +121,7 @@ pub(crate) fn plan(
         skipped,
         blocked,
         merged: Vec::new(),
+        continued: Vec::new(),
     })
 }
 
