@@ -477,11 +477,6 @@ fn mcp_rewind_inside_the_agents_own_turn_keeps_recording_the_rest_of_the_prompt(
     let done = mcp.call_ok("rewind", json!({ "turn": 1, "confirm": true }));
     assert_eq!(done["outcome"], "applied", "{done}");
     assert_eq!(done["turns"], json!([1, 2]), "{done}");
-    assert_eq!(
-        done["continued"],
-        json!([{ "ended": 2, "session": "s1", "opened": 3 }]),
-        "{done}"
-    );
     assert_eq!(std::fs::read(proj.join("a.txt")).unwrap(), b"a0\n");
     assert_eq!(std::fs::read(proj.join("b.txt")).unwrap(), b"b0\n");
 
@@ -489,6 +484,11 @@ fn mcp_rewind_inside_the_agents_own_turn_keeps_recording_the_rest_of_the_prompt(
     std::fs::write(proj.join("a.txt"), "another way\n").unwrap();
     std::fs::write(proj.join("c.txt"), "c\n").unwrap();
     hook("turn-end", "Stop", "");
+    assert_eq!(
+        done["continued"],
+        json!([{ "ended": 2, "session": "s1", "opened": 3 }]),
+        "{done}"
+    );
     let three = env.ctl_json(&proj, &["show", "3"]);
     let info = &three["turn"]["info"];
     assert_eq!(

@@ -342,6 +342,7 @@ fn a_dry_run_or_a_refused_rewind_leaves_the_sessions_turn_open() {
     let t2 = start(&env, &proj, "A");
     sh(&proj, "echo two > b.txt");
     let dry = env.ctl_json(&proj, &["rewind", &t1.to_string(), "--dry-run"]);
+    assert_eq!(statuses(&env, &proj)[1], (t2, "open".to_string()));
     assert_eq!(dry["outcome"], "dry_run", "{dry}");
     assert_eq!(dry["turns"], serde_json::json!([t1, t2]), "{dry}");
     let would = serde_json::json!([{ "ended": t2, "session": "A", "opened": null }]);
@@ -353,7 +354,6 @@ fn a_dry_run_or_a_refused_rewind_leaves_the_sessions_turn_open() {
         )),
         "{text}"
     );
-    assert_eq!(statuses(&env, &proj)[1], (t2, "open".to_string()));
 
     // Another session changes a.txt: the rewind is refused, and changes no
     // turn.
