@@ -321,3 +321,44 @@ fn turn_boundaries_leave_the_project_untouched() {
     let ended = env.ctl_json(&proj, &["turn-end"]);
     assert_eq!(ended["turn"]["entries"][0]["path"], "a.txt");
 }
+
+/// The paths a `turn-end --json` reply recorded.
+fn ended_paths(doc: &serde_json::Value) -> Vec<String> {
+    doc["turn"]["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["path"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// Two names for one file inside the project: a write through one changes
+/// both, though inotify reports only the name written to. The turn records
+/// both and the rewind restores both, whether the link was there when the
+/// project was watched or made since (and written through its new name).
+#[test]
+fn a_write_through_one_hard_link_is_recorded_and_rewound_under_every_name() {
+    let env = Env::new();
+    let _d = env.start_daemon();
+    let proj = env.git_repo("p", &[("a", b"one\n")]);
+    sh(&proj, "ln a b");
+    env.ctl_ok(&proj, &["watch"]);
+    env.ctl_ok(&proj, &["turn-start"]);
+    sh(&proj, "echo two >> a");
+    let ended = env.ctl_json(&proj, &["turn-end"]);
+    assert_eq!(ended_paths(&ended), ["a", "b"], "{ended}");
+    env.ctl_ok(&proj, &["rewind", "1"]);
+    for name in ["a", "b"] {
+        assert_eq!(std::fs::read(proj.join(name)).unwrap(), b"one\n", "{name}");
+    }
+
+    sh(&proj, "echo c > c && mkdir d && ln c d/c2");
+    env.ctl_ok(&proj, &["turn-start"]);
+    sh(&proj, "echo more >> d/c2");
+    let ended = env.ctl_json(&proj, &["turn-end"]);
+    assert_eq!(ended_paths(&ended), ["c", "d/c2"], "{ended}");
+    env.ctl_ok(&proj, &["rewind", "2"]);
+    for name in ["c", "d/c2"] {
+        assert_eq!(std::fs::read(proj.join(name)).unwrap(), b"c\n", "{name}");
+    }
+}

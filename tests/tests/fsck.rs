@@ -184,3 +184,26 @@ fn fsck_runs_while_the_daemon_captures() {
         "{doc}"
     );
 }
+
+/// Several agents in one folder each keep a turn open: that is the normal
+/// state of sessions, not damage.
+#[test]
+fn fsck_passes_while_two_sessions_each_have_a_turn_open() {
+    let env = Env::new();
+    let _d = env.start_daemon();
+    let proj = env.git_repo("app", &[("a.txt", b"a\n")]);
+    env.ctl_ok(&proj, &["watch"]);
+    env.ctl_ok(&proj, &["turn-start", "--session", "A"]);
+    env.ctl_ok(&proj, &["turn-start", "--session", "B"]);
+    sh(&proj, "echo both >> a.txt");
+    let doc = env.ctl_json(&proj, &["fsck"]);
+    assert_eq!(doc["ok"], true, "{doc}");
+    assert_eq!(doc["problems"].as_array().unwrap().len(), 0, "{doc}");
+    let open = env.ctl_json(&proj, &["log", "--json"])["turns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["status"] == "open")
+        .count();
+    assert_eq!(open, 2, "both sessions' turns are open");
+}

@@ -441,3 +441,81 @@ fn mcp_rewind_forks_the_conversation_when_asked() {
     let redo = mcp.call_ok("redo", json!({ "confirm": true }));
     assert!(redo.get("conversation").is_none(), "{redo}");
 }
+
+/// Claude Code calls the `rewind` tool, confirmed, while its own turn is
+/// open: the turns asked for are undone, this one's edits so far included,
+/// and the session keeps an open turn for the rest of the prompt (same
+/// session, agent and label), so later edits are recorded and rewindable
+/// and the `Stop` hook's turn-end closes it.
+#[test]
+fn mcp_rewind_inside_the_agents_own_turn_keeps_recording_the_rest_of_the_prompt() {
+    let env = Env::new();
+    let proj = env.dir("app");
+    std::fs::write(proj.join("a.txt"), "a0\n").unwrap();
+    std::fs::write(proj.join("b.txt"), "b0\n").unwrap();
+    let _daemon = env.start_daemon();
+    env.ctl_ok(&proj, &["watch"]);
+    let hook = |cmd: &str, event: &str, prompt: &str| {
+        let payload = json!({"session_id": "s1", "cwd": proj, "hook_event_name": event,
+                             "prompt": prompt});
+        let out = run_with_input(
+            &mut env.ctl_cmd(&proj, &[cmd, "--from-hook=claude-code"]),
+            Some(payload.to_string().as_bytes()),
+        );
+        assert!(out.status.success(), "{out:?}");
+        assert_eq!(out.stderr, "", "the {event} hook failed: {out:?}");
+    };
+    hook("turn-start", "UserPromptSubmit", "first");
+    std::fs::write(proj.join("a.txt"), "a1\n").unwrap();
+    hook("turn-end", "Stop", "");
+    let prompt = "undo all that, then do it another way";
+    hook("turn-start", "UserPromptSubmit", prompt);
+    std::fs::write(proj.join("b.txt"), "b2\n").unwrap();
+
+    let mut mcp = Mcp::start(&env, &proj, &proj);
+    mcp.initialize();
+    let done = mcp.call_ok("rewind", json!({ "turn": 1, "confirm": true }));
+    assert_eq!(done["outcome"], "applied", "{done}");
+    assert_eq!(done["turns"], json!([1, 2]), "{done}");
+    assert_eq!(std::fs::read(proj.join("a.txt")).unwrap(), b"a0\n");
+    assert_eq!(std::fs::read(proj.join("b.txt")).unwrap(), b"b0\n");
+
+    // The rest of the prompt, then the Stop hook.
+    std::fs::write(proj.join("a.txt"), "another way\n").unwrap();
+    std::fs::write(proj.join("c.txt"), "c\n").unwrap();
+    hook("turn-end", "Stop", "");
+    assert_eq!(
+        done["continued"],
+        json!([{ "ended": 2, "session": "s1", "opened": 3 }]),
+        "{done}"
+    );
+    let three = env.ctl_json(&proj, &["show", "3"]);
+    let info = &three["turn"]["info"];
+    assert_eq!(
+        (
+            &info["status"],
+            &info["session"],
+            &info["agent"],
+            &info["label"]
+        ),
+        (
+            &json!("closed"),
+            &json!("s1"),
+            &json!("claude-code"),
+            &json!(prompt)
+        ),
+        "{three}"
+    );
+    let paths: Vec<&str> = three["turn"]["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(paths, ["a.txt", "c.txt"], "{three}");
+    let blame = env.ctl_json(&proj, &["blame", "a.txt"]);
+    assert_eq!(blame["lines"][0]["turn"], 3, "{blame}");
+    env.ctl_ok(&proj, &["rewind", "3"]);
+    assert_eq!(std::fs::read(proj.join("a.txt")).unwrap(), b"a0\n");
+    assert!(!proj.join("c.txt").exists());
+}

@@ -376,3 +376,78 @@ fn replies_larger_than_any_request_still_arrive() {
     );
     assert_same_tree("redone", &after, &snapshot_work(&proj));
 }
+
+/// 17,000,000 bytes of `x`: over the 16 MiB size cap, so never captured.
+const BIG: usize = 17_000_000;
+
+fn is_big(path: &std::path::Path) -> bool {
+    let data = std::fs::read(path).unwrap();
+    data.len() == BIG && data.iter().all(|&b| b == b'x')
+}
+
+/// A file over the size cap holds content ckpt never captured: a rewind
+/// leaves it and says so, even forced (overwritten, it could never be
+/// given back), and the redo puts the tree back exactly.
+#[test]
+fn a_forced_rewind_never_overwrites_content_ckpt_could_not_capture() {
+    let env = Env::new();
+    let _d = env.start_daemon();
+    let proj = env.git_repo("p", &[("keep.txt", b"keep\n")]);
+    env.ctl_ok(&proj, &["watch"]);
+    env.ctl_ok(&proj, &["turn-start"]);
+    sh(&proj, "echo small > data.bin");
+    env.ctl_ok(&proj, &["turn-end"]);
+    env.ctl_ok(&proj, &["turn-start"]);
+    sh(
+        &proj,
+        &format!("head -c {BIG} /dev/zero | tr '\\0' x > data.bin && echo b > b.txt"),
+    );
+    env.ctl_ok(&proj, &["turn-end"]);
+
+    let out = env.ctl_json(&proj, &["rewind", "2", "--force"]);
+    assert_eq!(out["outcome"], "applied", "{out}");
+    let skipped = &out["skipped"][0];
+    assert_eq!(skipped["path"], "data.bin", "{out}");
+    assert!(
+        skipped["reason"].as_str().unwrap().contains("not captured"),
+        "{out}"
+    );
+    assert!(is_big(&proj.join("data.bin")), "the big file is left alone");
+    assert!(!proj.join("b.txt").exists());
+
+    let redo = env.ctl_json(&proj, &["redo"]);
+    assert_eq!(redo["outcome"], "applied", "{redo}");
+    assert!(is_big(&proj.join("data.bin")));
+    assert_eq!(std::fs::read(proj.join("b.txt")).unwrap(), b"b\n");
+}
+
+/// A redo that would have to overwrite content ckpt never captured (a
+/// file grown over the cap since the rewind) cannot put the tree back
+/// exactly: it is refused, force or not, and the file stays.
+#[test]
+fn a_redo_over_content_ckpt_could_not_capture_is_refused() {
+    let env = Env::new();
+    let _d = env.start_daemon();
+    let proj = env.git_repo("p", &[("keep.txt", b"keep\n")]);
+    env.ctl_ok(&proj, &["watch"]);
+    env.ctl_ok(&proj, &["turn-start"]);
+    sh(&proj, "echo small > data.bin");
+    env.ctl_ok(&proj, &["turn-end"]);
+    env.ctl_ok(&proj, &["rewind", "1"]);
+    assert!(!proj.join("data.bin").exists());
+    sh(
+        &proj,
+        &format!("head -c {BIG} /dev/zero | tr '\\0' x > data.bin"),
+    );
+    for force in [false, true] {
+        let mut args = vec!["--json", "redo"];
+        if force {
+            args.push("--force");
+        }
+        let out = env.ctl(&proj, &args);
+        assert_eq!(out.code(), 3, "{out:?}");
+        let doc = out.json();
+        assert_eq!(doc["blocked"][0]["path"], "data.bin", "{doc}");
+        assert!(is_big(&proj.join("data.bin")));
+    }
+}

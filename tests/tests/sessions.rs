@@ -232,6 +232,29 @@ fn overlapping_edits_are_left_or_marked_and_a_binary_is_not_mergeable() {
     assert_eq!(std::fs::read(proj.join("img.bin")).unwrap(), b"\0\x01user");
 }
 
+/// A side whose last line has no newline: the conflict marker after it is
+/// a line of its own (git merge-file writes "last\n>>>>>>> theirs"), and
+/// `redo` puts back the file the merge replaced.
+#[test]
+fn conflict_markers_stay_lines_of_their_own_when_a_side_lacks_a_final_newline() {
+    let env = Env::new();
+    let _d = env.start_daemon();
+    let proj = env.git_repo("p", &[("f.txt", b"a\nlast")]);
+    env.ctl_ok(&proj, &["watch"]);
+    env.ctl_ok(&proj, &["turn-start"]);
+    sh(&proj, "printf 'a\\nagent\\n' > f.txt");
+    env.ctl_ok(&proj, &["turn-end"]);
+    sh(&proj, "printf 'a\\nuser\\n' > f.txt");
+    let out = env.ctl_json(&proj, &["rewind", "1", "--merge=markers"]);
+    assert_eq!(out["merged"][0]["outcome"], "markers", "{out}");
+    assert_eq!(
+        read(&proj, "f.txt"),
+        "a\n<<<<<<< ours\nuser\n||||||| original\nagent\n=======\nlast\n>>>>>>> theirs\n"
+    );
+    env.ctl_ok(&proj, &["redo"]);
+    assert_eq!(read(&proj, "f.txt"), "a\nuser\n");
+}
+
 /// Tool windows narrow attribution: a change inside exactly one session's
 /// tool call is that session's alone; outside any, or inside two sessions'
 /// at once, it is shared. The pre/post-tool hooks drive the same calls.
@@ -286,4 +309,143 @@ fn a_tool_window_gives_a_change_to_its_session_alone() {
     );
     let status = env.ctl_json(&proj, &["hooks", "status"]);
     assert!(status.to_string().contains("tool-end"), "{status}");
+}
+
+/// The status of each turn, by id.
+fn statuses(env: &Env, proj: &Path) -> Vec<(i64, String)> {
+    let log = env.ctl_json(proj, &["log"]);
+    let mut out: Vec<(i64, String)> = log["turns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            let id = t["id"].as_i64().unwrap();
+            (id, t["status"].as_str().unwrap().to_string())
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// An agent asks what undoing an earlier turn would do, in the middle of
+/// its turn: a dry run changes nothing, not the turns either, and neither
+/// does a refused rewind; the agent's later edits stay in its turn.
+#[test]
+fn a_dry_run_or_a_refused_rewind_leaves_the_sessions_turn_open() {
+    let env = Env::new();
+    let _d = env.start_daemon();
+    let proj = env.git_repo("p", &[("a.txt", b"one\n"), ("b.txt", b"one\n")]);
+    env.ctl_ok(&proj, &["watch"]);
+    let t1 = start(&env, &proj, "A");
+    sh(&proj, "echo two > a.txt");
+    env.ctl_ok(&proj, &["turn-end", "--session", "A"]);
+    let t2 = start(&env, &proj, "A");
+    sh(&proj, "echo two > b.txt");
+    let dry = env.ctl_json(&proj, &["rewind", &t1.to_string(), "--dry-run"]);
+    assert_eq!(statuses(&env, &proj)[1], (t2, "open".to_string()));
+    assert_eq!(dry["outcome"], "dry_run", "{dry}");
+    assert_eq!(dry["turns"], serde_json::json!([t1, t2]), "{dry}");
+    let would = serde_json::json!([{ "ended": t2, "session": "A", "opened": null }]);
+    assert_eq!(dry["continued"], would, "{dry}");
+    let text = env.ctl_ok(&proj, &["rewind", &t1.to_string(), "--dry-run"]);
+    assert!(
+        text.contains(&format!(
+            "turn {t2} of session A is open: it would end here"
+        )),
+        "{text}"
+    );
+
+    // Another session changes a.txt: the rewind is refused, and changes no
+    // turn.
+    start(&env, &proj, "B");
+    sh(&proj, "echo B > a.txt");
+    env.ctl_ok(&proj, &["turn-end", "--session", "B"]);
+    let out = env.ctl(&proj, &["rewind", &t1.to_string()]);
+    assert_eq!(out.code(), 3, "{out:?}");
+    sh(&proj, "echo three > b.txt");
+    assert_eq!(statuses(&env, &proj)[1], (t2, "open".to_string()));
+    env.ctl_ok(&proj, &["turn-end", "--session", "A"]);
+    let own = |p: &str| (p.to_string(), false);
+    let both = |p: &str| (p.to_string(), true);
+    assert_eq!(entries(&env, &proj, t2), [both("a.txt"), own("b.txt")]);
+    env.ctl_ok(&proj, &["rewind", &t2.to_string(), "--path", "b.txt"]);
+    assert_eq!(read(&proj, "b.txt"), "one\n");
+    assert_eq!(read(&proj, "a.txt"), "B\n");
+}
+
+/// A rewind run from a terminal while an agent's turn is open in that
+/// session ends the turn and continues it in a new one (same session and
+/// label); a redo does the same for every open turn, and its dry run or
+/// refusal for none.
+#[test]
+fn a_rewind_or_redo_from_a_terminal_continues_the_open_turns() {
+    let env = Env::new();
+    let _d = env.start_daemon();
+    let proj = env.git_repo(
+        "p",
+        &[("a.txt", b"a0\n"), ("b.txt", b"b0\n"), ("c.txt", b"c0\n")],
+    );
+    env.ctl_ok(&proj, &["watch"]);
+    let t1 = start(&env, &proj, "A");
+    sh(&proj, "echo a1 > a.txt");
+    env.ctl_ok(&proj, &["turn-end", "--session", "A"]);
+    let t2 = start(&env, &proj, "A");
+    sh(&proj, "echo b2 > b.txt");
+
+    let text = env.ctl_ok(&proj, &["rewind", &t1.to_string()]);
+    let t3 = t2 + 1;
+    assert!(
+        text.contains(&format!(
+            "turn {t2} of session A was open: ended here, continued as turn {t3}"
+        )),
+        "{text}"
+    );
+    assert_eq!(
+        (read(&proj, "a.txt"), read(&proj, "b.txt")),
+        ("a0\n".into(), "b0\n".into())
+    );
+    sh(&proj, "echo c3 > c.txt");
+    let t4 = start(&env, &proj, "B");
+    assert_eq!(
+        statuses(&env, &proj),
+        [
+            (t1, "rewound".into()),
+            (t2, "rewound".into()),
+            (t3, "open".into()),
+            (t4, "open".into())
+        ]
+    );
+
+    // A redo's dry run and a refused redo end no turn.
+    let dry = env.ctl_json(&proj, &["redo", "--dry-run"]);
+    assert_eq!(dry["continued"].as_array().unwrap().len(), 2, "{dry}");
+    sh(&proj, "echo mine > b.txt");
+    let out = env.ctl(&proj, &["redo"]);
+    assert_eq!(out.code(), 3, "{out:?}");
+    sh(&proj, "echo b0 > b.txt");
+    assert_eq!(
+        statuses(&env, &proj)[2..],
+        [(t3, "open".into()), (t4, "open".into())]
+    );
+
+    let done = env.ctl_json(&proj, &["redo"]);
+    let (t5, t6) = (t4 + 1, t4 + 2);
+    assert_eq!(
+        done["continued"],
+        serde_json::json!([
+            { "ended": t3, "session": "A", "opened": t5 },
+            { "ended": t4, "session": "B", "opened": t6 }
+        ]),
+        "{done}"
+    );
+    assert_eq!(
+        (read(&proj, "a.txt"), read(&proj, "b.txt")),
+        ("a1\n".into(), "b2\n".into())
+    );
+    assert_eq!(entries(&env, &proj, t3), [("c.txt".to_string(), false)]);
+    let ended = env.ctl_json(&proj, &["turn-end", "--session", "A"]);
+    assert_eq!(ended["turn"]["info"]["id"], t5, "{ended}");
+    assert_eq!(ended["turn"]["info"]["label"], "A", "{ended}");
+    let ended = env.ctl_json(&proj, &["turn-end", "--session", "B"]);
+    assert_eq!(ended["turn"]["info"]["id"], t6, "{ended}");
 }

@@ -4,6 +4,7 @@
 
 #[cfg(test)]
 use std::collections::HashMap;
+use std::collections::HashSet;
 
 use rusqlite::{params, Connection, OptionalExtension, Row};
 
@@ -43,7 +44,7 @@ impl CacheRow {
     }
 }
 
-const COLS: &str = "path, kind, mode, data, size, mtime_ns, ctime_ns, ino, dev, racy";
+const COLS: &str = "path, kind, mode, data, size, mtime_ns, ctime_ns, ino, dev, racy, nlink";
 
 fn from_row(row: &Row) -> rusqlite::Result<Option<(RelPath, CacheRow)>> {
     let path: Vec<u8> = row.get(0)?;
@@ -65,6 +66,7 @@ fn from_row(row: &Row) -> rusqlite::Result<Option<(RelPath, CacheRow)>> {
         ctime_ns: row.get(6)?,
         ino: row.get::<_, i64>(7)? as u64,
         dev: row.get::<_, i64>(8)? as u64,
+        nlink: row.get::<_, i64>(10)? as u64,
     };
     let racy: bool = row.get(9)?;
     // A row that does not decode is treated as absent: it is re-captured.
@@ -183,7 +185,7 @@ pub(crate) fn put(
     let (kind, _, data, _) = state.encode();
     let racy = stat.mtime_ns >= scan_start_ns - RACY_MARGIN_NS;
     conn.prepare_cached(&format!(
-        "INSERT OR REPLACE INTO files ({COLS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"
+        "INSERT OR REPLACE INTO files ({COLS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"
     ))?
     .execute(params![
         path.as_bytes(),
@@ -195,13 +197,74 @@ pub(crate) fn put(
         stat.ctime_ns,
         stat.ino as i64,
         stat.dev as i64,
-        racy
+        racy,
+        stat.nlink as i64
     ])?;
     Ok(())
+}
+
+/// Served by the partial index `files_linked`, which holds only the rows
+/// of files with more than one link (a query names its condition whole,
+/// or SQLite does not use it).
+const LINKED: &str =
+    "SELECT path FROM files WHERE dev = ?1 AND ino = ?2 AND nlink > 1 AND kind = 1";
+
+/// The cached paths of file `(dev, ino)` recorded with more than one link.
+pub(crate) fn linked(conn: &Connection, dev: u64, ino: u64) -> Result<Vec<RelPath>> {
+    let mut stmt = conn.prepare_cached(LINKED)?;
+    let rows = stmt.query_map(params![dev as i64, ino as i64], |r| r.get::<_, Vec<u8>>(0))?;
+    let mut out = Vec::new();
+    for r in rows {
+        out.extend(RelPath::new(r?).ok());
+    }
+    Ok(out)
+}
+
+/// The cached paths of any of `inodes` (dev, ino), whatever link count
+/// they were recorded with: one scan of the whole cache, for a name that
+/// was cached before another link to it was made (`ln` reports only the
+/// new name, and the old row still says one link).
+pub(crate) fn named_inodes(
+    conn: &Connection,
+    inodes: &HashSet<(u64, u64)>,
+) -> Result<Vec<RelPath>> {
+    let mut stmt = conn.prepare("SELECT path, dev, ino FROM files WHERE kind = 1")?;
+    let rows = stmt.query_map([], |r| {
+        Ok((
+            r.get::<_, Vec<u8>>(0)?,
+            r.get::<_, i64>(1)?,
+            r.get::<_, i64>(2)?,
+        ))
+    })?;
+    let mut out = Vec::new();
+    for r in rows {
+        let (path, dev, ino) = r?;
+        if inodes.contains(&(dev as u64, ino as u64)) {
+            out.extend(RelPath::new(path).ok());
+        }
+    }
+    Ok(out)
 }
 
 pub(crate) fn remove(conn: &Connection, path: &RelPath) -> Result<()> {
     conn.prepare_cached("DELETE FROM files WHERE path = ?1")?
         .execute([path.as_bytes()])?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_other_links_lookup_uses_the_partial_index() {
+        let dir = tempfile::tempdir().unwrap();
+        let conn = crate::db::open(&dir.path().join("db")).unwrap();
+        let plan: String = conn
+            .query_row(
+                &format!("EXPLAIN QUERY PLAN {}", super::LINKED),
+                [1, 2],
+                |r| r.get(3),
+            )
+            .unwrap();
+        assert!(plan.contains("USING INDEX files_linked"), "{plan}");
+    }
 }

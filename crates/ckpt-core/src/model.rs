@@ -245,6 +245,21 @@ pub struct RewindPlan {
     /// Files `--merge` merged instead of reporting a conflict.
     #[serde(default)]
     pub merged: Vec<Merged>,
+    /// Open turns the rewind or redo ends, each continued by a new turn of
+    /// its session (opened once applied), so what the agent does next in
+    /// the same prompt is still recorded.
+    #[serde(default)]
+    pub continued: Vec<Continued>,
+}
+
+/// An open turn a rewind or redo ended, and the turn that continues it:
+/// same agent, session, label and transcript.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Continued {
+    pub ended: i64,
+    pub session: Option<String>,
+    /// `None` until applied (a dry run or a refusal ends no turn).
+    pub opened: Option<i64>,
 }
 
 impl RewindPlan {
@@ -259,7 +274,8 @@ impl RewindPlan {
 pub enum RewindOutcome {
     /// Nothing was changed: the plan, as asked.
     DryRun(RewindPlan),
-    /// Conflicts and no force: nothing was changed.
+    /// Conflicts and no force, or blocked: nothing was changed, not the
+    /// turns either.
     Refused(RewindPlan),
     /// Done; `rewind_id` names the journal record.
     Applied { rewind_id: i64, plan: RewindPlan },

@@ -1,10 +1,12 @@
 //! Turns: opening and closing them, and listing them with what they
 //! changed. Their rows are read and written through `history`.
 
+use rusqlite::Connection;
+
 use crate::cache;
 use crate::error::{Error, Result};
 use crate::history;
-use crate::model::{ChangeKind, Counts, TurnDetail, TurnEntry, TurnInfo, TurnMeta};
+use crate::model::{ChangeKind, Continued, Counts, TurnDetail, TurnEntry, TurnInfo, TurnMeta};
 use crate::project::{now_ns, Project};
 use crate::relpath::RelPath;
 use crate::state::State;
@@ -30,6 +32,24 @@ fn counts(entries: &[TurnEntry], current: impl Fn(&RelPath) -> Result<State>) ->
         }
     }
     Ok(c)
+}
+
+/// Ends each turn `continued` names (open turns a rewind or redo is about
+/// to write across: a turn never spans one) and opens the turn that
+/// continues it, with the same agent, session, label, transcript and
+/// conversation: an agent that asked for the rewind in the middle of its
+/// prompt goes on recording, and its turn-end closes the new turn. Call in
+/// the transaction that journals the rewind.
+pub(crate) fn continue_turns(tx: &Connection, continued: &mut [Continued]) -> Result<()> {
+    for c in continued {
+        let meta = history::turn(tx, c.ended)?
+            .ok_or(Error::UnknownTurn(c.ended))?
+            .meta;
+        let now = now_ns();
+        history::close_turn(tx, c.ended, now, |path| cache::state(tx, path))?;
+        c.opened = Some(history::insert_turn(tx, &meta, now)?);
+    }
+    Ok(())
 }
 
 impl Project {
@@ -129,22 +149,12 @@ impl Project {
         )
     }
 
-    /// Closes every open turn (before a redo, and when a project is no
-    /// longer watched).
+    /// Closes every open turn (when a project is no longer watched).
     pub fn close_open_turns(&mut self) -> Result<()> {
         for (turn, _) in history::open_turns(&self.conn)? {
             self.close_turn(turn)?;
         }
         Ok(())
-    }
-
-    /// Closes the open turn of `session`, if any (a rewind of that
-    /// session's turns).
-    pub(crate) fn close_open_turn_of(&mut self, session: Option<&str>) -> Result<()> {
-        match history::open_turn_of(&self.conn, session)? {
-            Some(turn) => self.close_turn(turn),
-            None => Ok(()),
-        }
     }
 
     fn close_turn(&mut self, turn: i64) -> Result<()> {

@@ -509,3 +509,28 @@ fn an_applied_redo_whose_rewind_is_not_redone_is_found() {
     );
     assert!(detail.contains("not there"), "{detail}");
 }
+
+/// At most one open turn per session: two sessions' open turns are sound,
+/// two of one session are not.
+#[test]
+fn two_open_turns_of_one_session_are_found_and_of_two_sessions_are_not() {
+    let Rich { fx, .. } = rich();
+    let c = conn(&fx);
+    let open = |session: Option<&str>| -> i64 {
+        c.execute(
+            "INSERT INTO turns (started_ns, session, status) VALUES (1, ?1, 'open')",
+            params![session],
+        )
+        .unwrap();
+        c.last_insert_rowid()
+    };
+    let a = open(Some("A"));
+    open(Some("B"));
+    open(None);
+    let r = check(&fx);
+    assert!(r.ok(), "one open turn per session: {:#?}", r.problems);
+    let a2 = open(Some("A"));
+    let r = check(&fx);
+    let detail = assert_problem(&r, FindingKind::BadTurn, &format!("turns [{a}, {a2}]"));
+    assert!(detail.contains("\"A\""), "{detail}");
+}

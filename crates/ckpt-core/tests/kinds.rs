@@ -4,7 +4,7 @@
 
 mod common;
 
-use ckpt_core::{Options, State};
+use ckpt_core::{Continued, Options, State};
 use common::*;
 
 const NON_UTF8: &[u8] = b"\xff\xfe";
@@ -258,8 +258,11 @@ fn a_fifo_is_skipped_with_a_reason_and_never_blocks_capture() {
     assert_eq!(fx.read("plain.txt"), b"plain\n");
 }
 
+/// The agent rewinds its own open turn: undone, then ended and continued
+/// by a new turn (same label), which records what follows; a redo ends and
+/// continues that one in turn.
 #[test]
-fn rewinding_an_open_turn_closes_it_first() {
+fn rewinding_an_open_turn_undoes_it_and_continues_it_in_a_new_turn() {
     let fx = Fx::new();
     fx.write("a.txt", "a0\n");
     let mut p = fx.open();
@@ -273,7 +276,21 @@ fn rewinding_an_open_turn_closes_it_first() {
     let plan = rewind(&mut p, t);
     assert_eq!(plan.actions.len(), 2, "{plan:#?}");
     assert_tree(&before, &fx.tree(), "rewind of an open turn");
-    assert!(p.open_turn().unwrap().is_none());
-    redo(&mut p);
+    let next = p.open_turn().unwrap().expect("a turn continues it");
+    let continued = |ended, opened| Continued {
+        ended,
+        session: None,
+        opened: Some(opened),
+    };
+    assert_eq!(plan.continued, [continued(t, next)]);
+    assert_eq!(p.turn_meta(next).unwrap().label.as_deref(), Some("open"));
+    let plan = redo(&mut p);
     assert_tree(&after, &fx.tree(), "redo");
+    let last = p.open_turn().unwrap().expect("a turn continues it");
+    assert_eq!(plan.continued, [continued(next, last)]);
+    fx.write("c.txt", "c\n");
+    let ended = end(&mut p);
+    assert_eq!(ended.info.id, last);
+    let paths: Vec<String> = ended.entries.iter().map(|e| e.path.to_string()).collect();
+    assert_eq!(paths, ["c.txt"]);
 }

@@ -612,6 +612,18 @@ pub struct MergedFile {
     pub content: Option<String>,
 }
 
+/// An open turn a rewind or redo ended, and the turn of the same session
+/// (agent, label, transcript) that continues it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ContinuedTurn {
+    pub ended: i64,
+    #[serde(default)]
+    pub session: Option<String>,
+    /// `None` in a dry run or a refusal: no turn was ended.
+    #[serde(default)]
+    pub opened: Option<i64>,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
@@ -643,6 +655,11 @@ pub struct RewindReply {
     /// What `--merge` did.
     #[serde(default)]
     pub merged: Vec<MergedFile>,
+    /// Open turns this ends, each continued by a new turn of its session
+    /// (`opened`, once applied): an agent's edits after a rewind it asked
+    /// for in the middle of its turn are still recorded.
+    #[serde(default)]
+    pub continued: Vec<ContinuedTurn>,
     pub elapsed_ms: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub degraded: Option<String>,

@@ -156,6 +156,14 @@ pub fn file_diff(f: &core::FileDiff) -> proto::FileDiff {
 }
 
 /// Splits a rewind outcome into (outcome, rewind id, plan).
+pub fn continued(c: &core::Continued) -> proto::ContinuedTurn {
+    proto::ContinuedTurn {
+        ended: c.ended,
+        session: c.session.clone(),
+        opened: c.opened,
+    }
+}
+
 pub fn outcome(o: &core::RewindOutcome) -> (proto::Outcome, Option<i64>, &core::RewindPlan) {
     match o {
         core::RewindOutcome::DryRun(plan) => (proto::Outcome::DryRun, None, plan),

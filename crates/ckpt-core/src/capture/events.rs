@@ -8,7 +8,7 @@ use std::path::Path;
 use rusqlite::Connection;
 
 use super::Seen;
-use crate::cache;
+use crate::cache::{self, CacheRow};
 use crate::confined::{Root, Stat, StatKind};
 use crate::db;
 use crate::error::{IoContext, Result};
@@ -39,13 +39,21 @@ impl Project {
             done: HashSet::new(),
             cached_dirs: HashSet::new(),
             work,
+            new_links: HashSet::new(),
         };
         // One read transaction for the lookups (thousands after a rewind).
         db::reading(&self.conn, || {
-            while let Some(path) = check.work.pop() {
-                check.one(path)?;
+            loop {
+                while let Some(path) = check.work.pop() {
+                    check.one(path)?;
+                }
+                if check.new_links.is_empty() {
+                    return Ok(());
+                }
+                // One scan of the cache for every new link of this call.
+                let inodes = std::mem::take(&mut check.new_links);
+                check.work = cache::named_inodes(check.conn, &inodes)?;
             }
-            Ok(())
         })?;
         let PathCheck {
             seen, mut report, ..
@@ -75,6 +83,9 @@ struct PathCheck<'a> {
     cached_dirs: HashSet<RelPath>,
     /// Paths still to check.
     work: Vec<RelPath>,
+    /// Files (dev, ino) that gained a cached name with more than one link:
+    /// their names cached before that are looked for by a scan.
+    new_links: HashSet<(u64, u64)>,
 }
 
 impl PathCheck<'_> {
@@ -128,8 +139,26 @@ impl PathCheck<'_> {
             (None, None) => {}
             (Some(st), Some(o)) if o.unchanged(st) => {}
             _ => {
+                if let Some(st) = stat.filter(|s| s.kind == StatKind::File && s.nlink > 1) {
+                    self.queue_other_links(&st, old.as_ref())?;
+                }
                 self.seen.insert(path.clone(), Seen { path, stat, old });
             }
+        }
+        Ok(())
+    }
+
+    /// A changed file with other hard links: a write through one name
+    /// changes every name, but inotify reports only the one written to, so
+    /// its other cached names are checked too. A name new to this inode
+    /// (`ln` reports the new name only) may have names cached with one
+    /// link, which the index of linked rows lacks: `new_links` finds them.
+    fn queue_other_links(&mut self, st: &Stat, old: Option<&CacheRow>) -> Result<()> {
+        self.work.extend(cache::linked(self.conn, st.dev, st.ino)?);
+        let known =
+            old.is_some_and(|o| (o.stat.dev, o.stat.ino) == (st.dev, st.ino) && o.stat.nlink > 1);
+        if !known {
+            self.new_links.insert((st.dev, st.ino));
         }
         Ok(())
     }
@@ -208,6 +237,9 @@ impl PathCheck<'_> {
         self.report.skipped.extend(walk.unreadable);
         for (p, st) in walk.entries {
             let old = cache::get(self.conn, &p)?;
+            if st.kind == StatKind::File && st.nlink > 1 {
+                self.queue_other_links(&st, old.as_ref())?;
+            }
             self.done.insert(p.clone());
             self.seen.insert(
                 p.clone(),

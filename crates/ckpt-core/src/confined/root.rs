@@ -29,6 +29,9 @@ pub(crate) struct Stat {
     pub ctime_ns: i64,
     pub ino: u64,
     pub dev: u64,
+    /// Hard links to it: above 1, a write through another name changes it
+    /// too, and inotify reports that under the other name only.
+    pub nlink: u64,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -61,6 +64,7 @@ impl Stat {
             ctime_ns: md.ctime() * 1_000_000_000 + md.ctime_nsec(),
             ino: md.ino(),
             dev: md.dev(),
+            nlink: md.nlink(),
         }
     }
 
@@ -81,6 +85,7 @@ impl Stat {
             ctime_ns: st.st_ctime as i64 * 1_000_000_000 + st.st_ctime_nsec as i64,
             ino: st.st_ino as u64,
             dev: st.st_dev as u64,
+            nlink: st.st_nlink as u64,
         }
     }
 }

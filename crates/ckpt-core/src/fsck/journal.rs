@@ -2,15 +2,18 @@
 //! actions, read through `history` with statuses as stored, so a status
 //! ckpt never writes is reported.
 
+use std::collections::BTreeMap;
+
 use super::{lossy, Checker, FindingKind};
 use crate::error::Result;
 use crate::history::{self, RewindStatus};
 use crate::model::TurnStatus;
 
-/// Known statuses; at most one open turn; a turn is marked rewound exactly
+/// Known statuses; at most one open turn per session; a turn is marked rewound exactly
 /// when a rewind that marks turns names it.
 pub(super) fn turns(c: &mut Checker) -> Result<()> {
-    let mut open = Vec::new();
+    // Open turns by session: several sessions each keep one open.
+    let mut open: BTreeMap<Option<String>, Vec<i64>> = BTreeMap::new();
     history::audit_turns(c.conn, |t| {
         let subject = format!("turn {}", t.id);
         let Some(status) = TurnStatus::parse(&t.status) else {
@@ -19,7 +22,7 @@ pub(super) fn turns(c: &mut Checker) -> Result<()> {
             return;
         };
         if status == TurnStatus::Open {
-            open.push(t.id);
+            open.entry(t.session.clone()).or_default().push(t.id);
         }
         let marks = |s: &str| RewindStatus::parse(s).is_some_and(RewindStatus::marks_turns);
         let why = match (
@@ -44,11 +47,15 @@ pub(super) fn turns(c: &mut Checker) -> Result<()> {
             c.problem(FindingKind::BadTurn, subject, why);
         }
     })?;
-    if open.len() > 1 {
+    for (session, turns) in open.into_iter().filter(|(_, t)| t.len() > 1) {
+        let whose = match session {
+            Some(s) => format!("session {s:?}"),
+            None => "the default session".to_string(),
+        };
         c.problem(
             FindingKind::BadTurn,
-            format!("turns {open:?}"),
-            "more than one turn is open".into(),
+            format!("turns {turns:?}"),
+            format!("more than one turn of {whose} is open"),
         );
     }
     Ok(())

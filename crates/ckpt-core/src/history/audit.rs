@@ -14,11 +14,13 @@ pub(crate) struct TurnAudit {
     pub rewound_by: Option<i64>,
     /// The status of the rewind `rewound_by` names, if it is there.
     pub rewinder_status: Option<String>,
+    /// `None`: the default session.
+    pub session: Option<String>,
 }
 
 pub(crate) fn audit_turns(conn: &Connection, mut f: impl FnMut(TurnAudit)) -> Result<()> {
     let mut stmt = conn.prepare(
-        "SELECT t.id, t.status, t.rewound_by, r.status
+        "SELECT t.id, t.status, t.rewound_by, r.status, t.session
          FROM turns t LEFT JOIN rewinds r ON r.id = t.rewound_by ORDER BY t.id",
     )?;
     let mut rows = stmt.query([])?;
@@ -28,6 +30,7 @@ pub(crate) fn audit_turns(conn: &Connection, mut f: impl FnMut(TurnAudit)) -> Re
             status: r.get(1)?,
             rewound_by: r.get(2)?,
             rewinder_status: r.get(3)?,
+            session: r.get(4)?,
         });
     }
     Ok(())

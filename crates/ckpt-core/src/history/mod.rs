@@ -294,13 +294,33 @@ pub(crate) fn live_touches(conn: &Connection, path: &RelPath) -> Result<Vec<Path
     Ok(out)
 }
 
+/// What closing `turn` now makes of each of its entries: its post-image
+/// (`post_of` its path, for an entry that has none yet), or `None` when it
+/// ends as it began and so goes. A rewind plans the open turn it undoes
+/// through this, without closing it.
+pub(crate) fn closing(
+    conn: &Connection,
+    turn: i64,
+    mut post_of: impl FnMut(&RelPath) -> Result<State>,
+) -> Result<Vec<(TurnEntry, Option<State>)>> {
+    let mut out = Vec::new();
+    for e in entries(conn, turn)? {
+        let post = match &e.post {
+            Some(post) => Some(post.clone()),
+            None => Some(post_of(&e.path)?).filter(|post| *post != e.pre),
+        };
+        out.push((e, post));
+    }
+    Ok(out)
+}
+
 /// Closes `turn`: each entry gets its post-image (`post_of` its path), or
 /// is dropped if it ended as it began. Call in a transaction.
 pub(crate) fn close_turn(
     tx: &Connection,
     turn: i64,
     ended_ns: i64,
-    mut post_of: impl FnMut(&RelPath) -> Result<State>,
+    post_of: impl FnMut(&RelPath) -> Result<State>,
 ) -> Result<()> {
     {
         // Prepared once: a turn that touched the whole tree has one entry
@@ -311,12 +331,11 @@ pub(crate) fn close_turn(
             "UPDATE turn_entries SET post_kind = ?3, post_mode = ?4, post_data = ?5, post_size = ?6
              WHERE turn = ?1 AND path = ?2",
         )?;
-        for e in entries(tx, turn)? {
-            let post = post_of(&e.path)?;
-            if post == e.pre {
+        for (e, post) in closing(tx, turn, post_of)? {
+            let Some(post) = post else {
                 drop_entry.execute(params![turn, e.path.as_bytes()])?;
                 continue;
-            }
+            };
             let (kind, mode, data, size) = post.encode();
             set_post.execute(params![turn, e.path.as_bytes(), kind, mode, data, size])?;
         }
@@ -459,7 +478,8 @@ pub(crate) fn bring_back(conn: &Connection, id: i64) -> Result<()> {
 
 /// Journals a rewind (to `turn`; marking `marked` once applied; undoing
 /// rewind `redoes`, for a redo) and its actions, pending, durably: before
-/// any file is touched. Returns its id.
+/// any file is touched, with `before` run first in the same transaction
+/// (it ends the open turns the rewind writes across). Returns its id.
 pub(crate) fn journal(
     conn: &mut Connection,
     turn: i64,
@@ -467,8 +487,10 @@ pub(crate) fn journal(
     marked: &[i64],
     redoes: Option<i64>,
     created_ns: i64,
+    before: impl FnOnce(&Connection) -> Result<()>,
 ) -> Result<i64> {
     db::durably(conn, |tx| {
+        before(tx)?;
         insert_journal(tx, turn, actions, marked, redoes, None, created_ns)
     })
 }

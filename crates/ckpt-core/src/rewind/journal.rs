@@ -23,14 +23,26 @@ pub(super) struct Journaled {
 }
 
 impl Journaled {
-    /// Journals `plan`, pending, durably.
+    /// Journals `plan`, pending, durably, ending the open turns it lists
+    /// as continued and opening the turns that continue them (their ids
+    /// are filled in) in the same transaction: a crash after it leaves a
+    /// rewind to finish and every such session with its open turn.
     pub fn write(
         conn: &mut Connection,
-        plan: &RewindPlan,
+        plan: &mut RewindPlan,
         marked: Vec<i64>,
         redoes: Option<i64>,
     ) -> Result<Journaled> {
-        let id = history::journal(conn, plan.turn, &plan.actions, &marked, redoes, now_ns())?;
+        let continued = &mut plan.continued;
+        let id = history::journal(
+            conn,
+            plan.turn,
+            &plan.actions,
+            &marked,
+            redoes,
+            now_ns(),
+            |tx| crate::turns::continue_turns(tx, continued),
+        )?;
         Ok(Journaled {
             id,
             marked,

@@ -113,8 +113,50 @@ impl Project {
         } else {
             *theirs_mode
         };
-        Ok(Some((diffy::merge(b, o, t), mode)))
+        Ok(merge3(b, o, t).map(|merged| (merged, mode)))
     }
+}
+
+/// Ends every side for a conflict's rendering: no text file holds it (a
+/// NUL, then a name), and it is a line of its own or ends a side's last line.
+const EOF: &str = "\u{0}ckpt:eof\u{0}\n";
+
+/// `diffy`'s three-way merge, with every conflict marker on a line of its
+/// own, as `git merge-file` writes it: a side whose last line has no
+/// newline gets one before the marker that follows it. `None` if a side
+/// holds the end mark (then it stays a conflict).
+fn merge3(base: &str, ours: &str, theirs: &str) -> Option<std::result::Result<String, String>> {
+    let clean = diffy::merge(base, ours, theirs);
+    if clean.is_ok() {
+        return Some(clean);
+    }
+    if [base, ours, theirs].iter().any(|s| s.contains(EOF)) {
+        return None;
+    }
+    // diffy writes a marker right after a side's last line, newline or
+    // not; with every side ending in a line, its markers start lines.
+    let ended = |s: &str| format!("{s}{EOF}");
+    let merged = diffy::merge(&ended(base), &ended(ours), &ended(theirs));
+    Some(merged.map(|t| without_eof(&t)).map_err(|t| without_eof(&t)))
+}
+
+/// Takes the end marks out: one on a line of its own goes whole; one that
+/// ends a line without a newline becomes that newline when a conflict
+/// marker follows, and nothing at the end of the file (it ends as that
+/// side did).
+fn without_eof(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find(EOF) {
+        out.push_str(&rest[..i]);
+        rest = &rest[i + EOF.len()..];
+        let line_start = out.is_empty() || out.ends_with('\n');
+        if !line_start && !rest.is_empty() {
+            out.push('\n');
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 /// The content as text, unless it is binary: not UTF-8, or a NUL in its
@@ -208,6 +250,36 @@ mod tests {
         assert_eq!(plan.merged[0].outcome, MergeOutcome::Overlapping);
         assert_eq!(fs::read_to_string(root.join("a.txt")).unwrap(), user);
         assert_eq!(fs::read(root.join("b.bin")).unwrap(), b"\0bin");
+    }
+
+    /// A side whose last line has no newline: the marker after it is a
+    /// line of its own (as `git merge-file` writes it); a clean merge keeps
+    /// the missing newline.
+    #[test]
+    fn conflict_markers_are_lines_of_their_own_when_a_side_has_no_final_newline() {
+        let m = |b, o, t| super::merge3(b, o, t).expect("mergeable");
+        assert_eq!(
+            m("a\nagent\n", "a\nuser\n", "a\nlast"),
+            Err(
+                "a\n<<<<<<< ours\nuser\n||||||| original\nagent\n=======\nlast\n>>>>>>> theirs\n"
+                    .into()
+            )
+        );
+        assert_eq!(
+            m("a\nagent", "a\nuser", "a\nlast"),
+            Err(
+                "a\n<<<<<<< ours\nuser\n||||||| original\nagent\n=======\nlast\n>>>>>>> theirs\n"
+                    .into()
+            )
+        );
+        assert_eq!(
+            m("x\nmid\nz", "x\nOURS\nz", "x\nTHEIRS\nz"),
+            Err(
+                "x\n<<<<<<< ours\nOURS\n||||||| original\nmid\n=======\nTHEIRS\n>>>>>>> theirs\nz"
+                    .into()
+            )
+        );
+        assert_eq!(m("a\nb\nc", "A\nb\nc", "a\nb\nC"), Ok("A\nb\nC".into()));
     }
 
     #[test]

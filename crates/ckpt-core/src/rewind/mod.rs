@@ -19,7 +19,8 @@ use crate::db;
 use crate::error::{Error, IoContext, Result};
 use crate::history::{self, RewindStatus};
 use crate::model::{
-    Conflict, OtherTurn, RecoveryReport, RewindOptions, RewindOutcome, RewindPlan, TurnStatus,
+    Conflict, Continued, OtherTurn, RecoveryReport, RewindOptions, RewindOutcome, RewindPlan,
+    TurnStatus,
 };
 use crate::project::Project;
 use crate::relpath::RelPath;
@@ -55,10 +56,12 @@ impl Side {
 
 impl Project {
     /// Restores the state from just before `turn`, undoing it and every later
-    /// live turn of its session, for every path they touched (or only
-    /// `opts.paths`). A path another session's turn changed during or after
-    /// them is a conflict naming that turn. Closes the session's open turn
-    /// first. Call after a barrier.
+    /// live turn of its session, its open turn included, for every path
+    /// they touched (or only `opts.paths`). A path another session's turn
+    /// changed during or after them is a conflict naming that turn. Once
+    /// applied, the session's open turn is ended and continued by a new
+    /// one (`RewindPlan::continued`); a dry run or a refusal changes no
+    /// turn. Call after a barrier.
     pub fn rewind(&mut self, turn: i64, mut opts: RewindOptions) -> Result<RewindOutcome> {
         self.recover()?;
         let row = history::turn(&self.conn, turn)?.ok_or(Error::UnknownTurn(turn))?;
@@ -66,15 +69,19 @@ impl Project {
             return Err(Error::TurnRewound(turn));
         }
         let session = row.meta.session.as_deref();
-        self.close_open_turn_of(session)?;
-        let live = history::live_turns_from(&self.conn, turn, session)?;
+        let open = history::open_turn_of(&self.conn, session)?;
+        let mut live = history::live_turns_from(&self.conn, turn, session)?;
+        live.extend(open);
+        live.sort_unstable();
         // Per path: the pre-image of the oldest turn that touched it (the
-        // target) and the post-image of the newest (what the agent left).
+        // target) and the post-image of the newest (what the agent left;
+        // for the open turn, what ending it now would record).
         let mut touched: BTreeMap<RelPath, (State, State)> = BTreeMap::new();
         for &t in &live {
-            for e in history::entries(&self.conn, t)? {
-                let post = e.post.unwrap_or(State::Absent);
-                touched.entry(e.path).or_insert((e.pre, State::Absent)).1 = post;
+            for (e, post) in history::closing(&self.conn, t, |p| cache::state(&self.conn, p))? {
+                if let Some(post) = post {
+                    touched.entry(e.path).or_insert((e.pre, State::Absent)).1 = post;
+                }
             }
         }
         if !opts.paths.is_empty() {
@@ -122,6 +129,7 @@ impl Project {
         } else {
             Vec::new()
         };
+        plan.continued = continued(open.into_iter().map(|t| (t, row.meta.session.clone())));
         self.carry_out(&mut dirs, plan, &mut opts, marked, None)
     }
 
@@ -155,11 +163,13 @@ impl Project {
     /// since the rewind) unless `force`, and, force or not, when the tree
     /// could not be put back exactly (`RewindPlan::blocked`). The redo is
     /// journaled as a plan of its own, so a failed one goes back to the
-    /// states it found.
+    /// states it found. Once applied, every open turn is ended and
+    /// continued by a new one (it puts back a tree no open turn may
+    /// straddle); a dry run or a refusal changes no turn.
     pub fn redo(&mut self, mut opts: RewindOptions) -> Result<RewindOutcome> {
         self.recover()?;
         let (id, turn) = history::last_applied_rewind(&self.conn)?.ok_or(Error::NothingToRedo)?;
-        self.close_open_turns()?;
+        let open = history::open_turns(&self.conn)?;
         let actions = history::actions(&self.conn, id)?;
         let root_fs = Arc::clone(&self.root_fs);
         let mut dirs = Dirs::new(&root_fs).ctx("open", &self.root)?;
@@ -169,7 +179,7 @@ impl Project {
             opts.after_barrier,
         )?;
         let turns = history::turns_rewound_by(&self.conn, id)?;
-        let plan = db::reading(&self.conn, || {
+        let mut plan = db::reading(&self.conn, || {
             let wanted = actions
                 .into_iter()
                 .map(|a| {
@@ -183,15 +193,18 @@ impl Project {
                 .collect::<Result<Vec<_>>>()?;
             plan::plan(&self.tree(), Kind::Redo, turn, turns, wanted, opts.force)
         })?;
+        plan.continued = continued(open);
         self.carry_out(&mut dirs, plan, &mut opts, Vec::new(), Some(id))
     }
 
     /// A plan's end: shown (dry run), refused, or journaled (marking
-    /// `marked` rewound, or redoing `redoes`) and applied from memory.
+    /// `marked` rewound, or redoing `redoes`, and continuing the open turns
+    /// `plan.continued` names) and applied from memory. Only the last
+    /// changes anything, turns included.
     fn carry_out(
         &mut self,
         dirs: &mut Dirs<'_>,
-        plan: RewindPlan,
+        mut plan: RewindPlan,
         opts: &mut RewindOptions,
         marked: Vec<i64>,
         redoes: Option<i64>,
@@ -202,7 +215,7 @@ impl Project {
         if plan.refused(opts.force) {
             return Ok(RewindOutcome::Refused(plan));
         }
-        let journaled = Journaled::write(&mut self.conn, &plan, marked, redoes)?;
+        let journaled = Journaled::write(&mut self.conn, &mut plan, marked, redoes)?;
         self.apply(
             dirs,
             &journaled,
@@ -302,6 +315,18 @@ impl Project {
         }
         Ok(current)
     }
+}
+
+/// The open turns (with their sessions) a rewind or redo ends and
+/// continues once applied.
+fn continued(open: impl IntoIterator<Item = (i64, Option<String>)>) -> Vec<Continued> {
+    open.into_iter()
+        .map(|(ended, session)| Continued {
+            ended,
+            session,
+            opened: None,
+        })
+        .collect()
 }
 
 /// `path`'s state from `current_states`; an error if it is not there (a

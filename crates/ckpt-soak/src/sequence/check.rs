@@ -133,8 +133,7 @@ impl Seq<'_> {
             }
         }
         self.check_tree(what, &e.result)?;
-        self.apply(e, redo);
-        Ok(())
+        self.apply_continuing(e, redo, reply.as_ref())
     }
 
     /// Adds the tree's difference from `expected` to a mismatch.

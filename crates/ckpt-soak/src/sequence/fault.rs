@@ -14,7 +14,7 @@ use ckpt_proto::{LogReply, RewindReply, TurnStatus};
 
 use super::check::at_own_target;
 use super::{mismatch, Seq};
-use crate::rules::{self, Turn};
+use crate::rules;
 use crate::tree::{self, show, Node};
 use crate::world::World;
 
@@ -226,15 +226,7 @@ impl Seq<'_> {
         }
         self.check_model("a killed rewind")?;
         // What the request would do; a refused one gives no window.
-        let mut closed = self.clone_turns();
-        if let Some((id, start)) = &self.open {
-            closed.push(Turn {
-                id: *id,
-                live: true,
-                touched: rules::touched(start, &self.proj.tree),
-                session: None,
-            });
-        }
+        let closed = self.planned_turns();
         let e = match (redo, n) {
             (true, _) => match self.applied.last() {
                 Some(last) => rules::redo(&self.proj.tree, last, true),
@@ -327,10 +319,19 @@ impl Seq<'_> {
                     TurnStatus::Rewound
                 })
         });
-        // Did the request get as far as closing the open turn?
+        // Did the request get as far as journaling? Then it ended the open
+        // turn and opened the one that continues it, in one transaction.
+        let mut continued = None;
         if let Some((id, _)) = &self.open {
             if status(*id) != Some(TurnStatus::Open) {
                 self.close_open();
+                let open = log.turns.iter().filter(|t| t.status == TurnStatus::Open);
+                continued = open.map(|t| t.id).max();
+                if continued.is_none() {
+                    return mismatch(format!(
+                        "{what} killed mid-way: it ended the open turn and none continues it"
+                    ));
+                }
             }
         }
         if done && disk == e.result {
@@ -359,10 +360,10 @@ impl Seq<'_> {
                 d2.join("\n  ")
             ));
         }
+        if let Some(new) = continued {
+            self.note(format!("  the open turn continues as turn {new}"));
+            self.open = Some((new, self.proj.tree.clone()));
+        }
         Ok(())
-    }
-
-    fn clone_turns(&self) -> Vec<Turn> {
-        self.turns.clone()
     }
 }

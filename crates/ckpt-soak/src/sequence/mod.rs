@@ -389,9 +389,9 @@ impl<'a> Seq<'a> {
         self.check_model(&format!("rewind {n}"))?;
         let force = self.rng.chance(15);
         let dry = self.rng.chance(8);
-        // A rewind to a live turn closes an open turn first, refused or not.
-        self.close_open();
-        let e = rules::rewind(&self.proj.tree, &self.turns, n, force);
+        // The open turn is planned as if it ended now; only an applied
+        // rewind ends it (and continues it in a new turn).
+        let e = rules::rewind(&self.proj.tree, &self.planned_turns(), n, force);
         let mut args = vec!["--json".to_string(), "rewind".into(), n.to_string()];
         if force {
             args.push("--force".into());
@@ -428,7 +428,6 @@ impl<'a> Seq<'a> {
             }
             return self.check_tree(&what, &self.proj.tree.clone());
         };
-        self.close_open();
         let e = rules::redo(&self.proj.tree, &last, force);
         let c = self.call(&args)?;
         self.stats.redos += 1;
@@ -449,7 +448,7 @@ impl<'a> Seq<'a> {
 
     /// `rewind N --force`, judged against the model's forced plan.
     fn forced_rewind(&mut self, n: i64, note: &str) -> anyhow::Result<()> {
-        let e = rules::rewind(&self.proj.tree, &self.turns, n, true);
+        let e = rules::rewind(&self.proj.tree, &self.planned_turns(), n, true);
         let what = format!("rewind {n} --force{note}");
         let args = [
             "--json".into(),
@@ -460,6 +459,59 @@ impl<'a> Seq<'a> {
         let c = self.call(&args)?;
         self.stats.rewinds += 1;
         self.judge(&what, &c, &e, false, false)
+    }
+
+    /// The closed turns, and the open one as if it ended now: what a
+    /// rewind plans with (it ends the open turn only once applied).
+    fn planned_turns(&self) -> Vec<Turn> {
+        let mut turns = self.turns.clone();
+        if let Some((id, start)) = &self.open {
+            turns.push(Turn {
+                id: *id,
+                live: true,
+                touched: rules::touched(start, &self.proj.tree),
+                session: None,
+            });
+        }
+        turns
+    }
+
+    /// Moves the model past an applied rewind or redo (`reply`, its
+    /// document): the open turn, when the rewind undoes it (a redo: in any
+    /// case), is ended and continued by the new turn the reply names, which
+    /// starts from the tree the rewind leaves.
+    fn apply_continuing(
+        &mut self,
+        e: &Expect,
+        redo: bool,
+        reply: Option<&ckpt_proto::RewindReply>,
+    ) -> anyhow::Result<()> {
+        let ends = self
+            .open
+            .as_ref()
+            .map(|o| o.0)
+            .filter(|id| redo || e.turns.contains(id));
+        let said: Vec<(i64, Option<i64>)> = reply
+            .map(|r| r.continued.iter().map(|c| (c.ended, c.opened)).collect())
+            .unwrap_or_default();
+        let opened = match (ends, said.as_slice()) {
+            (Some(id), [(ended, Some(new))]) if *ended == id => Some(*new),
+            (None, []) => None,
+            _ => {
+                return mismatch(format!(
+                    "the open turn to end and continue is {ends:?}; the reply says {said:?}"
+                ))
+            }
+        };
+        if ends.is_some() {
+            self.close_open();
+        }
+        self.apply(e, redo);
+        if let Some(new) = opened {
+            self.note(format!("  the open turn continues as turn {new}"));
+            self.open = Some((new, self.proj.tree.clone()));
+        }
+        Ok(())
     }
 
     /// Moves the model past an applied rewind or redo.

@@ -227,7 +227,10 @@ impl Ckpt {
     /// true`. `conflicts` are files edited after your turns, by the user:
     /// the rewind is refused then and nothing changes; tell the user (they
     /// can pass `paths` to rewind the other files, or run `ckptctl rewind
-    /// N --force` themselves). `redo` undoes a rewind. With `conversation:
+    /// N --force` themselves). The turn you are in now is undone with them
+    /// (what you did for this prompt so far too); what you do after the
+    /// rewind is recorded in a new turn that continues it (`continued` in
+    /// the answer). `redo` undoes a rewind. With `conversation:
     /// true` your conversation is forked back to before `turn` as well (a
     /// new session; the answer's `conversation` names the command that
     /// resumes it, or says in `skipped` why it was not forked).

@@ -313,6 +313,25 @@ fn print(r: &RewindReply) {
             r.conflicts.len()
         );
     }
+    for c in &r.continued {
+        let whose = c
+            .session
+            .as_deref()
+            .map_or("the default session".to_string(), |s| {
+                format!("session {s}")
+            });
+        match c.opened {
+            Some(new) => println!(
+                "  turn {} of {whose} was open: ended here, continued as turn {new}",
+                c.ended
+            ),
+            None if r.outcome == Outcome::DryRun => println!(
+                "  turn {} of {whose} is open: it would end here and continue as a new turn",
+                c.ended
+            ),
+            None => {}
+        }
+    }
     if r.outcome == Outcome::Applied && !r.redo {
         println!("`ckptctl redo` puts it back");
     }

@@ -93,6 +93,7 @@ fn reply(h: &ProjectHandle, redo: bool, outcome: &RewindOutcome, start: Instant)
         skipped: convert::skipped(&plan.skipped),
         blocked: convert::skipped(&plan.blocked),
         merged: plan.merged.iter().map(convert::merged).collect(),
+        continued: plan.continued.iter().map(convert::continued).collect(),
         elapsed_ms: start.elapsed().as_millis() as u64,
         degraded: h.degraded_reason(),
     }
