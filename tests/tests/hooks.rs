@@ -1122,3 +1122,38 @@ fn hooks_without_ckpt_hooks_next_to_ckptctl_says_so() {
     );
     assert!(out.stderr.contains(&expected), "{}", out.stderr);
 }
+
+fn agent_row(w: &World, dir: &Path, agent: &str) -> Value {
+    let doc = w.ctl_json(dir, &["hooks", "status"]);
+    doc["agents"]
+        .as_array()
+        .expect("agents")
+        .iter()
+        .find(|r| r["agent"] == agent)
+        .cloned()
+        .unwrap_or_else(|| panic!("no {agent} in {doc}"))
+}
+
+/// Claude Code rewrites `~/.claude.json` without a final newline and
+/// Gemini CLI its `settings.json` in its own layout: ckpt's entries are
+/// still there, so status says installed and a second install writes
+/// nothing.
+#[test]
+fn configs_the_agent_rewrote_stay_installed_and_are_not_rewritten() {
+    let w = World::new();
+    w.install(&["claude-code", "gemini"]);
+    let claude = w.home.join(".claude.json");
+    let gemini = w.home.join(".gemini/settings.json");
+    let compact = serde_json::to_string(&json_file(&claude)).unwrap();
+    std::fs::write(&claude, &compact).unwrap();
+    let pretty = serde_json::to_string_pretty(&json_file(&gemini)).unwrap();
+    std::fs::write(&gemini, &pretty).unwrap();
+    for agent in ["claude-code", "gemini"] {
+        let row = agent_row(&w, w.env.path(), agent);
+        assert_eq!(row["user"], "yes", "{row}");
+    }
+    let again = w.install(&["claude-code", "gemini"]);
+    assert!(!again.contains("updated"), "{again}");
+    assert_eq!(std::fs::read_to_string(&claude).unwrap(), compact);
+    assert_eq!(std::fs::read_to_string(&gemini).unwrap(), pretty);
+}
