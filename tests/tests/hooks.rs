@@ -1123,6 +1123,49 @@ fn hooks_without_ckpt_hooks_next_to_ckptctl_says_so() {
     assert!(out.stderr.contains(&expected), "{}", out.stderr);
 }
 
+/// The hook of `event` in an agent's config, checked to run `args` of this
+/// ckptctl.
+fn hook_of(cfg: &Value, event: &str, args: &str, agent: &str) -> Hook {
+    command_at(
+        cfg,
+        &format!("/hooks/{event}/0/hooks/0/command"),
+        args,
+        agent,
+    )
+}
+
+/// (path, shared) of a turn's entries, sorted.
+fn entries(w: &World, proj: &Path, turn: &Value) -> Vec<(String, bool)> {
+    let show = w.ctl_json(proj, &["show", &turn.to_string()]);
+    let mut v: Vec<(String, bool)> = show["turn"]["entries"]
+        .as_array()
+        .expect("entries")
+        .iter()
+        .map(|e| {
+            let path = e["path"].as_str().expect("path").to_string();
+            (path, e["shared"].as_bool().expect("shared"))
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+/// The one turn of `session` in `log`.
+fn turn_of(w: &World, proj: &Path, session: &str) -> Value {
+    let log = w.ctl_json(proj, &["log", "--session", session]);
+    let turns = log["turns"].as_array().expect("turns");
+    assert_eq!(turns.len(), 1, "{log}");
+    turns[0].clone()
+}
+
+/// Runs a hook that must succeed quietly.
+fn quiet(w: &World, hook: &Hook, payload: &Value) {
+    let out = w.call(hook, payload);
+    assert!(out.status.success(), "{payload}: {out:?}");
+    assert_eq!(out.stdout, "", "{payload}: {out:?}");
+    assert_eq!(out.stderr, "", "{payload}: {out:?}");
+}
+
 fn agent_row(w: &World, dir: &Path, agent: &str) -> Value {
     let doc = w.ctl_json(dir, &["hooks", "status"]);
     doc["agents"]
@@ -1132,6 +1175,174 @@ fn agent_row(w: &World, dir: &Path, agent: &str) -> Value {
         .find(|r| r["agent"] == agent)
         .cloned()
         .unwrap_or_else(|| panic!("no {agent} in {doc}"))
+}
+
+/// A failing tool call fires Claude Code's `PostToolUseFailure` instead of
+/// `PostToolUse`: it closes the tool window, so another session's later
+/// change is not put in this session's turn alone.
+#[test]
+fn claude_code_failed_tool_call_closes_its_tool_window() {
+    let w = World::new();
+    let _d = w.env.start_daemon();
+    let (proj, cwd) = project(&w, true);
+    w.install(&["claude-code"]);
+    let cfg = json_file(&w.home.join(".claude/settings.json"));
+    let start = hook_of(&cfg, "UserPromptSubmit", "turn-start", "claude-code");
+    let pre = hook_of(&cfg, "PreToolUse", "tool-start", "claude-code");
+    let failed = hook_of(&cfg, "PostToolUseFailure", "tool-end", "claude-code");
+    let base = json!({"session_id": "A", "transcript_path": w.env.path().join("a.jsonl"),
+                      "cwd": cwd, "permission_mode": "default"});
+    let with = |extra: Value| {
+        let mut p = base.clone();
+        p.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        p
+    };
+    quiet(
+        &w,
+        &start,
+        &with(json!({"hook_event_name": "UserPromptSubmit", "prompt": "p"})),
+    );
+    w.ctl_ok(&proj, &["turn-start", "--session", "B"]);
+    let tool = json!({"tool_name": "Bash", "tool_input": {"command": "false"},
+                      "tool_use_id": "toolu_1"});
+    quiet(
+        &w,
+        &pre,
+        &with(json!({"hook_event_name": "PreToolUse"})).merge(&tool),
+    );
+    // The payload the 2.1.197 CLI sends (`rYt` in its bundle).
+    quiet(
+        &w,
+        &failed,
+        &with(
+            json!({"hook_event_name": "PostToolUseFailure", "error": "Exit code 1",
+                     "is_interrupt": false, "duration_ms": 12}),
+        )
+        .merge(&tool),
+    );
+    // No tool runs now: B's `sed -i` belongs to both open turns.
+    sh(&proj, "echo b > b.txt");
+    w.ctl_ok(&proj, &["turn-end", "--session", "A"]);
+    w.ctl_ok(&proj, &["turn-end", "--session", "B"]);
+    let b = turn_of(&w, &proj, "B");
+    assert_eq!(
+        entries(&w, &proj, &b["id"]),
+        [("b.txt".to_string(), true)],
+        "{b}"
+    );
+}
+
+/// `Value` objects merged (the tool fields of a payload).
+trait Merge {
+    fn merge(self, other: &Value) -> Value;
+}
+
+impl Merge for Value {
+    fn merge(mut self, other: &Value) -> Value {
+        let add = other.as_object().expect("an object").clone();
+        self.as_object_mut().expect("an object").extend(add);
+        self
+    }
+}
+
+/// An interrupted turn fires only the session's end (Claude Code's and
+/// Gemini CLI's `SessionEnd`, Codex's `SessionEnd` and `Interrupt`): it
+/// closes the session's turn and its tool window; with no turn open it is
+/// no failure.
+#[test]
+fn session_end_hooks_close_the_open_turn_and_are_no_failure_without_one() {
+    let w = World::new();
+    let _d = w.env.start_daemon();
+    let (proj, cwd) = project(&w, true);
+    w.install(&["claude-code", "codex", "gemini"]);
+    let claude = json_file(&w.home.join(".claude/settings.json"));
+    let codex = json_file(&w.home.join(".codex/hooks.json"));
+    let gemini = json_file(&w.home.join(".gemini/settings.json"));
+    let end = "turn-end --if-open";
+    let cases = [
+        (
+            "claude-code",
+            hook_of(&claude, "SessionEnd", end, "claude-code"),
+            hook_of(&claude, "PreToolUse", "tool-start", "claude-code"),
+            json!({"session_id": "S1", "transcript_path": "/t/s1.jsonl", "cwd": cwd,
+                   "hook_event_name": "SessionEnd", "reason": "other"}),
+        ),
+        (
+            "codex",
+            hook_of(&codex, "SessionEnd", end, "codex"),
+            hook_of(&codex, "PreToolUse", "tool-start", "codex"),
+            json!({"session_id": "S2", "transcript_path": null, "cwd": cwd,
+                   "hook_event_name": "SessionEnd", "reason": "other"}),
+        ),
+        (
+            "codex",
+            hook_of(&codex, "Interrupt", end, "codex"),
+            hook_of(&codex, "PreToolUse", "tool-start", "codex"),
+            json!({"session_id": "S3", "transcript_path": null, "cwd": cwd,
+                   "hook_event_name": "Interrupt", "model": "gpt-5",
+                   "permission_mode": "default", "turn_id": "t1"}),
+        ),
+        (
+            "gemini",
+            hook_of(&gemini, "SessionEnd", end, "gemini"),
+            hook_of(&gemini, "BeforeTool", "tool-start", "gemini"),
+            json!({"session_id": "S4", "transcript_path": "", "cwd": cwd,
+                   "hook_event_name": "SessionEnd", "timestamp": "2026-12-01T10:00:00Z",
+                   "reason": "exit"}),
+        ),
+    ];
+    for (i, (agent, session_end, tool_start, payload)) in cases.iter().enumerate() {
+        let session = payload["session_id"].as_str().unwrap();
+        let file = format!("f{i}.txt");
+        w.ctl_ok(&proj, &["turn-start", "--session", session]);
+        w.ctl_ok(&proj, &["turn-start", "--session", "other"]);
+        // The tool call the interrupt cut short.
+        quiet(
+            &w,
+            tool_start,
+            &payload.clone().merge(&json!({"tool_name": "x"})),
+        );
+        sh(&proj, &format!("echo x > {file}"));
+        quiet(&w, session_end, payload);
+        let t = turn_of(&w, &proj, session);
+        assert_eq!(t["status"], "closed", "{agent}: {t}");
+        assert_eq!(
+            entries(&w, &proj, &t["id"]),
+            [(file.clone(), false)],
+            "{agent}"
+        );
+        // The window went with the turn: the user's edit now is the other
+        // session's (the only turn open), not lost to a closed turn.
+        sh(&proj, &format!("echo y > after{i}.txt"));
+        w.ctl_ok(&proj, &["turn-end", "--session", "other"]);
+        let log = w.ctl_json(&proj, &["log", "--session", "other"]);
+        let other = &log["turns"][0];
+        assert!(
+            entries(&w, &proj, &other["id"]).contains(&(format!("after{i}.txt"), false)),
+            "{agent}: {other}"
+        );
+
+        // Again, with nothing open: not a failure anywhere.
+        quiet(&w, session_end, payload);
+        let row = agent_row(&w, &proj, agent);
+        assert_eq!(row["failing"], false, "{agent}: {row}");
+        assert_eq!(row["last_ok"]["event"], "session-end", "{agent}: {row}");
+    }
+    let text = w.ctl_ok(&proj, &["status"]);
+    assert!(!text.contains("FAILED"), "{text}");
+    let text = w.ctl_ok(&proj, &["hooks", "status"]);
+    assert!(!text.contains("FAILED"), "{text}");
+    // In a folder never watched there is no turn to close either.
+    let elsewhere = w.env.git_repo("elsewhere", &[("x", b"x\n")]);
+    let cwd = elsewhere.canonicalize().unwrap();
+    quiet(
+        &w,
+        &cases[0].1,
+        &cases[0].3.clone().merge(&json!({"cwd": cwd})),
+    );
+    assert_eq!(agent_row(&w, &proj, "claude-code")["failing"], false);
 }
 
 /// Claude Code rewrites `~/.claude.json` without a final newline and
@@ -1156,4 +1367,108 @@ fn configs_the_agent_rewrote_stay_installed_and_are_not_rewritten() {
     assert!(!again.contains("updated"), "{again}");
     assert_eq!(std::fs::read_to_string(&claude).unwrap(), compact);
     assert_eq!(std::fs::read_to_string(&gemini).unwrap(), pretty);
+}
+
+/// `claude -p` exits ~30 ms after starting a `StopFailure` hook, and a
+/// supervisor may then kill the agent's whole process group: the hook's
+/// turn-end leaves that group first thing and still closes the turn.
+#[test]
+fn a_turn_end_survives_its_agents_process_group_being_killed() {
+    use std::io::Write;
+    use std::os::unix::process::CommandExt;
+    use std::process::Stdio;
+
+    let w = World::new();
+    let _d = w.env.start_daemon();
+    let (proj, cwd) = project(&w, true);
+    w.install(&["claude-code"]);
+    let cfg = json_file(&w.home.join(".claude/settings.json"));
+    let Hook::Sh(line) = hook_of(&cfg, "StopFailure", "turn-end", "claude-code") else {
+        unreachable!()
+    };
+    w.ctl_ok(&proj, &["turn-start", "--session", "S"]);
+    sh(&proj, "echo x > x.txt");
+
+    // The agent leads its own process group and starts the hook with
+    // `sh -c`, as Claude Code does; the hook waits for its payload.
+    let mut cmd = Command::new("/bin/sh");
+    cmd.arg("-c")
+        .arg("/bin/sh -c \"$HOOK\"; :")
+        .env("HOOK", &line)
+        .env("CKPT_SOCKET", &w.env.socket)
+        .env("CKPT_DATA_DIR", &w.env.data)
+        .env("CKPT_NO_AUTOSTART", "1")
+        .current_dir(w.env.path())
+        .stdin(Stdio::piped())
+        .process_group(0);
+    w.isolate(&mut cmd);
+    let mut agent = cmd.spawn().expect("start the agent");
+    let group = agent.id() as i32;
+    let mut stdin = agent.stdin.take().expect("stdin");
+    let mut hook = None;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while std::time::Instant::now() < deadline {
+        hook = descendants(group as u32)
+            .into_iter()
+            .find(|&p| stat(p).is_some_and(|(comm, sid)| comm == "ckptctl" && sid == p));
+        if hook.is_some() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    // SAFETY: kill has no memory preconditions; the group is the agent's.
+    unsafe { libc::kill(-group, libc::SIGKILL) };
+    let _ = agent.wait();
+    assert!(hook.is_some(), "the hook never left the agent's session");
+    let payload = json!({"session_id": "S", "transcript_path": "/t/s.jsonl", "cwd": cwd,
+                         "hook_event_name": "StopFailure", "error": "rate_limit"});
+    stdin
+        .write_all(payload.to_string().as_bytes())
+        .expect("the hook is alive");
+    drop(stdin);
+    wait_for(
+        "the turn closed",
+        std::time::Duration::from_secs(20),
+        || turn_of(&w, &proj, "S")["status"] == "closed",
+    );
+    let t = turn_of(&w, &proj, "S");
+    assert_eq!(entries(&w, &proj, &t["id"]), [("x.txt".to_string(), false)]);
+    assert_eq!(agent_row(&w, &proj, "claude-code")["failing"], false);
+}
+
+/// Every process below `pid` (from /proc).
+fn descendants(pid: u32) -> Vec<u32> {
+    let mut all: Vec<(u32, u32)> = Vec::new();
+    for e in std::fs::read_dir("/proc").expect("/proc").flatten() {
+        let Some(p) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        let Ok(text) = std::fs::read_to_string(format!("/proc/{p}/stat")) else {
+            continue;
+        };
+        let Some(rest) = text.rsplit_once(") ").map(|(_, r)| r) else {
+            continue;
+        };
+        let ppid = rest.split(' ').nth(1).and_then(|s| s.parse().ok());
+        if let Some(ppid) = ppid {
+            all.push((p, ppid));
+        }
+    }
+    let mut out = vec![pid];
+    let mut i = 0;
+    while i < out.len() {
+        let parent = out[i];
+        out.extend(all.iter().filter(|(_, pp)| *pp == parent).map(|(p, _)| *p));
+        i += 1;
+    }
+    out
+}
+
+/// A process's command name and session id.
+fn stat(pid: u32) -> Option<(String, u32)> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (head, rest) = text.rsplit_once(") ")?;
+    let comm = head.split_once(" (")?.1.to_string();
+    let sid = rest.split(' ').nth(3)?.parse().ok()?;
+    Some((comm, sid))
 }

@@ -2,9 +2,13 @@
 //! - Hooks: https://code.claude.com/docs/en/hooks ("Hook locations": `~/.claude/settings.json`,
 //!   `.claude/settings.json`; events `UserPromptSubmit`, `Stop`, and `StopFailure`, which
 //!   replaces `Stop` when a turn ends on an API error; `PreToolUse` and `PostToolUse` around
-//!   each tool call, every tool when `matcher` is left out; `timeout` in seconds; the command
-//!   runs with `sh -c`; common input fields `session_id`, `transcript_path`, `cwd`, plus
-//!   `prompt`).
+//!   each tool call, every tool when `matcher` is left out, and `PostToolUseFailure` instead of
+//!   `PostToolUse` when the tool fails or is interrupted; `SessionEnd` when the session ends,
+//!   the only event an interrupted turn (Esc, SIGINT) still fires; `timeout` in seconds; the
+//!   command runs with `sh -c`; common input fields `session_id`, `transcript_path`, `cwd`, plus
+//!   `prompt`; a sub-agent's (the Agent tool, formerly Task) hooks carry its parent's
+//!   `session_id` and its own `agent_id` and `agent_type` — all checked against the 2.1.197
+//!   CLI's bundle).
 //! - MCP: https://code.claude.com/docs/en/mcp (user scope: top-level `mcpServers` in
 //!   `~/.claude.json`; project scope: `.mcp.json` at the project root).
 //! - Exit 0 with empty stdout is "no decision"; stdout of `UserPromptSubmit` would become
@@ -35,6 +39,7 @@ pub const SPEC: Spec = Spec {
 fn files(t: &Target) -> anyhow::Result<Vec<Piece>> {
     let start = t.hook_command(Agent::ClaudeCode, Event::TurnStart);
     let end = t.hook_command(Agent::ClaudeCode, Event::TurnEnd);
+    let tool_end = t.hook_command(Agent::ClaudeCode, Event::ToolEnd);
     Ok(vec![
         Piece {
             path: t.pick(
@@ -50,9 +55,11 @@ fn files(t: &Target) -> anyhow::Result<Vec<Piece>> {
                     t.hook_command(Agent::ClaudeCode, Event::ToolStart),
                     30,
                 ),
+                nested_hook(&["hooks", "PostToolUse"], tool_end.clone(), 30),
+                nested_hook(&["hooks", "PostToolUseFailure"], tool_end, 30),
                 nested_hook(
-                    &["hooks", "PostToolUse"],
-                    t.hook_command(Agent::ClaudeCode, Event::ToolEnd),
+                    &["hooks", "SessionEnd"],
+                    t.hook_command(Agent::ClaudeCode, Event::SessionEnd),
                     30,
                 ),
             ]),

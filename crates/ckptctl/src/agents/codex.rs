@@ -3,7 +3,9 @@
 //!   `<repo>/.codex/hooks.json`, Claude Code's shape; events `UserPromptSubmit` and `Stop`,
 //!   and `PreToolUse`/`PostToolUse` around each tool call (openai/codex
 //!   `codex-rs/hooks/src/events/pre_tool_use.rs`, `post_tool_use.rs`: same input fields;
-//!   exit 0 with empty stdout decides nothing);
+//!   exit 0 with empty stdout decides nothing); `SessionEnd` and `Interrupt` (a turn the user
+//!   interrupted), whose timeouts Codex clamps to 3 s; no failure event of its own
+//!   (`PostToolUse` carries a failed tool's output);
 //!   `timeout` in seconds; run as `$SHELL -lc`; input fields `session_id`, `turn_id`,
 //!   `transcript_path` (nullable), `cwd`, `prompt` — schemas in
 //!   openai/codex `codex-rs/hooks/schema/generated/`). New or changed hooks run only after
@@ -35,6 +37,10 @@ pub const SPEC: Spec = Spec {
     ),
 };
 
+/// Codex clamps the timeout of `SessionEnd` and `Interrupt` hooks to 3 s
+/// (and warns), so they are installed with it.
+const SHORT_TIMEOUT: u64 = 3;
+
 pub(crate) fn codex_home(h: &Home) -> std::path::PathBuf {
     h.env_or("CODEX_HOME", ".codex")
 }
@@ -64,6 +70,16 @@ fn files(t: &Target) -> anyhow::Result<Vec<Piece>> {
                     &["hooks", "PostToolUse"],
                     t.hook_command(Agent::Codex, Event::ToolEnd),
                     30,
+                ),
+                nested_hook(
+                    &["hooks", "SessionEnd"],
+                    t.hook_command(Agent::Codex, Event::SessionEnd),
+                    SHORT_TIMEOUT,
+                ),
+                nested_hook(
+                    &["hooks", "Interrupt"],
+                    t.hook_command(Agent::Codex, Event::SessionEnd),
+                    SHORT_TIMEOUT,
                 ),
             ]),
         },

@@ -147,24 +147,46 @@ pub enum Scope {
 }
 
 /// The hook events ckpt installs: a turn opens before the agent acts on a
-/// prompt and closes after it finishes.
+/// prompt and closes after it finishes. Every event an agent can end a
+/// turn or a tool call with is hooked (success, failure, interrupt, session
+/// end): a turn left open takes in everything after it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Event {
     TurnStart,
     TurnEnd,
     /// Before the agent runs a tool (edit, shell, …).
     ToolStart,
-    /// After the tool ran.
+    /// After the tool ran, or failed.
     ToolEnd,
+    /// The session ended or its turn was interrupted, with or without a
+    /// turn open: close the session's turn if it has one.
+    SessionEnd,
 }
 
 impl Event {
+    /// The ckptctl subcommand the hook runs.
     pub fn command(self) -> &'static str {
         match self {
             Event::TurnStart => "turn-start",
-            Event::TurnEnd => "turn-end",
+            Event::TurnEnd | Event::SessionEnd => "turn-end",
             Event::ToolStart => "tool-start",
             Event::ToolEnd => "tool-end",
+        }
+    }
+
+    /// Its name in `hooks status`, `status` and the hook's error line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Event::SessionEnd => "session-end",
+            other => other.command(),
+        }
+    }
+
+    /// The subcommand with the flags that make it this event.
+    fn args(self) -> &'static str {
+        match self {
+            Event::SessionEnd => "turn-end --if-open",
+            other => other.command(),
         }
     }
 }
@@ -224,7 +246,7 @@ impl Target<'_> {
         format!(
             "{} {} {}",
             shell_quote(&self.ckptctl.to_string_lossy()),
-            event.command(),
+            event.args(),
             hook_flag(agent)
         )
     }

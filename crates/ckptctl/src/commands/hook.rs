@@ -18,11 +18,12 @@ use crate::hooks::calls;
 use crate::output;
 
 pub fn run(mut ctx: Ctx, agent: Agent, event: Event, meta: TurnMeta) -> anyhow::Result<u8> {
+    detach();
     let outcome = call(&mut ctx, agent, event, meta);
     if let Err(e) = &outcome {
         eprintln!(
             "ckptctl: {agent} hook ({}): {}",
-            event.command(),
+            event.name(),
             output::error_message(e)
         );
     }
@@ -35,6 +36,18 @@ pub fn run(mut ctx: Ctx, agent: Agent, event: Event, meta: TurnMeta) -> anyhow::
         calls::record(&data_dir, agent, event, record);
     }
     Ok(0)
+}
+
+/// Leaves the agent's session and process group before anything else: an
+/// agent may not wait for a hook (Claude Code exits ~30 ms after starting
+/// a `StopFailure` hook), and a supervisor that then kills its process
+/// group, or a Ctrl-C to the terminal's foreground group, must not stop a
+/// turn-end on its way to the daemon, which finishes a request it has read.
+/// One system call; it fails only for a process-group leader, which is
+/// outside the agent's group already.
+fn detach() {
+    // SAFETY: setsid has no preconditions; its failure is harmless (above).
+    unsafe { libc::setsid() };
 }
 
 /// The project the call acted on; None if the payload was not this
@@ -73,6 +86,10 @@ fn call(
         }
         // Copilot CLI names its transcript only when the turn ends.
         Event::TurnEnd => turn_end::end(ctx, meta.session, meta.transcript)?.project,
+        Event::SessionEnd => match turn_end::end_if_open(ctx, meta.session, meta.transcript)? {
+            Some(t) => t.project,
+            None => return Ok(Some(ctx.dir.display().to_string())),
+        },
         Event::ToolStart => tool::window(ctx, meta.session, true)?.project,
         Event::ToolEnd => tool::window(ctx, meta.session, false)?.project,
     };
