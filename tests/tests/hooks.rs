@@ -53,6 +53,7 @@ impl World {
             .env("XDG_CONFIG_HOME", &self.xdg)
             .env("PATH", &self.bin)
             .env_remove("CODEX_HOME")
+            .env_remove("CLAUDE_CONFIG_DIR")
             .env_remove("COPILOT_HOME")
             .env_remove("GEMINI_CLI_HOME")
             .env_remove("SHELL")
@@ -1343,6 +1344,48 @@ fn session_end_hooks_close_the_open_turn_and_are_no_failure_without_one() {
         &cases[0].3.clone().merge(&json!({"cwd": cwd})),
     );
     assert_eq!(agent_row(&w, &proj, "claude-code")["failing"], false);
+}
+
+/// With `CLAUDE_CONFIG_DIR` set, Claude Code reads `settings.json` and
+/// `.claude.json` there and nowhere else: install, status and uninstall
+/// go there too.
+#[test]
+fn claude_config_dir_is_where_install_status_and_uninstall_go() {
+    let w = World::new();
+    let dir = w.env.dir("claude-config");
+    let ctl = |args: &[&str]| {
+        let mut cmd = w.env.ctl_cmd(w.env.path(), args);
+        w.isolate(&mut cmd).env("CLAUDE_CONFIG_DIR", &dir);
+        let out = run(&mut cmd);
+        assert!(out.status.success(), "{args:?}: {out:?}");
+        out.stdout
+    };
+    // Found by its config dir alone.
+    let found = ctl(&["hooks", "install"]);
+    assert!(found.contains("claude-code"), "{found}");
+    let settings = json_file(&dir.join("settings.json"));
+    hook_of(&settings, "Stop", "turn-end", "claude-code");
+    let global = json_file(&dir.join(".claude.json"));
+    assert_eq!(
+        global["mcpServers"]["ckpt"]["args"],
+        json!(["mcp"]),
+        "{global}"
+    );
+    assert!(!w.home.join(".claude").exists());
+    assert!(!w.home.join(".claude.json").exists());
+    let status: Value = serde_json::from_str(&ctl(&["--json", "hooks", "status"])).unwrap();
+    let row = status["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["agent"] == "claude-code")
+        .unwrap()
+        .clone();
+    assert_eq!(row["user"], "yes", "{row}");
+    assert_eq!(agent_row(&w, w.env.path(), "claude-code")["user"], "no");
+    ctl(&["hooks", "uninstall", "claude-code"]);
+    assert!(!dir.join("settings.json").exists());
+    assert!(!dir.join(".claude.json").exists());
 }
 
 /// Claude Code rewrites `~/.claude.json` without a final newline and

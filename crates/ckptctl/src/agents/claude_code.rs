@@ -11,8 +11,13 @@
 //!   CLI's bundle).
 //! - MCP: https://code.claude.com/docs/en/mcp (user scope: top-level `mcpServers` in
 //!   `~/.claude.json`; project scope: `.mcp.json` at the project root).
+//! - `$CLAUDE_CONFIG_DIR` replaces `~/.claude` (settings.json, projects/) and the home dir as
+//!   the place of `.claude.json`; a `.config.json` in the config dir (older installs) is read
+//!   instead of `.claude.json` (the 2.1.197 bundle).
 //! - Exit 0 with empty stdout is "no decision"; stdout of `UserPromptSubmit` would become
 //!   model context, so the hook prints nothing.
+
+use std::path::PathBuf;
 
 use serde_json::json;
 
@@ -30,11 +35,29 @@ pub const PAYLOAD: Option<Payload> = Some(Payload {
 });
 
 pub const SPEC: Spec = Spec {
-    config_dirs: |h: &Home| vec![h.home.join(".claude")],
+    config_dirs: |h: &Home| vec![claude_dir(h)],
     executables: &["claude"],
     files,
     after_install: None,
 };
+
+/// `$CLAUDE_CONFIG_DIR`, else `~/.claude`: settings.json and the session
+/// transcripts (`projects/`).
+pub(crate) fn claude_dir(h: &Home) -> PathBuf {
+    h.env_or("CLAUDE_CONFIG_DIR", ".claude")
+}
+
+/// Claude Code's global config, which holds the user's MCP servers.
+fn global_config(h: &Home) -> PathBuf {
+    let legacy = claude_dir(h).join(".config.json");
+    if legacy.is_file() {
+        return legacy;
+    }
+    match std::env::var_os("CLAUDE_CONFIG_DIR").filter(|v| !v.is_empty()) {
+        Some(dir) => PathBuf::from(dir).join(".claude.json"),
+        None => h.home.join(".claude.json"),
+    }
+}
 
 fn files(t: &Target) -> anyhow::Result<Vec<Piece>> {
     let start = t.hook_command(Agent::ClaudeCode, Event::TurnStart);
@@ -43,7 +66,7 @@ fn files(t: &Target) -> anyhow::Result<Vec<Piece>> {
     Ok(vec![
         Piece {
             path: t.pick(
-                t.home.home.join(".claude/settings.json"),
+                claude_dir(t.home).join("settings.json"),
                 ".claude/settings.json",
             ),
             edit: Edit::Json(vec![
@@ -65,7 +88,7 @@ fn files(t: &Target) -> anyhow::Result<Vec<Piece>> {
             ]),
         },
         Piece {
-            path: t.pick(t.home.home.join(".claude.json"), ".mcp.json"),
+            path: t.pick(global_config(t.home), ".mcp.json"),
             edit: Edit::Json(vec![JsonOp::Prop {
                 at: &["mcpServers"],
                 key: "ckpt",

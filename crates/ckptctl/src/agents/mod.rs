@@ -21,6 +21,7 @@ pub mod payload;
 mod zed;
 
 // The agents' homes, where their session files live too (`conversation`).
+pub(crate) use claude_code::claude_dir;
 pub(crate) use codex::codex_home;
 pub(crate) use gemini::gemini_dir;
 
