@@ -1515,3 +1515,85 @@ fn stat(pid: u32) -> Option<(String, u32)> {
     let sid = rest.split(' ').nth(3)?.parse().ok()?;
     Some((comm, sid))
 }
+
+/// A sub-agent (Claude Code's Agent tool) sends its tool hooks with its
+/// parent's `session_id` and an `agent_id` of its own: its changes belong
+/// to the parent session's turn, alone while its tools run, as the
+/// parent's own tool calls do.
+#[test]
+fn a_sub_agents_changes_belong_to_its_parent_sessions_turn() {
+    let w = World::new();
+    let _d = w.env.start_daemon();
+    let (proj, cwd) = project(&w, true);
+    w.install(&["claude-code"]);
+    let cfg = json_file(&w.home.join(".claude/settings.json"));
+    let start = hook_of(&cfg, "UserPromptSubmit", "turn-start", "claude-code");
+    let stop = hook_of(&cfg, "Stop", "turn-end", "claude-code");
+    let pre = hook_of(&cfg, "PreToolUse", "tool-start", "claude-code");
+    let post = hook_of(&cfg, "PostToolUse", "tool-end", "claude-code");
+    let parent = json!({"session_id": "P", "transcript_path": "/t/p.jsonl", "cwd": cwd,
+                        "permission_mode": "default"});
+    // The common fields of a sub-agent's hooks (`xd` in the 2.1.197 bundle).
+    let sub = parent
+        .clone()
+        .merge(&json!({"agent_id": "a5f0c3", "agent_type": "general-purpose"}));
+    let agent_tool = json!({"tool_name": "Agent", "tool_use_id": "toolu_A",
+        "tool_input": {"description": "edit", "prompt": "write c", "subagent_type": "general-purpose"}});
+    let write = json!({"tool_name": "Write", "tool_use_id": "toolu_W",
+                       "tool_input": {"file_path": "c.txt", "content": "c"}});
+
+    quiet(
+        &w,
+        &start,
+        &parent
+            .clone()
+            .merge(&json!({"hook_event_name": "UserPromptSubmit", "prompt": "p"})),
+    );
+    w.ctl_ok(&proj, &["turn-start", "--session", "Q"]);
+    let event = |name: &str| json!({ "hook_event_name": name });
+    quiet(
+        &w,
+        &pre,
+        &parent
+            .clone()
+            .merge(&event("PreToolUse"))
+            .merge(&agent_tool),
+    );
+    quiet(
+        &w,
+        &pre,
+        &sub.clone().merge(&event("PreToolUse")).merge(&write),
+    );
+    sh(&proj, "echo c > c.txt");
+    quiet(
+        &w,
+        &post,
+        &sub.clone().merge(&event("PostToolUse")).merge(&write),
+    );
+    // Between the sub-agent's tool calls, the Agent tool still runs.
+    sh(&proj, "echo d > d.txt");
+    quiet(
+        &w,
+        &post,
+        &parent
+            .clone()
+            .merge(&event("PostToolUse"))
+            .merge(&agent_tool),
+    );
+    sh(&proj, "echo e > e.txt");
+    quiet(&w, &stop, &parent.clone().merge(&event("Stop")));
+    w.ctl_ok(&proj, &["turn-end", "--session", "Q"]);
+
+    let p = turn_of(&w, &proj, "P");
+    assert_eq!(
+        entries(&w, &proj, &p["id"]),
+        [
+            ("c.txt".to_string(), false),
+            ("d.txt".to_string(), false),
+            ("e.txt".to_string(), true)
+        ],
+        "{p}"
+    );
+    let q = turn_of(&w, &proj, "Q");
+    assert_eq!(entries(&w, &proj, &q["id"]), [("e.txt".to_string(), true)]);
+}
