@@ -1597,3 +1597,108 @@ fn a_sub_agents_changes_belong_to_its_parent_sessions_turn() {
     let q = turn_of(&w, &proj, "Q");
     assert_eq!(entries(&w, &proj, &q["id"]), [("e.txt".to_string(), true)]);
 }
+
+/// What Codex gives a stdio MCP server: only these of its own variables,
+/// plus those the server's `env_vars` names (openai/codex
+/// `codex-rs/rmcp-client/src/utils.rs`, `DEFAULT_ENV_VARS`).
+const CODEX_MCP_ENV: [&str; 10] = [
+    "HOME", "LOGNAME", "PATH", "SHELL", "USER", "LANG", "LC_ALL", "TERM", "TMPDIR", "TZ",
+];
+
+/// Codex starts `ckptctl mcp` with a stripped environment: the entry
+/// install writes passes what ckpt needs through `env_vars`, so the server
+/// reaches the user's daemon (and no second one is started).
+#[test]
+fn codex_mcp_server_in_codexs_stripped_environment_reaches_the_daemon() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::Stdio;
+
+    let w = World::new();
+    let d = w.env.start_daemon();
+    let (proj, _) = project(&w, true);
+    w.install(&["codex"]);
+    let config: toml_edit::DocumentMut = std::fs::read_to_string(w.home.join(".codex/config.toml"))
+        .unwrap()
+        .parse()
+        .unwrap();
+    let server = &config["mcp_servers"]["ckpt"];
+    let names: Vec<String> = server["env_vars"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no env_vars in {config}"))
+        .iter()
+        .map(|v| v.as_str().unwrap().to_string())
+        .collect();
+    for needed in [
+        "CKPT_SOCKET",
+        "CKPT_DATA_DIR",
+        "XDG_RUNTIME_DIR",
+        "XDG_DATA_HOME",
+    ] {
+        assert!(names.iter().any(|n| n == needed), "{needed}: {names:?}");
+    }
+    // The environment Codex itself runs in: the user's, with ckpt's socket.
+    let tmp = w.env.dir("tmp");
+    let user_env: Vec<(&str, std::ffi::OsString)> = vec![
+        ("HOME", w.home.clone().into()),
+        ("PATH", w.bin.clone().into()),
+        ("TMPDIR", tmp.clone().into()),
+        ("CKPT_SOCKET", w.env.socket.clone().into()),
+        ("CKPT_DATA_DIR", w.env.data.clone().into()),
+        ("UNRELATED", "x".into()),
+    ];
+    let mut cmd = Command::new(server["command"].as_str().unwrap());
+    cmd.args(
+        server["args"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_str().unwrap()),
+    )
+    .env_clear()
+    .current_dir(&proj)
+    .stdin(Stdio::piped())
+    .stdout(Stdio::piped());
+    for (k, v) in &user_env {
+        if CODEX_MCP_ENV.contains(k) || names.iter().any(|n| n == k) {
+            cmd.env(k, v);
+        }
+    }
+    let mut child = cmd.spawn().expect("start the MCP server");
+    let mut stdin = child.stdin.take().unwrap();
+    for msg in [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "codex-mcp-client", "version": "0.171.0"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+               "params": {"name": "status", "arguments": {}}}),
+    ] {
+        writeln!(stdin, "{msg}").unwrap();
+    }
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stdout = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let reply = loop {
+        let line = rx
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .expect("a reply to the status call");
+        let msg: Value = serde_json::from_str(&line).unwrap();
+        if msg["id"] == 2 {
+            break msg;
+        }
+    };
+    drop(stdin);
+    let _ = wait_timeout(&mut child, std::time::Duration::from_secs(30));
+    assert_ne!(reply["result"]["isError"], true, "{reply}");
+    let text = reply["result"]["content"][0]["text"].as_str().unwrap();
+    let status: Value = serde_json::from_str(text).unwrap();
+    assert_eq!(status["daemon"]["pid"], d.pid(), "{status}");
+    assert!(
+        std::fs::read_dir(&tmp).unwrap().next().is_none(),
+        "nothing left in TMPDIR"
+    );
+}

@@ -10,8 +10,11 @@
 //!   `transcript_path` (nullable), `cwd`, `prompt` — schemas in
 //!   openai/codex `codex-rs/hooks/schema/generated/`). New or changed hooks run only after
 //!   the user trusts them in `/hooks`.
-//! - MCP: https://developers.openai.com/codex/mcp (`[mcp_servers.NAME]` with `command` and
-//!   `args` in `~/.codex/config.toml`, or `.codex/config.toml` of a trusted project).
+//! - MCP: https://developers.openai.com/codex/mcp (`[mcp_servers.NAME]` with `command`,
+//!   `args`, and `env_vars`: the names of variables passed through to the server, which
+//!   otherwise gets only HOME, LOGNAME, PATH, SHELL, USER, LANG, LC_ALL, TERM, TMPDIR and TZ
+//!   (openai/codex `codex-rs/config/src/mcp_types.rs`), in `~/.codex/config.toml`, or
+//!   `.codex/config.toml` of a trusted project).
 //! - `$CODEX_HOME` replaces `~/.codex`.
 
 use serde_json::json;
@@ -40,6 +43,15 @@ pub const SPEC: Spec = Spec {
 /// Codex clamps the timeout of `SessionEnd` and `Interrupt` hooks to 3 s
 /// (and warns), so they are installed with it.
 const SHORT_TIMEOUT: u64 = 3;
+
+/// What a stripped environment must still pass to `ckptctl mcp` for it to
+/// find the daemon and agree with it on the data dir (`ckpt_proto::paths`).
+const MCP_ENV_VARS: [&str; 4] = [
+    "CKPT_SOCKET",
+    "CKPT_DATA_DIR",
+    "XDG_RUNTIME_DIR",
+    "XDG_DATA_HOME",
+];
 
 pub(crate) fn codex_home(h: &Home) -> std::path::PathBuf {
     h.env_or("CODEX_HOME", ".codex")
@@ -88,7 +100,8 @@ fn files(t: &Target) -> anyhow::Result<Vec<Piece>> {
             edit: Edit::Toml {
                 at: &["mcp_servers"],
                 key: "ckpt",
-                value: json!({"command": t.mcp_program(), "args": ["mcp"]}),
+                value: json!({"command": t.mcp_program(), "args": ["mcp"],
+                              "env_vars": MCP_ENV_VARS}),
             },
         },
     ])
