@@ -1702,3 +1702,89 @@ fn codex_mcp_server_in_codexs_stripped_environment_reaches_the_daemon() {
         "nothing left in TMPDIR"
     );
 }
+
+/// Codex runs a hook only once the user trusted it in `/hooks`, by a hash
+/// of its command: `hooks status` says when ckpt's are not trusted, and
+/// after a moved ckptctl changed them, that trust is needed again.
+#[test]
+fn codex_hooks_status_says_until_codex_trusts_them_and_again_after_a_move() {
+    let w = World::new();
+    w.install(&["codex"]);
+    let hooks_file = w.home.join(".codex/hooks.json");
+    let pending = |w: &World| agent_row(w, w.env.path(), "codex")["pending"]["user"].clone();
+    assert_eq!(
+        pending(&w),
+        "installed, not trusted yet — open `/hooks` in Codex"
+    );
+    let text = w.ctl_ok(w.env.path(), &["hooks", "status"]);
+    assert!(
+        text.contains("codex (user): installed, not trusted yet — open `/hooks` in Codex"),
+        "{text}"
+    );
+
+    // What Codex's `/hooks` writes when the user trusts each of them.
+    let trust = |w: &World| {
+        let hooks = json_file(&hooks_file);
+        let mut state = String::new();
+        for (event, groups) in hooks["hooks"].as_object().unwrap() {
+            let snake: String = event
+                .chars()
+                .enumerate()
+                .flat_map(|(i, c)| {
+                    let sep = (i > 0 && c.is_ascii_uppercase()).then_some('_');
+                    sep.into_iter().chain([c.to_ascii_lowercase()])
+                })
+                .collect();
+            let h = &groups[0]["hooks"][0];
+            let identity = format!(
+                r#"{{"event_name":"{snake}","hooks":[{{"async":false,"command":{},"timeout":{},"type":"command"}}]}}"#,
+                h["command"], h["timeout"]
+            );
+            state += &format!(
+                "[hooks.state.\"{}:{snake}:0:0\"]\ntrusted_hash = \"sha256:{}\"\n\n",
+                hooks_file.display(),
+                sha256_hex(identity.as_bytes())
+            );
+        }
+        let config = w.home.join(".codex/config.toml");
+        let text = std::fs::read_to_string(&config).unwrap();
+        std::fs::write(&config, format!("{text}\n{state}")).unwrap();
+    };
+    trust(&w);
+    assert_eq!(pending(&w), Value::Null);
+    let text = w.ctl_ok(w.env.path(), &["hooks", "status"]);
+    assert!(!text.contains("codex (user)"), "{text}");
+
+    // The same binaries elsewhere: the hooks now run another command.
+    let moved = w.env.dir("moved");
+    for name in ["ckptctl", "ckpt-hooks"] {
+        std::fs::copy(bin(name), moved.join(name)).unwrap();
+    }
+    let moved_ctl = |args: &[&str]| {
+        let mut cmd = Command::new(moved.join("ckptctl"));
+        cmd.args(args)
+            .current_dir(w.env.path())
+            .env("CKPT_DATA_DIR", &w.env.data);
+        let out = run(w.isolate(&mut cmd));
+        assert!(out.status.success(), "{out:?}");
+        out.stdout
+    };
+    let installed = moved_ctl(&["hooks", "install", "codex"]);
+    assert!(installed.contains("trust it again"), "{installed}");
+    // Status as the moved ckptctl sees it: its hooks are the installed ones.
+    let doc: Value = serde_json::from_str(&moved_ctl(&["--json", "hooks", "status"])).unwrap();
+    let row = doc["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["agent"] == "codex")
+        .unwrap()
+        .clone();
+    assert_eq!(row["user"], "yes", "{row}");
+    assert!(
+        row["pending"]["user"]
+            .as_str()
+            .is_some_and(|p| p.contains("changed since you trusted it")),
+        "{row}"
+    );
+}

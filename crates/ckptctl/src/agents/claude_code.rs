@@ -39,6 +39,7 @@ pub const SPEC: Spec = Spec {
     executables: &["claude"],
     files,
     after_install: None,
+    pending: None,
 };
 
 /// `$CLAUDE_CONFIG_DIR`, else `~/.claude`: settings.json and the session

@@ -30,6 +30,7 @@ pub const SPEC: Spec = Spec {
     executables: &["gemini"],
     files,
     after_install: None,
+    pending: None,
 };
 
 pub(crate) fn gemini_dir(h: &Home) -> std::path::PathBuf {

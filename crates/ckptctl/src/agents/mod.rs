@@ -130,6 +130,10 @@ pub struct Spec {
     pub files: fn(&Target) -> anyhow::Result<Vec<Piece>>,
     /// What the user still has to do after an install, if anything.
     pub after_install: Option<&'static str>,
+    /// Whether the agent will run the hooks installed at a scope, read
+    /// from its own config (Codex runs only hooks the user trusted): None
+    /// when nothing is pending, else what to do.
+    pub pending: Option<fn(&Target) -> anyhow::Result<Option<String>>>,
 }
 
 /// A change to one file.

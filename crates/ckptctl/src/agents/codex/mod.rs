@@ -5,11 +5,11 @@
 //!   `codex-rs/hooks/src/events/pre_tool_use.rs`, `post_tool_use.rs`: same input fields;
 //!   exit 0 with empty stdout decides nothing); `SessionEnd` and `Interrupt` (a turn the user
 //!   interrupted), whose timeouts Codex clamps to 3 s; no failure event of its own
-//!   (`PostToolUse` carries a failed tool's output);
-//!   `timeout` in seconds; run as `$SHELL -lc`; input fields `session_id`, `turn_id`,
-//!   `transcript_path` (nullable), `cwd`, `prompt` — schemas in
-//!   openai/codex `codex-rs/hooks/schema/generated/`). New or changed hooks run only after
-//!   the user trusts them in `/hooks`.
+//!   (`PostToolUse` carries a failed tool's output); `timeout` in seconds; run as
+//!   `$SHELL -lc`; input fields `session_id`, `turn_id`, `transcript_path` (nullable), `cwd`,
+//!   `prompt` — schemas in openai/codex `codex-rs/hooks/schema/generated/`, and the 0.171.0
+//!   binary's, whose `app-server` `hooks/list` lists what it loaded). Codex runs a hook only
+//!   once the user trusts it in `/hooks` (`trust.rs`).
 //! - MCP: https://developers.openai.com/codex/mcp (`[mcp_servers.NAME]` with `command`,
 //!   `args`, and `env_vars`: the names of variables passed through to the server, which
 //!   otherwise gets only HOME, LOGNAME, PATH, SHELL, USER, LANG, LC_ALL, TERM, TMPDIR and TZ
@@ -23,6 +23,8 @@ use super::claude_code::nested_hook;
 use super::{Agent, Event, Home, Payload, Piece, Spec, Target};
 use crate::hooks::edit::Edit;
 
+mod trust;
+
 pub const PAYLOAD: Option<Payload> = Some(Payload {
     session: &[&["session_id"]],
     prompt: &[&["prompt"]],
@@ -35,13 +37,12 @@ pub const SPEC: Spec = Spec {
     config_dirs: |h: &Home| vec![codex_home(h)],
     executables: &["codex"],
     files,
-    after_install: Some(
-        "Codex runs new hooks only once you trust them: start `codex` and approve ckpt's in /hooks",
-    ),
+    after_install: None,
+    pending: Some(trust::pending),
 };
 
 /// Codex clamps the timeout of `SessionEnd` and `Interrupt` hooks to 3 s
-/// (and warns), so they are installed with it.
+/// (and warns); installed with it, they are hashed as written (`trust.rs`).
 const SHORT_TIMEOUT: u64 = 3;
 
 /// What a stripped environment must still pass to `ckptctl mcp` for it to
@@ -57,11 +58,16 @@ pub(crate) fn codex_home(h: &Home) -> std::path::PathBuf {
     h.env_or("CODEX_HOME", ".codex")
 }
 
+/// The `hooks.json` an install at the target's scope writes.
+fn hooks_json(t: &Target) -> std::path::PathBuf {
+    t.pick(codex_home(t.home).join("hooks.json"), ".codex/hooks.json")
+}
+
 fn files(t: &Target) -> anyhow::Result<Vec<Piece>> {
     let dir = codex_home(t.home);
     Ok(vec![
         Piece {
-            path: t.pick(dir.join("hooks.json"), ".codex/hooks.json"),
+            path: hooks_json(t),
             edit: Edit::Json(vec![
                 nested_hook(
                     &["hooks", "UserPromptSubmit"],
