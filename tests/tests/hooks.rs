@@ -1722,35 +1722,7 @@ fn codex_hooks_status_says_until_codex_trusts_them_and_again_after_a_move() {
         "{text}"
     );
 
-    // What Codex's `/hooks` writes when the user trusts each of them.
-    let trust = |w: &World| {
-        let hooks = json_file(&hooks_file);
-        let mut state = String::new();
-        for (event, groups) in hooks["hooks"].as_object().unwrap() {
-            let snake: String = event
-                .chars()
-                .enumerate()
-                .flat_map(|(i, c)| {
-                    let sep = (i > 0 && c.is_ascii_uppercase()).then_some('_');
-                    sep.into_iter().chain([c.to_ascii_lowercase()])
-                })
-                .collect();
-            let h = &groups[0]["hooks"][0];
-            let identity = format!(
-                r#"{{"event_name":"{snake}","hooks":[{{"async":false,"command":{},"timeout":{},"type":"command"}}]}}"#,
-                h["command"], h["timeout"]
-            );
-            state += &format!(
-                "[hooks.state.\"{}:{snake}:0:0\"]\ntrusted_hash = \"sha256:{}\"\n\n",
-                hooks_file.display(),
-                sha256_hex(identity.as_bytes())
-            );
-        }
-        let config = w.home.join(".codex/config.toml");
-        let text = std::fs::read_to_string(&config).unwrap();
-        std::fs::write(&config, format!("{text}\n{state}")).unwrap();
-    };
-    trust(&w);
+    trust_in_codex(&hooks_file, &hooks_file, &w.home.join(".codex/config.toml"));
     assert_eq!(pending(&w), Value::Null);
     let text = w.ctl_ok(w.env.path(), &["hooks", "status"]);
     assert!(!text.contains("codex (user)"), "{text}");
@@ -1787,4 +1759,62 @@ fn codex_hooks_status_says_until_codex_trusts_them_and_again_after_a_move() {
             .is_some_and(|p| p.contains("changed since you trusted it")),
         "{row}"
     );
+}
+
+/// What Codex's `/hooks` writes to `config` when the user trusts each hook
+/// in `hooks_file`, keyed by `key_path` (the path Codex loaded it by).
+fn trust_in_codex(hooks_file: &Path, key_path: &Path, config: &Path) {
+    let hooks = json_file(hooks_file);
+    let mut state = String::new();
+    for (event, groups) in hooks["hooks"].as_object().unwrap() {
+        let snake: String = event
+            .chars()
+            .enumerate()
+            .flat_map(|(i, c)| {
+                let sep = (i > 0 && c.is_ascii_uppercase()).then_some('_');
+                sep.into_iter().chain([c.to_ascii_lowercase()])
+            })
+            .collect();
+        let h = &groups[0]["hooks"][0];
+        let identity = format!(
+            r#"{{"event_name":"{snake}","hooks":[{{"async":false,"command":{},"timeout":{},"type":"command"}}]}}"#,
+            h["command"], h["timeout"]
+        );
+        state += &format!(
+            "[hooks.state.\"{}:{snake}:0:0\"]\ntrusted_hash = \"sha256:{}\"\n\n",
+            key_path.display(),
+            sha256_hex(identity.as_bytes())
+        );
+    }
+    let text = std::fs::read_to_string(config).unwrap();
+    std::fs::write(config, format!("{text}\n{state}")).unwrap();
+}
+
+/// Codex may key its trust by the real path of `CODEX_HOME`: a home
+/// reached through a symlink still counts as trusted.
+#[test]
+fn codex_trust_keyed_by_the_real_path_counts() {
+    let w = World::new();
+    let link = w.env.path().join("home-link");
+    std::os::unix::fs::symlink(&w.home, &link).unwrap();
+    let ctl = |args: &[&str]| {
+        let mut cmd = w.env.ctl_cmd(w.env.path(), args);
+        w.isolate(&mut cmd).env("HOME", &link);
+        let out = run(&mut cmd);
+        assert!(out.status.success(), "{args:?}: {out:?}");
+        out.stdout
+    };
+    ctl(&["hooks", "install", "codex"]);
+    let real = w.home.canonicalize().unwrap().join(".codex/hooks.json");
+    trust_in_codex(&real, &real, &real.with_file_name("config.toml"));
+    let doc: Value = serde_json::from_str(&ctl(&["--json", "hooks", "status"])).unwrap();
+    let row = doc["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["agent"] == "codex")
+        .unwrap()
+        .clone();
+    assert_eq!(row["user"], "yes", "{row}");
+    assert_eq!(row["pending"]["user"], Value::Null, "{row}");
 }

@@ -58,10 +58,22 @@ pub fn pending(t: &Target) -> anyhow::Result<Option<String>> {
         .get("hooks")
         .and_then(|h| h.get("state"))
         .and_then(|s| s.as_table_like());
+    // Codex names the file by the path it loaded it from, which may be
+    // the real path (a `CODEX_HOME` it canonicalized) or not.
+    let shown = hooks_file.display().to_string();
+    let real = hooks_file
+        .canonicalize()
+        .ok()
+        .map(|p| p.display().to_string());
     let found = ours(&hooks_file, &hooks)
         .into_iter()
         .map(|(key, hash)| {
-            let entry = states.and_then(|s| s.get(&key));
+            let entry = states.and_then(|s| {
+                s.get(&key).or_else(|| {
+                    let real = real.as_deref()?;
+                    s.get(&key.replacen(&shown, real, 1))
+                })
+            });
             let field = |name: &str| entry.and_then(|e| e.get(name)).and_then(|v| v.as_value());
             if field("enabled").and_then(|v| v.as_bool()) == Some(false) {
                 return Trust::Disabled;
