@@ -1453,7 +1453,7 @@ fn a_turn_end_survives_its_agents_process_group_being_killed() {
     while std::time::Instant::now() < deadline {
         hook = descendants(group as u32)
             .into_iter()
-            .find(|&p| stat(p).is_some_and(|(comm, sid)| comm == "ckptctl" && sid == p));
+            .find(|&p| stat(p).is_some_and(|(comm, pgrp)| comm == "ckptctl" && pgrp == p));
         if hook.is_some() {
             break;
         }
@@ -1462,7 +1462,10 @@ fn a_turn_end_survives_its_agents_process_group_being_killed() {
     // SAFETY: kill has no memory preconditions; the group is the agent's.
     unsafe { libc::kill(-group, libc::SIGKILL) };
     let _ = agent.wait();
-    assert!(hook.is_some(), "the hook never left the agent's session");
+    assert!(
+        hook.is_some(),
+        "the hook never left the agent's process group"
+    );
     let payload = json!({"session_id": "S", "transcript_path": "/t/s.jsonl", "cwd": cwd,
                          "hook_event_name": "StopFailure", "error": "rate_limit"});
     stdin
@@ -1507,13 +1510,13 @@ fn descendants(pid: u32) -> Vec<u32> {
     out
 }
 
-/// A process's command name and session id.
+/// A process's command name and process group.
 fn stat(pid: u32) -> Option<(String, u32)> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     let (head, rest) = text.rsplit_once(") ")?;
     let comm = head.split_once(" (")?.1.to_string();
-    let sid = rest.split(' ').nth(3)?.parse().ok()?;
-    Some((comm, sid))
+    let pgrp = rest.split(' ').nth(2)?.parse().ok()?;
+    Some((comm, pgrp))
 }
 
 /// A sub-agent (Claude Code's Agent tool) sends its tool hooks with its

@@ -38,16 +38,17 @@ pub fn run(mut ctx: Ctx, agent: Agent, event: Event, meta: TurnMeta) -> anyhow::
     Ok(0)
 }
 
-/// Leaves the agent's session and process group before anything else: an
-/// agent may not wait for a hook (Claude Code exits ~30 ms after starting
-/// a `StopFailure` hook), and a supervisor that then kills its process
-/// group, or a Ctrl-C to the terminal's foreground group, must not stop a
-/// turn-end on its way to the daemon, which finishes a request it has read.
-/// One system call; it fails only for a process-group leader, which is
-/// outside the agent's group already.
+/// Leaves the agent's process group before anything else: an agent may
+/// not wait for a hook (Claude Code exits ~30 ms after starting a
+/// `StopFailure` hook), and a supervisor that then kills its process group,
+/// or a Ctrl-C to the terminal's foreground group, must not stop a turn-end
+/// on its way to the daemon, which finishes a request it has read. A group
+/// of its own, not a session: `setsid` made each hook call 1.4 ms slower
+/// (a new scheduler autogroup per call; docs/architecture.md). It fails
+/// only for a session leader, which is outside the agent's group already.
 fn detach() {
-    // SAFETY: setsid has no preconditions; its failure is harmless (above).
-    unsafe { libc::setsid() };
+    // SAFETY: setpgid has no preconditions; its failure is harmless (above).
+    unsafe { libc::setpgid(0, 0) };
 }
 
 /// The project the call acted on; None if the payload was not this
