@@ -133,8 +133,12 @@ pub struct Spec {
     /// Whether the agent will run the hooks installed at a scope, read
     /// from its own config (Codex runs only hooks the user trusted): None
     /// when nothing is pending, else what to do.
-    pub pending: Option<fn(&Target) -> anyhow::Result<Option<String>>>,
+    pub pending: Option<PendingCheck>,
 }
+
+/// Reads what an agent still needs before it runs the hooks installed at a
+/// target's scope (`Spec::pending`).
+pub type PendingCheck = fn(&Target) -> anyhow::Result<Option<String>>;
 
 /// A change to one file.
 #[derive(Debug, Clone)]
