@@ -1821,3 +1821,36 @@ fn codex_trust_keyed_by_the_real_path_counts() {
     assert_eq!(row["user"], "yes", "{row}");
     assert_eq!(row["pending"]["user"], Value::Null, "{row}");
 }
+
+/// A turn whose end never reached the daemon (a `StopFailure` hook killed
+/// with its agent) is closed by its session's next prompt, and only its
+/// session's turn is.
+#[test]
+fn a_turn_whose_end_was_lost_closes_at_its_sessions_next_prompt() {
+    let w = World::new();
+    let _d = w.env.start_daemon();
+    let (proj, cwd) = project(&w, true);
+    w.install(&["claude-code"]);
+    let cfg = json_file(&w.home.join(".claude/settings.json"));
+    let start = hook_of(&cfg, "UserPromptSubmit", "turn-start", "claude-code");
+    let prompt = |text: &str| {
+        json!({"session_id": "S", "transcript_path": "/t/s.jsonl", "cwd": cwd,
+               "hook_event_name": "UserPromptSubmit", "prompt": text})
+    };
+    quiet(&w, &start, &prompt("first"));
+    w.ctl_ok(&proj, &["turn-start", "--session", "T"]);
+    sh(&proj, "echo x > x.txt");
+    quiet(&w, &start, &prompt("second"));
+    let log = w.ctl_json(&proj, &["log", "--session", "S"]);
+    let turns = log["turns"].as_array().expect("turns");
+    assert_eq!(turns.len(), 2, "{log}");
+    let (second, first) = (&turns[0], &turns[1]);
+    assert_eq!(first["label"], "first", "{log}");
+    assert_eq!(first["status"], "closed", "{log}");
+    assert_eq!(
+        entries(&w, &proj, &first["id"]),
+        [("x.txt".to_string(), true)]
+    );
+    assert_eq!(second["status"], "open", "{log}");
+    assert_eq!(turn_of(&w, &proj, "T")["status"], "open");
+}
