@@ -42,6 +42,10 @@ pub const SPEC: Spec = Spec {
     pending: None,
 };
 
+/// Seconds: a turn-end of thousands of files takes about one; longer would
+/// only hold up the agent's exit.
+const SESSION_END_TIMEOUT: u64 = 5;
+
 /// `$CLAUDE_CONFIG_DIR`, else `~/.claude`: settings.json and the session
 /// transcripts (`projects/`).
 pub(crate) fn claude_dir(h: &Home) -> PathBuf {
@@ -81,10 +85,12 @@ fn files(t: &Target) -> anyhow::Result<Vec<Piece>> {
                 ),
                 nested_hook(&["hooks", "PostToolUse"], tool_end.clone(), 30),
                 nested_hook(&["hooks", "PostToolUseFailure"], tool_end, 30),
+                // Claude Code's exit waits for its SessionEnd hooks up to the
+                // longest timeout among them (1.5 s when none is set).
                 nested_hook(
                     &["hooks", "SessionEnd"],
                     t.hook_command(Agent::ClaudeCode, Event::SessionEnd),
-                    30,
+                    SESSION_END_TIMEOUT,
                 ),
             ]),
         },
