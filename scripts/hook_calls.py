@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """Two ckptctl builds on the hook path, against one running ckptd: ROUNDS
 interleaved rounds (after 20 warm-up), each running, per binary (order
-alternating every round), `ckptctl -q -C PROJ turn-start`, `turn-end` and
-`--version`, each a fresh process timed from posix_spawn to waitpid.
+alternating every round), `ckptctl -q -C PROJ turn-start`, `turn-end`,
+the same two as Claude Code's hooks run them (`--from-hook=claude-code`,
+its payload on stdin) and `--version`, each a fresh process timed from
+posix_spawn to waitpid.
 Prints medians, the median paired difference and how often NEW was slower.
 Compare fresh copies of both builds made together, each in a directory of
 its own, and CKPTD in one with no ckptctl: ckptd locks the ckptctl beside
@@ -11,7 +13,7 @@ it in memory, which alone made a client 150-300 us faster
 
     scripts/hook_calls.py CKPTD OLD_CKPTCTL NEW_CKPTCTL [ROUNDS]
 """
-import os, statistics, sys
+import json, os, statistics, sys
 
 from benchkit import Daemon, paired
 
@@ -21,8 +23,13 @@ with Daemon(ckptd, old, prefix="mcp-hookbench-") as d:
     ops = {
         "turn-start": lambda b: [b, "-q", "-C", d.proj, "turn-start"],
         "turn-end": lambda b: [b, "-q", "-C", d.proj, "turn-end"],
+        "hook start": lambda b: [b, "turn-start", "--from-hook=claude-code"],
+        "hook end": lambda b: [b, "turn-end", "--from-hook=claude-code"],
         "--version": lambda b: [b, "--version"],
     }
+    payload = json.dumps({"session_id": "bench", "cwd": d.proj, "prompt": "p",
+                          "hook_event_name": "UserPromptSubmit"}).encode()
+    stdin = {op: payload if op.startswith("hook") else None for op in ops}
     res = {(b, op): [] for b in ("old", "new") for op in ops}
     bins = {"old": old, "new": new}
     warm = 20
@@ -32,7 +39,7 @@ with Daemon(ckptd, old, prefix="mcp-hookbench-") as d:
         order = ("old", "new") if r % 2 == 0 else ("new", "old")
         for b in order:
             for op in ops:
-                ms = d.timed(ops[op](bins[b]))
+                ms = d.timed(ops[op](bins[b]), stdin[op])
                 if r >= warm:
                     res[(b, op)].append(ms)
     out = sys.stderr

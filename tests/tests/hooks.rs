@@ -53,6 +53,7 @@ impl World {
             .env("XDG_CONFIG_HOME", &self.xdg)
             .env("PATH", &self.bin)
             .env_remove("CODEX_HOME")
+            .env_remove("CLAUDE_CONFIG_DIR")
             .env_remove("COPILOT_HOME")
             .env_remove("GEMINI_CLI_HOME")
             .env_remove("SHELL")
@@ -1121,4 +1122,735 @@ fn hooks_without_ckpt_hooks_next_to_ckptctl_says_so() {
         lonely.join("ckpt-hooks").display()
     );
     assert!(out.stderr.contains(&expected), "{}", out.stderr);
+}
+
+/// The hook of `event` in an agent's config, checked to run `args` of this
+/// ckptctl.
+fn hook_of(cfg: &Value, event: &str, args: &str, agent: &str) -> Hook {
+    command_at(
+        cfg,
+        &format!("/hooks/{event}/0/hooks/0/command"),
+        args,
+        agent,
+    )
+}
+
+/// (path, shared) of a turn's entries, sorted.
+fn entries(w: &World, proj: &Path, turn: &Value) -> Vec<(String, bool)> {
+    let show = w.ctl_json(proj, &["show", &turn.to_string()]);
+    let mut v: Vec<(String, bool)> = show["turn"]["entries"]
+        .as_array()
+        .expect("entries")
+        .iter()
+        .map(|e| {
+            let path = e["path"].as_str().expect("path").to_string();
+            (path, e["shared"].as_bool().expect("shared"))
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+/// The one turn of `session` in `log`.
+fn turn_of(w: &World, proj: &Path, session: &str) -> Value {
+    let log = w.ctl_json(proj, &["log", "--session", session]);
+    let turns = log["turns"].as_array().expect("turns");
+    assert_eq!(turns.len(), 1, "{log}");
+    turns[0].clone()
+}
+
+/// Runs a hook that must succeed quietly.
+fn quiet(w: &World, hook: &Hook, payload: &Value) {
+    let out = w.call(hook, payload);
+    assert!(out.status.success(), "{payload}: {out:?}");
+    assert_eq!(out.stdout, "", "{payload}: {out:?}");
+    assert_eq!(out.stderr, "", "{payload}: {out:?}");
+}
+
+fn agent_row(w: &World, dir: &Path, agent: &str) -> Value {
+    let doc = w.ctl_json(dir, &["hooks", "status"]);
+    doc["agents"]
+        .as_array()
+        .expect("agents")
+        .iter()
+        .find(|r| r["agent"] == agent)
+        .cloned()
+        .unwrap_or_else(|| panic!("no {agent} in {doc}"))
+}
+
+/// A failing tool call fires Claude Code's `PostToolUseFailure` instead of
+/// `PostToolUse`: it closes the tool window, so another session's later
+/// change is not put in this session's turn alone.
+#[test]
+fn claude_code_failed_tool_call_closes_its_tool_window() {
+    let w = World::new();
+    let _d = w.env.start_daemon();
+    let (proj, cwd) = project(&w, true);
+    w.install(&["claude-code"]);
+    let cfg = json_file(&w.home.join(".claude/settings.json"));
+    let start = hook_of(&cfg, "UserPromptSubmit", "turn-start", "claude-code");
+    let pre = hook_of(&cfg, "PreToolUse", "tool-start", "claude-code");
+    let failed = hook_of(&cfg, "PostToolUseFailure", "tool-end", "claude-code");
+    let base = json!({"session_id": "A", "transcript_path": w.env.path().join("a.jsonl"),
+                      "cwd": cwd, "permission_mode": "default"});
+    let with = |extra: Value| {
+        let mut p = base.clone();
+        p.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        p
+    };
+    quiet(
+        &w,
+        &start,
+        &with(json!({"hook_event_name": "UserPromptSubmit", "prompt": "p"})),
+    );
+    w.ctl_ok(&proj, &["turn-start", "--session", "B"]);
+    let tool = json!({"tool_name": "Bash", "tool_input": {"command": "false"},
+                      "tool_use_id": "toolu_1"});
+    quiet(
+        &w,
+        &pre,
+        &with(json!({"hook_event_name": "PreToolUse"})).merge(&tool),
+    );
+    // The payload the 2.1.197 CLI sends (`rYt` in its bundle).
+    quiet(
+        &w,
+        &failed,
+        &with(
+            json!({"hook_event_name": "PostToolUseFailure", "error": "Exit code 1",
+                     "is_interrupt": false, "duration_ms": 12}),
+        )
+        .merge(&tool),
+    );
+    // No tool runs now: B's `sed -i` belongs to both open turns.
+    sh(&proj, "echo b > b.txt");
+    w.ctl_ok(&proj, &["turn-end", "--session", "A"]);
+    w.ctl_ok(&proj, &["turn-end", "--session", "B"]);
+    let b = turn_of(&w, &proj, "B");
+    assert_eq!(
+        entries(&w, &proj, &b["id"]),
+        [("b.txt".to_string(), true)],
+        "{b}"
+    );
+}
+
+/// `Value` objects merged (the tool fields of a payload).
+trait Merge {
+    fn merge(self, other: &Value) -> Value;
+}
+
+impl Merge for Value {
+    fn merge(mut self, other: &Value) -> Value {
+        let add = other.as_object().expect("an object").clone();
+        self.as_object_mut().expect("an object").extend(add);
+        self
+    }
+}
+
+/// An interrupted turn fires only the session's end (Claude Code's and
+/// Gemini CLI's `SessionEnd`, Codex's `SessionEnd` and `Interrupt`): it
+/// closes the session's turn and its tool window; with no turn open it is
+/// no failure.
+#[test]
+fn session_end_hooks_close_the_open_turn_and_are_no_failure_without_one() {
+    let w = World::new();
+    let _d = w.env.start_daemon();
+    let (proj, cwd) = project(&w, true);
+    w.install(&["claude-code", "codex", "gemini"]);
+    let claude = json_file(&w.home.join(".claude/settings.json"));
+    let codex = json_file(&w.home.join(".codex/hooks.json"));
+    let gemini = json_file(&w.home.join(".gemini/settings.json"));
+    let end = "turn-end --if-open";
+    let cases = [
+        (
+            "claude-code",
+            hook_of(&claude, "SessionEnd", end, "claude-code"),
+            hook_of(&claude, "PreToolUse", "tool-start", "claude-code"),
+            json!({"session_id": "S1", "transcript_path": "/t/s1.jsonl", "cwd": cwd,
+                   "hook_event_name": "SessionEnd", "reason": "other"}),
+        ),
+        (
+            "codex",
+            hook_of(&codex, "SessionEnd", end, "codex"),
+            hook_of(&codex, "PreToolUse", "tool-start", "codex"),
+            json!({"session_id": "S2", "transcript_path": null, "cwd": cwd,
+                   "hook_event_name": "SessionEnd", "reason": "other"}),
+        ),
+        (
+            "codex",
+            hook_of(&codex, "Interrupt", end, "codex"),
+            hook_of(&codex, "PreToolUse", "tool-start", "codex"),
+            json!({"session_id": "S3", "transcript_path": null, "cwd": cwd,
+                   "hook_event_name": "Interrupt", "model": "gpt-5",
+                   "permission_mode": "default", "turn_id": "t1"}),
+        ),
+        (
+            "gemini",
+            hook_of(&gemini, "SessionEnd", end, "gemini"),
+            hook_of(&gemini, "BeforeTool", "tool-start", "gemini"),
+            json!({"session_id": "S4", "transcript_path": "", "cwd": cwd,
+                   "hook_event_name": "SessionEnd", "timestamp": "2026-12-01T10:00:00Z",
+                   "reason": "exit"}),
+        ),
+    ];
+    for (i, (agent, session_end, tool_start, payload)) in cases.iter().enumerate() {
+        let session = payload["session_id"].as_str().unwrap();
+        let file = format!("f{i}.txt");
+        w.ctl_ok(&proj, &["turn-start", "--session", session]);
+        w.ctl_ok(&proj, &["turn-start", "--session", "other"]);
+        // The tool call the interrupt cut short.
+        quiet(
+            &w,
+            tool_start,
+            &payload.clone().merge(&json!({"tool_name": "x"})),
+        );
+        sh(&proj, &format!("echo x > {file}"));
+        quiet(&w, session_end, payload);
+        let t = turn_of(&w, &proj, session);
+        assert_eq!(t["status"], "closed", "{agent}: {t}");
+        assert_eq!(
+            entries(&w, &proj, &t["id"]),
+            [(file.clone(), false)],
+            "{agent}"
+        );
+        // The window went with the turn: the user's edit now is the other
+        // session's (the only turn open), not lost to a closed turn.
+        sh(&proj, &format!("echo y > after{i}.txt"));
+        w.ctl_ok(&proj, &["turn-end", "--session", "other"]);
+        let log = w.ctl_json(&proj, &["log", "--session", "other"]);
+        let other = &log["turns"][0];
+        assert!(
+            entries(&w, &proj, &other["id"]).contains(&(format!("after{i}.txt"), false)),
+            "{agent}: {other}"
+        );
+
+        // Again, with nothing open: not a failure anywhere.
+        quiet(&w, session_end, payload);
+        let row = agent_row(&w, &proj, agent);
+        assert_eq!(row["failing"], false, "{agent}: {row}");
+        assert_eq!(row["last_ok"]["event"], "session-end", "{agent}: {row}");
+    }
+    let text = w.ctl_ok(&proj, &["status"]);
+    assert!(!text.contains("FAILED"), "{text}");
+    let text = w.ctl_ok(&proj, &["hooks", "status"]);
+    assert!(!text.contains("FAILED"), "{text}");
+    // In a folder never watched there is no turn to close either.
+    let elsewhere = w.env.git_repo("elsewhere", &[("x", b"x\n")]);
+    let cwd = elsewhere.canonicalize().unwrap();
+    quiet(
+        &w,
+        &cases[0].1,
+        &cases[0].3.clone().merge(&json!({"cwd": cwd})),
+    );
+    assert_eq!(agent_row(&w, &proj, "claude-code")["failing"], false);
+}
+
+/// With `CLAUDE_CONFIG_DIR` set, Claude Code reads `settings.json` and
+/// `.claude.json` there and nowhere else: install, status and uninstall
+/// go there too.
+#[test]
+fn claude_config_dir_is_where_install_status_and_uninstall_go() {
+    let w = World::new();
+    let dir = w.env.dir("claude-config");
+    let ctl = |args: &[&str]| {
+        let mut cmd = w.env.ctl_cmd(w.env.path(), args);
+        w.isolate(&mut cmd).env("CLAUDE_CONFIG_DIR", &dir);
+        let out = run(&mut cmd);
+        assert!(out.status.success(), "{args:?}: {out:?}");
+        out.stdout
+    };
+    // Found by its config dir alone.
+    let found = ctl(&["hooks", "install"]);
+    assert!(found.contains("claude-code"), "{found}");
+    let settings = json_file(&dir.join("settings.json"));
+    hook_of(&settings, "Stop", "turn-end", "claude-code");
+    let global = json_file(&dir.join(".claude.json"));
+    assert_eq!(
+        global["mcpServers"]["ckpt"]["args"],
+        json!(["mcp"]),
+        "{global}"
+    );
+    assert!(!w.home.join(".claude").exists());
+    assert!(!w.home.join(".claude.json").exists());
+    let status: Value = serde_json::from_str(&ctl(&["--json", "hooks", "status"])).unwrap();
+    let row = status["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["agent"] == "claude-code")
+        .unwrap()
+        .clone();
+    assert_eq!(row["user"], "yes", "{row}");
+    assert_eq!(agent_row(&w, w.env.path(), "claude-code")["user"], "no");
+    ctl(&["hooks", "uninstall", "claude-code"]);
+    assert!(!dir.join("settings.json").exists());
+    assert!(!dir.join(".claude.json").exists());
+}
+
+/// Claude Code rewrites `~/.claude.json` without a final newline and
+/// Gemini CLI its `settings.json` in its own layout: ckpt's entries are
+/// still there, so status says installed and a second install writes
+/// nothing.
+#[test]
+fn configs_the_agent_rewrote_stay_installed_and_are_not_rewritten() {
+    let w = World::new();
+    w.install(&["claude-code", "gemini"]);
+    let claude = w.home.join(".claude.json");
+    let gemini = w.home.join(".gemini/settings.json");
+    let compact = serde_json::to_string(&json_file(&claude)).unwrap();
+    std::fs::write(&claude, &compact).unwrap();
+    let pretty = serde_json::to_string_pretty(&json_file(&gemini)).unwrap();
+    std::fs::write(&gemini, &pretty).unwrap();
+    for agent in ["claude-code", "gemini"] {
+        let row = agent_row(&w, w.env.path(), agent);
+        assert_eq!(row["user"], "yes", "{row}");
+    }
+    let again = w.install(&["claude-code", "gemini"]);
+    assert!(!again.contains("updated"), "{again}");
+    assert_eq!(std::fs::read_to_string(&claude).unwrap(), compact);
+    assert_eq!(std::fs::read_to_string(&gemini).unwrap(), pretty);
+}
+
+/// `claude -p` exits ~30 ms after starting a `StopFailure` hook, and a
+/// supervisor may then kill the agent's whole process group: the hook's
+/// turn-end leaves that group first thing and still closes the turn.
+#[test]
+fn a_turn_end_survives_its_agents_process_group_being_killed() {
+    use std::io::Write;
+    use std::os::unix::process::CommandExt;
+    use std::process::Stdio;
+
+    let w = World::new();
+    let _d = w.env.start_daemon();
+    let (proj, cwd) = project(&w, true);
+    w.install(&["claude-code"]);
+    let cfg = json_file(&w.home.join(".claude/settings.json"));
+    let Hook::Sh(line) = hook_of(&cfg, "StopFailure", "turn-end", "claude-code") else {
+        unreachable!()
+    };
+    w.ctl_ok(&proj, &["turn-start", "--session", "S"]);
+    sh(&proj, "echo x > x.txt");
+
+    // The agent leads its own process group and starts the hook with
+    // `sh -c`, as Claude Code does; the hook waits for its payload.
+    let mut cmd = Command::new("/bin/sh");
+    cmd.arg("-c")
+        .arg("/bin/sh -c \"$HOOK\"; :")
+        .env("HOOK", &line)
+        .env("CKPT_SOCKET", &w.env.socket)
+        .env("CKPT_DATA_DIR", &w.env.data)
+        .env("CKPT_NO_AUTOSTART", "1")
+        .current_dir(w.env.path())
+        .stdin(Stdio::piped())
+        .process_group(0);
+    w.isolate(&mut cmd);
+    let mut agent = cmd.spawn().expect("start the agent");
+    let group = agent.id() as i32;
+    let mut stdin = agent.stdin.take().expect("stdin");
+    let mut hook = None;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while std::time::Instant::now() < deadline {
+        hook = descendants(group as u32)
+            .into_iter()
+            .find(|&p| stat(p).is_some_and(|(comm, pgrp)| comm == "ckptctl" && pgrp == p));
+        if hook.is_some() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    // SAFETY: kill has no memory preconditions; the group is the agent's.
+    unsafe { libc::kill(-group, libc::SIGKILL) };
+    let _ = agent.wait();
+    assert!(
+        hook.is_some(),
+        "the hook never left the agent's process group"
+    );
+    let payload = json!({"session_id": "S", "transcript_path": "/t/s.jsonl", "cwd": cwd,
+                         "hook_event_name": "StopFailure", "error": "rate_limit"});
+    stdin
+        .write_all(payload.to_string().as_bytes())
+        .expect("the hook is alive");
+    drop(stdin);
+    wait_for(
+        "the turn closed",
+        std::time::Duration::from_secs(20),
+        || turn_of(&w, &proj, "S")["status"] == "closed",
+    );
+    let t = turn_of(&w, &proj, "S");
+    assert_eq!(entries(&w, &proj, &t["id"]), [("x.txt".to_string(), false)]);
+    assert_eq!(agent_row(&w, &proj, "claude-code")["failing"], false);
+}
+
+/// Every process below `pid` (from /proc).
+fn descendants(pid: u32) -> Vec<u32> {
+    let mut all: Vec<(u32, u32)> = Vec::new();
+    for e in std::fs::read_dir("/proc").expect("/proc").flatten() {
+        let Some(p) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        let Ok(text) = std::fs::read_to_string(format!("/proc/{p}/stat")) else {
+            continue;
+        };
+        let Some(rest) = text.rsplit_once(") ").map(|(_, r)| r) else {
+            continue;
+        };
+        let ppid = rest.split(' ').nth(1).and_then(|s| s.parse().ok());
+        if let Some(ppid) = ppid {
+            all.push((p, ppid));
+        }
+    }
+    let mut out = vec![pid];
+    let mut i = 0;
+    while i < out.len() {
+        let parent = out[i];
+        out.extend(all.iter().filter(|(_, pp)| *pp == parent).map(|(p, _)| *p));
+        i += 1;
+    }
+    out
+}
+
+/// A process's command name and process group.
+fn stat(pid: u32) -> Option<(String, u32)> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (head, rest) = text.rsplit_once(") ")?;
+    let comm = head.split_once(" (")?.1.to_string();
+    let pgrp = rest.split(' ').nth(2)?.parse().ok()?;
+    Some((comm, pgrp))
+}
+
+/// A sub-agent (Claude Code's Agent tool) sends its tool hooks with its
+/// parent's `session_id` and an `agent_id` of its own: its changes belong
+/// to the parent session's turn, alone while its tools run, as the
+/// parent's own tool calls do.
+#[test]
+fn a_sub_agents_changes_belong_to_its_parent_sessions_turn() {
+    let w = World::new();
+    let _d = w.env.start_daemon();
+    let (proj, cwd) = project(&w, true);
+    w.install(&["claude-code"]);
+    let cfg = json_file(&w.home.join(".claude/settings.json"));
+    let start = hook_of(&cfg, "UserPromptSubmit", "turn-start", "claude-code");
+    let stop = hook_of(&cfg, "Stop", "turn-end", "claude-code");
+    let pre = hook_of(&cfg, "PreToolUse", "tool-start", "claude-code");
+    let post = hook_of(&cfg, "PostToolUse", "tool-end", "claude-code");
+    let parent = json!({"session_id": "P", "transcript_path": "/t/p.jsonl", "cwd": cwd,
+                        "permission_mode": "default"});
+    // The common fields of a sub-agent's hooks (`xd` in the 2.1.197 bundle).
+    let sub = parent
+        .clone()
+        .merge(&json!({"agent_id": "a5f0c3", "agent_type": "general-purpose"}));
+    let agent_tool = json!({"tool_name": "Agent", "tool_use_id": "toolu_A",
+        "tool_input": {"description": "edit", "prompt": "write c", "subagent_type": "general-purpose"}});
+    let write = json!({"tool_name": "Write", "tool_use_id": "toolu_W",
+                       "tool_input": {"file_path": "c.txt", "content": "c"}});
+
+    quiet(
+        &w,
+        &start,
+        &parent
+            .clone()
+            .merge(&json!({"hook_event_name": "UserPromptSubmit", "prompt": "p"})),
+    );
+    w.ctl_ok(&proj, &["turn-start", "--session", "Q"]);
+    let event = |name: &str| json!({ "hook_event_name": name });
+    quiet(
+        &w,
+        &pre,
+        &parent
+            .clone()
+            .merge(&event("PreToolUse"))
+            .merge(&agent_tool),
+    );
+    quiet(
+        &w,
+        &pre,
+        &sub.clone().merge(&event("PreToolUse")).merge(&write),
+    );
+    sh(&proj, "echo c > c.txt");
+    quiet(
+        &w,
+        &post,
+        &sub.clone().merge(&event("PostToolUse")).merge(&write),
+    );
+    // Between the sub-agent's tool calls, the Agent tool still runs.
+    sh(&proj, "echo d > d.txt");
+    quiet(
+        &w,
+        &post,
+        &parent
+            .clone()
+            .merge(&event("PostToolUse"))
+            .merge(&agent_tool),
+    );
+    sh(&proj, "echo e > e.txt");
+    quiet(&w, &stop, &parent.clone().merge(&event("Stop")));
+    w.ctl_ok(&proj, &["turn-end", "--session", "Q"]);
+
+    let p = turn_of(&w, &proj, "P");
+    assert_eq!(
+        entries(&w, &proj, &p["id"]),
+        [
+            ("c.txt".to_string(), false),
+            ("d.txt".to_string(), false),
+            ("e.txt".to_string(), true)
+        ],
+        "{p}"
+    );
+    let q = turn_of(&w, &proj, "Q");
+    assert_eq!(entries(&w, &proj, &q["id"]), [("e.txt".to_string(), true)]);
+}
+
+/// What Codex gives a stdio MCP server: only these of its own variables,
+/// plus those the server's `env_vars` names (openai/codex
+/// `codex-rs/rmcp-client/src/utils.rs`, `DEFAULT_ENV_VARS`).
+const CODEX_MCP_ENV: [&str; 10] = [
+    "HOME", "LOGNAME", "PATH", "SHELL", "USER", "LANG", "LC_ALL", "TERM", "TMPDIR", "TZ",
+];
+
+/// Codex starts `ckptctl mcp` with a stripped environment: the entry
+/// install writes passes what ckpt needs through `env_vars`, so the server
+/// reaches the user's daemon (and no second one is started).
+#[test]
+fn codex_mcp_server_in_codexs_stripped_environment_reaches_the_daemon() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::Stdio;
+
+    let w = World::new();
+    let d = w.env.start_daemon();
+    let (proj, _) = project(&w, true);
+    w.install(&["codex"]);
+    let config: toml_edit::DocumentMut = std::fs::read_to_string(w.home.join(".codex/config.toml"))
+        .unwrap()
+        .parse()
+        .unwrap();
+    let server = &config["mcp_servers"]["ckpt"];
+    let names: Vec<String> = server["env_vars"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no env_vars in {config}"))
+        .iter()
+        .map(|v| v.as_str().unwrap().to_string())
+        .collect();
+    for needed in [
+        "CKPT_SOCKET",
+        "CKPT_DATA_DIR",
+        "XDG_RUNTIME_DIR",
+        "XDG_DATA_HOME",
+    ] {
+        assert!(names.iter().any(|n| n == needed), "{needed}: {names:?}");
+    }
+    // The environment Codex itself runs in: the user's, with ckpt's socket.
+    let tmp = w.env.dir("tmp");
+    let user_env: Vec<(&str, std::ffi::OsString)> = vec![
+        ("HOME", w.home.clone().into()),
+        ("PATH", w.bin.clone().into()),
+        ("TMPDIR", tmp.clone().into()),
+        ("CKPT_SOCKET", w.env.socket.clone().into()),
+        ("CKPT_DATA_DIR", w.env.data.clone().into()),
+        ("UNRELATED", "x".into()),
+    ];
+    let mut cmd = Command::new(server["command"].as_str().unwrap());
+    cmd.args(
+        server["args"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_str().unwrap()),
+    )
+    .env_clear()
+    .current_dir(&proj)
+    .stdin(Stdio::piped())
+    .stdout(Stdio::piped());
+    for (k, v) in &user_env {
+        if CODEX_MCP_ENV.contains(k) || names.iter().any(|n| n == k) {
+            cmd.env(k, v);
+        }
+    }
+    let mut child = cmd.spawn().expect("start the MCP server");
+    let mut stdin = child.stdin.take().unwrap();
+    for msg in [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "codex-mcp-client", "version": "0.171.0"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+               "params": {"name": "status", "arguments": {}}}),
+    ] {
+        writeln!(stdin, "{msg}").unwrap();
+    }
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stdout = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let reply = loop {
+        let line = rx
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .expect("a reply to the status call");
+        let msg: Value = serde_json::from_str(&line).unwrap();
+        if msg["id"] == 2 {
+            break msg;
+        }
+    };
+    drop(stdin);
+    let _ = wait_timeout(&mut child, std::time::Duration::from_secs(30));
+    assert_ne!(reply["result"]["isError"], true, "{reply}");
+    let text = reply["result"]["content"][0]["text"].as_str().unwrap();
+    let status: Value = serde_json::from_str(text).unwrap();
+    assert_eq!(status["daemon"]["pid"], d.pid(), "{status}");
+    assert!(
+        std::fs::read_dir(&tmp).unwrap().next().is_none(),
+        "nothing left in TMPDIR"
+    );
+}
+
+/// Codex runs a hook only once the user trusted it in `/hooks`, by a hash
+/// of its command: `hooks status` says when ckpt's are not trusted, and
+/// after a moved ckptctl changed them, that trust is needed again.
+#[test]
+fn codex_hooks_status_says_until_codex_trusts_them_and_again_after_a_move() {
+    let w = World::new();
+    w.install(&["codex"]);
+    let hooks_file = w.home.join(".codex/hooks.json");
+    let pending = |w: &World| agent_row(w, w.env.path(), "codex")["pending"]["user"].clone();
+    assert_eq!(
+        pending(&w),
+        "installed, not trusted yet — open `/hooks` in Codex"
+    );
+    let text = w.ctl_ok(w.env.path(), &["hooks", "status"]);
+    assert!(
+        text.contains("codex (user): installed, not trusted yet — open `/hooks` in Codex"),
+        "{text}"
+    );
+
+    trust_in_codex(&hooks_file, &hooks_file, &w.home.join(".codex/config.toml"));
+    assert_eq!(pending(&w), Value::Null);
+    let text = w.ctl_ok(w.env.path(), &["hooks", "status"]);
+    assert!(!text.contains("codex (user)"), "{text}");
+
+    // The same binaries elsewhere: the hooks now run another command.
+    let moved = w.env.dir("moved");
+    for name in ["ckptctl", "ckpt-hooks"] {
+        std::fs::copy(bin(name), moved.join(name)).unwrap();
+    }
+    let moved_ctl = |args: &[&str]| {
+        let mut cmd = Command::new(moved.join("ckptctl"));
+        cmd.args(args)
+            .current_dir(w.env.path())
+            .env("CKPT_DATA_DIR", &w.env.data);
+        let out = run(w.isolate(&mut cmd));
+        assert!(out.status.success(), "{out:?}");
+        out.stdout
+    };
+    let installed = moved_ctl(&["hooks", "install", "codex"]);
+    assert!(installed.contains("trust it again"), "{installed}");
+    // Status as the moved ckptctl sees it: its hooks are the installed ones.
+    let doc: Value = serde_json::from_str(&moved_ctl(&["--json", "hooks", "status"])).unwrap();
+    let row = doc["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["agent"] == "codex")
+        .unwrap()
+        .clone();
+    assert_eq!(row["user"], "yes", "{row}");
+    assert!(
+        row["pending"]["user"]
+            .as_str()
+            .is_some_and(|p| p.contains("changed since you trusted it")),
+        "{row}"
+    );
+}
+
+/// What Codex's `/hooks` writes to `config` when the user trusts each hook
+/// in `hooks_file`, keyed by `key_path` (the path Codex loaded it by).
+fn trust_in_codex(hooks_file: &Path, key_path: &Path, config: &Path) {
+    let hooks = json_file(hooks_file);
+    let mut state = String::new();
+    for (event, groups) in hooks["hooks"].as_object().unwrap() {
+        let snake: String = event
+            .chars()
+            .enumerate()
+            .flat_map(|(i, c)| {
+                let sep = (i > 0 && c.is_ascii_uppercase()).then_some('_');
+                sep.into_iter().chain([c.to_ascii_lowercase()])
+            })
+            .collect();
+        let h = &groups[0]["hooks"][0];
+        let identity = format!(
+            r#"{{"event_name":"{snake}","hooks":[{{"async":false,"command":{},"timeout":{},"type":"command"}}]}}"#,
+            h["command"], h["timeout"]
+        );
+        state += &format!(
+            "[hooks.state.\"{}:{snake}:0:0\"]\ntrusted_hash = \"sha256:{}\"\n\n",
+            key_path.display(),
+            sha256_hex(identity.as_bytes())
+        );
+    }
+    let text = std::fs::read_to_string(config).unwrap();
+    std::fs::write(config, format!("{text}\n{state}")).unwrap();
+}
+
+/// Codex may key its trust by the real path of `CODEX_HOME`: a home
+/// reached through a symlink still counts as trusted.
+#[test]
+fn codex_trust_keyed_by_the_real_path_counts() {
+    let w = World::new();
+    let link = w.env.path().join("home-link");
+    std::os::unix::fs::symlink(&w.home, &link).unwrap();
+    let ctl = |args: &[&str]| {
+        let mut cmd = w.env.ctl_cmd(w.env.path(), args);
+        w.isolate(&mut cmd).env("HOME", &link);
+        let out = run(&mut cmd);
+        assert!(out.status.success(), "{args:?}: {out:?}");
+        out.stdout
+    };
+    ctl(&["hooks", "install", "codex"]);
+    let real = w.home.canonicalize().unwrap().join(".codex/hooks.json");
+    trust_in_codex(&real, &real, &real.with_file_name("config.toml"));
+    let doc: Value = serde_json::from_str(&ctl(&["--json", "hooks", "status"])).unwrap();
+    let row = doc["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["agent"] == "codex")
+        .unwrap()
+        .clone();
+    assert_eq!(row["user"], "yes", "{row}");
+    assert_eq!(row["pending"]["user"], Value::Null, "{row}");
+}
+
+/// A turn whose end never reached the daemon (a `StopFailure` hook killed
+/// with its agent) is closed by its session's next prompt, and only its
+/// session's turn is.
+#[test]
+fn a_turn_whose_end_was_lost_closes_at_its_sessions_next_prompt() {
+    let w = World::new();
+    let _d = w.env.start_daemon();
+    let (proj, cwd) = project(&w, true);
+    w.install(&["claude-code"]);
+    let cfg = json_file(&w.home.join(".claude/settings.json"));
+    let start = hook_of(&cfg, "UserPromptSubmit", "turn-start", "claude-code");
+    let prompt = |text: &str| {
+        json!({"session_id": "S", "transcript_path": "/t/s.jsonl", "cwd": cwd,
+               "hook_event_name": "UserPromptSubmit", "prompt": text})
+    };
+    quiet(&w, &start, &prompt("first"));
+    w.ctl_ok(&proj, &["turn-start", "--session", "T"]);
+    sh(&proj, "echo x > x.txt");
+    quiet(&w, &start, &prompt("second"));
+    let log = w.ctl_json(&proj, &["log", "--session", "S"]);
+    let turns = log["turns"].as_array().expect("turns");
+    assert_eq!(turns.len(), 2, "{log}");
+    let (second, first) = (&turns[0], &turns[1]);
+    assert_eq!(first["label"], "first", "{log}");
+    assert_eq!(first["status"], "closed", "{log}");
+    assert_eq!(
+        entries(&w, &proj, &first["id"]),
+        [("x.txt".to_string(), true)]
+    );
+    assert_eq!(second["status"], "open", "{log}");
+    assert_eq!(turn_of(&w, &proj, "T")["status"], "open");
 }

@@ -3,22 +3,33 @@
 
 use std::path::{Path, PathBuf};
 
-/// `$XDG_RUNTIME_DIR/ckpt/ckptd.sock`; without a runtime dir (macOS, a bare
-/// session), `<temp dir>/ckpt-<uid>/ckptd.sock` (the daemon creates that
-/// directory 0700 and checks its owner).
+/// `$XDG_RUNTIME_DIR/ckpt/ckptd.sock`; without `XDG_RUNTIME_DIR`,
+/// `/run/user/<uid>/ckpt/ckptd.sock` when that runtime dir exists and is
+/// ours (a stripped environment, as Codex gives its MCP servers, still
+/// finds the daemon a login session started); else (macOS, a bare
+/// session) `<temp dir>/ckpt-<uid>/ckptd.sock` (the daemon creates that
+/// directory 0700 and checks its owner). The daemon and the client both
+/// take their default from here, so they agree.
 pub fn default_socket() -> PathBuf {
-    let runtime =
-        directories::BaseDirs::new().and_then(|b| b.runtime_dir().map(|p| p.to_path_buf()));
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let uid = unsafe { libc::geteuid() };
+    let runtime = directories::BaseDirs::new()
+        .and_then(|b| b.runtime_dir().map(|p| p.to_path_buf()))
+        .or_else(|| own_dir(&Path::new("/run/user").join(uid.to_string()), uid));
     match runtime {
         Some(dir) => dir.join("ckpt").join("ckptd.sock"),
-        None => {
-            // SAFETY: geteuid has no preconditions and cannot fail.
-            let uid = unsafe { libc::geteuid() };
-            std::env::temp_dir()
-                .join(format!("ckpt-{uid}"))
-                .join("ckptd.sock")
-        }
+        None => std::env::temp_dir()
+            .join(format!("ckpt-{uid}"))
+            .join("ckptd.sock"),
     }
+}
+
+/// `dir` if it is a directory (not a link) owned by `uid` that nobody else
+/// may write to, as a login session's runtime dir is.
+fn own_dir(dir: &Path, uid: u32) -> Option<PathBuf> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::symlink_metadata(dir).ok()?;
+    (m.is_dir() && m.uid() == uid && m.mode() & 0o022 == 0).then(|| dir.to_path_buf())
 }
 
 /// The `directories` data dir joined with `ckpt` (`$XDG_DATA_HOME/ckpt` on
@@ -44,6 +55,26 @@ pub fn discover_root(dir: &Path) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_runtime_dir_is_used_only_when_it_is_ours_alone() {
+        use std::os::unix::fs::PermissionsExt;
+        let t = tempfile::tempdir().unwrap();
+        // SAFETY: geteuid has no preconditions.
+        let uid = unsafe { libc::geteuid() };
+        let dir = t.path().join("run");
+        assert_eq!(own_dir(&dir, uid), None, "missing");
+        std::fs::create_dir(&dir).unwrap();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+        assert_eq!(own_dir(&dir, uid), Some(dir.clone()));
+        assert_eq!(own_dir(&dir, uid + 1), None, "another user's");
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+        assert_eq!(own_dir(&dir, uid), None, "writable by others");
+        let link = t.path().join("link");
+        std::os::unix::fs::symlink(&dir, &link).unwrap();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+        assert_eq!(own_dir(&link, uid), None, "a symlink");
+    }
 
     #[test]
     fn discover_finds_git_toplevel() {

@@ -103,6 +103,10 @@ pub enum Command {
         /// turn, is closed.
         #[arg(long)]
         session: Option<String>,
+        /// The session ended or was interrupted (agents' session-end
+        /// hooks): close its turn if it has one open; none open is no error.
+        #[arg(long)]
+        if_open: bool,
         #[command(flatten)]
         hook: FromHook,
     },

@@ -2,13 +2,22 @@
 //! - Hooks: https://code.claude.com/docs/en/hooks ("Hook locations": `~/.claude/settings.json`,
 //!   `.claude/settings.json`; events `UserPromptSubmit`, `Stop`, and `StopFailure`, which
 //!   replaces `Stop` when a turn ends on an API error; `PreToolUse` and `PostToolUse` around
-//!   each tool call, every tool when `matcher` is left out; `timeout` in seconds; the command
-//!   runs with `sh -c`; common input fields `session_id`, `transcript_path`, `cwd`, plus
-//!   `prompt`).
+//!   each tool call, every tool when `matcher` is left out, and `PostToolUseFailure` instead of
+//!   `PostToolUse` when the tool fails or is interrupted; `SessionEnd` when the session ends,
+//!   the only event an interrupted turn (Esc, SIGINT) still fires; `timeout` in seconds; the
+//!   command runs with `sh -c`; common input fields `session_id`, `transcript_path`, `cwd`, plus
+//!   `prompt`; a sub-agent's (the Agent tool, formerly Task) hooks carry its parent's
+//!   `session_id` and its own `agent_id` and `agent_type` — all checked against the 2.1.197
+//!   CLI's bundle).
 //! - MCP: https://code.claude.com/docs/en/mcp (user scope: top-level `mcpServers` in
 //!   `~/.claude.json`; project scope: `.mcp.json` at the project root).
+//! - `$CLAUDE_CONFIG_DIR` replaces `~/.claude` (settings.json, projects/) and the home dir as
+//!   the place of `.claude.json`; a `.config.json` in the config dir (older installs) is read
+//!   instead of `.claude.json` (the 2.1.197 bundle).
 //! - Exit 0 with empty stdout is "no decision"; stdout of `UserPromptSubmit` would become
 //!   model context, so the hook prints nothing.
+
+use std::path::PathBuf;
 
 use serde_json::json;
 
@@ -26,19 +35,43 @@ pub const PAYLOAD: Option<Payload> = Some(Payload {
 });
 
 pub const SPEC: Spec = Spec {
-    config_dirs: |h: &Home| vec![h.home.join(".claude")],
+    config_dirs: |h: &Home| vec![claude_dir(h)],
     executables: &["claude"],
     files,
     after_install: None,
+    pending: None,
 };
+
+/// Seconds: a turn-end of thousands of files takes about one; longer would
+/// only hold up the agent's exit.
+const SESSION_END_TIMEOUT: u64 = 5;
+
+/// `$CLAUDE_CONFIG_DIR`, else `~/.claude`: settings.json and the session
+/// transcripts (`projects/`).
+pub(crate) fn claude_dir(h: &Home) -> PathBuf {
+    h.env_or("CLAUDE_CONFIG_DIR", ".claude")
+}
+
+/// Claude Code's global config, which holds the user's MCP servers.
+fn global_config(h: &Home) -> PathBuf {
+    let legacy = claude_dir(h).join(".config.json");
+    if legacy.is_file() {
+        return legacy;
+    }
+    match std::env::var_os("CLAUDE_CONFIG_DIR").filter(|v| !v.is_empty()) {
+        Some(dir) => PathBuf::from(dir).join(".claude.json"),
+        None => h.home.join(".claude.json"),
+    }
+}
 
 fn files(t: &Target) -> anyhow::Result<Vec<Piece>> {
     let start = t.hook_command(Agent::ClaudeCode, Event::TurnStart);
     let end = t.hook_command(Agent::ClaudeCode, Event::TurnEnd);
+    let tool_end = t.hook_command(Agent::ClaudeCode, Event::ToolEnd);
     Ok(vec![
         Piece {
             path: t.pick(
-                t.home.home.join(".claude/settings.json"),
+                claude_dir(t.home).join("settings.json"),
                 ".claude/settings.json",
             ),
             edit: Edit::Json(vec![
@@ -50,15 +83,19 @@ fn files(t: &Target) -> anyhow::Result<Vec<Piece>> {
                     t.hook_command(Agent::ClaudeCode, Event::ToolStart),
                     30,
                 ),
+                nested_hook(&["hooks", "PostToolUse"], tool_end.clone(), 30),
+                nested_hook(&["hooks", "PostToolUseFailure"], tool_end, 30),
+                // Claude Code's exit waits for its SessionEnd hooks up to the
+                // longest timeout among them (1.5 s when none is set).
                 nested_hook(
-                    &["hooks", "PostToolUse"],
-                    t.hook_command(Agent::ClaudeCode, Event::ToolEnd),
-                    30,
+                    &["hooks", "SessionEnd"],
+                    t.hook_command(Agent::ClaudeCode, Event::SessionEnd),
+                    SESSION_END_TIMEOUT,
                 ),
             ]),
         },
         Piece {
-            path: t.pick(t.home.home.join(".claude.json"), ".mcp.json"),
+            path: t.pick(global_config(t.home), ".mcp.json"),
             edit: Edit::Json(vec![JsonOp::Prop {
                 at: &["mcpServers"],
                 key: "ckpt",

@@ -26,6 +26,7 @@ pub const SPEC: Spec = Spec {
     executables: &["cline"],
     files,
     after_install: None,
+    pending: None,
 };
 
 fn script(t: &Target, e: Event) -> Edit {

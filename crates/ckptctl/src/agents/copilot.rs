@@ -27,6 +27,7 @@ pub const SPEC: Spec = Spec {
     executables: &["copilot"],
     files,
     after_install: None,
+    pending: None,
 };
 
 fn copilot_home(h: &Home) -> std::path::PathBuf {

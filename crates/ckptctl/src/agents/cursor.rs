@@ -25,6 +25,7 @@ pub const SPEC: Spec = Spec {
     executables: &["cursor", "cursor-agent"],
     files,
     after_install: None,
+    pending: None,
 };
 
 fn files(t: &Target) -> anyhow::Result<Vec<Piece>> {

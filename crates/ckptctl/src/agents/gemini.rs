@@ -3,7 +3,9 @@
 //!   `docs/hooks/reference.md`): `hooks` in `~/.gemini/settings.json` or
 //!   `.gemini/settings.json` (JSON with comments: `settings.ts` strips them); events
 //!   `BeforeAgent` and `AfterAgent`, `BeforeTool` and `AfterTool` around each tool call (no
-//!   `matcher`: every tool, `hookPlanner.ts`); `timeout` in milliseconds; run with `bash -c`; input
+//!   `matcher`: every tool, `hookPlanner.ts`; `AfterTool` fires for a failed tool too, with its
+//!   `error`, and there is no failure event of its own), `SessionEnd` on exit and `/clear` (an
+//!   aborted turn fires no `AfterAgent`; checked against the 0.61.0 bundle); `timeout` in milliseconds; run with `bash -c`; input
 //!   `session_id`, `transcript_path`, `cwd`, `hook_event_name`, `timestamp`, plus `prompt`.
 //!   Exit 0 with empty output continues; text on stderr with exit 0 is shown to the user.
 //! - MCP: `docs/reference/configuration.md`, `mcpServers.NAME` (`command`, `args`) in the same
@@ -28,6 +30,7 @@ pub const SPEC: Spec = Spec {
     executables: &["gemini"],
     files,
     after_install: None,
+    pending: None,
 };
 
 pub(crate) fn gemini_dir(h: &Home) -> std::path::PathBuf {
@@ -63,6 +66,10 @@ fn files(t: &Target) -> anyhow::Result<Vec<Piece>> {
             JsonOp::Item {
                 at: &["hooks", "AfterTool"],
                 value: hook(t.hook_command(Agent::Gemini, Event::ToolEnd)),
+            },
+            JsonOp::Item {
+                at: &["hooks", "SessionEnd"],
+                value: hook(t.hook_command(Agent::Gemini, Event::SessionEnd)),
             },
             JsonOp::Prop {
                 at: &["mcpServers"],

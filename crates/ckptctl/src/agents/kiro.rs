@@ -30,6 +30,7 @@ pub const SPEC: Spec = Spec {
         "Kiro runs hooks of the active agent only: if ckpt wrote its own agent, make it the \
          default with `kiro-cli agent set-default ckpt`",
     ),
+    pending: None,
 };
 
 fn files(t: &Target) -> anyhow::Result<Vec<Piece>> {

@@ -21,6 +21,7 @@ pub mod payload;
 mod zed;
 
 // The agents' homes, where their session files live too (`conversation`).
+pub(crate) use claude_code::claude_dir;
 pub(crate) use codex::codex_home;
 pub(crate) use gemini::gemini_dir;
 
@@ -129,7 +130,15 @@ pub struct Spec {
     pub files: fn(&Target) -> anyhow::Result<Vec<Piece>>,
     /// What the user still has to do after an install, if anything.
     pub after_install: Option<&'static str>,
+    /// Whether the agent will run the hooks installed at a scope, read
+    /// from its own config (Codex runs only hooks the user trusted): None
+    /// when nothing is pending, else what to do.
+    pub pending: Option<PendingCheck>,
 }
+
+/// Reads what an agent still needs before it runs the hooks installed at a
+/// target's scope (`Spec::pending`).
+pub type PendingCheck = fn(&Target) -> anyhow::Result<Option<String>>;
 
 /// A change to one file.
 #[derive(Debug, Clone)]
@@ -147,24 +156,46 @@ pub enum Scope {
 }
 
 /// The hook events ckpt installs: a turn opens before the agent acts on a
-/// prompt and closes after it finishes.
+/// prompt and closes after it finishes. Every event an agent can end a
+/// turn or a tool call with is hooked (success, failure, interrupt, session
+/// end): a turn left open takes in everything after it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Event {
     TurnStart,
     TurnEnd,
     /// Before the agent runs a tool (edit, shell, …).
     ToolStart,
-    /// After the tool ran.
+    /// After the tool ran, or failed.
     ToolEnd,
+    /// The session ended or its turn was interrupted, with or without a
+    /// turn open: close the session's turn if it has one.
+    SessionEnd,
 }
 
 impl Event {
+    /// The ckptctl subcommand the hook runs.
     pub fn command(self) -> &'static str {
         match self {
             Event::TurnStart => "turn-start",
-            Event::TurnEnd => "turn-end",
+            Event::TurnEnd | Event::SessionEnd => "turn-end",
             Event::ToolStart => "tool-start",
             Event::ToolEnd => "tool-end",
+        }
+    }
+
+    /// Its name in `hooks status`, `status` and the hook's error line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Event::SessionEnd => "session-end",
+            other => other.command(),
+        }
+    }
+
+    /// The subcommand with the flags that make it this event.
+    fn args(self) -> &'static str {
+        match self {
+            Event::SessionEnd => "turn-end --if-open",
+            other => other.command(),
         }
     }
 }
@@ -224,7 +255,7 @@ impl Target<'_> {
         format!(
             "{} {} {}",
             shell_quote(&self.ckptctl.to_string_lossy()),
-            event.command(),
+            event.args(),
             hook_flag(agent)
         )
     }

@@ -27,6 +27,7 @@ pub const SPEC: Spec = Spec {
     executables: &["opencode"],
     files,
     after_install: None,
+    pending: None,
 };
 
 /// Runs ckptctl without a shell (node:child_process, which OpenCode's Bun

@@ -16,6 +16,7 @@ pub const SPEC: Spec = Spec {
     executables: &["zed", "zeditor"],
     files,
     after_install: None,
+    pending: None,
 };
 
 fn files(t: &Target) -> anyhow::Result<Vec<Piece>> {

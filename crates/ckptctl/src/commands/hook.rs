@@ -18,11 +18,12 @@ use crate::hooks::calls;
 use crate::output;
 
 pub fn run(mut ctx: Ctx, agent: Agent, event: Event, meta: TurnMeta) -> anyhow::Result<u8> {
+    detach();
     let outcome = call(&mut ctx, agent, event, meta);
     if let Err(e) = &outcome {
         eprintln!(
             "ckptctl: {agent} hook ({}): {}",
-            event.command(),
+            event.name(),
             output::error_message(e)
         );
     }
@@ -35,6 +36,19 @@ pub fn run(mut ctx: Ctx, agent: Agent, event: Event, meta: TurnMeta) -> anyhow::
         calls::record(&data_dir, agent, event, record);
     }
     Ok(0)
+}
+
+/// Leaves the agent's process group before anything else: an agent may
+/// not wait for a hook (Claude Code exits ~30 ms after starting a
+/// `StopFailure` hook), and a supervisor that then kills its process group,
+/// or a Ctrl-C to the terminal's foreground group, must not stop a turn-end
+/// on its way to the daemon, which finishes a request it has read. A group
+/// of its own, not a session: `setsid` made each hook call 1.4 ms slower
+/// (a new scheduler autogroup per call; docs/architecture.md). It fails
+/// only for a session leader, which is outside the agent's group already.
+fn detach() {
+    // SAFETY: setpgid has no preconditions; its failure is harmless (above).
+    unsafe { libc::setpgid(0, 0) };
 }
 
 /// The project the call acted on; None if the payload was not this
@@ -73,6 +87,10 @@ fn call(
         }
         // Copilot CLI names its transcript only when the turn ends.
         Event::TurnEnd => turn_end::end(ctx, meta.session, meta.transcript)?.project,
+        Event::SessionEnd => match turn_end::end_if_open(ctx, meta.session, meta.transcript)? {
+            Some(t) => t.project,
+            None => return Ok(Some(ctx.dir.display().to_string())),
+        },
         Event::ToolStart => tool::window(ctx, meta.session, true)?.project,
         Event::ToolEnd => tool::window(ctx, meta.session, false)?.project,
     };

@@ -71,13 +71,15 @@ fn change(ctx: &Ctx, target: &Target, args: HooksArgs, action: Action) -> anyhow
     if !args.dry_run {
         hooks::apply(&changes)?;
     }
-    let notes: Vec<String> = match action {
-        Action::Install => agents
-            .iter()
-            .filter_map(|a| a.spec().after_install.map(|n| format!("{a}: {n}")))
-            .collect(),
-        Action::Uninstall => Vec::new(),
-    };
+    let mut notes: Vec<String> = Vec::new();
+    if action == Action::Install {
+        for a in &agents {
+            notes.extend(a.spec().after_install.map(|n| format!("{a}: {n}")));
+            if !args.dry_run {
+                notes.extend(pending(*a, target)?.map(|n| format!("{a}: {n}")));
+            }
+        }
+    }
     if ctx.g.json {
         let files: Vec<_> = changes
             .iter()
@@ -164,6 +166,7 @@ fn status(ctx: &Ctx, user: &Target, project: &Target) -> anyhow::Result<u8> {
             detected: agent.detect(user.home),
             user: hooks::installed(agent, user)?,
             project: hooks::installed(agent, project)?,
+            pending: [pending(agent, user)?, pending(agent, project)?],
             calls,
         };
         rows.push((agent, row));
@@ -177,6 +180,7 @@ fn status(ctx: &Ctx, user: &Target, project: &Target) -> anyhow::Result<u8> {
                     "detected": r.detected,
                     "user": r.user.name(),
                     "project": r.project.name(),
+                    "pending": {"user": r.pending[0], "project": r.pending[1]},
                     "hooks": agent.payload().is_some(),
                     "last_ok": r.calls.last_ok,
                     "last_error": r.calls.last_error,
@@ -202,7 +206,23 @@ fn status(ctx: &Ctx, user: &Target, project: &Target) -> anyhow::Result<u8> {
             last_call(*agent, &r.calls)
         );
     }
+    for (agent, r) in &rows {
+        for (scope, p) in ["user", "project"].iter().zip(&r.pending) {
+            if let Some(p) = p {
+                println!("{agent} ({scope}): {p}");
+            }
+        }
+    }
     Ok(0)
+}
+
+/// What keeps the agent from running the hooks installed at the target's
+/// scope (`Spec::pending`); nothing where none are installed.
+fn pending(agent: Agent, target: &Target) -> anyhow::Result<Option<String>> {
+    match agent.spec().pending {
+        Some(check) if hooks::installed(agent, target)? != Installed::No => check(target),
+        _ => Ok(None),
+    }
 }
 
 /// One agent's line of `hooks status`.
@@ -210,6 +230,8 @@ struct StatusRow {
     detected: Option<String>,
     user: Installed,
     project: Installed,
+    /// [`pending`] at user and project scope.
+    pending: [Option<String>; 2],
     calls: calls::Calls,
 }
 

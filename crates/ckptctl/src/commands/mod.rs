@@ -93,7 +93,11 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Unwatch { dir, drop_data } => unwatch::run(&ctx, dir.as_deref(), drop_data),
         Command::Projects => projects::run(&ctx),
         Command::TurnStart(args) => turn_start::run(ctx, args),
-        Command::TurnEnd { session, hook } => turn_end::run(ctx, session, hook),
+        Command::TurnEnd {
+            session,
+            if_open,
+            hook,
+        } => turn_end::run(ctx, session, if_open, hook),
         Command::ToolStart { session, hook } => tool::run(ctx, session, hook, true),
         Command::ToolEnd { session, hook } => tool::run(ctx, session, hook, false),
         Command::Sync => sync::run(&ctx),

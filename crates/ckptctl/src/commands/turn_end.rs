@@ -1,22 +1,43 @@
 //! `ckptctl turn-end`: barrier, close the open turn, print what it changed;
-//! with a session, a turn another session opened stays open.
+//! with a session, a turn another session opened stays open. `--if-open`
+//! (a session's end) closes it only if there is one.
 
-use ckpt_proto::{Request, Response, TurnEnded};
+use ckpt_proto::{ErrorKind, Request, Response, TurnEnded};
 
 use super::{unexpected, Ctx};
 use crate::agents::Event;
 use crate::cli::{FromHook, TurnMeta};
+use crate::client::DaemonError;
 use crate::output;
 
-pub fn run(ctx: Ctx, session: Option<String>, hook: FromHook) -> anyhow::Result<u8> {
+pub fn run(ctx: Ctx, session: Option<String>, if_open: bool, hook: FromHook) -> anyhow::Result<u8> {
     if let Some(agent) = hook.from_hook {
         let meta = TurnMeta {
             session,
             ..TurnMeta::default()
         };
-        return super::hook::run(ctx, agent, Event::TurnEnd, meta);
+        let event = if if_open {
+            Event::SessionEnd
+        } else {
+            Event::TurnEnd
+        };
+        return super::hook::run(ctx, agent, event, meta);
     }
-    let t = end(&ctx, session, None)?;
+    let t = if if_open {
+        match end_if_open(&ctx, session, None)? {
+            Some(t) => t,
+            None => {
+                if ctx.g.json {
+                    output::json(&serde_json::json!({ "turn": null }))?;
+                } else if !ctx.g.quiet {
+                    println!("no turn open");
+                }
+                return Ok(0);
+            }
+        }
+    } else {
+        end(&ctx, session, None)?
+    };
     if ctx.g.json {
         output::json(&t)?;
     } else if !ctx.g.quiet {
@@ -40,6 +61,26 @@ pub fn end(
     };
     output::warn_degraded(&t.project, &t.degraded);
     Ok(t)
+}
+
+/// [`end`], but a session (or project) with no turn open is no error: a
+/// session's end, with or without a turn running, closes what is open.
+pub fn end_if_open(
+    ctx: &Ctx,
+    session: Option<String>,
+    transcript: Option<String>,
+) -> anyhow::Result<Option<TurnEnded>> {
+    match end(ctx, session, transcript) {
+        Err(e)
+            if e.downcast_ref::<DaemonError>().is_some_and(|d| {
+                // A folder never watched has no turn either.
+                matches!(d.kind, ErrorKind::NoOpenTurn | ErrorKind::NotWatched)
+            }) =>
+        {
+            Ok(None)
+        }
+        ended => ended.map(Some),
+    }
 }
 
 pub fn print(t: &TurnEnded) {

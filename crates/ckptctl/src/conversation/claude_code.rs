@@ -180,7 +180,7 @@ impl Adapter for ClaudeCode {
     }
 
     fn session_dirs(&self, home: &Home) -> Vec<PathBuf> {
-        vec![home.home.join(".claude/projects")]
+        vec![crate::agents::claude_dir(home).join("projects")]
     }
 
     fn transcripts(&self, dir: &Path) -> Vec<PathBuf> {

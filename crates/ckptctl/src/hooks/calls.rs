@@ -23,7 +23,7 @@ pub struct Calls {
 pub struct Call {
     /// Unix time, milliseconds.
     pub at_ms: u64,
-    /// `turn-start` or `turn-end`.
+    /// `turn-start`, `turn-end`, `tool-start`, `tool-end` or `session-end`.
     pub event: String,
     #[serde(default)]
     pub project: Option<String>,
@@ -62,7 +62,7 @@ pub fn record(data_dir: &Path, agent: Agent, event: Event, outcome: Result<Strin
     let at_ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64);
-    let event = event.command().to_string();
+    let event = event.name().to_string();
     match outcome {
         Ok(project) => {
             calls.last_ok = Some(Call {

@@ -56,9 +56,23 @@ pub enum JsonOp {
 impl Edit {
     /// The file's text with our pieces in place (`old`: None if there is no
     /// file yet).
+    ///
+    /// A file that already holds them, in whatever bytes, is left as it is:
+    /// agents rewrite their own configs (Claude Code its `.claude.json`
+    /// without a final newline, Gemini CLI its `settings.json`), and what
+    /// counts is the parsed document. So `installed` says yes, and a second
+    /// install writes nothing.
     pub fn install(&self, old: Option<&str>) -> anyhow::Result<String> {
         match self {
-            Edit::Json(ops) => json_install(old.unwrap_or(""), ops),
+            Edit::Json(ops) => {
+                let new = json_install(old.unwrap_or(""), ops)?;
+                match old {
+                    Some(old) if same_json(old, &new) => Ok(old.to_string()),
+                    _ => Ok(new),
+                }
+            }
+            // toml_edit keeps every byte it does not change, and changes
+            // nothing when our table is there as we write it.
             Edit::Toml { at, key, value } => toml_install(old.unwrap_or(""), at, key, value),
             Edit::File { text, .. } => Ok(text.clone()),
         }
@@ -92,6 +106,15 @@ impl Edit {
                 ..
             }
         )
+    }
+}
+
+/// Both texts parse to the same JSON document (comments and layout aside).
+fn same_json(a: &str, b: &str) -> bool {
+    let value = |t: &str| parse_json(t).ok().map(|root| root.to_serde_value());
+    match (value(a), value(b)) {
+        (Some(a), Some(b)) => a == b,
+        _ => false,
     }
 }
 
@@ -448,6 +471,24 @@ mod tests {
             .unwrap();
         assert_eq!(moved.matches(MARKER).count(), 1);
         assert!(moved.contains("/new/ckptctl"));
+    }
+
+    /// Claude Code rewrites `~/.claude.json` without a final newline, Gemini
+    /// CLI its settings in its own layout: ours is still installed, and a
+    /// second install leaves the file's bytes alone.
+    #[test]
+    fn a_file_the_agent_rewrote_in_other_bytes_is_still_installed() {
+        let e = hooks_edit("/bin/ckptctl turn-end --from-hook=claude-code");
+        let once = e.install(Some("{\"model\": \"opus\"}\n")).unwrap();
+        let doc: Value = serde_json::from_str(&once).unwrap();
+        for rewritten in [
+            serde_json::to_string(&doc).unwrap(),
+            serde_json::to_string_pretty(&doc).unwrap(),
+            once.trim_end().to_string(),
+        ] {
+            assert!(e.installed(Some(&rewritten)).unwrap(), "{rewritten}");
+            assert_eq!(e.install(Some(&rewritten)).unwrap(), rewritten);
+        }
     }
 
     #[test]

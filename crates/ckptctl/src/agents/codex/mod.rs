@@ -3,13 +3,18 @@
 //!   `<repo>/.codex/hooks.json`, Claude Code's shape; events `UserPromptSubmit` and `Stop`,
 //!   and `PreToolUse`/`PostToolUse` around each tool call (openai/codex
 //!   `codex-rs/hooks/src/events/pre_tool_use.rs`, `post_tool_use.rs`: same input fields;
-//!   exit 0 with empty stdout decides nothing);
-//!   `timeout` in seconds; run as `$SHELL -lc`; input fields `session_id`, `turn_id`,
-//!   `transcript_path` (nullable), `cwd`, `prompt` — schemas in
-//!   openai/codex `codex-rs/hooks/schema/generated/`). New or changed hooks run only after
-//!   the user trusts them in `/hooks`.
-//! - MCP: https://developers.openai.com/codex/mcp (`[mcp_servers.NAME]` with `command` and
-//!   `args` in `~/.codex/config.toml`, or `.codex/config.toml` of a trusted project).
+//!   exit 0 with empty stdout decides nothing); `SessionEnd` and `Interrupt` (a turn the user
+//!   interrupted), whose timeouts Codex clamps to 3 s; no failure event of its own
+//!   (`PostToolUse` carries a failed tool's output); `timeout` in seconds; run as
+//!   `$SHELL -lc`; input fields `session_id`, `turn_id`, `transcript_path` (nullable), `cwd`,
+//!   `prompt` — schemas in openai/codex `codex-rs/hooks/schema/generated/`, and the 0.171.0
+//!   binary's, whose `app-server` `hooks/list` lists what it loaded). Codex runs a hook only
+//!   once the user trusts it in `/hooks` (`trust.rs`).
+//! - MCP: https://developers.openai.com/codex/mcp (`[mcp_servers.NAME]` with `command`,
+//!   `args`, and `env_vars`: the names of variables passed through to the server, which
+//!   otherwise gets only HOME, LOGNAME, PATH, SHELL, USER, LANG, LC_ALL, TERM, TMPDIR and TZ
+//!   (openai/codex `codex-rs/config/src/mcp_types.rs`), in `~/.codex/config.toml`, or
+//!   `.codex/config.toml` of a trusted project).
 //! - `$CODEX_HOME` replaces `~/.codex`.
 
 use serde_json::json;
@@ -17,6 +22,8 @@ use serde_json::json;
 use super::claude_code::nested_hook;
 use super::{Agent, Event, Home, Payload, Piece, Spec, Target};
 use crate::hooks::edit::Edit;
+
+mod trust;
 
 pub const PAYLOAD: Option<Payload> = Some(Payload {
     session: &[&["session_id"]],
@@ -30,20 +37,37 @@ pub const SPEC: Spec = Spec {
     config_dirs: |h: &Home| vec![codex_home(h)],
     executables: &["codex"],
     files,
-    after_install: Some(
-        "Codex runs new hooks only once you trust them: start `codex` and approve ckpt's in /hooks",
-    ),
+    after_install: None,
+    pending: Some(trust::pending),
 };
+
+/// Codex clamps the timeout of `SessionEnd` and `Interrupt` hooks to 3 s
+/// (and warns); installed with it, they are hashed as written (`trust.rs`).
+const SHORT_TIMEOUT: u64 = 3;
+
+/// What a stripped environment must still pass to `ckptctl mcp` for it to
+/// find the daemon and agree with it on the data dir (`ckpt_proto::paths`).
+const MCP_ENV_VARS: [&str; 4] = [
+    "CKPT_SOCKET",
+    "CKPT_DATA_DIR",
+    "XDG_RUNTIME_DIR",
+    "XDG_DATA_HOME",
+];
 
 pub(crate) fn codex_home(h: &Home) -> std::path::PathBuf {
     h.env_or("CODEX_HOME", ".codex")
+}
+
+/// The `hooks.json` an install at the target's scope writes.
+fn hooks_json(t: &Target) -> std::path::PathBuf {
+    t.pick(codex_home(t.home).join("hooks.json"), ".codex/hooks.json")
 }
 
 fn files(t: &Target) -> anyhow::Result<Vec<Piece>> {
     let dir = codex_home(t.home);
     Ok(vec![
         Piece {
-            path: t.pick(dir.join("hooks.json"), ".codex/hooks.json"),
+            path: hooks_json(t),
             edit: Edit::Json(vec![
                 nested_hook(
                     &["hooks", "UserPromptSubmit"],
@@ -65,6 +89,16 @@ fn files(t: &Target) -> anyhow::Result<Vec<Piece>> {
                     t.hook_command(Agent::Codex, Event::ToolEnd),
                     30,
                 ),
+                nested_hook(
+                    &["hooks", "SessionEnd"],
+                    t.hook_command(Agent::Codex, Event::SessionEnd),
+                    SHORT_TIMEOUT,
+                ),
+                nested_hook(
+                    &["hooks", "Interrupt"],
+                    t.hook_command(Agent::Codex, Event::SessionEnd),
+                    SHORT_TIMEOUT,
+                ),
             ]),
         },
         Piece {
@@ -72,7 +106,8 @@ fn files(t: &Target) -> anyhow::Result<Vec<Piece>> {
             edit: Edit::Toml {
                 at: &["mcp_servers"],
                 key: "ckpt",
-                value: json!({"command": t.mcp_program(), "args": ["mcp"]}),
+                value: json!({"command": t.mcp_program(), "args": ["mcp"],
+                              "env_vars": MCP_ENV_VARS}),
             },
         },
     ])
