@@ -14,6 +14,8 @@
 //! // point the agent at server.url() and run it
 //! ```
 
+pub mod anthropic;
+
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -105,9 +107,16 @@ pub trait Api: Send {
     fn side(&mut self, req: &Recorded) -> Reply;
 }
 
+/// Something a test does when a step request arrives, before it is answered.
+type BeforeStep = Box<dyn FnOnce() + Send>;
+
 struct Shared {
     script: VecDeque<Step>,
     requests: Vec<Recorded>,
+    /// Step requests answered so far.
+    steps: usize,
+    /// By the index of the step request they wait for.
+    before: Vec<(usize, BeforeStep)>,
 }
 
 /// The running server; stops when dropped.
@@ -125,6 +134,8 @@ impl ModelServer {
         let shared = Arc::new(Mutex::new(Shared {
             script: VecDeque::new(),
             requests: Vec::new(),
+            steps: 0,
+            before: Vec::new(),
         }));
         let thread = {
             let server = Arc::clone(&server);
@@ -146,6 +157,20 @@ impl ModelServer {
                     };
                     let reply = if api.is_step(&rec) {
                         rec.step = true;
+                        let due: Vec<BeforeStep> = {
+                            let mut sh = shared.lock().expect("not poisoned");
+                            let n = sh.steps;
+                            sh.steps += 1;
+                            let (due, later) = std::mem::take(&mut sh.before)
+                                .into_iter()
+                                .partition(|(at, _)| *at == n);
+                            sh.before = later;
+                            due.into_iter().map(|(_, f)| f).collect()
+                        };
+                        // Unlocked: what the test does may take a while.
+                        for f in due {
+                            f();
+                        }
                         let step = shared.lock().expect("not poisoned").script.pop_front();
                         match step {
                             Some(step) => api.step(&rec, &step),
@@ -188,6 +213,18 @@ impl ModelServer {
             .expect("not poisoned")
             .script
             .push_back(step);
+    }
+
+    /// Runs `f` when the step request with index `n` (0 for the first)
+    /// arrives, before it is answered: the agent waits for its model
+    /// meanwhile, so `f` acts at a known point of the agent's loop (after
+    /// the tool calls of step `n - 1` and their hooks).
+    pub fn before_step(&self, n: usize, f: impl FnOnce() + Send + 'static) {
+        self.shared
+            .lock()
+            .expect("not poisoned")
+            .before
+            .push((n, Box::new(f)));
     }
 
     /// Steps not taken yet.
