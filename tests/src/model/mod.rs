@@ -15,6 +15,7 @@
 //! ```
 
 pub mod anthropic;
+pub mod responses;
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
