@@ -559,3 +559,46 @@ fn ckpt_mcp_tools_are_listed_and_called_by_the_agent() {
         "{listed}"
     );
 }
+
+#[test]
+#[ignore = "issue 28 item 9 (hooks) and item 3 (h29): the MCP server cannot reach the daemon; a rewind inside a turn rewinds that turn"]
+fn a_confirmed_mcp_rewind_from_inside_a_turn_keeps_that_turn() {
+    let Some(codex) = installed_agent("codex", "codex") else {
+        return;
+    };
+    let w = World::new(codex);
+    w.server
+        .push(Step::Tools(vec![patch("*** Add File: x.txt\n+x\n")]));
+    w.server.push(Step::Text("Wrote x.".into()));
+    let session = w.exec(&[], "write x");
+
+    w.server.push(Step::Tools(vec![ToolCall::new(
+        "mcp__ckpt__rewind",
+        json!({"turn": 1, "confirm": true}),
+    )]));
+    w.server
+        .push(Step::Tools(vec![patch("*** Add File: y.txt\n+y\n")]));
+    w.server.push(Step::Text("Undid x, wrote y.".into()));
+    let asked = w.server.step_requests().len();
+    w.exec(&["resume", &session], "undo that and write y instead");
+    let out = outputs(&w.server.step_requests()[asked + 1]);
+    let answer = out.last().expect("rewind's output");
+    assert!(answer.contains("x.txt"), "{answer}");
+
+    assert_eq!(w.file("x.txt"), None, "turn 1 rewound");
+    assert_eq!(w.file("y.txt").as_deref(), Some("y\n"));
+    let turns = w.turns();
+    assert_eq!(turns[0]["status"], "rewound", "{turns:#?}");
+    assert_eq!(
+        turns[1]["status"], "closed",
+        "the calling turn ends as usual: {turns:#?}"
+    );
+    assert!(
+        w.paths(2)
+            .contains(&("y.txt".to_string(), "added".to_string())),
+        "what the agent did after the rewind is its turn's: {:?}",
+        w.paths(2)
+    );
+    w.ctl_ok(&["rewind", "2"]);
+    assert_eq!(w.file("y.txt"), None);
+}
