@@ -80,7 +80,11 @@ impl World {
             .current_dir(&self.proj)
             .env_clear()
             .env("HOME", &self.home)
-            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+            // The user's PATH: where `node` is, for an agent installed from npm.
+            .env(
+                "PATH",
+                std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into()),
+            )
             .env("LANG", "C.UTF-8")
             .env("TMPDIR", self.env.dir("tmp"))
             .env("ANTHROPIC_BASE_URL", self.server.url())

@@ -115,7 +115,11 @@ enabled = false
             .env_clear()
             .env("HOME", &self.home)
             .env("CODEX_HOME", &self.codex_home)
-            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+            // The user's PATH: where `node` is, for an agent installed from npm.
+            .env(
+                "PATH",
+                std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into()),
+            )
             .env("LANG", "C.UTF-8")
             .env("CKPT_TEST_API_KEY", "sk-ckpt-test")
             .env("CKPT_SOCKET", &self.env.socket)
@@ -174,7 +178,19 @@ enabled = false
                     .is_some_and(|c| c.contains("--from-hook=codex"))
             })
             .collect();
-        assert_eq!(ours.len(), 4, "ckpt's four hooks: {listed}");
+        for event in [
+            "user_prompt_submit",
+            "stop",
+            "pre_tool_use",
+            "post_tool_use",
+        ] {
+            assert!(
+                ours.iter().any(|h| h["key"]
+                    .as_str()
+                    .is_some_and(|k| k.contains(&format!(":{event}:")))),
+                "ckpt's {event} hook is not listed: {listed}"
+            );
+        }
         let mut config =
             std::fs::read_to_string(self.codex_home.join("config.toml")).expect("config.toml");
         for h in ours {

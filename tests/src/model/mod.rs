@@ -255,16 +255,16 @@ impl Drop for ModelServer {
 
 /// The executable of a real agent that `scripts/agents/install.sh` installed
 /// (`name` as in that script: `claude-code`, `codex`, `gemini`, `opencode`),
-/// under `$CKPT_AGENTS_DIR` or the workspace's `target/agents`.
+/// under `$CKPT_AGENTS_DIR` (relative to the workspace's root) or the
+/// workspace's `target/agents`.
 ///
 /// Not installed: with `CKPT_REAL_AGENTS=require` (what `.ci/run` sets) the
 /// test fails; otherwise it says so on stderr and the test returns early.
 pub fn installed_agent(name: &str, bin: &str) -> Option<std::path::PathBuf> {
-    let dir = std::env::var_os("CKPT_AGENTS_DIR")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| {
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/agents")
-        });
+    // Relative to the workspace, not to the test's working directory
+    // (cargo runs tests in their package's directory).
+    let workspace = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let dir = workspace.join(std::env::var_os("CKPT_AGENTS_DIR").unwrap_or("target/agents".into()));
     let exe = dir.join(name).join("node_modules/.bin").join(bin);
     if exe.exists() {
         return Some(exe);
