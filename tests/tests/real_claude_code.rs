@@ -25,13 +25,21 @@ struct World {
     proj: PathBuf,
     claude: PathBuf,
     server: ModelServer,
+    /// `CLAUDE_CONFIG_DIR`, for ckptctl and Claude Code alike, when set.
+    config_dir: Option<PathBuf>,
 }
 
 impl World {
     fn new(claude: PathBuf) -> World {
+        World::with_config_dir(claude, None)
+    }
+
+    /// With `CLAUDE_CONFIG_DIR` set to `config_dir` under HOME.
+    fn with_config_dir(claude: PathBuf, config_dir: Option<&str>) -> World {
         let env = Env::new();
         let daemon = env.start_daemon();
         let home = env.dir("home");
+        let config_dir = config_dir.map(|d| home.join(d));
         let proj = env.git_repo(
             "app",
             &[
@@ -47,6 +55,7 @@ impl World {
             proj,
             claude,
             server: ModelServer::start(Anthropic::boxed()),
+            config_dir,
         };
         w.ctl_ok(&["watch"]);
         let out = w.ctl_ok(&["hooks", "install", "claude-code"]);
@@ -56,7 +65,10 @@ impl World {
 
     fn ctl_cmd(&self, args: &[&str]) -> Command {
         let mut cmd = self.env.ctl_cmd(&self.proj, args);
-        cmd.env("HOME", &self.home);
+        cmd.env("HOME", &self.home).env_remove("CLAUDE_CONFIG_DIR");
+        if let Some(dir) = &self.config_dir {
+            cmd.env("CLAUDE_CONFIG_DIR", dir);
+        }
         cmd
     }
 
@@ -99,6 +111,9 @@ impl World {
             .env("CKPT_SOCKET", &self.env.socket)
             .env("CKPT_DATA_DIR", &self.env.data)
             .env("CKPT_NO_AUTOSTART", "1");
+        if let Some(dir) = &self.config_dir {
+            cmd.env("CLAUDE_CONFIG_DIR", dir);
+        }
         cmd
     }
 
@@ -631,5 +646,24 @@ fn an_api_error_ends_the_turn() {
     assert!(!out.status.success(), "{out:?}");
     assert!(out.stdout.contains("scripted failure"), "{out:?}");
     w.wait_status(1, "closed");
+    assert_eq!(w.paths(1), pairs(&[("x.txt", "added")]));
+}
+
+#[test]
+#[ignore = "issue 28 item 4: hooks install writes ~/.claude while Claude Code reads $CLAUDE_CONFIG_DIR"]
+fn hooks_installed_with_claude_config_dir_set_mark_the_turn() {
+    let Some(claude) = installed_agent("claude-code", "claude") else {
+        return;
+    };
+    let w = World::with_config_dir(claude, Some(".config/claude"));
+    w.server.push(Step::Tools(vec![ToolCall::new(
+        "Write",
+        json!({"file_path": abs(&w, "x.txt"), "content": "x\n"}),
+    )]));
+    w.server.push(Step::Text("Wrote x.".into()));
+    let result = w.prompt("write x", &[]);
+    let turns = w.turns();
+    assert_eq!(turns.len(), 1, "no turn: Claude Code ran no ckpt hook");
+    assert_eq!(turns[0]["session"], result["session_id"], "{turns:#?}");
     assert_eq!(w.paths(1), pairs(&[("x.txt", "added")]));
 }
