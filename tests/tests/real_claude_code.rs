@@ -694,3 +694,31 @@ fn the_fork_holds_nothing_of_the_rewound_prompt() {
         "the fork keeps the rewound prompt: {kept:#?}"
     );
 }
+
+#[test]
+#[ignore = "issue 28 item 5: Claude Code rewrites ~/.claude.json without a final newline; status and install compare bytes"]
+fn hooks_stay_installed_after_claude_code_rewrites_its_config() {
+    let Some(claude) = installed_agent("claude-code", "claude") else {
+        return;
+    };
+    let w = World::new(claude);
+    w.server.push(Step::Text("Hello.".into()));
+    w.prompt("hello", &[]);
+    let config = w.home.join(".claude.json");
+    let rewritten = std::fs::read(&config).expect("~/.claude.json");
+
+    let doc = w.ctl_json(&["hooks", "status"]);
+    let row = doc["agents"]
+        .as_array()
+        .expect("agents")
+        .iter()
+        .find(|r| r["agent"] == "claude-code")
+        .unwrap_or_else(|| panic!("no claude-code: {doc}"))
+        .clone();
+    assert_eq!(row["user"], "yes", "{row}");
+    w.ctl_ok(&["hooks", "install", "claude-code"]);
+    assert!(
+        std::fs::read(&config).expect("~/.claude.json") == rewritten,
+        "a second install rewrote ~/.claude.json"
+    );
+}
