@@ -66,6 +66,13 @@ env_key = "CKPT_TEST_API_KEY"
 
 [analytics]
 enabled = false
+
+# Plugins sync their marketplace with `git ls-remote
+# https://github.com/openai/plugins.git` at start-up.
+[features]
+plugins = false
+remote_plugin = false
+in_app_updates = false
 "#,
                 server.url()
             ),
