@@ -659,3 +659,46 @@ fn the_fork_ends_before_the_rewound_turn_began() {
         "the fork holds exactly the first turn, begun and ended: {events:?}"
     );
 }
+
+#[test]
+fn a_failing_tool_call_closes_its_tool_window() {
+    let Some(codex) = installed_agent("codex", "codex") else {
+        return;
+    };
+    let w = World::new(codex);
+    // Another agent's session has a turn open in the same folder.
+    w.ctl_ok(&["turn-start", "--session", "other", "--label", "other agent"]);
+    w.server
+        .push(Step::Tools(vec![shell("echo partial > p.txt; exit 3")]));
+    w.server.push(Step::Text("That failed.".into()));
+    // After the failed call (and its hooks), while Codex waits for its
+    // model, the other session runs a tool that writes o.txt.
+    let tool = |what: &str| {
+        let mut c = w.ctl_cmd(&[what, "--session", "other"]);
+        move || {
+            let out = run(&mut c);
+            assert!(out.status.success(), "{out:?}");
+        }
+    };
+    let (mut start, mut end) = (tool("tool-start"), tool("tool-end"));
+    let o = w.proj.join("o.txt");
+    w.server.before_step(1, move || {
+        start();
+        std::fs::write(&o, "other\n").expect("write o.txt");
+        end();
+    });
+    w.exec(&[], "run the failing command");
+
+    let codex_turn = w
+        .turns()
+        .into_iter()
+        .find(|t| t["agent"] == "codex")
+        .expect("Codex's turn");
+    assert_eq!(codex_turn["status"], "closed", "{codex_turn}");
+    let id = codex_turn["id"].as_i64().expect("an id");
+    assert_eq!(
+        w.paths(id),
+        pairs(&[("p.txt", "added")]),
+        "o.txt was written by the other session's tool, after Codex's failed"
+    );
+}
