@@ -268,11 +268,13 @@ in_app_updates = false
 
 /// Codex starts MCP servers with a stripped environment (issue 28 item 9):
 /// a `ckpt-mcp` that cannot find the test's daemon starts one of its own
-/// (data dir under the test's HOME). Stop those, so that no test leaves a
-/// daemon behind.
+/// (data dir under the test's HOME, socket in `/tmp/ckpt-UID/`). Stop
+/// those, and take away what they leave there, so that no test leaves a
+/// daemon or its files behind.
 impl Drop for World {
     fn drop(&mut self) {
         let mine = self.home.to_string_lossy().into_owned();
+        let mut stopped = Vec::new();
         for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
             let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
                 continue;
@@ -289,7 +291,31 @@ impl Drop for World {
             {
                 // SAFETY: a daemon this test's agent started.
                 unsafe { libc::kill(pid, libc::SIGTERM) };
+                stopped.push(pid);
             }
+        }
+        if stopped.is_empty() {
+            return;
+        }
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while stopped
+            .iter()
+            .any(|p| std::path::Path::new(&format!("/proc/{p}")).exists())
+            && std::time::Instant::now() < deadline
+        {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        // SAFETY: getuid cannot fail.
+        let dir = PathBuf::from(format!("/tmp/ckpt-{}", unsafe { libc::getuid() }));
+        let lock = dir.join("ckptd.sock.lock");
+        let ours = std::fs::read_to_string(&lock)
+            .ok()
+            .and_then(|t| t.trim().parse::<i32>().ok())
+            .is_some_and(|p| stopped.contains(&p));
+        if ours {
+            let _ = std::fs::remove_file(dir.join("ckptd.sock"));
+            let _ = std::fs::remove_file(&lock);
+            let _ = std::fs::remove_dir(&dir);
         }
     }
 }
