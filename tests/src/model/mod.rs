@@ -14,6 +14,9 @@
 //! // point the agent at server.url() and run it
 //! ```
 
+pub mod anthropic;
+pub mod responses;
+
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -105,9 +108,16 @@ pub trait Api: Send {
     fn side(&mut self, req: &Recorded) -> Reply;
 }
 
+/// Something a test does when a step request arrives, before it is answered.
+type BeforeStep = Box<dyn FnOnce() + Send>;
+
 struct Shared {
     script: VecDeque<Step>,
     requests: Vec<Recorded>,
+    /// Step requests answered so far.
+    steps: usize,
+    /// By the index of the step request they wait for.
+    before: Vec<(usize, BeforeStep)>,
 }
 
 /// The running server; stops when dropped.
@@ -125,6 +135,8 @@ impl ModelServer {
         let shared = Arc::new(Mutex::new(Shared {
             script: VecDeque::new(),
             requests: Vec::new(),
+            steps: 0,
+            before: Vec::new(),
         }));
         let thread = {
             let server = Arc::clone(&server);
@@ -146,6 +158,20 @@ impl ModelServer {
                     };
                     let reply = if api.is_step(&rec) {
                         rec.step = true;
+                        let due: Vec<BeforeStep> = {
+                            let mut sh = shared.lock().expect("not poisoned");
+                            let n = sh.steps;
+                            sh.steps += 1;
+                            let (due, later) = std::mem::take(&mut sh.before)
+                                .into_iter()
+                                .partition(|(at, _)| *at == n);
+                            sh.before = later;
+                            due.into_iter().map(|(_, f)| f).collect()
+                        };
+                        // Unlocked: what the test does may take a while.
+                        for f in due {
+                            f();
+                        }
                         let step = shared.lock().expect("not poisoned").script.pop_front();
                         match step {
                             Some(step) => api.step(&rec, &step),
@@ -190,6 +216,18 @@ impl ModelServer {
             .push_back(step);
     }
 
+    /// Runs `f` when the step request with index `n` (0 for the first)
+    /// arrives, before it is answered: the agent waits for its model
+    /// meanwhile, so `f` acts at a known point of the agent's loop (after
+    /// the tool calls of step `n - 1` and their hooks).
+    pub fn before_step(&self, n: usize, f: impl FnOnce() + Send + 'static) {
+        self.shared
+            .lock()
+            .expect("not poisoned")
+            .before
+            .push((n, Box::new(f)));
+    }
+
     /// Steps not taken yet.
     pub fn remaining(&self) -> usize {
         self.shared.lock().expect("not poisoned").script.len()
@@ -217,16 +255,16 @@ impl Drop for ModelServer {
 
 /// The executable of a real agent that `scripts/agents/install.sh` installed
 /// (`name` as in that script: `claude-code`, `codex`, `gemini`, `opencode`),
-/// under `$CKPT_AGENTS_DIR` or the workspace's `target/agents`.
+/// under `$CKPT_AGENTS_DIR` (relative to the workspace's root) or the
+/// workspace's `target/agents`.
 ///
 /// Not installed: with `CKPT_REAL_AGENTS=require` (what `.ci/run` sets) the
 /// test fails; otherwise it says so on stderr and the test returns early.
 pub fn installed_agent(name: &str, bin: &str) -> Option<std::path::PathBuf> {
-    let dir = std::env::var_os("CKPT_AGENTS_DIR")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| {
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/agents")
-        });
+    // Relative to the workspace, not to the test's working directory
+    // (cargo runs tests in their package's directory).
+    let workspace = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let dir = workspace.join(std::env::var_os("CKPT_AGENTS_DIR").unwrap_or("target/agents".into()));
     let exe = dir.join(name).join("node_modules/.bin").join(bin);
     if exe.exists() {
         return Some(exe);
