@@ -14,6 +14,9 @@
 //! // point the agent at server.url() and run it
 //! ```
 
+pub mod chat;
+pub mod gemini;
+
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -105,15 +108,21 @@ pub trait Api: Send {
     fn side(&mut self, req: &Recorded) -> Reply;
 }
 
+/// What [`ModelServer::on_step`] runs.
+type OnStep = Box<dyn FnMut(usize) + Send>;
+
 struct Shared {
     script: VecDeque<Step>,
     requests: Vec<Recorded>,
+    /// Step requests answered so far.
+    steps: usize,
 }
 
 /// The running server; stops when dropped.
 pub struct ModelServer {
     server: Arc<tiny_http::Server>,
     shared: Arc<Mutex<Shared>>,
+    on_step: Arc<Mutex<Option<OnStep>>>,
     thread: Option<JoinHandle<()>>,
     port: u16,
 }
@@ -125,10 +134,13 @@ impl ModelServer {
         let shared = Arc::new(Mutex::new(Shared {
             script: VecDeque::new(),
             requests: Vec::new(),
+            steps: 0,
         }));
+        let on_step: Arc<Mutex<Option<OnStep>>> = Arc::new(Mutex::new(None));
         let thread = {
             let server = Arc::clone(&server);
             let shared = Arc::clone(&shared);
+            let on_step = Arc::clone(&on_step);
             std::thread::spawn(move || {
                 for mut request in server.incoming_requests() {
                     let mut body = Vec::new();
@@ -146,7 +158,15 @@ impl ModelServer {
                     };
                     let reply = if api.is_step(&rec) {
                         rec.step = true;
-                        let step = shared.lock().expect("not poisoned").script.pop_front();
+                        let index = shared.lock().expect("not poisoned").steps;
+                        if let Some(f) = on_step.lock().expect("not poisoned").as_mut() {
+                            f(index);
+                        }
+                        let step = {
+                            let mut shared = shared.lock().expect("not poisoned");
+                            shared.steps += 1;
+                            shared.script.pop_front()
+                        };
                         match step {
                             Some(step) => api.step(&rec, &step),
                             // A script that ran out is the test's mistake: say so to the agent.
@@ -171,6 +191,7 @@ impl ModelServer {
         ModelServer {
             server,
             shared,
+            on_step,
             thread: Some(thread),
             port,
         }
@@ -188,6 +209,13 @@ impl ModelServer {
             .expect("not poisoned")
             .script
             .push_back(step);
+    }
+
+    /// Runs `f` in the server before it answers each step request, with the
+    /// step's index (0 for the first): what happens while the model thinks,
+    /// between two of the agent's tool calls (a user's edit, say).
+    pub fn on_step(&self, f: impl FnMut(usize) + Send + 'static) {
+        *self.on_step.lock().expect("not poisoned") = Some(Box::new(f));
     }
 
     /// Steps not taken yet.
