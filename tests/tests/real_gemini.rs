@@ -377,6 +377,55 @@ fn the_model_lists_and_calls_ckpts_mcp_tools() {
     );
 }
 
+/// The model undoes an earlier turn with ckpt's MCP `rewind` (confirmed)
+/// from inside a later prompt of the same session, then goes on: the
+/// earlier turn is undone, and what the model does after the call is the
+/// calling turn's, which ends normally and can be rewound itself.
+#[test]
+#[ignore = "issue 28 item 3: fixed on branch h29 (the MCP rewind rewinds the calling turn; AfterAgent's turn-end fails: no turn is open)"]
+fn a_confirmed_mcp_rewind_from_inside_a_turn_keeps_that_turn() {
+    let Some(gemini) = installed_agent("gemini", "gemini") else {
+        return;
+    };
+    let w = World::new(gemini, &[("a.txt", b"a\n")]);
+    w.server
+        .push(Step::Tools(vec![write_file(&w, "one.txt", "one\n")]));
+    w.server.push(Step::Text("One added.".into()));
+    let session = w.prompt(&[], "add one");
+    w.server.push(Step::Tools(vec![ToolCall::new(
+        "mcp_ckpt_rewind",
+        json!({"turn": 1, "confirm": true}),
+    )]));
+    w.server
+        .push(Step::Tools(vec![write_file(&w, "two.txt", "two\n")]));
+    w.server.push(Step::Text("Undone, and two added.".into()));
+    w.prompt(&["--resume", &session], "undo that, then add two");
+    let steps = w.server.step_requests();
+    let results = gemini::function_responses(&steps[3]);
+    let rewind = results
+        .iter()
+        .find(|(name, _)| name.contains("rewind"))
+        .unwrap_or_else(|| panic!("the rewind's result: {results:?}"));
+    assert!(!rewind.1.to_string().contains("\"error\""), "{rewind:?}");
+    assert!(!w.proj.join("one.txt").exists(), "turn 1 undone");
+    assert!(w.proj.join("two.txt").exists());
+
+    let turns = w.turns();
+    let last = turns.last().expect("turns");
+    assert_eq!(last["label"], "undo that, then add two", "{turns:?}");
+    assert_eq!(last["status"], "closed", "{turns:?}\n{}", w.hook_status());
+    let id = last["id"].as_i64().unwrap();
+    assert_eq!(w.paths(id), ["two.txt"], "{turns:?}");
+    let status: Value = serde_json::from_str(&w.hook_status()).expect("hooks status");
+    let mine = status["agents"]
+        .as_array()
+        .and_then(|a| a.iter().find(|a| a["agent"] == "gemini"))
+        .expect("gemini in hooks status");
+    assert_eq!(mine["last_error"], Value::Null, "{mine}");
+    w.ctl_ok(&["rewind", &id.to_string()]);
+    assert!(!w.proj.join("two.txt").exists());
+}
+
 /// A tool call that fails (a file that does not exist) still ends its
 /// tool window: a change made while the model answers after it, with
 /// another session's turn open, is shared by both turns, not given to
