@@ -10,7 +10,9 @@
 //! fetched (`OPENCODE_DISABLE_MODELS_FETCH`, and `OPENCODE_MODELS_URL` points
 //! here anyway), no auto-update, share, LSP download or default plugins, and
 //! the npm registry OpenCode's background plugin install asks is the test's
-//! server (`npm_config_registry`), which answers 404.
+//! server (`npm_config_registry`), which answers 404. `snapshot: false`
+//! turns off OpenCode's own git snapshots of the project, which a test
+//! does not need.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -50,6 +52,7 @@ impl World {
             "autoupdate": false,
             "share": "disabled",
             "permission": "allow",
+            "snapshot": false,
             "model": "scripted/model",
             "small_model": "scripted/model",
             "provider": {"scripted": {
