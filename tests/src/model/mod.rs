@@ -15,6 +15,8 @@
 //! ```
 
 pub mod anthropic;
+pub mod chat;
+pub mod gemini;
 pub mod responses;
 
 use std::collections::VecDeque;
