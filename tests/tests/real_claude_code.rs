@@ -187,7 +187,8 @@ impl World {
             }
             assert!(
                 std::time::Instant::now() < deadline,
-                "turn {id} is not {status}: {t}"
+                "turn {id} is not {status}: {t}\nhooks status: {}",
+                self.ctl_ok(&["--json", "hooks", "status"])
             );
             std::thread::sleep(Duration::from_millis(50));
         }
@@ -492,7 +493,6 @@ fn ckpt_mcp_tools_are_listed_and_called_by_the_agent() {
 }
 
 #[test]
-#[ignore = "issue 28 item 3: fixed on branch h29"]
 fn a_confirmed_mcp_rewind_from_inside_a_turn_keeps_that_turn() {
     let Some(claude) = installed_agent("claude-code", "claude") else {
         return;
@@ -524,24 +524,27 @@ fn a_confirmed_mcp_rewind_from_inside_a_turn_keeps_that_turn() {
     assert_eq!(w.file("x.txt"), None, "turn 1 rewound");
     assert_eq!(w.file("y.txt").as_deref(), Some("y\n"));
     assert_eq!(w.turn(1)["status"], "rewound");
-    let t2 = w.turn(2);
+    // The calling turn was rewound with it (turns 1 to 2), and the rest of
+    // the prompt went on in turn 3 of the same session, which the Stop
+    // hook closed.
+    assert_eq!(w.turn(2)["status"], "rewound");
+    let t3 = w.turn(3);
     assert_eq!(
-        t2["status"], "closed",
-        "the calling turn ends as usual: {t2}"
+        t3["status"], "closed",
+        "the continued turn ends as usual: {t3}"
     );
-    assert!(
-        w.paths(2)
-            .contains(&("y.txt".to_string(), "added".to_string())),
-        "what the agent did after the rewind is its turn's: {:?}",
-        w.paths(2)
+    assert_eq!(t3["session"], session, "{t3}");
+    assert_eq!(
+        w.paths(3),
+        vec![("y.txt".to_string(), "added".to_string())],
+        "what the agent did after the rewind is its turn's"
     );
     // And can be undone like any turn.
-    w.ctl_ok(&["rewind", "2"]);
+    w.ctl_ok(&["rewind", "3"]);
     assert_eq!(w.file("y.txt"), None);
 }
 
 #[test]
-#[ignore = "issue 28 item 1 (PostToolUseFailure not hooked): fixed on branch hooks"]
 fn a_failing_tool_call_closes_its_tool_window() {
     let Some(claude) = installed_agent("claude-code", "claude") else {
         return;
@@ -607,7 +610,7 @@ fn spawn_claude(w: &World, args: &[&str]) -> Child {
 }
 
 #[test]
-#[ignore = "issue 28 item 2 (SessionEnd not hooked): fixed on branch hooks"]
+#[ignore = "flaky under load: in about one run of three on 2 busy cores, Claude Code 2.1.197 exits on SIGINT before any PostToolUseFailure or SessionEnd hook starts (the last hook call is tool-start); the turn then closes at the session's next prompt"]
 fn an_interrupted_turn_is_closed() {
     let Some(claude) = installed_agent("claude-code", "claude") else {
         return;
@@ -659,7 +662,6 @@ fn an_api_error_ends_the_turn() {
 }
 
 #[test]
-#[ignore = "issue 28 item 4: hooks install writes ~/.claude while Claude Code reads $CLAUDE_CONFIG_DIR"]
 fn hooks_installed_with_claude_config_dir_set_mark_the_turn() {
     let Some(claude) = installed_agent("claude-code", "claude") else {
         return;
@@ -678,7 +680,6 @@ fn hooks_installed_with_claude_config_dir_set_mark_the_turn() {
 }
 
 #[test]
-#[ignore = "issue 28 item 6: the fork keeps -p mode's queue-operation entries, which hold the rewound prompt"]
 fn the_fork_holds_nothing_of_the_rewound_prompt() {
     let Some(claude) = installed_agent("claude-code", "claude") else {
         return;
@@ -696,7 +697,6 @@ fn the_fork_holds_nothing_of_the_rewound_prompt() {
 }
 
 #[test]
-#[ignore = "issue 28 item 5: Claude Code rewrites ~/.claude.json without a final newline; status and install compare bytes"]
 fn hooks_stay_installed_after_claude_code_rewrites_its_config() {
     let Some(claude) = installed_agent("claude-code", "claude") else {
         return;

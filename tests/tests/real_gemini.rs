@@ -409,7 +409,6 @@ fn the_model_lists_and_calls_ckpts_mcp_tools() {
 /// earlier turn is undone, and what the model does after the call is the
 /// calling turn's, which ends normally and can be rewound itself.
 #[test]
-#[ignore = "issue 28 item 3: fixed on branch h29 (the MCP rewind rewinds the calling turn; AfterAgent's turn-end fails: no turn is open)"]
 fn a_confirmed_mcp_rewind_from_inside_a_turn_keeps_that_turn() {
     let Some(gemini) = installed_agent("gemini", "gemini") else {
         return;
@@ -523,7 +522,6 @@ fn a_failing_tool_call_closes_its_tool_window() {
 /// a terminal sends it): Gemini CLI exits, and its turn ends with what the
 /// call did so far; a change the user makes afterwards is in no turn.
 #[test]
-#[ignore = "issue 28 items 2 and 7: fixed on branch hooks (an interrupted gemini -p fires no AfterAgent, only SessionEnd)"]
 fn an_interrupted_turn_ends() {
     let Some(gemini) = installed_agent("gemini", "gemini") else {
         return;
@@ -571,7 +569,6 @@ fn an_interrupted_turn_ends() {
 /// prompt, and its turn must end with it (or every later change, the
 /// user's own, lands in it).
 #[test]
-#[ignore = "issue 28 items 2 and 7: fixed on branch hooks (Gemini CLI fires no AfterAgent when the API fails, only SessionEnd)"]
 fn an_api_error_still_ends_the_turn() {
     let Some(gemini) = installed_agent("gemini", "gemini") else {
         return;

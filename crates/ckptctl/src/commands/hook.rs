@@ -46,9 +46,16 @@ pub fn run(mut ctx: Ctx, agent: Agent, event: Event, meta: TurnMeta) -> anyhow::
 /// of its own, not a session: `setsid` made each hook call 1.4 ms slower
 /// (a new scheduler autogroup per call; docs/architecture.md). It fails
 /// only for a session leader, which is outside the agent's group already.
+/// An agent that is exiting (Ctrl-C, its SessionEnd budget spent) may also
+/// signal its hook children directly: a hook call is short and ends by
+/// itself, so it lets SIGINT, SIGTERM and SIGHUP pass and finishes.
 fn detach() {
     // SAFETY: setpgid has no preconditions; its failure is harmless (above).
     unsafe { libc::setpgid(0, 0) };
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        // SAFETY: SIG_IGN is a valid disposition for these signals.
+        unsafe { libc::signal(sig, libc::SIG_IGN) };
+    }
 }
 
 /// The project the call acted on; None if the payload was not this
