@@ -19,6 +19,13 @@ PINNED=(
   "opencode opencode-ai 1.18.33 opencode"
 )
 
+# Cargo tags the target dir only when it creates it, and the e2e harness
+# finds the target dir by that tag: tag it if this script makes it first.
+if [ ! -d target ]; then
+  mkdir -p target
+  printf 'Signature: 8a477f597d28d172789f06886806bc55\n# This file is a cache directory tag created by cargo.\n' >target/CACHEDIR.TAG
+fi
+
 root=target/agents
 latest=0
 if [ "${1:-}" = "--latest" ]; then
