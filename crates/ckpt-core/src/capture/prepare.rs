@@ -253,9 +253,11 @@ fn read_one(root: &Root, seen: Seen, max_size: u64) -> (Captured, Option<Stat>) 
             Err(e) => skipped(format!("unreadable link: {e}")),
         },
         StatKind::File if stat.size > max_size => skipped(format!(
-            "larger than the {} cap ({})",
+            // The exact size: the reason is part of the state, so a size
+            // change must change it.
+            "larger than the {} cap ({} bytes)",
             mib(max_size),
-            mib(stat.size)
+            stat.size
         )),
         StatKind::File => match root.read_file(&out.path) {
             Ok((data, st)) => {
@@ -274,7 +276,7 @@ fn read_one(root: &Root, seen: Seen, max_size: u64) -> (Captured, Option<Stat>) 
     (out, None)
 }
 
-/// `16 MiB`, `16.2 MiB`: sizes in a skip reason as people read them.
+/// `16 MiB`, `16.2 MiB`: the cap in a skip reason as people read it.
 fn mib(n: u64) -> String {
     let m = n as f64 / f64::from(1 << 20);
     if n.is_multiple_of(1 << 20) {
