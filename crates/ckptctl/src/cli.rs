@@ -372,11 +372,11 @@ fn turn_id(s: &str) -> Result<i64, String> {
 
 /// `4` or `4..7` as (first, last); the daemon judges the order.
 fn turn_range(s: &str) -> Result<(i64, i64), String> {
-    match s.split_once("..") {
-        Some((a, b)) => Ok((turn_id(a)?, turn_id(b)?)),
+    let range = match s.split_once("..") {
+        Some((a, b)) => turn_id(a).and_then(|a| Ok((a, turn_id(b)?))),
         None => turn_id(s).map(|t| (t, t)),
-    }
-    .map_err(|e| format!("{e}; a range is TURN..TURN"))
+    };
+    range.map_err(|e| format!("{e}; a range is TURN..TURN"))
 }
 
 /// One of a ledger value's spellings, checked by the core's own list.
@@ -708,6 +708,7 @@ mod tests {
         assert_eq!(turn_range("5..3"), Ok((5, 3)), "parsed; the daemon refuses");
         assert!(turn_range("4..").is_err());
         assert!(turn_range("x").is_err());
+        assert!(turn_range("x..2").unwrap_err().contains("TURN..TURN"));
         assert!(turn_range("0").is_err());
         assert!(turn_range("-1").is_err());
     }
