@@ -451,3 +451,29 @@ fn a_redo_over_content_ckpt_could_not_capture_is_refused() {
         assert!(is_big(&proj.join("data.bin")));
     }
 }
+
+#[test]
+fn a_refused_redo_names_what_changed_since_the_rewind_and_only_options_redo_takes() {
+    let env = Env::new();
+    let _d = env.start_daemon();
+    let (proj, _) = three_turns(&env);
+    let out = env.ctl_ok(&proj, &["rewind", "3"]);
+    assert!(out.contains("(undoing turn 3)"), "{out}");
+    sh(&proj, "echo mine > a.txt");
+    let out = env.ctl(&proj, &["redo"]);
+    assert_eq!(out.code(), 3, "{out:?}");
+    assert!(
+        out.stderr.contains("a.txt: changed since the rewind"),
+        "{out:?}"
+    );
+    assert!(
+        out.stderr
+            .contains("1 path changed since the rewind; --force overwrites them"),
+        "{out:?}"
+    );
+    assert!(
+        !out.stderr.contains("--merge") && !out.stderr.contains("--path"),
+        "{out:?}"
+    );
+    assert!(!out.stderr.contains("after the agent"), "{out:?}");
+}

@@ -199,30 +199,40 @@ fn finish(ctx: &Ctx, doc: RewindDoc) -> anyhow::Result<u8> {
     })
 }
 
+/// `turn 3`, `turns 3, 4`.
 fn turns(list: &[i64]) -> String {
-    list.iter()
+    let ids = list
+        .iter()
         .map(i64::to_string)
         .collect::<Vec<_>>()
-        .join(", ")
+        .join(", ");
+    match list.len() {
+        1 => format!("turn {ids}"),
+        _ => format!("turns {ids}"),
+    }
 }
 
 fn print(r: &RewindReply) {
     let what = if r.redo {
         format!(
-            "redo of the rewind to before turn {} (turns {})",
+            "redo of the rewind to before turn {} ({})",
             r.turn,
             turns(&r.turns)
         )
     } else {
         format!(
-            "rewind to before turn {} (undoing turns {})",
+            "rewind to before turn {} (undoing {})",
             r.turn,
             turns(&r.turns)
         )
     };
     let would = r.outcome != Outcome::Applied;
     match r.outcome {
-        Outcome::Applied => println!("{what}: {} paths in {} ms", r.actions.len(), r.elapsed_ms),
+        Outcome::Applied => println!(
+            "{what}: {} in {} ms",
+            output::count(r.actions.len() as u64, "path"),
+            r.elapsed_ms
+        ),
         Outcome::DryRun => println!("dry run of the {what}: nothing changed"),
         Outcome::Refused => eprintln!("{what} refused: nothing changed"),
     }
@@ -264,6 +274,12 @@ fn print(r: &RewindReply) {
                         "session {s}"
                     ))
             ),
+            (None, _) if r.redo => eprintln!(
+                "  conflict   {}: changed since the rewind (expected {}, found {})",
+                c.path.quoted(),
+                output::state(&c.expected),
+                output::state(&c.current)
+            ),
             (None, _) => eprintln!(
                 "  conflict   {}: edited after the agent (expected {}, found {})",
                 c.path.quoted(),
@@ -295,22 +311,28 @@ fn print(r: &RewindReply) {
              (--force does not change that); move the blocking paths away, or \
              rewind the later turns first"
         );
+    } else if r.outcome == Outcome::Refused && r.redo {
+        // redo takes neither --merge nor --path.
+        eprintln!(
+            "{} changed since the rewind; --force overwrites them",
+            output::count(r.conflicts.len() as u64, "path")
+        );
     } else if r.outcome == Outcome::Refused {
         eprintln!(
-            "{} path(s) changed after the agent's last turn touched them; \
+            "{} changed after the rewound turns touched them; \
              use --merge to keep those edits, --force to overwrite them, or --path to \
              rewind other paths only",
-            r.conflicts.len()
+            output::count(r.conflicts.len() as u64, "path")
         );
     } else if !r.conflicts.is_empty() && r.outcome == Outcome::DryRun {
         println!(
-            "  ({} conflicting path(s): refused without --force)",
-            r.conflicts.len()
+            "  ({} in conflict: refused without --force)",
+            output::count(r.conflicts.len() as u64, "path")
         );
     } else if !r.conflicts.is_empty() {
         println!(
-            "  ({} conflicting path(s) overwritten: --force)",
-            r.conflicts.len()
+            "  ({} in conflict overwritten: --force)",
+            output::count(r.conflicts.len() as u64, "path")
         );
     }
     for c in &r.continued {
