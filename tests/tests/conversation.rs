@@ -715,14 +715,15 @@ fn a_rewind_over_two_sessions_forks_turn_ns_session_and_names_the_other() {
     assert!(w.proj.join("one.txt").exists() && w.proj.join("two.txt").exists());
 
     w.ctl_ok(&["redo"]);
-    let out = w.ctl_ok(&["rewind", "3", "--conversation", "--dry-run"]);
+    // Forced, as the real run above: a dry run exits as that run would.
+    let out = w.ctl_ok(&["rewind", "3", "--conversation", "--dry-run", "--force"]);
     assert!(out.stdout.contains("would fork codex session"), "{out:?}");
     assert!(
         out.stdout.contains(SESSION_A),
         "the other session is named: {out:?}"
     );
     // Codex's first turn: nothing before it to resume.
-    let (doc, _) = w.json(&["rewind", "2", "--conversation", "--dry-run"]);
+    let (doc, _) = w.json(&["rewind", "2", "--conversation", "--dry-run", "--force"]);
     let why = doc["conversation"]["skipped"].as_str().unwrap();
     assert!(why.contains("no prompt before turn 2"), "{why}");
     assert_eq!(fs::read(&claude.path).unwrap(), originals[0]);

@@ -95,7 +95,13 @@ fn rewind_of_a_directory_holding_someone_elses_file_is_a_conflict() {
     sh(&proj, "echo u > D/E/u");
     turn(&env, &proj, "echo more >> D/E/u");
     let before = snapshot(&proj);
-    let dry = env.ctl_json(&proj, &["rewind", "1", "--dry-run"]);
+    let dry = env.ctl(&proj, &["--json", "rewind", "1", "--dry-run"]);
+    assert_eq!(
+        dry.code(),
+        3,
+        "a dry run exits as the real run would: {dry:?}"
+    );
+    let dry = dry.json();
     assert_eq!(paths(&dry["conflicts"]), ["D/E/u"], "{dry:#}");
     let out = env.ctl(&proj, &["rewind", "1", "--json"]);
     assert_eq!(out.code(), 3, "{}", out.stderr);

@@ -120,6 +120,14 @@ fn conflicts_refuse_with_exit_3_and_change_nothing_until_forced() {
     assert_eq!(doc["conflicts"][0]["path"], "a.txt");
     assert_same_tree("refused rewind (json)", &edited, &snapshot_work(&proj));
 
+    // A dry run exits as the real run would: 3 without --force.
+    let dry = env.ctl(&proj, &["rewind", "1", "--dry-run"]);
+    assert_eq!(dry.code(), 3, "{dry:?}");
+    assert!(dry.stderr.contains("refused without --force"), "{dry:?}");
+    let dry = env.ctl(&proj, &["--json", "rewind", "1", "--dry-run"]);
+    assert_eq!(dry.code(), 3, "{dry:?}");
+    assert_eq!(dry.json()["outcome"], "dry_run");
+
     // --dry-run shows the plan and changes nothing.
     let dry = env.ctl_ok(&proj, &["rewind", "1", "--dry-run", "--force"]);
     assert!(

@@ -77,7 +77,8 @@ impl Seq<'_> {
         let forced = what.contains("--force");
         if dry || e.refused {
             let ok_code = if dry {
-                c.code == Some(0)
+                // A dry run exits as the real run would.
+                c.code == Some(if e.refused { 3 } else { 0 })
             } else if e.structural.is_some() && (e.conflicts.is_empty() || forced) {
                 // A redo that cannot put the tree back exactly is refused;
                 // the contract does not fix whether as a conflict or an error.

@@ -44,7 +44,7 @@ pub fn rewind(
         .collect::<anyhow::Result<Vec<_>>>()?;
     let partial = !paths.is_empty();
     let r = request_rewind(ctx, turn, paths, dry_run, force, merge)?;
-    finish(ctx, with(ctx, r, with_conversation, partial))
+    finish(ctx, with(ctx, r, with_conversation, partial), force)
 }
 
 /// `rewind --last [--session S]`: the newest live turn of `session` (the
@@ -67,7 +67,7 @@ pub fn last_turn(ctx: &Ctx, session: Option<&str>, last: bool) -> anyhow::Result
 
 pub fn redo(ctx: &Ctx, dry_run: bool, force: bool, with_conversation: bool) -> anyhow::Result<u8> {
     let r = request_redo(ctx, dry_run, force)?;
-    finish(ctx, with(ctx, r, with_conversation, false))
+    finish(ctx, with(ctx, r, with_conversation, false), force)
 }
 
 /// The reply, and when asked for (and the files were or would be
@@ -181,18 +181,22 @@ fn reply(r: Response) -> anyhow::Result<RewindReply> {
     }
 }
 
-fn finish(ctx: &Ctx, doc: RewindDoc) -> anyhow::Result<u8> {
+/// Exits as the real run would: 3 when it is (or, for a dry run, would
+/// be) refused.
+fn finish(ctx: &Ctx, doc: RewindDoc, force: bool) -> anyhow::Result<u8> {
     let r = &doc.reply;
+    let would_refuse = r.outcome == Outcome::DryRun
+        && (!r.blocked.is_empty() || (!force && !r.conflicts.is_empty()));
     output::warn_degraded(&r.project, &r.degraded);
     if ctx.g.json {
         output::json(&doc)?;
-    } else if !ctx.g.quiet || r.outcome == Outcome::Refused {
-        print(r);
+    } else if !ctx.g.quiet || r.outcome == Outcome::Refused || would_refuse {
+        print(r, force);
     }
     if let Some(c) = &doc.conversation {
         print_conversation(ctx, r, c);
     }
-    Ok(if r.outcome == Outcome::Refused {
+    Ok(if r.outcome == Outcome::Refused || would_refuse {
         EXIT_CONFLICTS
     } else {
         0
@@ -212,7 +216,7 @@ fn turns(list: &[i64]) -> String {
     }
 }
 
-fn print(r: &RewindReply) {
+fn print(r: &RewindReply, force: bool) {
     let what = if r.redo {
         format!(
             "redo of the rewind to before turn {} ({})",
@@ -324,9 +328,9 @@ fn print(r: &RewindReply) {
              rewind other paths only",
             output::count(r.conflicts.len() as u64, "path")
         );
-    } else if !r.conflicts.is_empty() && r.outcome == Outcome::DryRun {
-        println!(
-            "  ({} in conflict: refused without --force)",
+    } else if !r.conflicts.is_empty() && r.outcome == Outcome::DryRun && !force {
+        eprintln!(
+            "  ({} in conflict: the rewind is refused without --force)",
             output::count(r.conflicts.len() as u64, "path")
         );
     } else if !r.conflicts.is_empty() {
