@@ -9,7 +9,7 @@ Prints medians, the median paired difference and how often NEW was slower.
 Compare fresh copies of both builds made together, each in a directory of
 its own, and CKPTD in one with no ckptctl: ckptd locks the ckptctl beside
 it in memory, which alone made a client 150-300 us faster
-(docs/architecture.md).
+(docs/measurements.md, issue 22).
 
     scripts/hook_calls.py CKPTD OLD_CKPTCTL NEW_CKPTCTL [ROUNDS]
 """

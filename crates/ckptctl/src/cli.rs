@@ -284,7 +284,7 @@ impl Command {
 /// `hooks`), parsed only when that family runs ([`Family::parse`]): clap
 /// builds every argument of a parser before it parses, and building these
 /// families' took every hook call 30+ page faults and ~100 µs
-/// (docs/architecture.md, "Measurements").
+/// (docs/measurements.md, "`ckptctl hooks` and the hook path").
 #[derive(Args, Debug, Clone)]
 pub struct Family {
     #[arg(trailing_var_arg = true, allow_hyphen_values = true)]

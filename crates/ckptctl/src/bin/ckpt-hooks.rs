@@ -3,7 +3,7 @@
 //! status. An executable of its own so that the config editors it links
 //! (`jsonc-parser`, `toml_edit`, `similar`) stay out of `ckptctl`, started
 //! on every hook call: they made it 3.63 MB against 2.96 MB (the hook call's
-//! time did not differ measurably; docs/architecture.md).
+//! time did not differ measurably; docs/measurements.md).
 
 use std::process::ExitCode;
 

@@ -44,7 +44,7 @@ pub fn run(mut ctx: Ctx, agent: Agent, event: Event, meta: TurnMeta) -> anyhow::
 /// or a Ctrl-C to the terminal's foreground group, must not stop a turn-end
 /// on its way to the daemon, which finishes a request it has read. A group
 /// of its own, not a session: `setsid` made each hook call 1.4 ms slower
-/// (a new scheduler autogroup per call; docs/architecture.md). It fails
+/// (a new scheduler autogroup per call; docs/measurements.md). It fails
 /// only for a session leader, which is outside the agent's group already.
 /// An agent that is exiting (Ctrl-C, its SessionEnd budget spent) may also
 /// signal its hook children directly: a hook call is short and ends by

@@ -3,7 +3,7 @@
 //!
 //! The server lives in its own executable because it links rmcp and an
 //! async runtime, which doubled `ckptctl` and slowed the start of every
-//! hook call (docs/architecture.md, issue 18).
+//! hook call (docs/measurements.md, issue 18).
 
 use std::process::Command;
 

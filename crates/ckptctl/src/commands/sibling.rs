@@ -1,7 +1,7 @@
 //! The executables that ship next to `ckptctl` from the same build:
 //! `ckpt-mcp` (the MCP server), `ckpt-hooks` (`hooks install` and
 //! friends) and `ckpt-workcopy` (`workcopy …`). They hold what `ckptctl`, started on every hook call, should
-//! not link (docs/architecture.md, "Measurements").
+//! not link (docs/measurements.md, issue 18).
 
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;

@@ -36,7 +36,7 @@ pub const TAIL_BYTES: u64 = 64 << 10;
 
 /// The first, smaller read of the tail, enough for the last entry of most
 /// transcripts: reading 64 KiB every time made a hook call on a large
-/// transcript ~0.1 ms slower (docs/architecture.md, issue 21).
+/// transcript ~0.1 ms slower (docs/measurements.md, issue 21).
 const TAIL_FIRST: u64 = 8 << 10;
 
 /// One agent's transcript format. The generic reading, cutting and writing

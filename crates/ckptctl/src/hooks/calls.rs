@@ -88,8 +88,8 @@ pub fn record(data_dir: &Path, agent: Agent, event: Event, outcome: Result<Strin
 
 /// Rewrites the record in place: no fsync, no new inode, no block freed.
 /// Renamed over it from a temp file, it cost each hook call 0.68 ms with
-/// fsync and 0.4 ms without; in place, 0.07–0.13 ms (docs/architecture.md,
-/// "Measurements"). A record torn by a crash or a concurrent call reads as
+/// fsync and 0.4 ms without; in place, 0.07–0.13 ms (docs/measurements.md,
+/// "`ckptctl hooks` and the hook path"). A record torn by a crash or a concurrent call reads as
 /// none: harmless.
 fn write(file: &Path, text: &str) -> std::io::Result<()> {
     use std::io::Write;
