@@ -11,7 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-# The versions the tier is tested with (README's agents table says the same).
+# The versions the tier is tested with (the agents tables in README.md and docs/guide/agents.md say the same).
 PINNED=(
   "claude-code @anthropic-ai/claude-code 2.1.197 claude"
   "codex @openai/codex 0.171.0 codex"
