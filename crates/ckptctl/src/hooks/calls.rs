@@ -29,6 +29,20 @@ pub struct Call {
     pub project: Option<String>,
     #[serde(default)]
     pub error: Option<String>,
+    /// A call that succeeded by doing nothing, and why (a turn-end with no
+    /// turn open).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// The note of a turn-end that found no turn to close.
+pub const NO_TURN_OPEN: &str = "no turn open, nothing to close";
+
+/// A call's success: the project it acted on, and a note if it did nothing.
+#[derive(Debug, Clone)]
+pub struct Done {
+    pub project: String,
+    pub note: Option<String>,
 }
 
 impl Calls {
@@ -57,19 +71,20 @@ pub fn read(data_dir: &Path, agent: Agent) -> Calls {
 
 /// Records one call; a failure to record is ignored (the hook's own result
 /// is what matters to the agent).
-pub fn record(data_dir: &Path, agent: Agent, event: Event, outcome: Result<String, String>) {
+pub fn record(data_dir: &Path, agent: Agent, event: Event, outcome: Result<Done, String>) {
     let mut calls = read(data_dir, agent);
     let at_ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64);
     let event = event.name().to_string();
     match outcome {
-        Ok(project) => {
+        Ok(done) => {
             calls.last_ok = Some(Call {
                 at_ms,
                 event,
-                project: Some(project),
+                project: Some(done.project),
                 error: None,
+                note: done.note,
             })
         }
         Err(error) => {
@@ -78,6 +93,7 @@ pub fn record(data_dir: &Path, agent: Agent, event: Event, outcome: Result<Strin
                 event,
                 project: None,
                 error: Some(error),
+                note: None,
             })
         }
     }
