@@ -88,12 +88,12 @@ pub fn plan(agents: &[Agent], target: &Target, action: Action) -> anyhow::Result
     Ok(changes)
 }
 
+/// One file, the agents with pieces in it, and their edits in order.
+type FilePieces = (PathBuf, Vec<Agent>, Vec<edit::Edit>);
+
 /// The agents' pieces grouped by the file they go in, in install order.
-fn pieces_by_file(
-    agents: &[Agent],
-    target: &Target,
-) -> anyhow::Result<Vec<(PathBuf, Vec<Agent>, Vec<edit::Edit>)>> {
-    let mut by_file: Vec<(PathBuf, Vec<Agent>, Vec<edit::Edit>)> = Vec::new();
+fn pieces_by_file(agents: &[Agent], target: &Target) -> anyhow::Result<Vec<FilePieces>> {
+    let mut by_file: Vec<FilePieces> = Vec::new();
     for &agent in agents {
         for piece in (agent.spec().files)(target)? {
             let i = match by_file.iter().position(|(p, _, _)| *p == piece.path) {
