@@ -46,9 +46,13 @@ pub struct Done {
 }
 
 impl Calls {
-    /// The last call failed (a later success clears it).
+    /// The last call failed (a later success clears it). A turn-end that
+    /// found no turn open, recorded as a failure by an older ckptctl, is
+    /// the no-op it is now.
     pub fn failing(&self) -> Option<&Call> {
-        let e = self.last_error.as_ref()?;
+        let e = self.last_error.as_ref().filter(|e| {
+            !(e.event == "turn-end" && e.error.as_deref() == Some("no turn is open"))
+        })?;
         match &self.last_ok {
             Some(ok) if ok.at_ms > e.at_ms => None,
             _ => Some(e),
@@ -119,4 +123,33 @@ fn write(file: &Path, text: &str) -> std::io::Result<()> {
         .open(file)?;
     f.write_all(text.as_bytes())?;
     f.set_len(text.len() as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(at_ms: u64, event: &str, error: Option<&str>) -> Call {
+        Call {
+            at_ms,
+            event: event.into(),
+            project: None,
+            error: error.map(String::from),
+            note: None,
+        }
+    }
+
+    #[test]
+    fn an_old_turn_end_with_no_turn_open_is_not_failing() {
+        let old = Calls {
+            last_ok: None,
+            last_error: Some(call(2, "turn-end", Some("no turn is open"))),
+        };
+        assert!(old.failing().is_none());
+        let real = Calls {
+            last_ok: Some(call(1, "turn-start", None)),
+            last_error: Some(call(2, "turn-end", Some("connecting to ckptd: refused"))),
+        };
+        assert!(real.failing().is_some());
+    }
 }
