@@ -302,3 +302,49 @@ fn from_hook_help_lists_the_agents_it_accepts() {
         );
     }
 }
+
+/// tool-start and tool-end offer `--from-hook` only for the agents whose
+/// installed hooks include tool hooks, and refuse the others.
+#[test]
+fn tool_hook_help_offers_only_agents_with_tool_hooks() {
+    let env = Env::new();
+    for cmd in ["tool-start", "tool-end"] {
+        let out = env.ctl(env.path(), &[cmd, "--help"]);
+        assert!(out.status.success(), "{out:?}");
+        let line = out
+            .stdout
+            .lines()
+            .find(|l| l.trim_start().starts_with("--from-hook"))
+            .unwrap_or_default();
+        let values: Vec<&str> = line
+            .split_once("[possible values: ")
+            .and_then(|(_, v)| v.split_once(']'))
+            .map(|(v, _)| v.split(", ").collect())
+            .unwrap_or_default();
+        assert_eq!(
+            values,
+            ["claude-code", "codex", "gemini"],
+            "{cmd}: {}",
+            out.stdout
+        );
+        let out = env.ctl(env.path(), &[cmd, "--from-hook=cursor"]);
+        assert_eq!(out.code(), 2, "{out:?}");
+        assert!(out.stderr.contains("invalid value 'cursor'"), "{out:?}");
+    }
+}
+
+/// `workcopy export --out` help says what it does with the directory:
+/// created if missing, else it must be empty (not both "existing" and
+/// "created").
+#[test]
+fn workcopy_export_out_help_says_created_if_missing_else_empty() {
+    let env = Env::new();
+    let out = env.ctl(env.path(), &["workcopy", "export", "--help"]);
+    assert!(out.status.success(), "{out:?}");
+    let text = out.stdout.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        text.contains("created if missing, else it must be empty"),
+        "{text}"
+    );
+    assert!(!text.contains("existing empty"), "{text}");
+}

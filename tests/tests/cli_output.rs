@@ -145,3 +145,48 @@ fn control_characters_in_names_are_quoted_as_git_does() {
         .collect();
     assert!(names.contains(&"new\nline"), "{show}");
 }
+
+/// Every `mode` in a JSON document, wherever it is.
+fn modes(v: &serde_json::Value, out: &mut Vec<serde_json::Value>) {
+    match v {
+        serde_json::Value::Object(o) => {
+            for (k, c) in o {
+                if k == "mode" {
+                    out.push(c.clone());
+                } else {
+                    modes(c, out);
+                }
+            }
+        }
+        serde_json::Value::Array(a) => a.iter().for_each(|c| modes(c, out)),
+        _ => {}
+    }
+}
+
+/// File modes read one way everywhere: octal strings in JSON (`show`,
+/// `diff`, as in the export manifest), `644 → 755` in text.
+#[test]
+fn file_modes_are_octal_strings_in_json_and_one_arrow_in_text() {
+    let env = Env::new();
+    let _d = env.start_daemon();
+    let proj = env.git_repo("p", &[("run.sh", b"echo hi\n")]);
+    sh(&proj, "chmod 644 run.sh");
+    env.ctl_ok(&proj, &["watch"]);
+    env.ctl_ok(&proj, &["turn-start"]);
+    sh(&proj, "chmod 755 run.sh && echo bye >> run.sh");
+    env.ctl_ok(&proj, &["turn-end"]);
+
+    let show = env.ctl_json(&proj, &["show", "1"]);
+    let mut found = Vec::new();
+    modes(&show, &mut found);
+    assert!(
+        found.contains(&"644".into()) && found.contains(&"755".into()),
+        "{found:?}: {show}"
+    );
+    assert!(found.iter().all(|m| m.is_string()), "{found:?}");
+
+    let diff = env.ctl_json(&proj, &["diff", "1"]);
+    assert_eq!(diff["files"][0]["note"], "mode 644 → 755", "{diff}");
+    let text = env.ctl_ok(&proj, &["diff", "1"]);
+    assert!(text.contains("# run.sh: mode 644 → 755\n"), "{text}");
+}

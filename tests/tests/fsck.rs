@@ -207,3 +207,68 @@ fn fsck_passes_while_two_sessions_each_have_a_turn_open() {
         .count();
     assert_eq!(open, 2, "both sessions' turns are open");
 }
+
+/// A damaged blob is named with the turns and paths that use it (and the
+/// current file whose content it is), not by its hash alone.
+#[test]
+fn fsck_names_the_turns_and_paths_that_use_a_damaged_blob() {
+    let env = Env::new();
+    let _d = env.start_daemon();
+    let proj = env.git_repo("app", &[("a.txt", b"a\n")]);
+    std::fs::write(proj.join("big.bin"), noise(300 << 10, 3)).unwrap();
+    env.ctl_ok(&proj, &["watch"]);
+    let store = env
+        .data
+        .join("projects")
+        .join(env.ctl_json(&proj, &["watch"])["id"].as_str().unwrap());
+    env.ctl_ok(&proj, &["sync"]);
+    let before_turn = object_files(&store);
+    assert_eq!(before_turn.len(), 1, "big.bin's content: {before_turn:?}");
+    env.ctl_ok(&proj, &["turn-start"]);
+    std::fs::write(proj.join("big.bin"), noise(300 << 10, 4)).unwrap();
+    env.ctl_ok(&proj, &["turn-end"]);
+    env.ctl_ok(&proj, &["turn-start"]);
+    std::fs::write(proj.join("big.bin"), noise(300 << 10, 5)).unwrap();
+    env.ctl_ok(&proj, &["turn-end"]);
+    env.ctl_ok(&proj, &["sync"]);
+    // The content turn 1 replaced, and the one turn 1 wrote (which turn 2
+    // replaced).
+    let original = before_turn.keys().next().unwrap().clone();
+    let objects = object_files(&store);
+    let middle: Vec<&String> = objects.keys().filter(|h| **h != original).collect();
+    assert_eq!(middle.len(), 2, "{objects:?}");
+    std::fs::remove_file(&objects[&original]).unwrap();
+
+    let out = env.ctl(&proj, &["fsck"]);
+    assert_eq!(out.code(), 1, "{out:?}");
+    let line = out
+        .stdout
+        .lines()
+        .find(|l| l.contains(&format!("blob {original}:")))
+        .unwrap_or_else(|| panic!("{out:?}"));
+    assert!(line.contains("used by turn 1 big.bin (before)"), "{line}");
+    assert!(!line.contains("turn 2"), "{line}");
+
+    // The current content: the cache names it.
+    let doc = env.ctl_json(&proj, &["show", "2"]);
+    let current = doc["turn"]["entries"][0]["post"]["hash"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{doc}"))
+        .to_string();
+    std::fs::remove_file(&objects[&current]).unwrap();
+    let out = env.ctl(&proj, &["fsck", "--json"]);
+    let doc = out.json();
+    let detail = doc["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["subject"] == format!("blob {current}").as_str())
+        .unwrap_or_else(|| panic!("{doc}"))["detail"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        detail.ends_with("used by turn 2 big.bin (after), the current big.bin"),
+        "{detail}"
+    );
+}

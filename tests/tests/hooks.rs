@@ -831,29 +831,133 @@ fn install_keeps_the_users_config_and_uninstall_restores_it_byte_for_byte() {
             o.path.display()
         );
     }
-    // What install created is gone; only backups are left beside the
-    // originals.
-    let strip = |t: Tree| -> Tree {
-        t.into_iter()
-            .filter(|(k, _)| !k.ends_with(b".ckpt-backup"))
-            .collect()
-    };
-    let dirs_of = |t: &Tree| -> Vec<String> {
+    // What install created is gone, and so are the backups: each went
+    // back in place. (Folders made at user level stay: an agent's config
+    // dir is how it is detected.)
+    let files_of = |t: &Tree| -> Vec<String> {
         t.iter()
             .filter(|(_, (n, _))| !matches!(n, Node::Dir { .. }))
             .map(|(k, _)| String::from_utf8_lossy(k).into_owned())
             .collect()
     };
     assert_eq!(
-        dirs_of(&strip(snapshot(&w.home))),
-        dirs_of(&before_home),
+        files_of(&snapshot(&w.home)),
+        files_of(&before_home),
         "files under HOME after uninstall"
     );
     assert_eq!(
-        dirs_of(&strip(snapshot(&w.xdg))),
-        dirs_of(&before_xdg),
+        files_of(&snapshot(&w.xdg)),
+        files_of(&before_xdg),
         "files under XDG_CONFIG_HOME after uninstall"
     );
+}
+
+fn backup_of(path: &Path) -> PathBuf {
+    path.with_file_name(format!(
+        "{}.ckpt-backup",
+        path.file_name().unwrap().to_string_lossy()
+    ))
+}
+
+/// A one-line settings file comes back as the same bytes (not
+/// pretty-printed, no final newline added), and its backup goes; a second
+/// install (nothing new) keeps the original in the backup, not the hooked
+/// file.
+#[test]
+fn uninstall_gives_back_a_one_line_config_byte_for_byte_and_removes_its_backup() {
+    let w = World::new();
+    let settings = w.home.join(".claude/settings.json");
+    std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
+    let original = r#"{"model":"opus","hooks":{"Stop":[{"hooks":[{"type":"command","command":"say done"}]}]}}"#;
+    std::fs::write(&settings, original).unwrap();
+    let before = snapshot(&w.home);
+
+    w.install(&["claude-code"]);
+    assert_ne!(std::fs::read_to_string(&settings).unwrap(), original);
+    // Claude Code's own `.claude.json` would have been rewritten by now:
+    // the reinstall finds ckpt's entries in place.
+    w.install(&["claude-code"]);
+    assert_eq!(
+        std::fs::read_to_string(backup_of(&settings)).unwrap(),
+        original,
+        "the backup holds the file as the user had it"
+    );
+    let out = w.uninstall(&["claude-code"]);
+    assert_eq!(
+        std::fs::read_to_string(&settings).unwrap(),
+        original,
+        "{out}"
+    );
+    assert!(!backup_of(&settings).exists(), "{out}");
+    assert_same_tree("home after uninstall", &before, &snapshot(&w.home));
+}
+
+/// A settings file the user edited after install keeps those edits:
+/// uninstall takes out only ckpt's entries, keeps the backup of the
+/// original and says where it is.
+#[test]
+fn uninstall_keeps_the_users_edits_made_since_install_and_the_backup() {
+    let w = World::new();
+    let settings = w.home.join(".claude/settings.json");
+    std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
+    let original = "{\"model\":\"opus\"}";
+    std::fs::write(&settings, original).unwrap();
+    w.install(&["claude-code"]);
+    let hooked = std::fs::read_to_string(&settings).unwrap();
+    let edited = hooked.replacen("\"opus\"", "\"sonnet\"", 1);
+    assert_ne!(edited, hooked, "{hooked}");
+    std::fs::write(&settings, &edited).unwrap();
+
+    let out = w.uninstall(&["claude-code"]);
+    let now = json_file(&settings);
+    assert_eq!(now, json!({"model": "sonnet"}), "{out}");
+    assert_eq!(
+        std::fs::read_to_string(backup_of(&settings)).unwrap(),
+        original
+    );
+    assert!(
+        out.contains("changed since install") && out.contains(s(&backup_of(&settings))),
+        "{out}"
+    );
+}
+
+/// `--project` uninstall leaves the project as it was: the files and the
+/// folders (`.claude/`, `.gemini/`) install created are gone.
+#[test]
+fn project_uninstall_removes_the_folders_install_created() {
+    let w = World::new();
+    let proj = w.env.git_repo("app", &[("a.txt", b"a\n")]);
+    let before = snapshot_work(&proj);
+    w.ctl_ok(
+        &proj,
+        &["hooks", "install", "claude-code", "gemini", "--project"],
+    );
+    assert!(proj.join(".claude/settings.json").is_file());
+    assert!(proj.join(".gemini/settings.json").is_file());
+    w.ctl_ok(&proj, &["hooks", "uninstall", "--project"]);
+    assert_same_tree("project after uninstall", &before, &snapshot_work(&proj));
+}
+
+/// A user-level uninstall in a project whose hooks are installed at
+/// project level says where they are and how to remove them.
+#[test]
+fn user_uninstall_says_where_project_hooks_are_and_how_to_remove_them() {
+    let w = World::new();
+    let proj = w.env.git_repo("app", &[("a.txt", b"a\n")]);
+    w.ctl_ok(&proj, &["hooks", "install", "claude-code", "--project"]);
+    let out = w.ctl_ok(&proj, &["hooks", "uninstall"]);
+    let root = proj.canonicalize().unwrap();
+    assert!(
+        out.contains(s(&root))
+            && out.contains("claude-code")
+            && out.contains("ckptctl hooks uninstall --project"),
+        "{out}"
+    );
+    assert!(proj.join(".claude/settings.json").is_file(), "untouched");
+    // Nothing there: nothing said.
+    w.ctl_ok(&proj, &["hooks", "uninstall", "--project"]);
+    let out = w.ctl_ok(&proj, &["hooks", "uninstall"]);
+    assert!(!out.contains("--project"), "{out}");
 }
 
 #[test]
@@ -1853,4 +1957,95 @@ fn a_turn_whose_end_was_lost_closes_at_its_sessions_next_prompt() {
     );
     assert_eq!(second["status"], "open", "{log}");
     assert_eq!(turn_of(&w, &proj, "T")["status"], "open");
+}
+
+/// A Stop hook (turn-end) that finds no turn open — the turn was already
+/// closed, or the prompt opened none — is a no-op, shown as ok in `hooks
+/// status` and `status`; a turn-end that really fails is still FAILED.
+#[test]
+fn a_stop_hook_with_no_open_turn_is_ok_not_failed() {
+    let w = World::new();
+    let _d = w.env.start_daemon();
+    let (proj, cwd) = project(&w, true);
+    w.install(&["claude-code"]);
+    let claude = json_file(&w.home.join(".claude/settings.json"));
+    let stop = command_at(
+        &claude,
+        "/hooks/Stop/0/hooks/0/command",
+        "turn-end",
+        "claude-code",
+    );
+    let payload = json!({"session_id": "S1", "transcript_path": "/t/s1.jsonl", "cwd": cwd,
+                         "hook_event_name": "Stop", "stop_hook_active": false});
+    let out = w.call(&stop, &payload);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(out.stderr, "", "a no-op says nothing to the agent: {out:?}");
+    let row = agent_row(&w, &proj, "claude-code");
+    assert_eq!(row["failing"], false, "{row}");
+    assert_eq!(row["last_error"], Value::Null, "{row}");
+    assert_eq!(row["last_ok"]["event"], "turn-end", "{row}");
+    assert_eq!(
+        row["last_ok"]["note"], "no turn open, nothing to close",
+        "{row}"
+    );
+    let text = w.ctl_ok(&proj, &["hooks", "status"]);
+    assert!(!text.contains("FAILED"), "{text}");
+    assert!(
+        text.contains("(ok: no turn open, nothing to close)"),
+        "{text}"
+    );
+    assert!(!w.ctl_ok(&proj, &["status"]).contains("FAILED"));
+
+    // A folder never watched: a real failure, still shown as one.
+    let elsewhere = w.env.git_repo("elsewhere", &[("x", b"x\n")]);
+    let cwd = elsewhere.canonicalize().unwrap();
+    let out = w.call(&stop, &payload.clone().merge(&json!({"cwd": cwd})));
+    assert!(out.status.success(), "{out:?}");
+    assert!(!out.stderr.is_empty(), "{out:?}");
+    assert_eq!(agent_row(&w, &proj, "claude-code")["failing"], true);
+    let text = w.ctl_ok(&proj, &["hooks", "status"]);
+    assert!(text.contains("FAILED"), "{text}");
+}
+
+/// `hooks status` warns when the ckptctl the installed hooks run is gone,
+/// or is not the ckptctl on PATH (an old build the hooks still run).
+#[test]
+fn hooks_status_warns_when_the_hooks_ckptctl_is_gone_or_not_the_one_on_path() {
+    let w = World::new();
+    w.install(&["claude-code"]);
+    let settings = w.home.join(".claude/settings.json");
+    let row = agent_row(&w, w.env.path(), "claude-code");
+    assert_eq!(row["ckptctl_warning"]["user"], Value::Null, "{row}");
+    let text = w.ctl_ok(w.env.path(), &["hooks", "status"]);
+    assert!(!text.contains("warning:"), "{text}");
+
+    // Another ckptctl first on PATH.
+    let other = w.env.dir("other-bin");
+    std::fs::copy(bin("ckptctl"), other.join("ckptctl")).unwrap();
+    std::os::unix::fs::symlink(other.join("ckptctl"), w.bin.join("ckptctl")).unwrap();
+    let text = w.ctl_ok(w.env.path(), &["hooks", "status"]);
+    let expected = format!(
+        "warning: claude-code (user): its hooks run {}, but the ckptctl on PATH is {}",
+        ckptctl().display(),
+        other.join("ckptctl").canonicalize().unwrap().display()
+    );
+    assert!(text.contains(&expected), "{text}");
+    assert!(text.contains("ckptctl hooks install claude-code"), "{text}");
+
+    // The hooks' ckptctl gone (moved or rebuilt elsewhere).
+    std::fs::remove_file(w.bin.join("ckptctl")).unwrap();
+    let gone = w.env.path().join("gone/bin/ckptctl");
+    let moved = std::fs::read_to_string(&settings)
+        .unwrap()
+        .replace(s(&ckptctl()), s(&gone));
+    std::fs::write(&settings, moved).unwrap();
+    let row = agent_row(&w, w.env.path(), "claude-code");
+    let warning = row["ckptctl_warning"]["user"].as_str().unwrap_or_default();
+    assert!(
+        warning.contains(&format!(
+            "its hooks run {}, which no longer exists",
+            gone.display()
+        )),
+        "{row}"
+    );
 }

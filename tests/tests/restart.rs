@@ -167,3 +167,51 @@ fn projects_are_reopened_at_start_up() {
     let ended = env.ctl_json(&proj, &["turn-end"]);
     assert_eq!(ended["turn"]["entries"][0]["path"], "one.txt");
 }
+
+/// A rewind cut short by a killed daemon is finished at the next start-up,
+/// and the first `status` after it says so (once), not only ckptd.log.
+#[test]
+fn status_says_once_that_startup_finished_an_interrupted_rewind() {
+    let env = Env::new();
+    let marker = env.path().join("paused");
+    let marker_s = marker.to_str().unwrap().to_string();
+    let d = env.start_daemon_with(&[
+        ("CKPT_TEST_PAUSE_REWIND_AFTER", "2"),
+        ("CKPT_TEST_PAUSE_MARKER", &marker_s),
+    ]);
+    let proj = repo(&env);
+    env.ctl_ok(&proj, &["watch"]);
+    env.ctl_ok(&proj, &["turn-start"]);
+    sh(
+        &proj,
+        "echo 1 > one.txt && echo 2 > two.txt && echo five > five.txt",
+    );
+    env.ctl_ok(&proj, &["turn-end"]);
+    let before_restart = env.ctl_ok(&proj, &["status"]);
+    assert!(!before_restart.contains("recovered:"), "{before_restart}");
+    let mut rewind = env
+        .ctl_cmd(&proj, &["rewind", "1"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for("the rewind to pause", Duration::from_secs(60), || {
+        marker.exists()
+    });
+    d.kill();
+    wait_timeout(&mut rewind, Duration::from_secs(30)).expect("ckptctl returns");
+
+    let _d = env.start_daemon();
+    env.ctl_ok(&proj, &["sync"]);
+    let text = env.ctl_ok(&proj, &["status"]);
+    assert!(
+        text.contains("recovered: the daemon's start-up finished an interrupted rewind"),
+        "{text}"
+    );
+    let again = env.ctl_json(&proj, &["status"]);
+    assert_eq!(
+        again["projects"][0]["recovered"],
+        serde_json::Value::Null,
+        "once: {again}"
+    );
+}

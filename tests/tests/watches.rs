@@ -377,3 +377,32 @@ fn watches_ask_for_changes_only() {
     assert_eq!(entry_paths(&ended), vec!["src/a.rs".to_string()]);
     assert_eq!(std::fs::read(proj.join("src/a.rs")).unwrap(), b"M\n");
 }
+
+/// `watch` and `status` count "not captured" the same way: paths present
+/// whose content the store does not hold (here a fifo). A folder the scan
+/// cannot read (here one nested past PATH_MAX: root reads any mode) is
+/// listed apart, not counted as one of them.
+#[test]
+fn watch_and_status_count_the_same_paths_not_captured() {
+    let env = Env::new();
+    let _d = env.start_daemon();
+    let proj = env.git_repo("p", &[("a.txt", b"a\n")]);
+    sh(
+        &proj,
+        // Two chains of 11 folders of 200 characters, one moved into the
+        // other: no path given to mkdir or mv is over PATH_MAX.
+        "mkfifo pipe && d=$(printf 'd%.0s' $(seq 200)) && p=a && q=b && \
+         for i in $(seq 11); do p=$p/$d; q=$q/$d; done && \
+         mkdir -p $p $q && echo x > $p/deep.txt && mv a $q/",
+    );
+    let text = env.ctl_ok(&proj, &["watch"]);
+    assert!(text.contains("\n1 not captured:\n  pipe  ("), "{text}");
+    assert!(
+        text.contains("1 could not be read (nothing below is captured):"),
+        "{text}"
+    );
+    let status = env.ctl_json(&proj, &["status"]);
+    assert_eq!(status["projects"][0]["skipped"], 1, "{status}");
+    let line = env.ctl_ok(&proj, &["status"]);
+    assert!(line.contains("  1 not captured"), "{line}");
+}

@@ -82,7 +82,7 @@ impl Project {
         );
         let mode_note = match (pre, post) {
             (State::File { mode: m1, .. }, State::File { mode: m2, .. }) if m1 != m2 => {
-                Some(format!("mode {m1:o} -> {m2:o}"))
+                Some(format!("mode {:o} → {:o}", m1 & 0o7777, m2 & 0o7777))
             }
             _ => None,
         };

@@ -28,6 +28,7 @@ use crate::store::BlobStore;
 
 mod blobs;
 mod journal;
+mod users;
 
 /// How fsck runs.
 #[derive(Clone, Debug)]
@@ -207,6 +208,9 @@ pub fn fsck(store_dir: &Path, opts: &FsckOptions) -> Result<FsckReport> {
         }
     }
     c.section("object files, again", blobs::confirm);
+    // After the confirmation, which adds the missing object files; naming
+    // who uses a blob needs no snapshot.
+    c.section("users of damaged blobs", users::name_users);
     Ok(c.report)
 }
 

@@ -166,6 +166,10 @@ pub struct ScanReport {
     pub bytes_hashed: u64,
     /// Paths present but not captured, with the reason.
     pub skipped: Vec<(RelPath, String)>,
+    /// Directories (and entries) the walk could not read, with the error:
+    /// nothing below them is seen, so they are no store row.
+    #[serde(default)]
+    pub unreadable: Vec<(RelPath, String)>,
 }
 
 /// What a rewind (or redo) does to one path.

@@ -128,6 +128,27 @@ impl Project {
         self.excludes.is_excluded(path, is_dir)
     }
 
+    /// Every path present whose content is not captured (the `skipped`
+    /// of [`Project::status`]), with the reason, in path order.
+    pub fn not_captured(&self) -> Result<Vec<(RelPath, String)>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT path, kind, mode, data, size FROM files WHERE kind = 4 ORDER BY path",
+        )?;
+        let mut rows = stmt.query([])?;
+        let mut out = Vec::new();
+        while let Some(r) = rows.next()? {
+            let path: Vec<u8> = r.get(0)?;
+            let reason = match crate::state::State::from_row(r, 1)? {
+                Some(crate::state::State::Skipped { reason }) => reason,
+                _ => "not captured".to_string(),
+            };
+            if let Ok(path) = RelPath::new(path) {
+                out.push((path, reason));
+            }
+        }
+        Ok(out)
+    }
+
     pub fn status(&self) -> Result<ProjectStatus> {
         let (entries, skipped): (i64, i64) = self.conn.query_row(
             "SELECT count(*), coalesce(sum(kind = 4), 0) FROM files",

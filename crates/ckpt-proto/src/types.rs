@@ -390,8 +390,14 @@ pub struct ScanSummary {
     pub entries: u64,
     pub changed: u64,
     pub bytes_hashed: u64,
+    /// Every path present whose content is not captured (what `status`
+    /// counts as not captured).
     #[serde(default)]
     pub skipped: Vec<Skipped>,
+    /// Directories the scan could not read: nothing below them is
+    /// captured, and they are not counted in `skipped`.
+    #[serde(default)]
+    pub unreadable: Vec<Skipped>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -453,6 +459,10 @@ pub struct ProjectInfo {
     /// A long operation holds the project; the numbers are from before it.
     #[serde(default)]
     pub busy: bool,
+    /// The daemon's start-up finished a rewind a crash interrupted: said in
+    /// the first `status` or `projects` reply after it, once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recovered: Option<String>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

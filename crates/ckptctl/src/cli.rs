@@ -118,7 +118,7 @@ pub enum Command {
         #[arg(long)]
         session: Option<String>,
         #[command(flatten)]
-        hook: FromHook,
+        hook: FromToolHook,
     },
     /// The session's tool call ended (agents' post-tool hooks).
     ToolEnd {
@@ -126,7 +126,7 @@ pub enum Command {
         #[arg(long)]
         session: Option<String>,
         #[command(flatten)]
-        hook: FromHook,
+        hook: FromToolHook,
     },
     /// Wait until every change made so far has been captured.
     Sync,
@@ -454,6 +454,33 @@ pub struct FromHook {
     pub from_hook: Option<Agent>,
 }
 
+/// `--from-hook` of tool-start and tool-end: only the agents that have
+/// tool hooks (`Agent::WITH_TOOL_HOOKS`).
+#[derive(Args, Debug, Clone, Default)]
+pub struct FromToolHook {
+    /// Called from AGENT's tool hook (`ckptctl hooks install` writes
+    /// these): read its JSON payload on stdin and print nothing. It never
+    /// fails the agent: any error is one line on stderr, exit 0, and shows
+    /// in `hooks status`.
+    #[arg(
+        long,
+        value_name = "AGENT",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "claude-code",
+        value_parser = tool_hook_agent()
+    )]
+    pub from_hook: Option<Agent>,
+}
+
+fn tool_hook_agent() -> impl clap::builder::TypedValueParser<Value = Agent> {
+    use clap::builder::TypedValueParser;
+    use clap::ValueEnum;
+    let values = Agent::WITH_TOOL_HOOKS.map(|a| a.to_possible_value().expect("not hidden"));
+    clap::builder::PossibleValuesParser::new(values)
+        .map(|name| Agent::from_str(&name, false).expect("one of the possible values"))
+}
+
 #[derive(Subcommand, Debug)]
 pub enum HooksAction {
     /// Add ckpt's hooks (turn-start before the agent acts on a prompt,
@@ -645,8 +672,8 @@ pub enum WorkcopyAction {
     Export {
         /// The work copy [default: the one holding the current directory, else the only one].
         name: Option<String>,
-        /// An existing empty directory outside the original and the copy
-        /// (created if missing).
+        /// A directory outside the original and the copy: created if
+        /// missing, else it must be empty.
         #[arg(long, value_name = "DIR")]
         out: PathBuf,
     },

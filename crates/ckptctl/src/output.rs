@@ -9,9 +9,29 @@ pub fn json<T: Serialize>(value: &T) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// One JSON document as `--json` prints it.
+/// One JSON document as `--json` prints it. File modes are octal strings
+/// (`"644"`), as in work-copy and export manifests, whatever the wire says.
 pub fn json_text<T: Serialize>(value: &T) -> anyhow::Result<String> {
-    Ok(serde_json::to_string_pretty(value)?)
+    let mut doc = serde_json::to_value(value)?;
+    octal_modes(&mut doc);
+    Ok(serde_json::to_string_pretty(&doc)?)
+}
+
+/// Rewrites every numeric `mode` field in `v` as its permission bits in
+/// octal: one notation for modes across the CLI's JSON.
+fn octal_modes(v: &mut serde_json::Value) {
+    match v {
+        serde_json::Value::Object(o) => {
+            for (k, child) in o.iter_mut() {
+                match child.as_u64() {
+                    Some(m) if k == "mode" => *child = format!("{:o}", m & 0o7777).into(),
+                    _ => octal_modes(child),
+                }
+            }
+        }
+        serde_json::Value::Array(a) => a.iter_mut().for_each(octal_modes),
+        _ => {}
+    }
 }
 
 /// A failure as the CLI reports it: the error and its causes, on one line.

@@ -105,6 +105,7 @@ pub fn scan(r: &core::ScanReport) -> proto::ScanSummary {
         changed: r.changed,
         bytes_hashed: r.bytes_hashed,
         skipped: skipped(&r.skipped),
+        unreadable: skipped(&r.unreadable),
     }
 }
 

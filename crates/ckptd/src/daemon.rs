@@ -460,10 +460,13 @@ fn normalize(p: &Path) -> PathBuf {
 /// Start-up for one project: finish an interrupted rewind, then scan.
 fn recover_and_reconcile(h: &ProjectHandle) {
     match h.call(|p| p.recover()) {
-        Ok(Some(r)) => tracing::warn!(
-            root = %h.root.display(), rewind = r.rewind_id, redo = r.redo, paths = r.paths,
-            "finished an interrupted rewind"
-        ),
+        Ok(Some(r)) => {
+            tracing::warn!(
+                root = %h.root.display(), rewind = r.rewind_id, redo = r.redo, paths = r.paths,
+                "finished an interrupted rewind"
+            );
+            h.note_recovered(recovery_note(&r));
+        }
         Ok(None) => {}
         Err(e) => h.mark_degraded(
             format!("recovering an interrupted rewind failed: {e}"),
@@ -471,6 +474,17 @@ fn recover_and_reconcile(h: &ProjectHandle) {
         ),
     }
     h.reconcile_now();
+}
+
+/// What `status` says once about a rewind finished at start-up.
+fn recovery_note(r: &ckpt_core::RecoveryReport) -> String {
+    let what = if r.redo { "redo" } else { "rewind" };
+    let paths = if r.paths == 1 { "path" } else { "paths" };
+    format!(
+        "the daemon's start-up finished an interrupted {what} (rewind {} in the journal; \
+         {} {paths} put as it planned): the daemon had stopped in the middle of it",
+        r.rewind_id, r.paths
+    )
 }
 
 #[cfg(test)]

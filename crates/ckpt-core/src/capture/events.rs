@@ -234,7 +234,7 @@ impl PathCheck<'_> {
     fn scan_new_dir(&mut self, path: &RelPath) -> Result<()> {
         let walk = scan::walk(self.root, Some(path), self.excludes);
         self.report.entries += walk.entries.len() as u64;
-        self.report.skipped.extend(walk.unreadable);
+        self.report.unreadable.extend(walk.unreadable);
         for (p, st) in walk.entries {
             let old = cache::get(self.conn, &p)?;
             if st.kind == StatKind::File && st.nlink > 1 {

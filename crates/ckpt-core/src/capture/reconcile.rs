@@ -119,7 +119,7 @@ impl Project {
             }
         }
         self.capture(seen, gone, scan_start, &mut report)?;
-        report.skipped.splice(0..0, walk.unreadable);
+        report.unreadable = walk.unreadable;
         Ok(report)
     }
 }

@@ -54,6 +54,10 @@ impl Agent {
         Agent::Zed,
     ];
 
+    /// The agents whose installed hooks include tool-start and tool-end
+    /// (the others mark turns only).
+    pub const WITH_TOOL_HOOKS: [Agent; 3] = [Agent::ClaudeCode, Agent::Codex, Agent::Gemini];
+
     /// The name on the command line and in `--from-hook=NAME`.
     pub fn name(self) -> &'static str {
         match self {
@@ -284,7 +288,8 @@ pub fn shell_quote(s: &str) -> String {
     }
 }
 
-fn on_path(exe: &str) -> Option<PathBuf> {
+/// The first executable `exe` in `$PATH`.
+pub(crate) fn on_path(exe: &str) -> Option<PathBuf> {
     use std::os::unix::fs::PermissionsExt;
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path)
@@ -312,6 +317,37 @@ mod tests {
         for a in Agent::ALL {
             assert_eq!(Agent::from_str(a.name(), false).unwrap(), a);
             assert_eq!(a.payload().is_none(), a == Agent::Zed, "{a}");
+        }
+    }
+
+    /// `WITH_TOOL_HOOKS` lists exactly the agents whose install writes a
+    /// tool-start hook.
+    #[test]
+    fn agents_with_tool_hooks_are_those_install_gives_tool_hooks() {
+        let t = tempfile::tempdir().unwrap();
+        let home = Home {
+            home: t.path().join("home"),
+            config: t.path().join("config"),
+        };
+        for scope in [Scope::User, Scope::Project] {
+            let target = Target {
+                scope,
+                home: &home,
+                project: t.path(),
+                ckptctl: Path::new("/bin/ckptctl"),
+            };
+            for a in Agent::ALL {
+                let text: String = (a.spec().files)(&target)
+                    .unwrap()
+                    .iter()
+                    .map(|p| p.edit.install(None).unwrap_or_default())
+                    .collect();
+                assert_eq!(
+                    text.contains("tool-start"),
+                    Agent::WITH_TOOL_HOOKS.contains(&a),
+                    "{a}"
+                );
+            }
         }
     }
 }

@@ -28,7 +28,7 @@ pub fn run(mut ctx: Ctx, agent: Agent, event: Event, meta: TurnMeta) -> anyhow::
         );
     }
     let record = match outcome {
-        Ok(Some(project)) => Some(Ok(project)),
+        Ok(Some(done)) => Some(Ok(done)),
         Ok(None) => None,
         Err(e) => Some(Err(output::error_message(&e))),
     };
@@ -58,14 +58,14 @@ fn detach() {
     }
 }
 
-/// The project the call acted on; None if the payload was not this
-/// agent's to act on.
+/// What the call did (the project it acted on, and a note when that was
+/// nothing); None if the payload was not this agent's to act on.
 fn call(
     ctx: &mut Ctx,
     agent: Agent,
     event: Event,
     mut meta: TurnMeta,
-) -> anyhow::Result<Option<String>> {
+) -> anyhow::Result<Option<calls::Done>> {
     let payload = agent.payload().with_context(|| {
         format!("{agent} has no hooks (ckpt reaches it through MCP: `ckptctl mcp`)")
     })?;
@@ -92,16 +92,32 @@ fn call(
                 .and_then(|t| conversation::record(agent.name(), t));
             turn_start::start(ctx, meta, conversation)?.project
         }
-        // Copilot CLI names its transcript only when the turn ends.
-        Event::TurnEnd => turn_end::end(ctx, meta.session, meta.transcript)?.project,
+        // Copilot CLI names its transcript only when the turn ends. A turn
+        // already closed (or a prompt that never opened one) is no failure.
+        Event::TurnEnd => match turn_end::end_unless_none_open(ctx, meta.session, meta.transcript)?
+        {
+            Some(t) => t.project,
+            None => return Ok(Some(nothing_to_close(ctx))),
+        },
         Event::SessionEnd => match turn_end::end_if_open(ctx, meta.session, meta.transcript)? {
             Some(t) => t.project,
-            None => return Ok(Some(ctx.dir.display().to_string())),
+            None => return Ok(Some(nothing_to_close(ctx))),
         },
         Event::ToolStart => tool::window(ctx, meta.session, true)?.project,
         Event::ToolEnd => tool::window(ctx, meta.session, false)?.project,
     };
-    Ok(Some(project.to_string()))
+    Ok(Some(calls::Done {
+        project: project.to_string(),
+        note: None,
+    }))
+}
+
+/// A turn end that found no turn open: normal, and recorded as a no-op.
+fn nothing_to_close(ctx: &Ctx) -> calls::Done {
+    calls::Done {
+        project: ctx.dir.display().to_string(),
+        note: Some(calls::NO_TURN_OPEN.to_string()),
+    }
 }
 
 fn read_stdin() -> anyhow::Result<String> {

@@ -7,7 +7,7 @@ use serde_json::json;
 use super::Ctx;
 use crate::agents::{Agent, Home, Scope, Target};
 use crate::cli::{HooksAction, HooksArgs};
-use crate::hooks::{self, calls, files, Action, Change, Installed};
+use crate::hooks::{self, calls, files, Action, Backup, Change, Installed};
 use crate::output;
 
 pub fn run(ctx: &Ctx, action: HooksAction) -> anyhow::Result<u8> {
@@ -25,7 +25,14 @@ pub fn run(ctx: &Ctx, action: HooksAction) -> anyhow::Result<u8> {
     };
     match action {
         HooksAction::Install(args) => change(ctx, &target(scope(&args)), args, Action::Install),
-        HooksAction::Uninstall(args) => change(ctx, &target(scope(&args)), args, Action::Uninstall),
+        HooksAction::Uninstall(args) => {
+            let scope = scope(&args);
+            let code = change(ctx, &target(scope), args, Action::Uninstall)?;
+            if scope == Scope::User && !ctx.g.json && !ctx.g.quiet {
+                print_project_hooks(&target(Scope::Project))?;
+            }
+            Ok(code)
+        }
         HooksAction::Status => status(ctx, &target(Scope::User), &target(Scope::Project)),
     }
 }
@@ -69,7 +76,7 @@ fn change(ctx: &Ctx, target: &Target, args: HooksArgs, action: Action) -> anyhow
     };
     let changes = hooks::plan(&agents, target, action)?;
     if !args.dry_run {
-        hooks::apply(&changes)?;
+        hooks::apply(&changes, target)?;
     }
     let mut notes: Vec<String> = Vec::new();
     if action == Action::Install {
@@ -88,8 +95,9 @@ fn change(ctx: &Ctx, target: &Target, args: HooksArgs, action: Action) -> anyhow
                     "path": c.path,
                     "agents": names(&c.agents),
                     "change": what(c),
-                    "backup": (c.changes() && c.old.is_some() && !args.dry_run)
+                    "backup": (matches!(c.backup, Backup::Write | Backup::Kept) && !args.dry_run)
                         .then(|| files::backup_path(&c.path)),
+                    "backup_action": backup_name(c.backup),
                 })
             })
             .collect();
@@ -122,10 +130,49 @@ fn change(ctx: &Ctx, target: &Target, args: HooksArgs, action: Action) -> anyhow
             );
         }
     }
+    for c in changes.iter().filter(|c| c.backup == Backup::Kept) {
+        println!(
+            "note: {} changed since install: ckpt's entries were taken out, your \
+             changes stay; the file as it was before install is in {}",
+            c.path.display(),
+            files::backup_path(&c.path).display()
+        );
+    }
     for n in &notes {
         println!("note: {n}");
     }
     Ok(0)
+}
+
+fn backup_name(b: Backup) -> &'static str {
+    match b {
+        Backup::Untouched => "none",
+        Backup::Write => "written",
+        Backup::Restored => "restored",
+        Backup::Kept => "kept",
+        Backup::Stale => "removed",
+    }
+}
+
+/// After a user-level uninstall: the hooks still installed in this
+/// project, which a user-level uninstall does not touch, and how to
+/// remove them.
+fn print_project_hooks(project: &Target) -> anyhow::Result<()> {
+    let mut there = Vec::new();
+    for agent in Agent::ALL {
+        if hooks::installed(agent, project)? != Installed::No {
+            there.push(agent);
+        }
+    }
+    if !there.is_empty() {
+        println!(
+            "note: this project ({}) has its own hooks for {}: remove them with \
+             `ckptctl hooks uninstall --project` in it",
+            project.project.display(),
+            names(&there)
+        );
+    }
+    Ok(())
 }
 
 fn what(c: &Change) -> &'static str {
@@ -168,6 +215,10 @@ fn status(ctx: &Ctx, user: &Target, project: &Target) -> anyhow::Result<u8> {
             project: hooks::installed(agent, project)?,
             pending: [pending(agent, user)?, pending(agent, project)?],
             calls,
+            ckptctl: [
+                ckptctl_warning(agent, user)?,
+                ckptctl_warning(agent, project)?,
+            ],
         };
         rows.push((agent, row));
     }
@@ -185,6 +236,7 @@ fn status(ctx: &Ctx, user: &Target, project: &Target) -> anyhow::Result<u8> {
                     "last_ok": r.calls.last_ok,
                     "last_error": r.calls.last_error,
                     "failing": r.calls.failing().is_some(),
+                    "ckptctl_warning": {"user": r.ckptctl[0], "project": r.ckptctl[1]},
                 })
             })
             .collect();
@@ -212,8 +264,41 @@ fn status(ctx: &Ctx, user: &Target, project: &Target) -> anyhow::Result<u8> {
                 println!("{agent} ({scope}): {p}");
             }
         }
+        for (scope, w) in ["user", "project"].iter().zip(&r.ckptctl) {
+            if let Some(w) = w {
+                println!("warning: {agent} ({scope}): {w}");
+            }
+        }
     }
     Ok(0)
+}
+
+/// What is wrong with the ckptctl the agent's installed hooks run at the
+/// target's scope: it is gone, or it is not the ckptctl on PATH (an old
+/// build the hooks still run). None when all is well or nothing is there.
+fn ckptctl_warning(agent: Agent, target: &Target) -> anyhow::Result<Option<String>> {
+    let on_path = crate::agents::on_path("ckptctl").and_then(|p| p.canonicalize().ok());
+    let again = match target.scope {
+        Scope::User => format!("ckptctl hooks install {agent}"),
+        Scope::Project => format!("ckptctl hooks install {agent} --project"),
+    };
+    for used in hooks::installed_ckptctls(agent, target)? {
+        let Ok(real) = used.canonicalize() else {
+            return Ok(Some(format!(
+                "its hooks run {}, which no longer exists; reinstall them with the ckptctl \
+                 you use: {again}",
+                used.display()
+            )));
+        };
+        if let Some(p) = on_path.as_ref().filter(|p| **p != real) {
+            return Ok(Some(format!(
+                "its hooks run {}, but the ckptctl on PATH is {}; to run that one: {again}",
+                used.display(),
+                p.display()
+            )));
+        }
+    }
+    Ok(None)
 }
 
 /// What keeps the agent from running the hooks installed at the target's
@@ -233,6 +318,8 @@ struct StatusRow {
     /// [`pending`] at user and project scope.
     pending: [Option<String>; 2],
     calls: calls::Calls,
+    /// [`ckptctl_warning`] at user and project scope.
+    ckptctl: [Option<String>; 2],
 }
 
 /// "never", "3m ago, turn-end in /src/app", or the failure.
@@ -256,10 +343,13 @@ pub fn last_call(agent: Agent, calls: &calls::Calls) -> String {
     }
     match &calls.last_ok {
         Some(ok) => format!(
-            "{}, {} in {}",
+            "{}, {} in {}{}",
             ago(ok.at_ms),
             ok.event,
-            ok.project.as_deref().unwrap_or("?")
+            ok.project.as_deref().unwrap_or("?"),
+            ok.note
+                .as_deref()
+                .map_or(String::new(), |n| format!(" (ok: {n})"))
         ),
         None => "never".to_string(),
     }

@@ -56,4 +56,7 @@ pub fn print_project(p: &ProjectInfo) {
     if let Some(why) = &p.degraded {
         println!("    {}: {why}", health(p.health).to_lowercase());
     }
+    if let Some(what) = &p.recovered {
+        println!("    recovered: {what}");
+    }
 }

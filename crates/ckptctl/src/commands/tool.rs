@@ -6,10 +6,15 @@ use ckpt_proto::{Request, Response, ToolReply};
 
 use super::{unexpected, Ctx};
 use crate::agents::Event;
-use crate::cli::{FromHook, TurnMeta};
+use crate::cli::{FromToolHook, TurnMeta};
 use crate::output;
 
-pub fn run(ctx: Ctx, session: Option<String>, hook: FromHook, start: bool) -> anyhow::Result<u8> {
+pub fn run(
+    ctx: Ctx,
+    session: Option<String>,
+    hook: FromToolHook,
+    start: bool,
+) -> anyhow::Result<u8> {
     if let Some(agent) = hook.from_hook {
         let meta = TurnMeta {
             session,

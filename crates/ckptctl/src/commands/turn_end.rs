@@ -83,6 +83,25 @@ pub fn end_if_open(
     }
 }
 
+/// [`end`], but no turn open in a watched project is no error (an agent's
+/// turn-end hook after a prompt that changed nothing, or a second end);
+/// a folder not watched still is.
+pub fn end_unless_none_open(
+    ctx: &Ctx,
+    session: Option<String>,
+    transcript: Option<String>,
+) -> anyhow::Result<Option<TurnEnded>> {
+    match end(ctx, session, transcript) {
+        Err(e)
+            if e.downcast_ref::<DaemonError>()
+                .is_some_and(|d| d.kind == ErrorKind::NoOpenTurn) =>
+        {
+            Ok(None)
+        }
+        ended => ended.map(Some),
+    }
+}
+
 pub fn print(t: &TurnEnded) {
     let info = &t.turn.info;
     if t.left_open {

@@ -48,18 +48,34 @@ pub fn run(ctx: &Ctx, dir: Option<&Path>) -> anyhow::Result<u8> {
                 output::bytes(w.scan.bytes_hashed),
                 w.elapsed_ms as f64 / 1000.0
             );
-            if !w.scan.skipped.is_empty() {
-                println!("{} not captured:", w.scan.skipped.len());
-                for s in w.scan.skipped.iter().take(20) {
-                    println!("  {}  ({})", s.path, s.reason);
-                }
-                if w.scan.skipped.len() > 20 {
-                    println!("  … and {} more", w.scan.skipped.len() - 20);
-                }
-            }
+            print_paths(
+                &format!("{} not captured:", w.scan.skipped.len()),
+                &w.scan.skipped,
+            );
+            print_paths(
+                &format!(
+                    "{} could not be read (nothing below is captured):",
+                    w.scan.unreadable.len()
+                ),
+                &w.scan.unreadable,
+            );
         }
     }
     Ok(0)
+}
+
+/// A heading and up to 20 of `paths`, if there are any.
+fn print_paths(heading: &str, paths: &[ckpt_proto::Skipped]) {
+    if paths.is_empty() {
+        return;
+    }
+    println!("{heading}");
+    for s in paths.iter().take(20) {
+        println!("  {}  ({})", s.path, s.reason);
+    }
+    if paths.len() > 20 {
+        println!("  … and {} more", paths.len() - 20);
+    }
 }
 
 /// A one-line spinner with elapsed time, on stderr.

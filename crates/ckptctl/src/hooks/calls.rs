@@ -29,12 +29,30 @@ pub struct Call {
     pub project: Option<String>,
     #[serde(default)]
     pub error: Option<String>,
+    /// A call that succeeded by doing nothing, and why (a turn-end with no
+    /// turn open).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// The note of a turn-end that found no turn to close.
+pub const NO_TURN_OPEN: &str = "no turn open, nothing to close";
+
+/// A call's success: the project it acted on, and a note if it did nothing.
+#[derive(Debug, Clone)]
+pub struct Done {
+    pub project: String,
+    pub note: Option<String>,
 }
 
 impl Calls {
-    /// The last call failed (a later success clears it).
+    /// The last call failed (a later success clears it). A turn-end that
+    /// found no turn open, recorded as a failure by an older ckptctl, is
+    /// the no-op it is now.
     pub fn failing(&self) -> Option<&Call> {
-        let e = self.last_error.as_ref()?;
+        let e = self.last_error.as_ref().filter(|e| {
+            !(e.event == "turn-end" && e.error.as_deref() == Some("no turn is open"))
+        })?;
         match &self.last_ok {
             Some(ok) if ok.at_ms > e.at_ms => None,
             _ => Some(e),
@@ -57,19 +75,20 @@ pub fn read(data_dir: &Path, agent: Agent) -> Calls {
 
 /// Records one call; a failure to record is ignored (the hook's own result
 /// is what matters to the agent).
-pub fn record(data_dir: &Path, agent: Agent, event: Event, outcome: Result<String, String>) {
+pub fn record(data_dir: &Path, agent: Agent, event: Event, outcome: Result<Done, String>) {
     let mut calls = read(data_dir, agent);
     let at_ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64);
     let event = event.name().to_string();
     match outcome {
-        Ok(project) => {
+        Ok(done) => {
             calls.last_ok = Some(Call {
                 at_ms,
                 event,
-                project: Some(project),
+                project: Some(done.project),
                 error: None,
+                note: done.note,
             })
         }
         Err(error) => {
@@ -78,6 +97,7 @@ pub fn record(data_dir: &Path, agent: Agent, event: Event, outcome: Result<Strin
                 event,
                 project: None,
                 error: Some(error),
+                note: None,
             })
         }
     }
@@ -103,4 +123,33 @@ fn write(file: &Path, text: &str) -> std::io::Result<()> {
         .open(file)?;
     f.write_all(text.as_bytes())?;
     f.set_len(text.len() as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(at_ms: u64, event: &str, error: Option<&str>) -> Call {
+        Call {
+            at_ms,
+            event: event.into(),
+            project: None,
+            error: error.map(String::from),
+            note: None,
+        }
+    }
+
+    #[test]
+    fn an_old_turn_end_with_no_turn_open_is_not_failing() {
+        let old = Calls {
+            last_ok: None,
+            last_error: Some(call(2, "turn-end", Some("no turn is open"))),
+        };
+        assert!(old.failing().is_none());
+        let real = Calls {
+            last_ok: Some(call(1, "turn-start", None)),
+            last_error: Some(call(2, "turn-end", Some("connecting to ckptd: refused"))),
+        };
+        assert!(real.failing().is_some());
+    }
 }

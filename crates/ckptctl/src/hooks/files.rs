@@ -8,6 +8,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
+use super::Backup;
+
 /// The file's text; None if there is none.
 pub fn read(path: &Path) -> anyhow::Result<Option<String>> {
     match std::fs::read(path) {
@@ -27,20 +29,27 @@ pub fn backup_path(path: &Path) -> PathBuf {
 }
 
 /// Replaces `path`'s content `old` by `new` (None: remove the file),
-/// keeping `old` in the backup file first when there is a new content.
+/// writing `old` to the backup file first, or removing the backup after,
+/// as `backup` says.
 pub fn replace(
     path: &Path,
     old: Option<&str>,
     new: Option<&str>,
     executable: bool,
+    backup: Backup,
 ) -> anyhow::Result<()> {
     let path = &resolve(path);
     // A file is removed only when nothing but ckpt's own entries was left
     // in it: there is nothing of the user's to back up.
     let Some(new) = new else {
-        return std::fs::remove_file(path).with_context(|| format!("removing {}", path.display()));
+        std::fs::remove_file(path).with_context(|| format!("removing {}", path.display()))?;
+        if backup == Backup::Stale {
+            std::fs::remove_file(backup_path(path))
+                .with_context(|| format!("removing the backup of {}", path.display()))?;
+        }
+        return Ok(());
     };
-    if let Some(old) = old {
+    if let (Backup::Write, Some(old)) = (backup, old) {
         std::fs::write(backup_path(path), old)
             .with_context(|| format!("backing up {}", path.display()))?;
     }
@@ -63,11 +72,29 @@ pub fn replace(
     tmp.as_file().sync_all()?;
     tmp.persist(path)
         .with_context(|| format!("replacing {}", path.display()))?;
+    if matches!(backup, Backup::Restored | Backup::Stale) {
+        // It is back in place: a leftover would only mislead.
+        std::fs::remove_file(backup_path(path))
+            .with_context(|| format!("removing the backup of {}", path.display()))?;
+    }
     Ok(())
 }
 
+/// Removes the folders above `path`, up to `root` (excluded), that are
+/// left empty; the first one that is not empty (or not ours to remove)
+/// stops it.
+pub fn remove_empty_parents(path: &Path, root: &Path) {
+    let mut dir = path.parent();
+    while let Some(d) = dir {
+        if !d.starts_with(root) || d == root || std::fs::remove_dir(d).is_err() {
+            return;
+        }
+        dir = d.parent();
+    }
+}
+
 /// The file a symlink at `path` points to, so the link stays a link.
-fn resolve(path: &Path) -> PathBuf {
+pub fn resolve(path: &Path) -> PathBuf {
     match std::fs::symlink_metadata(path) {
         Ok(m) if m.file_type().is_symlink() => {
             std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
@@ -90,7 +117,14 @@ mod tests {
         let link = t.path().join("settings.json");
         std::os::unix::fs::symlink(&real, &link).unwrap();
 
-        replace(&link, Some("{}"), Some("{\"a\": 1}\n"), false).unwrap();
+        replace(
+            &link,
+            Some("{}"),
+            Some("{\"a\": 1}\n"),
+            false,
+            Backup::Write,
+        )
+        .unwrap();
         assert!(std::fs::symlink_metadata(&link)
             .unwrap()
             .file_type()
@@ -101,10 +135,10 @@ mod tests {
         assert_eq!(mode, 0o600);
 
         let script = t.path().join("hooks/Start");
-        replace(&script, None, Some("#!/bin/sh\n"), true).unwrap();
+        replace(&script, None, Some("#!/bin/sh\n"), true, Backup::Untouched).unwrap();
         let mode = std::fs::metadata(&script).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o755);
-        replace(&script, Some("#!/bin/sh\n"), None, true).unwrap();
+        replace(&script, Some("#!/bin/sh\n"), None, true, Backup::Untouched).unwrap();
         assert!(
             !backup_path(&script).exists(),
             "a removed file of ours has no backup"

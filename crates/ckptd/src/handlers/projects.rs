@@ -30,6 +30,7 @@ pub fn all(d: &Arc<Daemon>) -> Vec<ProjectInfo> {
             blobs: 0,
             backlog: 0,
             busy: false,
+            recovered: None,
         });
     }
     out
@@ -53,5 +54,6 @@ pub fn project_info(h: &ProjectHandle) -> ProjectInfo {
         blobs: s.map_or(0, |s| s.blobs),
         backlog: h.backlog(),
         busy,
+        recovered: h.take_recovered(),
     }
 }

@@ -16,14 +16,20 @@ pub fn handle(d: &Arc<Daemon>, dir: &WirePath, discover: bool) -> ReqResult<Watc
     let dir = Daemon::canonical_dir(dir)?;
     let root = if discover { discover_root(&dir) } else { dir };
     let (h, report) = d.watch(&root)?;
+    let mut scan = report
+        .as_ref()
+        .map(convert::scan)
+        .unwrap_or_else(ScanSummary::default);
+    if report.is_some() {
+        // What the store holds as not captured, as `status` counts it: this
+        // scan's own list misses what the worker captured before it.
+        scan.skipped = convert::skipped(&h.call(|p| p.not_captured())?);
+    }
     Ok(Watched {
         project: convert::abs(&h.root),
         id: h.id.clone(),
         already: report.is_none(),
-        scan: report
-            .as_ref()
-            .map(convert::scan)
-            .unwrap_or_else(ScanSummary::default),
+        scan,
         elapsed_ms: start.elapsed().as_millis() as u64,
         degraded: h.degraded_reason(),
     })

@@ -22,9 +22,22 @@ pub(super) struct HealthState {
     loading: bool,
     unavailable: Option<String>,
     degraded: Option<Degraded>,
+    /// What start-up recovery did, until a `status` or `projects` reply
+    /// has told it once.
+    recovered: Option<String>,
 }
 
 impl ProjectHandle {
+    /// Start-up finished an interrupted rewind: the next `status` says so.
+    pub fn note_recovered(&self, what: String) {
+        lock(&self.health).recovered = Some(what);
+    }
+
+    /// What start-up recovery did, handed out once.
+    pub fn take_recovered(&self) -> Option<String> {
+        lock(&self.health).recovered.take()
+    }
+
     pub fn set_loading(&self, loading: bool) {
         lock(&self.health).loading = loading;
         self.loaded.notify_all();
