@@ -15,7 +15,7 @@ use crate::config::Config;
 use crate::cookie;
 use crate::error::{panic_message, ReqError, ReqResult};
 use crate::mutex::lock;
-use crate::project::ProjectHandle;
+use crate::project::{root_gone_reason, ProjectHandle};
 use crate::registry::{BrokenStore, Registry};
 use crate::watcher::Watcher;
 
@@ -170,10 +170,7 @@ impl Daemon {
         };
         let h = ProjectHandle::new(id, store_dir, project);
         if !h.root.is_dir() {
-            h.set_unavailable(Some(format!(
-                "project root {} no longer exists",
-                h.root.display()
-            )));
+            h.set_unavailable(Some(root_gone_reason(&h.root)));
             self.registry.insert(h);
             return;
         }
@@ -215,8 +212,11 @@ impl Daemon {
 
     fn broken(&self, id: String, store_dir: PathBuf, error: String, retry: bool) {
         let root = self.read_root_record(&id);
+        // A root that is gone is opened again once a request names it.
+        let root_gone = root.as_deref().is_some_and(|r| !r.exists());
+        let retry = retry || root_gone;
         let error = match &root {
-            Some(r) if !r.exists() => format!("project root {} no longer exists", r.display()),
+            Some(r) if root_gone => root_gone_reason(r),
             _ => format!("store cannot be opened: {error}"),
         };
         tracing::error!(store = %store_dir.display(), %error, "cannot open stored project");
@@ -284,6 +284,49 @@ impl Daemon {
         }
     }
 
+    /// The project a rewind names. A root that no longer exists is made
+    /// again (the project's own path, and only it: its parent must be
+    /// there, unchanged) and attached, so a rewind of the turn that deleted
+    /// it brings the tree back; a dry run changes nothing and is refused.
+    pub fn project_for_rewind(
+        self: &Arc<Self>,
+        dir: &WirePath,
+        dry_run: bool,
+    ) -> ReqResult<Arc<ProjectHandle>> {
+        let err = match self.project_for(dir) {
+            Ok(h) => return Ok(h),
+            Err(e) if e.kind == ErrorKind::NotWatched => e,
+            Err(e) => return Err(e),
+        };
+        let wanted = normalize(dir.as_path());
+        let Some(root) = self.missing_root_containing(&wanted) else {
+            return Err(err);
+        };
+        if dry_run {
+            return Err(ReqError::new(
+                ErrorKind::ProjectUnavailable,
+                format!(
+                    "project {} is unavailable: its root no longer exists; a rewind without --dry-run makes the directory again",
+                    root.display()
+                ),
+            ));
+        }
+        recreate_root(&root)?;
+        tracing::warn!(root = %root.display(), "made the deleted project root again for a rewind");
+        self.project_for(&WirePath::from(root.as_path()))
+    }
+
+    /// The root of a watched (or stored) project that contains `path` and
+    /// no longer exists.
+    fn missing_root_containing(&self, path: &Path) -> Option<PathBuf> {
+        let watched = self.registry.all().into_iter().map(|h| h.root.clone());
+        let stored = self.registry.broken().into_iter().filter_map(|b| b.root);
+        watched
+            .chain(stored)
+            .filter(|r| path.starts_with(r) && !r.exists())
+            .max_by_key(|r| r.as_os_str().len())
+    }
+
     /// Watches `root` (canonical): opens or creates its store, starts
     /// watching, then takes the baseline. Returns the handle and whether it
     /// was watched already (then nothing is scanned).
@@ -293,7 +336,11 @@ impl Daemon {
     ) -> ReqResult<(Arc<ProjectHandle>, Option<ckpt_core::ScanReport>)> {
         let serial = lock(&self.watch_lock);
         if let Some(h) = self.registry.containing(root) {
-            return Ok((h, None));
+            drop(serial);
+            // Watched, but its root was deleted and is there again.
+            h.check_root();
+            let report = h.reattach_if_back()?;
+            return Ok((h, report));
         }
         self.check_watchable(root)?;
         let id = project_id(root);
@@ -315,6 +362,7 @@ impl Daemon {
             }
         };
         let _ = std::fs::remove_file(self.unwatched_marker(&id));
+        self.registry.remove_broken(&id);
         self.write_root_record(&id, root);
         let h = ProjectHandle::new(id, store_dir, project);
         self.registry.insert(Arc::clone(&h));
@@ -439,6 +487,37 @@ impl Daemon {
             RelPath::from_abs(&h.root, &canon)
         };
         rel.map_err(|e| ReqError::bad_request(e.to_string()))
+    }
+}
+
+/// Makes a project's deleted root directory again: only the root itself,
+/// under a parent that exists and is still the directory it was (no
+/// symlink in the way, since the recorded root is canonical).
+fn recreate_root(root: &Path) -> ReqResult<()> {
+    let refuse = |why: String| {
+        ReqError::new(
+            ErrorKind::ProjectUnavailable,
+            format!(
+                "project root {} no longer exists and is not made again: {why}",
+                root.display()
+            ),
+        )
+    };
+    let parent = root
+        .parent()
+        .ok_or_else(|| refuse("it has no parent".into()))?;
+    match std::fs::canonicalize(parent) {
+        Ok(p) if p == parent && p.is_dir() => {}
+        Ok(p) => return Err(refuse(format!("its parent now leads to {}", p.display()))),
+        Err(e) => return Err(refuse(format!("its parent {}: {e}", parent.display()))),
+    }
+    match std::fs::create_dir(root) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && root.is_dir() => Ok(()),
+        Err(e) => Err(ReqError::new(
+            ErrorKind::Io,
+            format!("making {}: {e}", root.display()),
+        )),
     }
 }
 

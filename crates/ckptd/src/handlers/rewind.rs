@@ -23,7 +23,7 @@ pub fn rewind(
     force: bool,
     merge: Option<ckpt_proto::MergeMode>,
 ) -> ReqResult<RewindReply> {
-    let h = d.project_for(dir)?;
+    let h = d.project_for_rewind(dir, dry_run)?;
     // A path outside the project is refused before the barrier's work.
     let rels = paths
         .iter()
