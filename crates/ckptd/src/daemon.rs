@@ -17,6 +17,7 @@ use crate::error::{panic_message, ReqError, ReqResult};
 use crate::mutex::lock;
 use crate::project::{root_gone_reason, ProjectHandle};
 use crate::registry::{BrokenStore, Registry};
+use crate::reserve::{self, Reserve};
 use crate::watcher::Watcher;
 
 pub struct Daemon {
@@ -25,6 +26,9 @@ pub struct Daemon {
     pub watcher: Watcher,
     barrier: BarrierConfig,
     pub started: Instant,
+    /// Space set aside in the data dir for turn boundaries and rewinds on
+    /// a full disk.
+    reserve: Reserve,
     /// Serializes watch and unwatch, so two requests cannot open one store twice.
     watch_lock: Mutex<()>,
     /// Set once every stored project is registered (not yet recovered);
@@ -63,6 +67,7 @@ impl Daemon {
             timeout: config.barrier_timeout,
         };
         Arc::new(Daemon {
+            reserve: Reserve::new(&config.data_dir),
             config,
             registry,
             watcher,
@@ -72,6 +77,27 @@ impl Daemon {
             registered: Mutex::new(false),
             registered_cv: Condvar::new(),
         })
+    }
+
+    /// Runs `op` (a turn boundary or a rewind); when it fails for lack of
+    /// space and the space reserve can be given back, runs it once more, so
+    /// the database can commit what needs no new content. Makes the reserve
+    /// again after a success, once there is room.
+    pub fn with_reserve<T>(
+        &self,
+        who: reserve::For,
+        mut op: impl FnMut() -> ReqResult<T>,
+    ) -> ReqResult<T> {
+        let mut result = op();
+        while matches!(&result, Err(e) if e.kind == ErrorKind::DiskFull)
+            && self.reserve.release(who)
+        {
+            result = op();
+        }
+        if result.is_ok() {
+            self.reserve.refill();
+        }
+        result
     }
 
     /// Waits until start-up has registered every stored project.
@@ -125,6 +151,7 @@ impl Daemon {
     /// interrupted rewind and reconciles with the tree, in the background;
     /// requests for a project wait until its turn is done.
     pub fn load_projects(self: &Arc<Self>) {
+        self.reserve.refill();
         self.register_stored();
         self.set_registered();
     }
