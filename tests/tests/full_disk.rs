@@ -143,7 +143,8 @@ fn a_full_data_disk_degrades_loudly_loses_nothing_and_recovers() {
     let filler = env.data.join("filler");
     fill(&filler);
     // The agent writes content the store has never seen.
-    std::fs::write(proj.join("big.bin"), noise(512 << 10, 3)).unwrap();
+    // More than a space reserve holds.
+    std::fs::write(proj.join("big.bin"), noise(3 << 20, 3)).unwrap();
     std::fs::write(proj.join("new.bin"), noise(300 << 10, 4)).unwrap();
     sh(&proj, "echo a2 > a.txt && rm b.txt");
 
@@ -392,5 +393,80 @@ fn a_rewind_cut_short_with_the_data_disk_full_is_finished_from_its_journal_once_
     assert_eq!(log["turns"][0]["status"], "rewound", "{log:#}");
     env.ctl_ok(&proj, &["redo"]);
     assert_same_tree("redone", &after, &snapshot_work(&proj));
+    assert!(d.terminate().success());
+}
+
+/// Free bytes on `dir`'s filesystem, as `df` reports them.
+fn free_bytes(dir: &Path) -> u64 {
+    let out = run(Command::new("df").args(["-B1", "--output=avail"]).arg(dir));
+    out.stdout.lines().nth(1).unwrap().trim().parse().unwrap()
+}
+
+#[test]
+fn a_rewind_needing_no_new_content_and_turn_boundaries_work_on_a_full_data_disk() {
+    let env = Env::new();
+    let Some(_mnt) = Tmpfs::mount(&env.data, "12m") else {
+        return;
+    };
+    let d = env.start_daemon();
+    let proj = env.git_repo("app", &[("a.txt", b"a0\n")]);
+    let files: Vec<String> = (0..40).map(|i| format!("f{i}.txt")).collect();
+    for (i, f) in files.iter().enumerate() {
+        std::fs::write(proj.join(f), noise(8 << 10, i as u64)).unwrap();
+    }
+    env.ctl_ok(&proj, &["watch"]);
+    let before = snapshot_work(&proj);
+    env.ctl_ok(&proj, &["turn-start"]);
+    for (i, f) in files.iter().enumerate() {
+        std::fs::write(proj.join(f), noise(8 << 10, 100 + i as u64)).unwrap();
+    }
+    sh(&proj, "echo a1 > a.txt && mkdir d && echo x > d/x");
+    env.ctl_ok(&proj, &["turn-end"]);
+    let after = snapshot_work(&proj);
+    assert!(
+        env.data.join("space-reserve").is_file(),
+        "a reserve is kept"
+    );
+
+    let filler = env.data.join("filler");
+    fill(&filler);
+    // Every state this rewind and its redo need is stored already.
+    let r = env.ctl_json(&proj, &["rewind", "1"]);
+    assert_eq!(r["outcome"], "applied", "{r:#}");
+    assert_same_tree(
+        "rewound on a full data disk",
+        &before,
+        &snapshot_work(&proj),
+    );
+    eprintln!(
+        "after the rewind on the full disk: {} bytes of the {}-byte reserve left",
+        free_bytes(&env.data),
+        1 << 20
+    );
+    env.ctl_ok(&proj, &["redo"]);
+    assert_same_tree("redone on a full data disk", &after, &snapshot_work(&proj));
+    // The next turn opens, so the agent's work is not put in the last one.
+    let started = env.ctl_json(&proj, &["turn-start"]);
+    assert_eq!(started["turn"], 2, "{started:#}");
+    eprintln!(
+        "after redo and turn-start: {} bytes left",
+        free_bytes(&env.data)
+    );
+    // New content cannot be stored: turn-end says so plainly, as its own kind.
+    std::fs::write(proj.join("big.bin"), noise(3 << 20, 7)).unwrap();
+    let out = env.ctl(&proj, &["--json", "turn-end"]);
+    assert_eq!(out.code(), 1, "{out:?}");
+    let err = &out.json()["error"];
+    assert_eq!(err["kind"], "disk_full", "{err:#}");
+    assert!(out.stderr.contains("disk full: "), "{}", out.stderr);
+
+    // Space comes back: the turn ends with everything, the reserve is made again.
+    std::fs::remove_file(&filler).unwrap();
+    let ended = env.ctl_json(&proj, &["turn-end"]);
+    assert_eq!(entry_paths(&ended), ["big.bin"], "{ended:#}");
+    assert!(
+        env.data.join("space-reserve").is_file(),
+        "the reserve is back"
+    );
     assert!(d.terminate().success());
 }

@@ -215,3 +215,36 @@ fn status_says_once_that_startup_finished_an_interrupted_rewind() {
         "once: {again}"
     );
 }
+
+/// A root deleted in a turn and gone when the daemon starts: the store
+/// cannot be opened then, but a rewind of that turn makes the root again
+/// and brings the tree back.
+#[test]
+fn a_root_deleted_while_stopped_comes_back_with_a_rewind_after_restart() {
+    let env = Env::new();
+    let d = env.start_daemon();
+    let proj = env.dir("plain");
+    std::fs::create_dir_all(proj.join("src")).unwrap();
+    std::fs::write(proj.join("src/a.rs"), "fn a() {}\n").unwrap();
+    std::fs::write(proj.join("README"), "read me\n").unwrap();
+    let proj = proj.canonicalize().unwrap();
+    env.ctl_ok(&proj, &["watch"]);
+    let before = snapshot(&proj);
+    env.ctl_ok(&proj, &["turn-start"]);
+    std::fs::remove_dir_all(&proj).unwrap();
+    assert!(d.terminate().success());
+
+    let _d = env.start_daemon();
+    let at = ["-C", proj.to_str().unwrap()];
+    let out = env.ctl(env.path(), &[&at[..], &["log"]].concat());
+    assert!(!out.status.success(), "{out:?}");
+    env.ctl_ok(env.path(), &[&at[..], &["rewind", "1"]].concat());
+    assert_same_tree(
+        "the deleted tree after a restart",
+        &before,
+        &snapshot(&proj),
+    );
+    env.ctl_ok(&proj, &["turn-start"]);
+    sh(&proj, "echo b > README");
+    env.ctl_ok(&proj, &["turn-end"]);
+}

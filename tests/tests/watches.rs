@@ -406,3 +406,119 @@ fn watch_and_status_count_the_same_paths_not_captured() {
     let line = env.ctl_ok(&proj, &["status"]);
     assert!(line.contains("  1 not captured"), "{line}");
 }
+
+/// Waits until `status` reports the project at `root` with `health`.
+fn wait_health(env: &Env, root: &Path, health: &str) {
+    wait_for(
+        &format!("{} to be {health}", root.display()),
+        Duration::from_secs(30),
+        || {
+            let st = env.ctl_json(env.path(), &["status"]);
+            st["projects"].as_array().unwrap().iter().any(|p| {
+                p["root"] == root.to_str().unwrap() && p["health"].as_str() == Some(health)
+            })
+        },
+    );
+}
+
+/// A plain (non-git) project with a few files, watched.
+fn watched_plain_project(env: &Env) -> std::path::PathBuf {
+    let proj = env.dir("plain");
+    std::fs::create_dir_all(proj.join("src")).unwrap();
+    std::fs::write(proj.join("src/a.rs"), "fn a() {}\n").unwrap();
+    std::fs::write(proj.join("README"), "read me\n").unwrap();
+    env.ctl_ok(&proj, &["watch"]);
+    proj.canonicalize().unwrap()
+}
+
+#[test]
+fn a_deleted_root_made_again_is_watched_again_by_watch_with_a_rescan() {
+    let env = Env::new();
+    let _d = env.start_daemon();
+    let proj = watched_plain_project(&env);
+    std::fs::remove_dir_all(&proj).unwrap();
+    std::fs::create_dir_all(proj.join("lib")).unwrap();
+    std::fs::write(proj.join("lib/new.rs"), "new\n").unwrap();
+
+    // `watch` attaches it again (unless the daemon noticed first: then it
+    // is already watched, and fine).
+    let w = env.ctl_json(&proj, &["watch"]);
+    assert!(w["degraded"].is_null(), "{w:#}");
+    if w["already"] == false {
+        assert_eq!(
+            w["scan"]["entries"], 2,
+            "the rescan: lib, lib/new.rs: {w:#}"
+        );
+    }
+    // The rescan captured what is there now: editing it in a turn records
+    // its content before the edit.
+    env.ctl_ok(&proj, &["turn-start"]);
+    sh(
+        &proj,
+        "echo changed > lib/new.rs && mkdir lib/sub && echo s > lib/sub/s",
+    );
+    let ended = env.ctl_json(&proj, &["turn-end"]);
+    assert_eq!(
+        entry_paths(&ended),
+        vec!["lib/new.rs", "lib/sub", "lib/sub/s"],
+        "the new tree's directories are watched: {ended:#}"
+    );
+    env.ctl_ok(&proj, &["rewind", "1"]);
+    assert_eq!(std::fs::read(proj.join("lib/new.rs")).unwrap(), b"new\n");
+    assert!(!proj.join("lib/sub").exists());
+}
+
+#[test]
+fn a_deleted_root_made_again_comes_back_on_any_request_or_by_itself() {
+    let env = Env::new();
+    let _d = env.start_daemon();
+    let proj = watched_plain_project(&env);
+    // Any request naming the project re-checks its root.
+    std::fs::remove_dir_all(&proj).unwrap();
+    wait_health(&env, &proj, "unavailable");
+    std::fs::create_dir(&proj).unwrap();
+    std::fs::write(proj.join("f"), "f\n").unwrap();
+    env.ctl_ok(&proj, &["turn-start"]);
+    sh(&proj, "echo g > f");
+    let ended = env.ctl_json(&proj, &["turn-end"]);
+    assert_eq!(entry_paths(&ended), vec!["f"]);
+
+    // With no request at all, the daemon notices the root is back.
+    std::fs::remove_dir_all(&proj).unwrap();
+    wait_health(&env, &proj, "unavailable");
+    std::fs::create_dir(&proj).unwrap();
+    wait_health(&env, &proj, "ok");
+    env.ctl_ok(&proj, &["turn-start"]);
+    sh(&proj, "echo h > h");
+    let ended = env.ctl_json(&proj, &["turn-end"]);
+    assert_eq!(entry_paths(&ended), vec!["h"]);
+}
+
+#[test]
+fn rewinding_the_turn_that_deleted_the_root_makes_the_tree_again() {
+    let env = Env::new();
+    let _d = env.start_daemon();
+    let proj = watched_plain_project(&env);
+    let before = snapshot(&proj);
+    env.ctl_ok(&proj, &["turn-start"]);
+    std::fs::remove_dir_all(&proj).unwrap();
+    let out = env.ctl(env.path(), &["-C", proj.to_str().unwrap(), "turn-end"]);
+    assert!(!out.status.success(), "{out:?}");
+
+    // A dry run changes nothing, not even the root.
+    let out = env.ctl(
+        env.path(),
+        &["-C", proj.to_str().unwrap(), "rewind", "1", "--dry-run"],
+    );
+    assert!(!out.status.success(), "{out:?}");
+    assert!(out.stderr.contains("without --dry-run"), "{}", out.stderr);
+    assert!(!proj.exists());
+
+    env.ctl_ok(env.path(), &["-C", proj.to_str().unwrap(), "rewind", "1"]);
+    assert_same_tree("the deleted tree, rewound", &before, &snapshot(&proj));
+    let st = env.ctl_json(&proj, &["status"]);
+    assert!(
+        st["projects"][0]["degraded"].is_null(),
+        "the project is fine again: {st:#}"
+    );
+}

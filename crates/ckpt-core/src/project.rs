@@ -121,6 +121,21 @@ impl Project {
         &self.root
     }
 
+    /// The device and inode of the root directory this project has open
+    /// (held open, so no other directory can take that inode meanwhile).
+    pub fn root_identity(&self) -> Result<(u64, u64)> {
+        self.root_fs.identity().ctx("stat project root", &self.root)
+    }
+
+    /// Opens the root directory again, after it was deleted (or moved) and
+    /// made again at the same path: the old handle names the old directory.
+    pub fn reopen_root(&mut self) -> Result<()> {
+        let root = &self.root;
+        self.root_fs = Arc::new(Root::open(root).ctx("open project root", root)?);
+        self.excludes = Excludes::load(root, &self.opts.extra_excludes);
+        Ok(())
+    }
+
     /// Whether a path is outside capture: `.git`, excluded directories,
     /// barrier cookies and temp files, `.ckptignore` matches. The daemon may
     /// drop events for such paths; `check_paths` ignores them anyway.

@@ -260,6 +260,9 @@ pub enum ErrorKind {
     ProjectUnavailable,
     /// A filesystem or store failure.
     Io,
+    /// A filesystem ran out of room (ENOSPC, EDQUOT): ckpt's data disk or
+    /// the project's. Nothing captured before is lost; free space and retry.
+    DiskFull,
     /// A bug or an unexpected state in the daemon.
     Internal,
     /// A kind this client does not know (from a newer daemon).

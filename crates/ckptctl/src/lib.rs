@@ -63,7 +63,10 @@ pub fn exit_code(result: anyhow::Result<u8>, json: bool) -> ExitCode {
                 Some(d) => (d.kind, 1),
                 None => (ErrorKind::Other, 1),
             };
-            let message = output::error_message(&e);
+            let mut message = output::error_message(&e);
+            if kind == ErrorKind::DiskFull {
+                message = format!("disk full: {message}");
+            }
             if json {
                 let doc = serde_json::json!({ "error": { "kind": kind, "message": message } });
                 println!("{doc}");

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use ckpt_proto::BarrierMethod;
 
 use crate::cookie;
-use crate::error::{ReqError, ReqResult};
+use crate::error::ReqResult;
 use crate::project::ProjectHandle;
 
 /// How long to wait for the paths queued before the cookie to be checked
@@ -78,13 +78,9 @@ pub fn pass(cfg: &BarrierConfig, h: &ProjectHandle) -> ReqResult<BarrierOutcome>
 }
 
 fn full_scan(h: &ProjectHandle, start: Instant) -> ReqResult<BarrierOutcome> {
-    if !h.reconcile_now() {
-        h.ensure_available()?;
-        let reason = h
-            .degraded_reason()
-            .unwrap_or_else(|| "the full scan failed".to_string());
-        return Err(ReqError::new(ckpt_proto::ErrorKind::Io, reason));
-    }
+    h.ensure_available()?;
+    // Its own error, so a full disk is reported as one.
+    h.full_scan()?;
     Ok(BarrierOutcome {
         method: BarrierMethod::Scan,
         elapsed: start.elapsed(),

@@ -15,8 +15,9 @@ use crate::config::Config;
 use crate::cookie;
 use crate::error::{panic_message, ReqError, ReqResult};
 use crate::mutex::lock;
-use crate::project::ProjectHandle;
+use crate::project::{root_gone_reason, ProjectHandle};
 use crate::registry::{BrokenStore, Registry};
+use crate::reserve::{self, Reserve};
 use crate::watcher::Watcher;
 
 pub struct Daemon {
@@ -25,6 +26,9 @@ pub struct Daemon {
     pub watcher: Watcher,
     barrier: BarrierConfig,
     pub started: Instant,
+    /// Space set aside in the data dir for turn boundaries and rewinds on
+    /// a full disk.
+    reserve: Reserve,
     /// Serializes watch and unwatch, so two requests cannot open one store twice.
     watch_lock: Mutex<()>,
     /// Set once every stored project is registered (not yet recovered);
@@ -63,6 +67,7 @@ impl Daemon {
             timeout: config.barrier_timeout,
         };
         Arc::new(Daemon {
+            reserve: Reserve::new(&config.data_dir),
             config,
             registry,
             watcher,
@@ -72,6 +77,27 @@ impl Daemon {
             registered: Mutex::new(false),
             registered_cv: Condvar::new(),
         })
+    }
+
+    /// Runs `op` (a turn boundary or a rewind); when it fails for lack of
+    /// space and the space reserve can be given back, runs it once more, so
+    /// the database can commit what needs no new content. Makes the reserve
+    /// again after a success, once there is room.
+    pub fn with_reserve<T>(
+        &self,
+        who: reserve::For,
+        mut op: impl FnMut() -> ReqResult<T>,
+    ) -> ReqResult<T> {
+        let mut result = op();
+        while matches!(&result, Err(e) if e.kind == ErrorKind::DiskFull)
+            && self.reserve.release(who)
+        {
+            result = op();
+        }
+        if result.is_ok() {
+            self.reserve.refill();
+        }
+        result
     }
 
     /// Waits until start-up has registered every stored project.
@@ -125,6 +151,7 @@ impl Daemon {
     /// interrupted rewind and reconciles with the tree, in the background;
     /// requests for a project wait until its turn is done.
     pub fn load_projects(self: &Arc<Self>) {
+        self.reserve.refill();
         self.register_stored();
         self.set_registered();
     }
@@ -170,10 +197,7 @@ impl Daemon {
         };
         let h = ProjectHandle::new(id, store_dir, project);
         if !h.root.is_dir() {
-            h.set_unavailable(Some(format!(
-                "project root {} no longer exists",
-                h.root.display()
-            )));
+            h.set_unavailable(Some(root_gone_reason(&h.root)));
             self.registry.insert(h);
             return;
         }
@@ -215,8 +239,11 @@ impl Daemon {
 
     fn broken(&self, id: String, store_dir: PathBuf, error: String, retry: bool) {
         let root = self.read_root_record(&id);
+        // A root that is gone is opened again once a request names it.
+        let root_gone = root.as_deref().is_some_and(|r| !r.exists());
+        let retry = retry || root_gone;
         let error = match &root {
-            Some(r) if !r.exists() => format!("project root {} no longer exists", r.display()),
+            Some(r) if root_gone => root_gone_reason(r),
             _ => format!("store cannot be opened: {error}"),
         };
         tracing::error!(store = %store_dir.display(), %error, "cannot open stored project");
@@ -284,6 +311,49 @@ impl Daemon {
         }
     }
 
+    /// The project a rewind names. A root that no longer exists is made
+    /// again (the project's own path, and only it: its parent must be
+    /// there, unchanged) and attached, so a rewind of the turn that deleted
+    /// it brings the tree back; a dry run changes nothing and is refused.
+    pub fn project_for_rewind(
+        self: &Arc<Self>,
+        dir: &WirePath,
+        dry_run: bool,
+    ) -> ReqResult<Arc<ProjectHandle>> {
+        let err = match self.project_for(dir) {
+            Ok(h) => return Ok(h),
+            Err(e) if e.kind == ErrorKind::NotWatched => e,
+            Err(e) => return Err(e),
+        };
+        let wanted = normalize(dir.as_path());
+        let Some(root) = self.missing_root_containing(&wanted) else {
+            return Err(err);
+        };
+        if dry_run {
+            return Err(ReqError::new(
+                ErrorKind::ProjectUnavailable,
+                format!(
+                    "project {} is unavailable: its root no longer exists; a rewind without --dry-run makes the directory again",
+                    root.display()
+                ),
+            ));
+        }
+        recreate_root(&root)?;
+        tracing::warn!(root = %root.display(), "made the deleted project root again for a rewind");
+        self.project_for(&WirePath::from(root.as_path()))
+    }
+
+    /// The root of a watched (or stored) project that contains `path` and
+    /// no longer exists.
+    fn missing_root_containing(&self, path: &Path) -> Option<PathBuf> {
+        let watched = self.registry.all().into_iter().map(|h| h.root.clone());
+        let stored = self.registry.broken().into_iter().filter_map(|b| b.root);
+        watched
+            .chain(stored)
+            .filter(|r| path.starts_with(r) && !r.exists())
+            .max_by_key(|r| r.as_os_str().len())
+    }
+
     /// Watches `root` (canonical): opens or creates its store, starts
     /// watching, then takes the baseline. Returns the handle and whether it
     /// was watched already (then nothing is scanned).
@@ -293,7 +363,11 @@ impl Daemon {
     ) -> ReqResult<(Arc<ProjectHandle>, Option<ckpt_core::ScanReport>)> {
         let serial = lock(&self.watch_lock);
         if let Some(h) = self.registry.containing(root) {
-            return Ok((h, None));
+            drop(serial);
+            // Watched, but its root was deleted and is there again.
+            h.check_root();
+            let report = h.reattach_if_back()?;
+            return Ok((h, report));
         }
         self.check_watchable(root)?;
         let id = project_id(root);
@@ -315,6 +389,7 @@ impl Daemon {
             }
         };
         let _ = std::fs::remove_file(self.unwatched_marker(&id));
+        self.registry.remove_broken(&id);
         self.write_root_record(&id, root);
         let h = ProjectHandle::new(id, store_dir, project);
         self.registry.insert(Arc::clone(&h));
@@ -439,6 +514,37 @@ impl Daemon {
             RelPath::from_abs(&h.root, &canon)
         };
         rel.map_err(|e| ReqError::bad_request(e.to_string()))
+    }
+}
+
+/// Makes a project's deleted root directory again: only the root itself,
+/// under a parent that exists and is still the directory it was (no
+/// symlink in the way, since the recorded root is canonical).
+fn recreate_root(root: &Path) -> ReqResult<()> {
+    let refuse = |why: String| {
+        ReqError::new(
+            ErrorKind::ProjectUnavailable,
+            format!(
+                "project root {} no longer exists and is not made again: {why}",
+                root.display()
+            ),
+        )
+    };
+    let parent = root
+        .parent()
+        .ok_or_else(|| refuse("it has no parent".into()))?;
+    match std::fs::canonicalize(parent) {
+        Ok(p) if p == parent && p.is_dir() => {}
+        Ok(p) => return Err(refuse(format!("its parent now leads to {}", p.display()))),
+        Err(e) => return Err(refuse(format!("its parent {}: {e}", parent.display()))),
+    }
+    match std::fs::create_dir(root) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && root.is_dir() => Ok(()),
+        Err(e) => Err(ReqError::new(
+            ErrorKind::Io,
+            format!("making {}: {e}", root.display()),
+        )),
     }
 }
 

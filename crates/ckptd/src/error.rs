@@ -49,7 +49,7 @@ impl From<ckpt_core::Error> for ReqError {
             _ => ErrorKind::Io,
         };
         if e.is_disk_full() {
-            return ReqError::new(kind, format!("{e} ({DISK_FULL})"));
+            return ReqError::new(ErrorKind::DiskFull, format!("{e} ({DISK_FULL})"));
         }
         ReqError::new(kind, e.to_string())
     }

@@ -32,6 +32,7 @@ mod mutex;
 mod pathmap;
 mod project;
 mod registry;
+mod reserve;
 mod router;
 mod server;
 mod socket;

@@ -122,10 +122,10 @@ impl Router {
                 kind,
                 EventKind::Remove(_) | EventKind::Modify(ModifyKind::Name(_))
             ) {
-                h.mark_degraded(
-                    format!("the project root {} was removed or moved", h.root.display()),
-                    true,
-                );
+                // Whatever is at the root's path from now on is another
+                // directory (attached again once there); an event about an
+                // old root that was already replaced changes nothing.
+                h.check_root();
             }
             return;
         }

@@ -109,6 +109,13 @@ impl Root {
         })
     }
 
+    /// The device and inode of the open root directory: the directory at
+    /// `path` is another one when they differ.
+    pub fn identity(&self) -> io::Result<(u64, u64)> {
+        let st = rustix::fs::fstat(&self.fd)?;
+        Ok((st.st_dev, st.st_ino))
+    }
+
     pub fn path(&self) -> &Path {
         &self.path
     }

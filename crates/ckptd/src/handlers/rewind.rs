@@ -23,46 +23,49 @@ pub fn rewind(
     force: bool,
     merge: Option<ckpt_proto::MergeMode>,
 ) -> ReqResult<RewindReply> {
-    let h = d.project_for(dir)?;
+    let h = d.project_for_rewind(dir, dry_run)?;
     // A path outside the project is refused before the barrier's work.
     let rels = paths
         .iter()
         .map(|p| Daemon::rel_path(&h, p))
         .collect::<Result<Vec<_>, _>>()?;
     let start = Instant::now();
-    barrier(d, &h)?;
-    let opts = RewindOptions {
-        paths: rels,
-        dry_run,
-        force,
-        merge: merge.map(|m| match m {
-            ckpt_proto::MergeMode::Clean => ckpt_core::MergeMode::Clean,
-            ckpt_proto::MergeMode::Markers => ckpt_core::MergeMode::Markers,
-        }),
-        // The barrier above brought the cache up to date.
-        after_barrier: true,
-        before_op: pause_hook(&d.config.hooks),
-    };
-    let outcome = h
-        .call(|p| p.rewind(turn, opts))
-        .inspect_err(|e| failed(&h, e))?;
+    let outcome = d.with_reserve(crate::reserve::For::Rewind, || {
+        barrier(d, &h)?;
+        let opts = RewindOptions {
+            paths: rels.clone(),
+            dry_run,
+            force,
+            merge: merge.map(|m| match m {
+                ckpt_proto::MergeMode::Clean => ckpt_core::MergeMode::Clean,
+                ckpt_proto::MergeMode::Markers => ckpt_core::MergeMode::Markers,
+            }),
+            // The barrier above brought the cache up to date.
+            after_barrier: true,
+            before_op: pause_hook(&d.config.hooks),
+        };
+        h.call(|p| p.rewind(turn, opts))
+            .inspect_err(|e| failed(&h, e))
+    })?;
     Ok(reply(&h, false, &outcome, start))
 }
 
 pub fn redo(d: &Arc<Daemon>, dir: &WirePath, dry_run: bool, force: bool) -> ReqResult<RewindReply> {
     let h = d.project_for(dir)?;
     let start = Instant::now();
-    barrier(d, &h)?;
-    let opts = RewindOptions {
-        paths: Vec::new(),
-        dry_run,
-        force,
-        merge: None,
-        // The barrier above brought the cache up to date.
-        after_barrier: true,
-        before_op: pause_hook(&d.config.hooks),
-    };
-    let outcome = h.call(|p| p.redo(opts)).inspect_err(|e| failed(&h, e))?;
+    let outcome = d.with_reserve(crate::reserve::For::Rewind, || {
+        barrier(d, &h)?;
+        let opts = RewindOptions {
+            paths: Vec::new(),
+            dry_run,
+            force,
+            merge: None,
+            // The barrier above brought the cache up to date.
+            after_barrier: true,
+            before_op: pause_hook(&d.config.hooks),
+        };
+        h.call(|p| p.redo(opts)).inspect_err(|e| failed(&h, e))
+    })?;
     Ok(reply(&h, true, &outcome, start))
 }
 
@@ -70,7 +73,7 @@ pub fn redo(d: &Arc<Daemon>, dir: &WirePath, dry_run: bool, force: bool) -> ReqR
 /// journal pending (a full disk can stop the rollback too): the next
 /// barrier then scans in full, which finishes it from the journal first.
 pub(super) fn failed(h: &ProjectHandle, e: &ReqError) {
-    if e.kind == ErrorKind::Io {
+    if matches!(e.kind, ErrorKind::Io | ErrorKind::DiskFull) {
         h.mark_degraded(format!("a rewind failed: {e}"), false);
     }
 }

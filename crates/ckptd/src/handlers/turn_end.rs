@@ -18,14 +18,16 @@ pub fn handle(
     transcript: Option<&str>,
 ) -> ReqResult<TurnEnded> {
     let h = d.project_for(dir)?;
-    barrier(d, &h)?;
-    let (detail, left_open) = h.call(|p| match p.turn_end_of(session, transcript) {
-        // Only other sessions' turns are open: left open, and named.
-        Err(ckpt_core::Error::NoOpenTurn) if session.is_some() => match p.open_turn()? {
-            Some(open) => Ok((p.show(open)?, true)),
-            None => Err(ckpt_core::Error::NoOpenTurn),
-        },
-        ended => Ok((ended?, false)),
+    let (detail, left_open) = d.with_reserve(crate::reserve::For::TurnBoundary, || {
+        barrier(d, &h)?;
+        h.call(|p| match p.turn_end_of(session, transcript) {
+            // Only other sessions' turns are open: left open, and named.
+            Err(ckpt_core::Error::NoOpenTurn) if session.is_some() => match p.open_turn()? {
+                Some(open) => Ok((p.show(open)?, true)),
+                None => Err(ckpt_core::Error::NoOpenTurn),
+            },
+            ended => Ok((ended?, false)),
+        })
     })?;
     if left_open {
         tracing::info!(root = %h.root.display(), turn = detail.info.id, "turn of another session left open");

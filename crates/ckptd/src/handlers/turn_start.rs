@@ -27,8 +27,10 @@ pub fn handle(
         }
         Err(e) => return Err(e),
     };
-    barrier(d, &h)?;
-    let (closed_turn, turn) = h.call(|p| p.turn_start_closing(meta))?;
+    let (closed_turn, turn) = d.with_reserve(crate::reserve::For::TurnBoundary, || {
+        barrier(d, &h)?;
+        h.call(|p| p.turn_start_closing(meta.clone()))
+    })?;
     tracing::info!(root = %h.root.display(), turn, "turn started");
     Ok(TurnStarted {
         project: convert::abs(&h.root),

@@ -5,6 +5,14 @@
 use ckpt_proto::{ErrorKind, Health};
 
 use super::ProjectHandle;
+
+/// What an unavailable project says when its root is not there.
+pub fn root_gone_reason(root: &std::path::Path) -> String {
+    format!(
+        "project root {} no longer exists (make the directory again, or rewind, to get it back)",
+        root.display()
+    )
+}
 use crate::error::{ReqError, ReqResult};
 use crate::mutex::lock;
 
@@ -55,7 +63,14 @@ impl ProjectHandle {
         if let Some(r) = &reason {
             tracing::warn!(root = %self.root.display(), reason = %r, "project unavailable");
         }
+        let gone = reason.is_some();
         lock(&self.health).unavailable = reason;
+        if gone {
+            // The worker then polls for the root's return; it reads the
+            // state under the queue lock, so this wake-up is not lost.
+            drop(lock(&self.queue));
+            self.cond.notify_all();
+        }
     }
 
     pub fn unavailable(&self) -> Option<String> {
@@ -113,10 +128,12 @@ impl ProjectHandle {
         }
     }
 
-    /// Fails when requests cannot be served for this project.
+    /// Fails when requests cannot be served for this project. A root that
+    /// was deleted and is there again is watched again and rescanned first.
     pub fn ensure_available(&self) -> ReqResult<()> {
         self.wait_loaded();
         self.check_root();
+        self.reattach_if_back()?;
         match self.unavailable() {
             Some(reason) => Err(ReqError::new(
                 ErrorKind::ProjectUnavailable,
@@ -128,16 +145,46 @@ impl ProjectHandle {
 
     /// Marks the project unavailable when its root is gone; true if it is there.
     pub fn check_root(&self) -> bool {
-        if self.root.is_dir() {
-            return true;
-        }
-        if self.unavailable().is_none() {
-            self.set_unavailable(Some(format!(
-                "project root {} no longer exists",
+        let reason = match std::fs::metadata(&self.root) {
+            Ok(m) if m.is_dir() && self.is_open_root(&m) => return true,
+            // Deleted and made again before anything noticed: the core
+            // still has the old directory open.
+            Ok(m) if m.is_dir() => format!(
+                "project root {} was replaced by another directory",
                 self.root.display()
-            )));
+            ),
+            _ => root_gone_reason(&self.root),
+        };
+        if self.unavailable().is_none() {
+            self.set_unavailable(Some(reason));
         }
         false
+    }
+
+    /// Whether `m` (the root path's metadata) is the directory the core has open.
+    fn is_open_root(&self, m: &std::fs::Metadata) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        lock(&self.root_identity).is_none_or(|id| id == (m.dev(), m.ino()))
+    }
+
+    /// If the project is unavailable and its root is a directory again:
+    /// opens the root again, drops the old watches, watches the new tree
+    /// and rescans it, so what is there now is captured (into the open turn,
+    /// if any). Returns the scan, or `None` if nothing was to be done.
+    pub fn reattach_if_back(&self) -> ReqResult<Option<ckpt_core::ScanReport>> {
+        let _one = lock(&self.reattaching);
+        if self.unavailable().is_none() || !self.root.is_dir() {
+            return Ok(None);
+        }
+        let identity = self.call(|p| {
+            p.reopen_root()?;
+            p.root_identity()
+        })?;
+        *lock(&self.root_identity) = Some(identity);
+        self.watch_again();
+        lock(&self.health).unavailable = None;
+        tracing::info!(root = %self.root.display(), "project root is back; watching it again");
+        self.full_scan().map(Some)
     }
 
     /// Capture failed (a full disk, an unreadable tree): degraded until a

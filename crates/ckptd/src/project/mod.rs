@@ -5,6 +5,7 @@
 //! but not the router or the registry, which sit above it.
 
 mod health;
+pub use health::root_gone_reason;
 mod queue;
 mod watches;
 mod worker;
@@ -39,6 +40,12 @@ pub struct ProjectHandle {
     /// The directories watched for this project.
     watches: Mutex<DirWatches>,
     last_gc: Mutex<Option<Instant>>,
+    /// Held while a root that came back is attached again, so two requests
+    /// (or a request and the worker) do it once.
+    reattaching: Mutex<()>,
+    /// Device and inode of the root directory the core has open: a
+    /// directory at the root's path with another is a new one.
+    root_identity: Mutex<Option<(u64, u64)>>,
     /// Unix ns when the worker last captured a change (0: none yet); one
     /// store per batch, read by `activity` without any lock.
     last_change_ns: AtomicI64,
@@ -46,6 +53,7 @@ pub struct ProjectHandle {
 
 impl ProjectHandle {
     pub fn new(id: String, store_dir: PathBuf, project: Project) -> Arc<ProjectHandle> {
+        let root_identity = project.root_identity().ok();
         Arc::new(ProjectHandle {
             id,
             root: project.root().to_path_buf(),
@@ -59,6 +67,8 @@ impl ProjectHandle {
             worker: Mutex::new(None),
             watches: Mutex::new(DirWatches::default()),
             last_gc: Mutex::new(None),
+            reattaching: Mutex::new(()),
+            root_identity: Mutex::new(root_identity),
             last_change_ns: AtomicI64::new(0),
         })
     }

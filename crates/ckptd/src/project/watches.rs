@@ -62,6 +62,17 @@ impl ProjectHandle {
         }
     }
 
+    /// Drops every watch and watches the tree at the root again with the
+    /// same backend: the root was replaced, so the old watches name the old
+    /// directories.
+    pub(super) fn watch_again(&self) {
+        let backend = lock(&self.watches).backend.clone();
+        self.stop_watching();
+        if let Some(backend) = backend {
+            self.start_watching(&backend);
+        }
+    }
+
     /// Forgets the watches of `dir` and everything below it: the backend
     /// dropped them (the directory went away) or they are stale (one was
     /// renamed in); the worker watches what is there again.

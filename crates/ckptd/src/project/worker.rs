@@ -14,6 +14,10 @@ use crate::mutex::lock;
 /// changes has been captured, never on a timer).
 const GC_INTERVAL: Duration = Duration::from_secs(3600);
 
+/// How often a project whose root is gone checks whether it is back: one
+/// stat, only for such projects.
+const ROOT_POLL: Duration = Duration::from_secs(1);
+
 impl ProjectHandle {
     /// Starts the thread that turns queued paths into `check_paths` calls.
     pub fn spawn_worker(self: &Arc<Self>) {
@@ -38,16 +42,26 @@ impl ProjectHandle {
 
     fn worker_loop(&self) {
         loop {
+            self.poll_root();
             let (batch, seq, reconcile) = {
                 let mut q = lock(&self.queue);
                 // No timeout: an idle daemon does not wake up. (A deleted
                 // root sends no event while we hold it open; every request
-                // checks the root instead.)
+                // checks the root instead.) Only a project whose root is
+                // gone looks for it again, once per ROOT_POLL.
                 while q.pending.is_empty()
                     && q.released.is_empty()
                     && !q.reconcile_needed
                     && !q.stop
                 {
+                    if self.unavailable().is_some() {
+                        q = self
+                            .cond
+                            .wait_timeout(q, ROOT_POLL)
+                            .unwrap_or_else(|p| p.into_inner())
+                            .0;
+                        break;
+                    }
                     q = self.cond.wait(q).unwrap_or_else(|p| p.into_inner());
                 }
                 if q.stop {
@@ -126,6 +140,12 @@ impl ProjectHandle {
         if !self.check_root() {
             return false;
         }
+        self.full_scan().is_ok()
+    }
+
+    /// A full stat-scan of a root that is there; a failure degrades the
+    /// project.
+    pub fn full_scan(&self) -> crate::error::ReqResult<ckpt_core::ScanReport> {
         // Lost events may have hidden new directories: watch them before
         // the scan lists them, so a change made in one after the scan's
         // listing still comes as an event.
@@ -133,21 +153,30 @@ impl ProjectHandle {
         // A rewind that could neither finish nor roll back (a full disk)
         // is finished from its journal first, or the scan would take its
         // half-way tree for changes.
-        match self.call(|p| {
+        let scanned = self.call(|p| {
             p.recover()?;
             p.reconcile()
-        }) {
+        });
+        match &scanned {
             Ok(report) => {
                 self.note_changes(report.changed);
                 tracing::debug!(root = %self.root.display(), entries = report.entries,
                     changed = report.changed, "full scan");
                 self.clear_transient();
-                true
             }
-            Err(e) => {
-                self.capture_failed(&e);
-                false
-            }
+            Err(e) => self.capture_failed(e),
+        }
+        scanned
+    }
+
+    /// While the root is gone: attaches it again once it is back (a
+    /// request would too; this catches a root made again with no request).
+    fn poll_root(&self) {
+        if self.unavailable().is_none() {
+            return;
+        }
+        if let Err(e) = self.reattach_if_back() {
+            tracing::warn!(root = %self.root.display(), error = %e, "cannot watch the root again");
         }
     }
 }
