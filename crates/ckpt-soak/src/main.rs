@@ -181,6 +181,12 @@ fn run(args: &Args) -> anyhow::Result<u64> {
         total.redos += s.redos;
         total.kills += s.kills;
         total.overflows += s.overflows;
+        total.sessions += s.sessions;
+        total.tools += s.tools;
+        total.partials += s.partials;
+        total.dry_runs += s.dry_runs;
+        total.merges += s.merges;
+        total.fscks += s.fscks;
         if args.print_log && result.is_ok() {
             println!("---- sequence seed {seed}:");
             for l in &seq.log {
@@ -229,8 +235,9 @@ fn run(args: &Args) -> anyhow::Result<u64> {
         }
     }
     println!(
-        "soak: {sequences} sequences, {} turns, {} rewinds, {} redos, {} kills, {} overflows, {mismatches} mismatches",
-        total.turns, total.rewinds, total.redos, total.kills, total.overflows
+        "soak: {sequences} sequences, {} turns, {} rewinds, {} redos, {} kills, {} overflows, {mismatches} mismatches; {} multi-session episodes, {} tool windows, {} --path rewinds, {} dry runs, {} merges, {} fscks",
+        total.turns, total.rewinds, total.redos, total.kills, total.overflows,
+        total.sessions, total.tools, total.partials, total.dry_runs, total.merges, total.fscks
     );
     Ok(mismatches)
 }

@@ -90,7 +90,7 @@ impl Seq<'_> {
                 return mismatch(format!("turn-end killed mid-way: turn {new} appeared"));
             }
             self.note(format!("  turn {new} was opened"));
-            self.open = Some((new, self.proj.tree.clone()));
+            self.open_turn(new);
             self.stats.turns += 1;
         } else if let Some(id) = open_now {
             if self.open.as_ref().map(|o| o.0) != Some(id) {
@@ -362,7 +362,7 @@ impl Seq<'_> {
         }
         if let Some(new) = continued {
             self.note(format!("  the open turn continues as turn {new}"));
-            self.open = Some((new, self.proj.tree.clone()));
+            self.open_turn(new);
         }
         Ok(())
     }
