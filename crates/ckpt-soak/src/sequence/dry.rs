@@ -22,16 +22,28 @@ impl Seq<'_> {
             return Ok(());
         };
         self.check_model(&what)?;
-        let before = self.turn_table()?;
         let c = self.world.ctl(&args)?;
         self.stats.dry_runs += 1;
         self.judge(&what, &c, &e, redo, true)?;
+        // The table read after the first dry run's barrier (an open turn's
+        // counts catch up with capture until then), around a second one.
+        let before = self.turn_table()?;
+        let again = self.world.ctl(&args)?;
+        self.stats.dry_runs += 1;
         let after = self.turn_table()?;
         if before != after {
             return mismatch(format!(
                 "{what} changed the turn table:\n  before: {before}\n  after:  {after}"
             ));
         }
+        if again.code != c.code {
+            return mismatch(format!(
+                "{what} exited {:?}, then {}",
+                c.code,
+                again.describe()
+            ));
+        }
+        self.check_tree(&what, &self.proj.tree.clone())?;
         if !self.rng.chance(40) {
             return Ok(());
         }

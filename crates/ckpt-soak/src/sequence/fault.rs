@@ -311,14 +311,18 @@ impl Seq<'_> {
         let log: LogReply = l.parse()?;
         let status = |id: i64| log.turns.iter().find(|t| t.id == id).map(|t| t.status);
         let disk = tree::read_disk(&self.proj.root)?;
-        let done = e.turns.first().is_some_and(|t| {
-            status(*t)
-                == Some(if redo {
-                    TurnStatus::Closed
-                } else {
-                    TurnStatus::Rewound
-                })
-        });
+        // A redo of a `--path` rewind marks no turn: the tree says.
+        let done = match e.turns.first() {
+            None => disk == e.result,
+            Some(t) => {
+                status(*t)
+                    == Some(if redo {
+                        TurnStatus::Closed
+                    } else {
+                        TurnStatus::Rewound
+                    })
+            }
+        };
         // Did the request get as far as journaling? Then it ended the open
         // turn and opened the one that continues it, in one transaction.
         let mut continued = None;
