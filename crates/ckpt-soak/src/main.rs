@@ -16,6 +16,7 @@
 //! It ends with `soak: N sequences, T turns, R rewinds, D redos, K kills,
 //! O overflows, M mismatches` and exits 1 on any mismatch.
 
+mod merge;
 mod ops;
 mod rng;
 mod rules;

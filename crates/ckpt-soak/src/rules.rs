@@ -95,17 +95,7 @@ pub fn rewind_paths(tree: &Tree, turns: &[Turn], n: i64, force: bool, paths: &[V
         .iter()
         .filter(|t| t.live && t.id >= n && t.session == session)
         .collect();
-    let mut items: BTreeMap<Vec<u8>, Change> = BTreeMap::new();
-    // Oldest first: the first turn to touch a path fixes its target, the
-    // last one its expected state.
-    for t in &live {
-        for (p, (pre, post)) in &t.touched {
-            items
-                .entry(p.clone())
-                .and_modify(|e| e.1 = post.clone())
-                .or_insert((pre.clone(), post.clone()));
-        }
-    }
+    let mut items = rewound_items(turns, n);
     items.retain(|p, _| selected(p, paths));
     let mut e = plan(tree, &items, force, false);
     e.turns = live.iter().map(|t| t.id).collect();
@@ -127,6 +117,31 @@ pub fn rewind_paths(tree: &Tree, turns: &[Turn], n: i64, force: bool, paths: &[V
         e.refused |= !force;
     }
     e
+}
+
+/// What `rewind n` wants per path: (target, expected) = (state before the
+/// oldest live turn of n's session from n on that touched it, state after
+/// the newest).
+pub fn rewound_items(turns: &[Turn], n: i64) -> BTreeMap<Vec<u8>, Change> {
+    let session = turns
+        .iter()
+        .find(|t| t.id == n)
+        .and_then(|t| t.session.clone());
+    let mut items: BTreeMap<Vec<u8>, Change> = BTreeMap::new();
+    // Oldest first: the first turn to touch a path fixes its target, the
+    // last one its expected state.
+    for t in turns
+        .iter()
+        .filter(|t| t.live && t.id >= n && t.session == session)
+    {
+        for (p, (pre, post)) in &t.touched {
+            items
+                .entry(p.clone())
+                .and_modify(|e| e.1 = post.clone())
+                .or_insert((pre.clone(), post.clone()));
+        }
+    }
+    items
 }
 
 /// `redo` of `last` on `tree`.

@@ -10,6 +10,7 @@
 mod check;
 mod dry;
 mod fault;
+mod merge;
 mod partial;
 mod sessions;
 
@@ -191,12 +192,12 @@ impl<'a> Seq<'a> {
         let was_rewound = std::mem::take(&mut self.just_rewound);
         let choice = if self.open.is_some() {
             // edit, turn-end, turn-start, rewind, redo, fault, -, sessions,
-            // dry run, --path
+            // dry run, --path, merge
             let fault = if self.opts.stress_overflow { 20 } else { 4 };
-            self.rng.weighted(&[60, 14, 3, 4, 2, fault, 0, 2, 5, 3])
+            self.rng.weighted(&[60, 14, 3, 4, 2, fault, 0, 2, 5, 3, 3])
         } else {
             let redo = if was_rewound { 40 } else { 5 };
-            match self.rng.weighted(&[30, 18, 14, redo, 4, 5, 8, 7, 4]) {
+            match self.rng.weighted(&[30, 18, 14, redo, 4, 5, 8, 7, 4, 7]) {
                 0 => 2,
                 1 => 0,
                 2 => 3,
@@ -205,7 +206,8 @@ impl<'a> Seq<'a> {
                 5 => 6,
                 6 => 7,
                 7 => 8,
-                _ => 9,
+                8 => 9,
+                _ => 10,
             }
         };
         match choice {
@@ -218,7 +220,8 @@ impl<'a> Seq<'a> {
             6 => self.other_session_turn(),
             7 => self.sessions_step(),
             8 => self.dry_run_step(),
-            _ => self.partial_rewind_step(),
+            9 => self.partial_rewind_step(),
+            _ => self.merge_step(),
         }
     }
 
