@@ -7,6 +7,7 @@
 mod content;
 mod project;
 
+pub use content::content;
 pub use project::Project;
 
 use std::ffi::OsStr;
@@ -16,7 +17,6 @@ use std::process::Command;
 
 use anyhow::{bail, Context};
 
-use self::content::content;
 use self::project::{link_target, mv, rm_rf, write, NAMES};
 use crate::rng::Rng;
 use crate::tree::{self, join, parent, show, Node};

@@ -10,6 +10,7 @@
 mod check;
 mod dry;
 mod fault;
+mod files;
 mod merge;
 mod partial;
 mod sessions;
@@ -59,6 +60,8 @@ pub struct Stats {
     pub dry_runs: u64,
     pub merges: u64,
     pub fscks: u64,
+    pub links: u64,
+    pub big_files: u64,
 }
 
 pub struct Options {
@@ -192,12 +195,16 @@ impl<'a> Seq<'a> {
         let was_rewound = std::mem::take(&mut self.just_rewound);
         let choice = if self.open.is_some() {
             // edit, turn-end, turn-start, rewind, redo, fault, -, sessions,
-            // dry run, --path, merge
+            // dry run, --path, merge, hard link, big file
             let fault = if self.opts.stress_overflow { 20 } else { 4 };
-            self.rng.weighted(&[60, 14, 3, 4, 2, fault, 0, 2, 5, 3, 3])
+            self.rng
+                .weighted(&[60, 14, 3, 4, 2, fault, 0, 2, 5, 3, 3, 1, 1])
         } else {
             let redo = if was_rewound { 40 } else { 5 };
-            match self.rng.weighted(&[30, 18, 14, redo, 4, 5, 8, 7, 4, 7]) {
+            match self
+                .rng
+                .weighted(&[30, 18, 14, redo, 4, 5, 8, 7, 4, 7, 3, 2])
+            {
                 0 => 2,
                 1 => 0,
                 2 => 3,
@@ -207,7 +214,9 @@ impl<'a> Seq<'a> {
                 6 => 7,
                 7 => 8,
                 8 => 9,
-                _ => 10,
+                9 => 10,
+                10 => 11,
+                _ => 12,
             }
         };
         match choice {
@@ -221,7 +230,9 @@ impl<'a> Seq<'a> {
             7 => self.sessions_step(),
             8 => self.dry_run_step(),
             9 => self.partial_rewind_step(),
-            _ => self.merge_step(),
+            10 => self.merge_step(),
+            11 => self.hard_link_step(),
+            _ => self.big_file_step(),
         }
     }
 
