@@ -247,6 +247,20 @@ impl Seq<'_> {
             ],
             _ => vec!["--json".into(), "redo".into(), "--force".into()],
         };
+        self.kill_during(args, e, redo, pause)
+    }
+
+    /// Runs the rewind or redo `args` (whose contract is `e`) and kills the
+    /// daemon in the middle: at its test pause (`pause`) or after a random
+    /// delay. After a restart the tree must be exactly one of the two
+    /// states, as the turn table says.
+    pub(super) fn kill_during(
+        &mut self,
+        args: Vec<String>,
+        e: rules::Expect,
+        redo: bool,
+        pause: bool,
+    ) -> anyhow::Result<()> {
         let what = args[1..].join(" ");
         // The daemon's own plan, so that a tree it recovers to can be told
         // apart from a plan that differs from the contract.

@@ -39,7 +39,38 @@ impl Seq<'_> {
         } else if let Some(line) = ops::line_edit(&mut self.proj, &mut self.rng, &path)? {
             self.note(format!("user: {line}"));
         }
+        if self.rng.chance(20) {
+            return self.killed_merge(n);
+        }
         self.merge_rewind(n)
+    }
+
+    /// `rewind n --merge[=markers]` with the daemon killed mid-way: the
+    /// tree after recovery is the merge's or the one before, whole.
+    fn killed_merge(&mut self, n: i64) -> anyhow::Result<()> {
+        self.check_model(&format!("a killed rewind {n} --merge"))?;
+        let markers = self.rng.chance(50);
+        let scratch = self.world.dir.join("merge");
+        std::fs::create_dir_all(&scratch)?;
+        let (e, _) =
+            merge::rewind_merge(&self.proj.tree, &self.planned_turns(), n, markers, &scratch)?;
+        if e.refused {
+            return self.merge_rewind(n);
+        }
+        let merge = if markers {
+            "--merge=markers"
+        } else {
+            "--merge"
+        };
+        let args = vec![
+            "--json".into(),
+            "rewind".into(),
+            n.to_string(),
+            merge.into(),
+        ];
+        self.stats.merges += 1;
+        let pause = self.rng.chance(50);
+        self.kill_during(args, e, false, pause)
     }
 
     /// The later edit as another session's turn: merged the same way, and

@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 
-use ckpt_proto::{TurnEnded, TurnStarted};
+use ckpt_proto::{LogReply, TurnEnded, TurnStarted, TurnStatus};
 
 use super::check::entry_diffs;
 use super::{mismatch, Seq};
@@ -53,7 +53,7 @@ impl Seq<'_> {
         };
         self.stats.sessions += 1;
         for _ in 0..self.rng.range(6, 16) {
-            // start, edit, end, tool-start, tool-end
+            // start, edit, end, tool-start, tool-end, kill
             let w = [
                 if ep.waiting.is_empty() { 0 } else { 30 },
                 40,
@@ -64,6 +64,13 @@ impl Seq<'_> {
                     0
                 },
                 if ep.tool.is_some() { 10 } else { 0 },
+                // KNOWN: a tool window does not survive a restart (its
+                // session's changes become shared): repro-tool-window-restart.sh.
+                if ep.open.len() >= 2 && ep.tool.is_none() {
+                    6
+                } else {
+                    0
+                },
             ];
             match self.rng.weighted(&w) {
                 0 => self.session_start(&mut ep)?,
@@ -76,7 +83,8 @@ impl Seq<'_> {
                     let i = self.rng.below(ep.open.len());
                     self.tool_call(&mut ep, Some(i))?;
                 }
-                _ => self.tool_call(&mut ep, None)?,
+                4 => self.tool_call(&mut ep, None)?,
+                _ => self.kill_with_sessions_open(&ep)?,
             }
         }
         if ep.tool.is_some() {
@@ -88,6 +96,31 @@ impl Seq<'_> {
         }
         if self.rng.chance(75) {
             self.session_rewind()?;
+        }
+        Ok(())
+    }
+
+    /// SIGKILL with several sessions' turns open (a tool call maybe
+    /// running) and restart: every turn is still open, and what they
+    /// record at their ends is still the model's.
+    fn kill_with_sessions_open(&mut self, ep: &Episode) -> anyhow::Result<()> {
+        self.world.kill()?;
+        self.stats.kills += 1;
+        self.world.start(&[])?;
+        self.note(format!(
+            "KILL -9 the daemon with turns {:?} open, restart",
+            ep.open.iter().map(|o| o.id).collect::<Vec<_>>()
+        ));
+        let l = self.world.ctl(&["--json", "log", "-n", "100000"])?;
+        let log: LogReply = l.parse()?;
+        for o in &ep.open {
+            let st = log.turns.iter().find(|t| t.id == o.id).map(|t| t.status);
+            if st != Some(TurnStatus::Open) {
+                return mismatch(format!(
+                    "after a restart session {}'s turn {} is {st:?}, not open",
+                    o.session, o.id
+                ));
+            }
         }
         Ok(())
     }
