@@ -190,6 +190,7 @@ fn run(args: &Args) -> anyhow::Result<u64> {
         total.fscks += s.fscks;
         total.links += s.links;
         total.big_files += s.big_files;
+        total.workcopies += s.workcopies;
         if args.print_log && result.is_ok() {
             println!("---- sequence seed {seed}:");
             for l in &seq.log {
@@ -238,9 +239,9 @@ fn run(args: &Args) -> anyhow::Result<u64> {
         }
     }
     println!(
-        "soak: {sequences} sequences, {} turns, {} rewinds, {} redos, {} kills, {} overflows, {mismatches} mismatches; {} multi-session episodes, {} tool windows, {} --path rewinds, {} dry runs, {} merges, {} hard links, {} big files, {} fscks",
+        "soak: {sequences} sequences, {} turns, {} rewinds, {} redos, {} kills, {} overflows, {mismatches} mismatches; {} multi-session episodes, {} tool windows, {} --path rewinds, {} dry runs, {} merges, {} hard links, {} big files, {} work copy applies, {} fscks",
         total.turns, total.rewinds, total.redos, total.kills, total.overflows,
-        total.sessions, total.tools, total.partials, total.dry_runs, total.merges, total.links, total.big_files, total.fscks
+        total.sessions, total.tools, total.partials, total.dry_runs, total.merges, total.links, total.big_files, total.workcopies, total.fscks
     );
     Ok(mismatches)
 }

@@ -14,6 +14,7 @@ mod files;
 mod merge;
 mod partial;
 mod sessions;
+mod workcopy;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -62,6 +63,7 @@ pub struct Stats {
     pub fscks: u64,
     pub links: u64,
     pub big_files: u64,
+    pub workcopies: u64,
 }
 
 pub struct Options {
@@ -195,15 +197,15 @@ impl<'a> Seq<'a> {
         let was_rewound = std::mem::take(&mut self.just_rewound);
         let choice = if self.open.is_some() {
             // edit, turn-end, turn-start, rewind, redo, fault, -, sessions,
-            // dry run, --path, merge, hard link, big file
+            // dry run, --path, merge, hard link, big file, work copy
             let fault = if self.opts.stress_overflow { 20 } else { 4 };
             self.rng
-                .weighted(&[60, 14, 3, 4, 2, fault, 0, 2, 5, 3, 3, 1, 1])
+                .weighted(&[60, 14, 3, 4, 2, fault, 0, 2, 5, 3, 3, 1, 1, 1])
         } else {
             let redo = if was_rewound { 40 } else { 5 };
             match self
                 .rng
-                .weighted(&[30, 18, 14, redo, 4, 5, 8, 7, 4, 7, 3, 2])
+                .weighted(&[30, 18, 14, redo, 4, 5, 8, 7, 4, 7, 3, 2, 4])
             {
                 0 => 2,
                 1 => 0,
@@ -216,7 +218,8 @@ impl<'a> Seq<'a> {
                 8 => 9,
                 9 => 10,
                 10 => 11,
-                _ => 12,
+                11 => 12,
+                _ => 13,
             }
         };
         match choice {
@@ -232,7 +235,8 @@ impl<'a> Seq<'a> {
             9 => self.partial_rewind_step(),
             10 => self.merge_step(),
             11 => self.hard_link_step(),
-            _ => self.big_file_step(),
+            12 => self.big_file_step(),
+            _ => self.workcopy_step(),
         }
     }
 
