@@ -3,6 +3,9 @@
 //! as one turn (of a session of its own), and a rewind of that turn undoes
 //! it like any other.
 
+use std::collections::BTreeMap;
+use std::time::Duration;
+
 use anyhow::Context;
 
 use super::{mismatch, Seq};
@@ -77,10 +80,10 @@ impl Seq<'_> {
     /// turn; now and then that turn is rewound.
     fn apply_workcopy(&mut self, name: &str, base: &Tree, copy: &Tree) -> anyhow::Result<()> {
         self.check_model(&format!("workcopy apply {name}"))?;
-        let c = self.world.ctl(&["--json", "workcopy", "apply", name])?;
         let changes = rules::touched(base, copy);
         if changes.is_empty() {
             // Nothing to apply: an error, and nothing changes.
+            let c = self.world.ctl(&["--json", "workcopy", "apply", name])?;
             if c.code != Some(1) {
                 return mismatch(format!(
                     "workcopy apply {name} of an unchanged copy: {}",
@@ -92,26 +95,20 @@ impl Seq<'_> {
             ));
             return self.check_tree("an empty workcopy apply", &self.proj.tree.clone());
         }
-        if c.code != Some(0) {
-            return mismatch(format!("workcopy apply {name} failed: {}", c.describe()));
-        }
-        let v: serde_json::Value = c.parse()?;
-        let (Some(id), Some(session)) = (
-            v["turn"].as_i64(),
-            v["state"]["apply"]["session"].as_str().map(String::from),
-        ) else {
-            return mismatch(format!("workcopy apply {name}: no turn in {}", c.stdout));
+        let killed = if self.rng.chance(25) {
+            self.killed_apply(name, &changes)?
+        } else {
+            None
+        };
+        let (id, session) = match killed {
+            Some(done) => done,
+            None => self.plain_apply(name)?,
         };
         self.note(format!(
             "workcopy apply {name} -> turn {id} ({} paths)",
             changes.len()
         ));
-        for (p, (_, post)) in &changes {
-            match post {
-                Some(n) => self.proj.tree.insert(p.clone(), n.clone()),
-                None => self.proj.tree.remove(p),
-            };
-        }
+        self.proj.tree = applied(&self.proj.tree, &changes);
         self.check_tree(&format!("workcopy apply {name}"), &self.proj.tree.clone())?;
         self.check_turn_entries(id, &changes)?;
         let started = self.tick();
@@ -138,6 +135,71 @@ impl Seq<'_> {
             return mismatch(format!("workcopy remove {name} failed: {}", c.describe()));
         }
         Ok(())
+    }
+
+    /// `workcopy apply NAME`, not interrupted: the new turn and its session.
+    fn plain_apply(&mut self, name: &str) -> anyhow::Result<(i64, String)> {
+        let c = self.world.ctl(&["--json", "workcopy", "apply", name])?;
+        if c.code != Some(0) {
+            return mismatch(format!("workcopy apply {name} failed: {}", c.describe()));
+        }
+        let v: serde_json::Value = c.parse()?;
+        match applied_turn(&v["state"]) {
+            Some(t) => Ok(t),
+            None => mismatch(format!("workcopy apply {name}: no turn in {}", c.stdout)),
+        }
+    }
+
+    /// `workcopy apply NAME` with the daemon killed after a random delay:
+    /// after a restart the tree is the one before (then `None`: it is
+    /// applied again) or the one after, whole, with its turn recorded.
+    fn killed_apply(
+        &mut self,
+        name: &str,
+        changes: &BTreeMap<Vec<u8>, rules::Change>,
+    ) -> anyhow::Result<Option<(i64, String)>> {
+        let args = ["--json", "workcopy", "apply", name];
+        let delay = self.rng.below(20);
+        let child = self.world.spawn_ctl(&args)?;
+        std::thread::sleep(Duration::from_millis(delay as u64));
+        self.world.kill()?;
+        self.stats.kills += 1;
+        let c = self.world.finish_ctl(child, &args)?;
+        self.world.start(&[])?;
+        let st = self.world.ctl(&["--json", "workcopy", "status", name])?;
+        let v: serde_json::Value = st.parse()?;
+        // The state document, bare or under `state`.
+        let state = if v["state"].is_object() {
+            &v["state"]
+        } else {
+            &v
+        };
+        let disk = tree::read_disk(&self.proj.root)?;
+        let after = applied(&self.proj.tree, changes);
+        self.note(format!(
+            "workcopy apply {name} with the daemon killed after {delay} ms -> exit {:?}, state {}",
+            c.code, state["state"]
+        ));
+        if disk == self.proj.tree {
+            self.note("  recovered: not applied".into());
+            return Ok(None);
+        }
+        if disk != after {
+            return mismatch(format!(
+                "workcopy apply {name} killed mid-way: the tree is neither before nor after:\n  vs after:\n  {}",
+                tree::diff(&after, &disk).join("\n  ")
+            ));
+        }
+        match applied_turn(state) {
+            Some(t) => {
+                self.note("  recovered: applied".into());
+                Ok(Some(t))
+            }
+            None => mismatch(format!(
+                "workcopy apply {name} killed mid-way: the tree is applied but status records no turn: {}",
+                st.stdout
+            )),
+        }
     }
 
     /// Captured paths whose names are not UTF-8, topmost first.
@@ -255,4 +317,22 @@ fn copy_edit(p: &mut Project, rng: &mut crate::rng::Rng) -> anyhow::Result<Optio
             Ok(Some(format!("overwrite {}", show(&path))))
         }
     }
+}
+
+/// The apply's turn and session in a work copy's state document.
+fn applied_turn(state: &serde_json::Value) -> Option<(i64, String)> {
+    let a = &state["apply"];
+    Some((a["turn"].as_i64()?, a["session"].as_str()?.to_string()))
+}
+
+/// `tree` with a work copy's changes written in.
+fn applied(tree: &Tree, changes: &BTreeMap<Vec<u8>, rules::Change>) -> Tree {
+    let mut t = tree.clone();
+    for (p, (_, post)) in changes {
+        match post {
+            Some(n) => t.insert(p.clone(), n.clone()),
+            None => t.remove(p),
+        };
+    }
+    t
 }
