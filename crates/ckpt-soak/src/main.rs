@@ -5,8 +5,11 @@
 //! change, and a file outside it that must never change) and a fresh daemon,
 //! then runs random turns, edits (std::fs and shell tools), rewinds, redos
 //! and faults (SIGKILL idle, mid-capture and mid-rewind; SIGSTOP through an
-//! inotify queue overflow; edits while the daemon is down), checking every
-//! rewind and redo against an in-memory model of the tree exactly.
+//! inotify queue overflow; edits while the daemon is down), several
+//! sessions' turns open at once with tool windows, `--path` rewinds, dry
+//! runs, `--merge` (git merge-file as the oracle), hard links, files over
+//! the size cap and work copies, checking every rewind and redo against an
+//! in-memory model of the tree exactly (docs/testing.md lists the kinds).
 //!
 //! ```text
 //! cargo run --release -p ckpt-soak -- --seconds 60            # CI
@@ -14,7 +17,8 @@
 //! ```
 //!
 //! It ends with `soak: N sequences, T turns, R rewinds, D redos, K kills,
-//! O overflows, M mismatches` and exits 1 on any mismatch.
+//! O overflows, M mismatches; ...` (counts of the newer kinds) and exits 1
+//! on any mismatch.
 
 mod merge;
 mod ops;
@@ -48,7 +52,7 @@ struct Args {
     /// Where `ckptd` and `ckptctl` are [default: next to this executable].
     #[arg(long, value_name = "DIR")]
     bin_dir: Option<PathBuf>,
-    /// Do not run `ckptctl fsck` after each rewind and redo.
+    /// Do not run `ckptctl fsck` after each step, rewind and redo.
     #[arg(long)]
     no_fsck: bool,
     /// Print the full report (operation log, daemon log) of at most this
