@@ -7,7 +7,7 @@
 //! The default session's open turn is ended first, so the rest of the
 //! sequence again has at most its one open turn.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use ckpt_proto::{LogReply, TurnEnded, TurnStarted, TurnStatus};
 
@@ -29,6 +29,9 @@ struct OpenTurn {
     /// its first change, state after its last; the recorded post-image is
     /// the state at the turn's end).
     entries: BTreeMap<Vec<u8>, Change>,
+    /// Paths changed while other sessions' turns were open too (and no
+    /// tool call ran): recorded as shared.
+    shared: BTreeSet<Vec<u8>>,
 }
 
 /// An episode's state: the open turns and whose tool call runs.
@@ -145,6 +148,7 @@ impl Seq<'_> {
             id: t.turn,
             started,
             entries: BTreeMap::new(),
+            shared: BTreeSet::new(),
         });
         self.stats.turns += 1;
         Ok(())
@@ -170,7 +174,11 @@ impl Seq<'_> {
             };
             self.note(format!("{who}: {line}"));
             let changes = rules::touched(&before, &self.proj.tree);
+            let shared = ep.tool.is_none() && ep.open.len() >= 2;
             for (i, o) in ep.open.iter_mut().enumerate() {
+                if shared {
+                    o.shared.extend(changes.keys().cloned());
+                }
                 if ep.tool.is_some_and(|t| t != i) {
                     continue;
                 }
@@ -246,6 +254,27 @@ impl Seq<'_> {
             })
             .filter(|(_, (a, b))| a != b)
             .collect();
+        let shared_diffs: Vec<String> = ended
+            .turn
+            .entries
+            .iter()
+            .filter(|e| touched.contains_key(&e.path.0))
+            .filter(|e| e.shared != o.shared.contains(&e.path.0))
+            .map(|e| {
+                format!(
+                    "{}: shared {}, the model says {}",
+                    e.path, e.shared, !e.shared
+                )
+            })
+            .collect();
+        if !shared_diffs.is_empty() {
+            return mismatch(format!(
+                "capture: session {}'s turn {}'s shared marks differ from the model's:\n  {}",
+                o.session,
+                o.id,
+                shared_diffs.join("\n  ")
+            ));
+        }
         let diffs = entry_diffs(&touched, ended.turn.entries);
         if !diffs.is_empty() {
             return mismatch(format!(
