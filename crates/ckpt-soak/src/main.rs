@@ -5,8 +5,11 @@
 //! change, and a file outside it that must never change) and a fresh daemon,
 //! then runs random turns, edits (std::fs and shell tools), rewinds, redos
 //! and faults (SIGKILL idle, mid-capture and mid-rewind; SIGSTOP through an
-//! inotify queue overflow; edits while the daemon is down), checking every
-//! rewind and redo against an in-memory model of the tree exactly.
+//! inotify queue overflow; edits while the daemon is down), several
+//! sessions' turns open at once with tool windows, `--path` rewinds, dry
+//! runs, `--merge` (git merge-file as the oracle), hard links, files over
+//! the size cap and work copies, checking every rewind and redo against an
+//! in-memory model of the tree exactly (docs/testing.md lists the kinds).
 //!
 //! ```text
 //! cargo run --release -p ckpt-soak -- --seconds 60            # CI
@@ -14,8 +17,10 @@
 //! ```
 //!
 //! It ends with `soak: N sequences, T turns, R rewinds, D redos, K kills,
-//! O overflows, M mismatches` and exits 1 on any mismatch.
+//! O overflows, M mismatches; ...` (counts of the newer kinds) and exits 1
+//! on any mismatch.
 
+mod merge;
 mod ops;
 mod rng;
 mod rules;
@@ -47,7 +52,7 @@ struct Args {
     /// Where `ckptd` and `ckptctl` are [default: next to this executable].
     #[arg(long, value_name = "DIR")]
     bin_dir: Option<PathBuf>,
-    /// Do not run `ckptctl fsck` after each rewind and redo.
+    /// Do not run `ckptctl fsck` after each step, rewind and redo.
     #[arg(long)]
     no_fsck: bool,
     /// Print the full report (operation log, daemon log) of at most this
@@ -181,6 +186,15 @@ fn run(args: &Args) -> anyhow::Result<u64> {
         total.redos += s.redos;
         total.kills += s.kills;
         total.overflows += s.overflows;
+        total.sessions += s.sessions;
+        total.tools += s.tools;
+        total.partials += s.partials;
+        total.dry_runs += s.dry_runs;
+        total.merges += s.merges;
+        total.fscks += s.fscks;
+        total.links += s.links;
+        total.big_files += s.big_files;
+        total.workcopies += s.workcopies;
         if args.print_log && result.is_ok() {
             println!("---- sequence seed {seed}:");
             for l in &seq.log {
@@ -229,8 +243,9 @@ fn run(args: &Args) -> anyhow::Result<u64> {
         }
     }
     println!(
-        "soak: {sequences} sequences, {} turns, {} rewinds, {} redos, {} kills, {} overflows, {mismatches} mismatches",
-        total.turns, total.rewinds, total.redos, total.kills, total.overflows
+        "soak: {sequences} sequences, {} turns, {} rewinds, {} redos, {} kills, {} overflows, {mismatches} mismatches; {} multi-session episodes, {} tool windows, {} --path rewinds, {} dry runs, {} merges, {} hard links, {} big files, {} work copy applies, {} fscks",
+        total.turns, total.rewinds, total.redos, total.kills, total.overflows,
+        total.sessions, total.tools, total.partials, total.dry_runs, total.merges, total.links, total.big_files, total.workcopies, total.fscks
     );
     Ok(mismatches)
 }

@@ -24,6 +24,10 @@ pub struct Turn {
     pub touched: BTreeMap<Vec<u8>, Change>,
     /// `None`: the default session.
     pub session: Option<String>,
+    /// When it started and ended, on the sequence's clock (`Seq::tick`):
+    /// another session's turn that ended after a turn started ran during it.
+    pub started: u64,
+    pub ended: u64,
 }
 
 /// An applied rewind that a redo can still undo.
@@ -49,6 +53,8 @@ pub struct Expect {
     pub changed: BTreeMap<Vec<u8>, Change>,
     /// The turns rewound (or brought back by a redo).
     pub turns: Vec<i64>,
+    /// A rewind of some paths only (`--path`): its turns stay live.
+    pub partial: bool,
 }
 
 /// What every touched path of the diff between two trees went from and to.
@@ -67,6 +73,20 @@ pub fn touched(start: &Tree, end: &Tree) -> BTreeMap<Vec<u8>, Change> {
 /// model runs one session's turn at a time, so "later" is "ran during or
 /// after".)
 pub fn rewind(tree: &Tree, turns: &[Turn], n: i64, force: bool) -> Expect {
+    rewind_paths(tree, turns, n, force, &[])
+}
+
+/// Whether `p` is one of `paths` or below one (all paths when empty).
+pub fn selected(p: &[u8], paths: &[Vec<u8>]) -> bool {
+    paths.is_empty()
+        || paths
+            .iter()
+            .any(|w| p == &w[..] || crate::tree::is_below(p, w))
+}
+
+/// `rewind n --path P...`: the same plan over only the selected paths.
+pub fn rewind_paths(tree: &Tree, turns: &[Turn], n: i64, force: bool, paths: &[Vec<u8>]) -> Expect {
+    let started = turns.iter().find(|t| t.id == n).map_or(0, |t| t.started);
     let session = turns
         .iter()
         .find(|t| t.id == n)
@@ -75,22 +95,15 @@ pub fn rewind(tree: &Tree, turns: &[Turn], n: i64, force: bool) -> Expect {
         .iter()
         .filter(|t| t.live && t.id >= n && t.session == session)
         .collect();
-    let mut items: BTreeMap<Vec<u8>, Change> = BTreeMap::new();
-    // Oldest first: the first turn to touch a path fixes its target, the
-    // last one its expected state.
-    for t in &live {
-        for (p, (pre, post)) in &t.touched {
-            items
-                .entry(p.clone())
-                .and_modify(|e| e.1 = post.clone())
-                .or_insert((pre.clone(), post.clone()));
-        }
-    }
+    let mut items = rewound_items(turns, n);
+    items.retain(|p, _| selected(p, paths));
     let mut e = plan(tree, &items, force, false);
     e.turns = live.iter().map(|t| t.id).collect();
+    e.partial = !paths.is_empty();
+    // Ran during or after turn n: started after it, or ended after it started.
     let others: BTreeSet<&Vec<u8>> = turns
         .iter()
-        .filter(|t| t.live && t.id > n && t.session != session)
+        .filter(|t| t.live && t.session != session && (t.id > n || t.ended > started))
         .flat_map(|t| t.touched.keys())
         .collect();
     let claimed: Vec<Vec<u8>> = e
@@ -104,6 +117,31 @@ pub fn rewind(tree: &Tree, turns: &[Turn], n: i64, force: bool) -> Expect {
         e.refused |= !force;
     }
     e
+}
+
+/// What `rewind n` wants per path: (target, expected) = (state before the
+/// oldest live turn of n's session from n on that touched it, state after
+/// the newest).
+pub fn rewound_items(turns: &[Turn], n: i64) -> BTreeMap<Vec<u8>, Change> {
+    let session = turns
+        .iter()
+        .find(|t| t.id == n)
+        .and_then(|t| t.session.clone());
+    let mut items: BTreeMap<Vec<u8>, Change> = BTreeMap::new();
+    // Oldest first: the first turn to touch a path fixes its target, the
+    // last one its expected state.
+    for t in turns
+        .iter()
+        .filter(|t| t.live && t.id >= n && t.session == session)
+    {
+        for (p, (pre, post)) in &t.touched {
+            items
+                .entry(p.clone())
+                .and_modify(|e| e.1 = post.clone())
+                .or_insert((pre.clone(), post.clone()));
+        }
+    }
+    items
 }
 
 /// `redo` of `last` on `tree`.
@@ -283,6 +321,7 @@ fn plan(tree: &Tree, items: &BTreeMap<Vec<u8>, Change>, force: bool, redo: bool)
         result,
         changed,
         turns: Vec::new(),
+        partial: false,
     }
 }
 
@@ -308,6 +347,8 @@ mod tests {
             live: true,
             touched: touched(start, end),
             session: None,
+            started: id as u64 * 2,
+            ended: id as u64 * 2 + 1,
         }
     }
 

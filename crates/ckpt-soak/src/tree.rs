@@ -82,8 +82,17 @@ pub type Tree = BTreeMap<Vec<u8>, Node>;
 /// (`node_modules`) or below one. Such paths are in the tree (the disk
 /// must keep them) but in no turn, and no rewind may touch them.
 pub fn uncaptured(p: &[u8]) -> bool {
-    p.split(|&b| b == b'/').any(|c| c == b"node_modules")
+    p.split(|&b| b == b'/').any(|c| c == b"node_modules") || over_cap(p)
 }
+
+/// Whether `p` is one of the soak's files over ckpt's 16 MiB size cap
+/// (top-level `~big-*`): recorded as skipped, never restored, never
+/// overwritten, so no rewind may touch them either.
+pub fn over_cap(p: &[u8]) -> bool {
+    p.starts_with(BIG_PREFIX)
+}
+
+pub const BIG_PREFIX: &[u8] = b"~big-";
 
 /// `p`'s parent, or `None` for a top-level path.
 pub fn parent(p: &[u8]) -> Option<&[u8]> {

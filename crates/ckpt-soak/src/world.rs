@@ -2,6 +2,7 @@
 //! daemon's data dir, HOME, the project and a file outside it; the real
 //! `ckptd` (started, killed, stopped) and `ckptctl` calls against it.
 
+use std::ffi::OsStr;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
@@ -208,7 +209,7 @@ impl World {
     }
 
     /// `ckptctl args…` in the project, with the world's env.
-    pub fn ctl_cmd(&self, args: &[&str]) -> Command {
+    pub fn ctl_cmd<S: AsRef<OsStr>>(&self, args: &[S]) -> Command {
         let mut cmd = Command::new(self.bin.join("ckptctl"));
         self.env(&mut cmd);
         cmd.args(args).current_dir(&self.project);
@@ -216,13 +217,13 @@ impl World {
     }
 
     /// Runs `ckptctl`, waiting at most `CALL_TIMEOUT`.
-    pub fn ctl(&self, args: &[&str]) -> anyhow::Result<Call> {
+    pub fn ctl<S: AsRef<OsStr> + std::fmt::Debug>(&self, args: &[S]) -> anyhow::Result<Call> {
         let child = self.spawn_ctl(args)?;
         self.finish_ctl(child, args)
     }
 
     /// Starts `ckptctl` without waiting (to kill the daemon under it).
-    pub fn spawn_ctl(&self, args: &[&str]) -> anyhow::Result<Child> {
+    pub fn spawn_ctl<S: AsRef<OsStr>>(&self, args: &[S]) -> anyhow::Result<Child> {
         let out = std::fs::File::create(self.dir.as_path().join("ctl.out")).context("ctl.out")?;
         let err = std::fs::File::create(self.dir.as_path().join("ctl.err")).context("ctl.err")?;
         self.ctl_cmd(args)
@@ -233,7 +234,11 @@ impl World {
             .context("spawning ckptctl")
     }
 
-    pub fn finish_ctl(&self, mut child: Child, args: &[&str]) -> anyhow::Result<Call> {
+    pub fn finish_ctl<S: std::fmt::Debug>(
+        &self,
+        mut child: Child,
+        args: &[S],
+    ) -> anyhow::Result<Call> {
         let Some(st) = wait_timeout(&mut child, CALL_TIMEOUT)? else {
             bail!("ckptctl {args:?} hung for {CALL_TIMEOUT:?}");
         };

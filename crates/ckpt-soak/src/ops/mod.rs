@@ -7,6 +7,7 @@
 mod content;
 mod project;
 
+pub use content::content;
 pub use project::Project;
 
 use std::ffi::OsStr;
@@ -16,7 +17,6 @@ use std::process::Command;
 
 use anyhow::{bail, Context};
 
-use self::content::content;
 use self::project::{link_target, mv, rm_rf, write, NAMES};
 use crate::rng::Rng;
 use crate::tree::{self, join, parent, show, Node};
@@ -488,4 +488,56 @@ fn random_edit_kind(p: &mut Project, rng: &mut Rng) -> anyhow::Result<Option<Str
             return Ok(line);
         }
     }
+}
+
+/// Line-level edits of text file `path` (what an agent's or a user's edit
+/// of a source file is, and what a three-way merge can tell apart): each
+/// replaces, inserts or deletes one line. `None` if it is no file.
+pub fn line_edit(p: &mut Project, rng: &mut Rng, path: &[u8]) -> anyhow::Result<Option<String>> {
+    let Some(Node::File { bytes, mode }) = p.tree.get(path).cloned() else {
+        return Ok(None);
+    };
+    let mut lines: Vec<Vec<u8>> = bytes
+        .split_inclusive(|&b| b == b'\n')
+        .map(<[u8]>::to_vec)
+        .collect();
+    let mut what = Vec::new();
+    for _ in 0..rng.range(1, 2) {
+        let i = rng.below(lines.len() + 1);
+        let new = format!("line {} edited\n", rng.u64() % 1000).into_bytes();
+        match rng.below(3) {
+            0 if i < lines.len() => {
+                lines[i] = new;
+                what.push(format!("replace line {}", i + 1));
+            }
+            1 if i < lines.len() && lines.len() > 2 => {
+                lines.remove(i);
+                what.push(format!("delete line {}", i + 1));
+            }
+            _ => {
+                lines.insert(i, new);
+                what.push(format!("insert line {}", i + 1));
+            }
+        }
+    }
+    let new: Vec<u8> = lines.concat();
+    write(&p.full(path), &new)?;
+    p.tree.insert(path.to_vec(), Node::file(&new, mode));
+    Ok(Some(format!("fs: {} of {}", what.join(", "), show(path))))
+}
+
+/// A new text file of `lines` numbered lines, for edits to merge.
+pub fn create_lines(
+    p: &mut Project,
+    rng: &mut Rng,
+    lines: usize,
+) -> anyhow::Result<Option<Vec<u8>>> {
+    let Some(path) = p.new_path(rng) else {
+        return Ok(None);
+    };
+    let text: String = (1..=lines).map(|i| format!("line {i}\n")).collect();
+    write(&p.full(&path), text.as_bytes())?;
+    p.tree
+        .insert(path.clone(), Node::file(text.as_bytes(), 0o644));
+    Ok(Some(path))
 }

@@ -38,6 +38,7 @@ pub(super) const NAMES: &[&[u8]] = &[
     b".hidden",
     b"a.b.c",
     b"tab\there",
+    b"new\nline",
 ];
 
 /// The project on disk and its model.
@@ -123,7 +124,7 @@ impl Project {
     }
 
     /// A path that does not exist, in an existing directory.
-    pub(super) fn new_path(&self, rng: &mut Rng) -> Option<Vec<u8>> {
+    pub fn new_path(&self, rng: &mut Rng) -> Option<Vec<u8>> {
         let dirs = self.dirs();
         for _ in 0..6 {
             let d = rng.pick(&dirs)?.clone();

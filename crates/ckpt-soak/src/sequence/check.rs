@@ -276,7 +276,21 @@ pub(super) fn entry_diffs(
     entries: Vec<ckpt_proto::TurnEntry>,
 ) -> Vec<String> {
     let mut got: BTreeMap<Vec<u8>, (ckpt_proto::State, ckpt_proto::State)> = BTreeMap::new();
+    let mut diffs = Vec::new();
     for e in entries {
+        if tree::over_cap(&e.path.0) {
+            // Over the size cap: recorded as skipped, never with content.
+            let post = e.post.clone().unwrap_or(ckpt_proto::State::Absent);
+            let content = |s: &ckpt_proto::State| matches!(s, ckpt_proto::State::File { .. });
+            if content(&e.pre) || content(&post) {
+                diffs.push(format!(
+                    "{}: over the size cap, yet recorded with content: {:?} -> {post:?}",
+                    show(&e.path.0),
+                    e.pre
+                ));
+            }
+            continue;
+        }
         got.insert(
             e.path.0,
             (e.pre, e.post.unwrap_or(ckpt_proto::State::Absent)),
@@ -284,7 +298,6 @@ pub(super) fn entry_diffs(
     }
     let mut keys: BTreeSet<&Vec<u8>> = want.keys().collect();
     keys.extend(got.keys());
-    let mut diffs = Vec::new();
     for k in keys {
         let w = want
             .get(k)

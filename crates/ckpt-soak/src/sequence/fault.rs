@@ -90,7 +90,7 @@ impl Seq<'_> {
                 return mismatch(format!("turn-end killed mid-way: turn {new} appeared"));
             }
             self.note(format!("  turn {new} was opened"));
-            self.open = Some((new, self.proj.tree.clone()));
+            self.open_turn(new);
             self.stats.turns += 1;
         } else if let Some(id) = open_now {
             if self.open.as_ref().map(|o| o.0) != Some(id) {
@@ -247,6 +247,20 @@ impl Seq<'_> {
             ],
             _ => vec!["--json".into(), "redo".into(), "--force".into()],
         };
+        self.kill_during(args, e, redo, pause)
+    }
+
+    /// Runs the rewind or redo `args` (whose contract is `e`) and kills the
+    /// daemon in the middle: at its test pause (`pause`) or after a random
+    /// delay. After a restart the tree must be exactly one of the two
+    /// states, as the turn table says.
+    pub(super) fn kill_during(
+        &mut self,
+        args: Vec<String>,
+        e: rules::Expect,
+        redo: bool,
+        pause: bool,
+    ) -> anyhow::Result<()> {
         let what = args[1..].join(" ");
         // The daemon's own plan, so that a tree it recovers to can be told
         // apart from a plan that differs from the contract.
@@ -311,14 +325,18 @@ impl Seq<'_> {
         let log: LogReply = l.parse()?;
         let status = |id: i64| log.turns.iter().find(|t| t.id == id).map(|t| t.status);
         let disk = tree::read_disk(&self.proj.root)?;
-        let done = e.turns.first().is_some_and(|t| {
-            status(*t)
-                == Some(if redo {
-                    TurnStatus::Closed
-                } else {
-                    TurnStatus::Rewound
-                })
-        });
+        // A redo of a `--path` rewind marks no turn: the tree says.
+        let done = match e.turns.first() {
+            None => disk == e.result,
+            Some(t) => {
+                status(*t)
+                    == Some(if redo {
+                        TurnStatus::Closed
+                    } else {
+                        TurnStatus::Rewound
+                    })
+            }
+        };
         // Did the request get as far as journaling? Then it ended the open
         // turn and opened the one that continues it, in one transaction.
         let mut continued = None;
@@ -362,7 +380,7 @@ impl Seq<'_> {
         }
         if let Some(new) = continued {
             self.note(format!("  the open turn continues as turn {new}"));
-            self.open = Some((new, self.proj.tree.clone()));
+            self.open_turn(new);
         }
         Ok(())
     }

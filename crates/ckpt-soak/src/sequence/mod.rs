@@ -8,7 +8,13 @@
 //! pre/post images against the model's.
 
 mod check;
+mod dry;
 mod fault;
+mod files;
+mod merge;
+mod partial;
+mod sessions;
+mod workcopy;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -49,6 +55,15 @@ pub struct Stats {
     pub redos: u64,
     pub kills: u64,
     pub overflows: u64,
+    pub sessions: u64,
+    pub tools: u64,
+    pub partials: u64,
+    pub dry_runs: u64,
+    pub merges: u64,
+    pub fscks: u64,
+    pub links: u64,
+    pub big_files: u64,
+    pub workcopies: u64,
 }
 
 pub struct Options {
@@ -82,6 +97,10 @@ pub struct Seq<'a> {
     /// so leaving one out does not change the others' draws.
     pub skip: BTreeSet<usize>,
     step_no: usize,
+    /// The sequence's clock: one tick per turn start and end.
+    clock: u64,
+    /// When the open turn started.
+    open_started: u64,
 }
 
 impl<'a> Seq<'a> {
@@ -107,6 +126,8 @@ impl<'a> Seq<'a> {
             stats: Stats::default(),
             opts,
             just_rewound: false,
+            clock: 0,
+            open_started: 0,
         })
     }
 
@@ -137,6 +158,7 @@ impl<'a> Seq<'a> {
             self.step_no = i;
             self.rng = Rng::new(rng::step_seed(self.seed, i as u64));
             self.step()?;
+            self.fsck_step()?;
         }
         self.step_no += 1;
         self.finish()?;
@@ -174,18 +196,30 @@ impl<'a> Seq<'a> {
     fn step(&mut self) -> anyhow::Result<()> {
         let was_rewound = std::mem::take(&mut self.just_rewound);
         let choice = if self.open.is_some() {
-            // edit, turn-end, turn-start, rewind, redo, fault
+            // edit, turn-end, turn-start, rewind, redo, fault, -, sessions,
+            // dry run, --path, merge, hard link, big file, work copy
             let fault = if self.opts.stress_overflow { 20 } else { 4 };
-            self.rng.weighted(&[60, 14, 3, 4, 2, fault])
+            self.rng
+                .weighted(&[60, 14, 3, 4, 2, fault, 0, 2, 5, 3, 3, 1, 1, 1])
         } else {
             let redo = if was_rewound { 40 } else { 5 };
-            match self.rng.weighted(&[30, 18, 14, redo, 4, 5]) {
+            match self
+                .rng
+                .weighted(&[30, 18, 14, redo, 4, 5, 8, 7, 4, 7, 3, 2, 4])
+            {
                 0 => 2,
                 1 => 0,
                 2 => 3,
                 3 => 4,
                 4 => 5,
-                _ => 6,
+                5 => 6,
+                6 => 7,
+                7 => 8,
+                8 => 9,
+                9 => 10,
+                10 => 11,
+                11 => 12,
+                _ => 13,
             }
         };
         match choice {
@@ -195,7 +229,14 @@ impl<'a> Seq<'a> {
             3 => self.rewind_step(),
             4 => self.redo_step(),
             5 => self.fault(),
-            _ => self.other_session_turn(),
+            6 => self.other_session_turn(),
+            7 => self.sessions_step(),
+            8 => self.dry_run_step(),
+            9 => self.partial_rewind_step(),
+            10 => self.merge_step(),
+            11 => self.hard_link_step(),
+            12 => self.big_file_step(),
+            _ => self.workcopy_step(),
         }
     }
 
@@ -221,6 +262,7 @@ impl<'a> Seq<'a> {
             t.turn
         ));
         let start = self.proj.tree.clone();
+        let started = self.tick();
         for _ in 0..self.rng.range(1, 4) {
             if let Some(line) = ops::random_edit(&mut self.proj, &mut self.rng)? {
                 self.note(format!("{OTHER_SESSION}: {line}"));
@@ -248,11 +290,14 @@ impl<'a> Seq<'a> {
                 diffs.join("\n  ")
             ));
         }
+        let ended = self.tick();
         self.turns.push(Turn {
             id: t.turn,
             live: true,
             touched,
             session: Some(OTHER_SESSION.into()),
+            started,
+            ended,
         });
         self.stats.turns += 1;
         Ok(())
@@ -313,19 +358,53 @@ impl<'a> Seq<'a> {
             self.close_open();
         }
         self.note(format!("turn-start -> turn {}", t.turn));
-        self.open = Some((t.turn, self.proj.tree.clone()));
+        self.open_turn(t.turn);
         self.stats.turns += 1;
         Ok(())
+    }
+
+    /// `ckptctl fsck` after every step (unless `--no-fsck`): the store is
+    /// sound whatever the step did.
+    fn fsck_step(&mut self) -> anyhow::Result<()> {
+        if !self.opts.fsck {
+            return Ok(());
+        }
+        let c = self.world.ctl(&["fsck"])?;
+        self.stats.fscks += 1;
+        if c.code != Some(0) {
+            return mismatch(format!(
+                "after step {}: ckptctl fsck: {} {}",
+                self.step_no,
+                c.describe(),
+                c.stdout.trim()
+            ));
+        }
+        Ok(())
+    }
+
+    /// The next tick of the sequence's clock.
+    fn tick(&mut self) -> u64 {
+        self.clock += 1;
+        self.clock
+    }
+
+    /// Records `id` as the default session's open turn, starting now.
+    fn open_turn(&mut self, id: i64) {
+        self.open = Some((id, self.proj.tree.clone()));
+        self.open_started = self.tick();
     }
 
     /// Records the open turn as closed at the current tree.
     fn close_open(&mut self) {
         if let Some((id, start)) = self.open.take() {
+            let ended = self.tick();
             self.turns.push(Turn {
                 id,
                 live: true,
                 touched: rules::touched(&start, &self.proj.tree),
                 session: None,
+                started: self.open_started,
+                ended,
             });
         }
     }
@@ -471,6 +550,8 @@ impl<'a> Seq<'a> {
                 live: true,
                 touched: rules::touched(start, &self.proj.tree),
                 session: None,
+                started: self.open_started,
+                ended: u64::MAX,
             });
         }
         turns
@@ -509,7 +590,7 @@ impl<'a> Seq<'a> {
         self.apply(e, redo);
         if let Some(new) = opened {
             self.note(format!("  the open turn continues as turn {new}"));
-            self.open = Some((new, self.proj.tree.clone()));
+            self.open_turn(new);
         }
         Ok(())
     }
@@ -517,8 +598,15 @@ impl<'a> Seq<'a> {
     /// Moves the model past an applied rewind or redo.
     fn apply(&mut self, e: &Expect, redo: bool) {
         self.proj.tree = e.result.clone();
+        // A partial rewind leaves its turns live (and a redo of it has none
+        // to bring back).
+        let turns = if e.partial {
+            Vec::new()
+        } else {
+            e.turns.clone()
+        };
         for t in &mut self.turns {
-            if e.turns.contains(&t.id) {
+            if turns.contains(&t.id) {
                 t.live = redo;
             }
         }
@@ -526,7 +614,7 @@ impl<'a> Seq<'a> {
             self.applied.pop();
         } else {
             self.applied.push(Applied {
-                turns: e.turns.clone(),
+                turns,
                 changed: e.changed.clone(),
             });
             self.just_rewound = true;
