@@ -494,7 +494,10 @@ fn a_path_no_rewound_turn_touched_is_an_error_and_nothing_is_journaled() {
     let env = Env::new();
     let _d = env.start_daemon();
     let (proj, states) = three_turns(&env);
-    let out = env.ctl(&proj, &["rewind", "2", "--path", "typo/path", "--path", "lib"]);
+    let out = env.ctl(
+        &proj,
+        &["rewind", "2", "--path", "typo/path", "--path", "lib"],
+    );
     assert_eq!(out.code(), 1, "{out:?}");
     assert!(
         out.stderr.contains("no rewound turn touched typo/path (")
@@ -502,7 +505,9 @@ fn a_path_no_rewound_turn_touched_is_an_error_and_nothing_is_journaled() {
             && !out.stderr.contains("lib,"),
         "{out:?}"
     );
-    let doc = env.ctl(&proj, &["--json", "rewind", "2", "--path", "typo/path"]).json();
+    let doc = env
+        .ctl(&proj, &["--json", "rewind", "2", "--path", "typo/path"])
+        .json();
     assert_eq!(doc["error"]["kind"], "bad_request", "{doc}");
     assert_same_tree("refused --path", &states[3], &snapshot_work(&proj));
     assert_eq!(
@@ -556,11 +561,21 @@ fn a_partial_rewind_shows_in_log_and_show_and_rewinds_lists_it() {
 
     let log = env.ctl_json(&proj, &["log"]);
     let t2 = &log["turns"][1];
-    assert_eq!((t2["id"].as_i64(), t2["status"].as_str()), (Some(2), Some("closed")));
-    assert_eq!(t2["partial"]["rewound"], serde_json::json!(["lib/c.rs", "lib/deep", "lib/deep/d.rs"]), "{t2}");
+    assert_eq!(
+        (t2["id"].as_i64(), t2["status"].as_str()),
+        (Some(2), Some("closed"))
+    );
+    assert_eq!(
+        t2["partial"]["rewound"],
+        serde_json::json!(["lib/c.rs", "lib/deep", "lib/deep/d.rs"]),
+        "{t2}"
+    );
     assert!(log["turns"][0].get("partial").is_none(), "{log}");
     let text = env.ctl_ok(&proj, &["log"]);
-    let line2 = text.lines().find(|l| l.trim_start().starts_with("2 ")).unwrap();
+    let line2 = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("2 "))
+        .unwrap();
     assert!(line2.contains("partly rewound"), "{text}");
     let show = env.ctl_ok(&proj, &["show", "2"]);
     assert!(
@@ -594,15 +609,32 @@ fn a_partial_rewind_shows_in_log_and_show_and_rewinds_lists_it() {
         ],
         "{list}"
     );
-    assert_eq!(list["rewinds"][2]["scope"], serde_json::json!(["lib"]), "{list}");
-    assert_eq!(list["rewinds"][1]["turns"], serde_json::json!([2]), "{list}");
+    assert_eq!(
+        list["rewinds"][2]["scope"],
+        serde_json::json!(["lib"]),
+        "{list}"
+    );
+    assert_eq!(
+        list["rewinds"][1]["turns"],
+        serde_json::json!([2]),
+        "{list}"
+    );
     // Redone: turn 2 is as the agent left it again.
-    assert!(env.ctl_json(&proj, &["show", "2"])["turn"]["info"].get("partial").is_none());
+    assert!(env.ctl_json(&proj, &["show", "2"])["turn"]["info"]
+        .get("partial")
+        .is_none());
     let text = env.ctl_ok(&proj, &["rewinds"]);
     let lines: Vec<&str> = text.lines().collect();
-    assert!(lines[0].contains("rewind to before turn 3 (turns 3)") && lines[0].contains("whole  applied"), "{text}");
+    assert!(
+        lines[0].contains("rewind to before turn 3 (turns 3)")
+            && lines[0].contains("whole  applied"),
+        "{text}"
+    );
     assert!(lines[1].contains("redo of rewind 1 (turns 2)"), "{text}");
-    assert!(lines[2].contains("partial  redone") && lines[3].trim() == "only lib", "{text}");
+    assert!(
+        lines[2].contains("partial  redone") && lines[3].trim() == "only lib",
+        "{text}"
+    );
 }
 
 /// A whole rewind whose every path was skipped (content ckpt could not
@@ -618,7 +650,10 @@ fn a_rewind_that_skipped_paths_is_shown_rewound_with_what_it_left() {
     sh(&proj, "echo small > data.bin");
     env.ctl_ok(&proj, &["turn-end"]);
     env.ctl_ok(&proj, &["turn-start"]);
-    sh(&proj, &format!("head -c {BIG} /dev/zero | tr '\\0' x > data.bin"));
+    sh(
+        &proj,
+        &format!("head -c {BIG} /dev/zero | tr '\\0' x > data.bin"),
+    );
     env.ctl_ok(&proj, &["turn-end"]);
     let out = env.ctl_json(&proj, &["rewind", "2", "--force"]);
     assert_eq!(out["actions"], serde_json::json!([]), "{out}");
@@ -629,6 +664,10 @@ fn a_rewind_that_skipped_paths_is_shown_rewound_with_what_it_left() {
     let text = env.ctl_ok(&proj, &["log"]);
     assert!(text.contains("rewound, 1 left"), "{text}");
     let r = &env.ctl_json(&proj, &["rewinds"])["rewinds"][0];
-    assert_eq!((r["partial"].as_bool(), r["changed"].as_u64()), (Some(true), Some(0)), "{r}");
+    assert_eq!(
+        (r["partial"].as_bool(), r["changed"].as_u64()),
+        (Some(true), Some(0)),
+        "{r}"
+    );
     assert_eq!(r["left"][0]["path"], "data.bin", "{r}");
 }

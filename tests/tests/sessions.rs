@@ -470,16 +470,23 @@ fn merge_on_a_binary_file_says_it_cannot_be_merged_and_offers_force_or_path() {
     assert_eq!(out.code(), 3, "{out:?}");
     assert!(
         out.stderr.contains("conflict   img.bin")
-            && out.stderr.contains("not merged: binary file: it cannot be merged"),
+            && out
+                .stderr
+                .contains("not merged: binary file: it cannot be merged"),
         "{out:?}"
     );
     assert!(
-        out.stderr.contains("1 path cannot be merged; --force overwrites it")
-            && out.stderr.contains("--path naming only the other paths leaves it as it is"),
+        out.stderr
+            .contains("1 path cannot be merged; --force overwrites it")
+            && out
+                .stderr
+                .contains("--path naming only the other paths leaves it as it is"),
         "{out:?}"
     );
     assert!(!out.stderr.contains("use --merge"), "{out:?}");
-    let doc = env.ctl(&proj, &["--json", "rewind", "--last", "--merge"]).json();
+    let doc = env
+        .ctl(&proj, &["--json", "rewind", "--last", "--merge"])
+        .json();
     let why = doc["conflicts"][0]["not_mergeable"].as_str().unwrap();
     assert!(why.contains("binary"), "{doc}");
     assert_eq!(std::fs::read(proj.join("img.bin")).unwrap(), b"\0\x01user");
@@ -496,7 +503,10 @@ fn merge_markers_name_current_agent_and_before_and_the_mode_may_follow_a_space()
     let user = read(&proj, "f.txt");
     let out = env.ctl(&proj, &["rewind", "--merge", &t.to_string(), "--dry-run"]);
     assert_eq!(out.code(), 0, "{out:?}");
-    assert!(out.stdout.contains("left as it is: the changes overlap"), "{out:?}");
+    assert!(
+        out.stdout.contains("left as it is: the changes overlap"),
+        "{out:?}"
+    );
 
     let out = env.ctl_json(&proj, &["rewind", &t.to_string(), "--merge", "markers"]);
     assert_eq!(out["merged"][0]["outcome"], "markers", "{out}");
@@ -523,13 +533,20 @@ fn a_merge_dry_run_prints_each_path_once_with_its_merged_hunks() {
     env.ctl_ok(&proj, &["turn-end"]);
     sh(&proj, "sed -i 's/^line 150$/line 150 user/' long.txt");
     let dry = env.ctl_ok(&proj, &["rewind", "1", "--merge", "--dry-run"]);
-    assert_eq!(dry.matches("long.txt").count(), 3, "path line, ---, +++: {dry}");
+    assert_eq!(
+        dry.matches("long.txt").count(),
+        3,
+        "path line, ---, +++: {dry}"
+    );
     assert!(dry.contains("  would merge  long.txt"), "{dry}");
     assert!(!dry.contains("would restore"), "{dry}");
     assert!(
         dry.contains("    @@ -1,5 +1,5 @@\n") && dry.contains("    -line 2 agent\n    +line 2\n"),
         "{dry}"
     );
-    assert!(!dry.contains("line 150 user") && !dry.contains("line 100"), "{dry}");
+    assert!(
+        !dry.contains("line 150 user") && !dry.contains("line 100"),
+        "{dry}"
+    );
     assert!(dry.lines().count() < 20, "{dry}");
 }

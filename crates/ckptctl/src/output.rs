@@ -125,7 +125,11 @@ pub fn partial(p: &PartialRewind) {
         );
     }
     for s in &p.left {
-        println!("left as it was by the rewind: {}  ({})", s.path.quoted(), s.reason);
+        println!(
+            "left as it was by the rewind: {}  ({})",
+            s.path.quoted(),
+            s.reason
+        );
     }
 }
 

@@ -8,9 +8,9 @@
 //! the merge replaced.
 
 use crate::error::Result;
-use crate::relpath::RelPath;
 use crate::model::{Conflict, MergeMode, MergeOutcome, Merged, RewindPlan};
 use crate::project::Project;
+use crate::relpath::RelPath;
 use crate::state::{Hash, State};
 use crate::store::Prepared;
 

@@ -375,7 +375,10 @@ fn refuse_untouched<'a>(
         [one] => format!("turn {one}"),
         _ => format!(
             "turns {}",
-            live.iter().map(i64::to_string).collect::<Vec<_>>().join(", ")
+            live.iter()
+                .map(i64::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
         ),
     };
     Err(Error::Invalid(format!(

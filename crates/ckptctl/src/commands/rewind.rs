@@ -350,7 +350,11 @@ fn print(r: &RewindReply, force: bool) {
             if unmergeable == 1 { "it" } else { "them" },
             r.turn,
             if unmergeable == 1 { "it" } else { "them" },
-            if unmergeable == 1 { "it is" } else { "they are" },
+            if unmergeable == 1 {
+                "it is"
+            } else {
+                "they are"
+            },
         );
     } else if r.outcome == Outcome::Refused {
         eprintln!(

@@ -1,6 +1,6 @@
 //! `ckptctl rewinds [-n N | --all]`: past rewinds and redos, newest first.
 
-use ckpt_proto::{RewindKind, RewindRecord, RewindState, Request, Response, RewindsReply};
+use ckpt_proto::{Request, Response, RewindKind, RewindRecord, RewindState, RewindsReply};
 
 use super::{unexpected, Ctx};
 use crate::output;
@@ -37,7 +37,10 @@ pub fn run(ctx: &Ctx, limit: Option<usize>) -> anyhow::Result<u8> {
         print_one(rec);
     }
     if more {
-        println!("(the newest {}; `ckptctl rewinds --all` shows more)", r.rewinds.len());
+        println!(
+            "(the newest {}; `ckptctl rewinds --all` shows more)",
+            r.rewinds.len()
+        );
     }
     Ok(0)
 }

@@ -21,7 +21,9 @@ pub fn session(name: &str, nanos: u128) -> String {
 /// Whether `t` is a work copy's apply.
 pub fn is_apply(t: &ckpt_proto::TurnInfo) -> bool {
     t.agent.as_deref() == Some(AGENT)
-        && t.session.as_deref().is_some_and(|s| s.starts_with("workcopy:"))
+        && t.session
+            .as_deref()
+            .is_some_and(|s| s.starts_with("workcopy:"))
 }
 
 /// The paths an apply writes: those the copy changed that the original
