@@ -120,7 +120,7 @@ pub fn partial(p: &PartialRewind) {
     if !p.rewound.is_empty() {
         let paths: Vec<String> = p.rewound.iter().map(WirePath::quoted).collect();
         println!(
-            "partly rewound (`ckptctl rewinds`: {by}): {} restored; its other paths are as the turn left them",
+            "partly rewound by rewind {by} (`ckptctl rewinds`): {} restored; its other paths are as the turn left them",
             paths.join(", ")
         );
     }

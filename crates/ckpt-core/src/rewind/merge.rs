@@ -372,6 +372,25 @@ mod tests {
         assert_eq!(m("a\nb\nc", "A\nb\nc", "a\nb\nC"), Ok("A\nb\nC".into()));
     }
 
+    /// Markers name the sides for what they are; a side that holds a line
+    /// such as `<<<<<<< ours` itself keeps diffy's names, so no line of
+    /// the file is renamed.
+    #[test]
+    fn marker_labels_name_the_sides_unless_a_side_holds_a_marker_line() {
+        let labels = super::Labels {
+            current: "current".into(),
+            agent: "agent (turn 2)".into(),
+            before: "before turn 2".into(),
+        };
+        let merged = "<<<<<<< ours\nu\n||||||| original\na\n=======\nb\n>>>>>>> theirs\n";
+        assert_eq!(
+            labels.rename(merged, ["a\n", "u\n", "b\n"]),
+            "<<<<<<< current\nu\n||||||| agent (turn 2)\na\n=======\nb\n>>>>>>> before turn 2\n"
+        );
+        let holds = [">>>>>>> theirs\na\n", "u\n", "b\n"];
+        assert_eq!(labels.rename(merged, holds), merged);
+    }
+
     #[test]
     fn a_binary_file_changed_since_is_not_mergeable_and_stays_a_conflict() {
         let (_tmp, root, mut p, turn) = agent_then_user(BASE);
@@ -383,6 +402,8 @@ mod tests {
         };
         let paths: Vec<String> = plan.conflicts.iter().map(|c| c.path.to_string()).collect();
         assert_eq!(paths, ["b.bin"]);
+        let why = plan.conflicts[0].not_mergeable.as_deref().unwrap_or("");
+        assert!(why.contains("binary"), "{why}");
         assert_eq!(fs::read(root.join("b.bin")).unwrap(), b"\0user");
     }
 }
