@@ -473,8 +473,12 @@ fn claude_code_rewind_forks_the_conversation_before_the_turn() {
     let (plan, _) = w.json(&["rewind", "3", "--conversation", "--dry-run"]);
     assert_eq!(plan["outcome"], "dry_run");
     assert_eq!(plan["conversation"]["dry_run"], true);
-    let planned = plan["conversation"]["path"].as_str().unwrap();
-    assert!(!Path::new(planned).exists(), "a dry run writes nothing");
+    let dir = a.path.parent().unwrap();
+    assert_eq!(
+        fs::read_dir(dir).unwrap().count(),
+        1,
+        "a dry run writes nothing"
+    );
 
     let (doc, stderr) = w.json(&["rewind", "2", "--conversation"]);
     assert_eq!(doc["outcome"], "applied", "{doc}");
@@ -845,4 +849,37 @@ fn a_resumed_codex_fork_files_its_turns_under_the_forked_session() {
     assert_eq!(turns.len(), 1, "{log}");
     assert_eq!(turns[0]["session"], forked.as_str());
     assert_eq!(turns[0]["agent"], "codex");
+}
+
+/// A dry run says what would happen, in the conditional, and names no
+/// forked session: the real run makes the id when it writes the fork.
+#[test]
+fn a_conversation_dry_run_says_what_would_happen_and_invents_no_session() {
+    let w = World::new();
+    let mut a = Claude::new(&w.home, SESSION_A);
+    w.turn(&mut a, "add one", "one.txt");
+    w.turn(&mut a, "add two", "two.txt");
+    let (plan, _) = w.json(&["rewind", "2", "--conversation", "--dry-run"]);
+    let c = &plan["conversation"];
+    assert_eq!(
+        (c["dry_run"].as_bool(), c["entries"].as_u64().is_some()),
+        (Some(true), true),
+        "{plan}"
+    );
+    for invented in ["forked_session", "path", "resume_command"] {
+        assert!(c.get(invented).is_none(), "{invented}: {plan}");
+    }
+    let out = w.ctl_ok(&["rewind", "2", "--conversation", "--dry-run"]);
+    assert!(
+        out.stdout.contains(&format!(
+            "conversation: would fork claude-code session {SESSION_A} before turn 2 into a new session"
+        )),
+        "{out:?}"
+    );
+    assert!(
+        !out.stdout.contains("forked ") && !out.stdout.contains("resume it:"),
+        "{out:?}"
+    );
+    let (done, _) = w.json(&["rewind", "2", "--conversation"]);
+    assert!(done["conversation"]["forked_session"].is_string(), "{done}");
 }

@@ -485,3 +485,189 @@ fn a_refused_redo_names_what_changed_since_the_rewind_and_only_options_redo_take
     );
     assert!(!out.stderr.contains("after the agent"), "{out:?}");
 }
+
+/// A `--path` that no rewound turn touched (a typo) is an error naming it:
+/// nothing changes and nothing is journaled, so `redo` has nothing to do;
+/// `diff N PATH` says the same of a path the turn did not touch.
+#[test]
+fn a_path_no_rewound_turn_touched_is_an_error_and_nothing_is_journaled() {
+    let env = Env::new();
+    let _d = env.start_daemon();
+    let (proj, states) = three_turns(&env);
+    let out = env.ctl(
+        &proj,
+        &["rewind", "2", "--path", "typo/path", "--path", "lib"],
+    );
+    assert_eq!(out.code(), 1, "{out:?}");
+    assert!(
+        out.stderr.contains("no rewound turn touched typo/path (")
+            && out.stderr.contains("undoes turns 2, 3")
+            && !out.stderr.contains("lib,"),
+        "{out:?}"
+    );
+    let doc = env
+        .ctl(&proj, &["--json", "rewind", "2", "--path", "typo/path"])
+        .json();
+    assert_eq!(doc["error"]["kind"], "bad_request", "{doc}");
+    assert_same_tree("refused --path", &states[3], &snapshot_work(&proj));
+    assert_eq!(
+        env.ctl_json(&proj, &["rewinds"])["rewinds"],
+        serde_json::json!([])
+    );
+    let redo = env.ctl(&proj, &["redo"]);
+    assert!(redo.stderr.contains("nothing to redo"), "{redo:?}");
+
+    let diff = env.ctl(&proj, &["diff", "2", "nonexist"]);
+    assert_eq!(diff.code(), 1, "{diff:?}");
+    assert!(
+        diff.stderr.contains("turn 2 did not touch nonexist"),
+        "{diff:?}"
+    );
+    assert_eq!(diff.stdout, "", "{diff:?}");
+}
+
+/// A `--path` rewind undoes only the turns that touched those paths, and
+/// its redo names the same turns.
+#[test]
+fn a_path_rewind_and_its_redo_list_only_the_turns_that_touched_the_paths() {
+    let env = Env::new();
+    let _d = env.start_daemon();
+    let (proj, _) = three_turns(&env);
+    // Turn 2 alone touched lib/; turns 1 and 3 did not.
+    let r = env.ctl_json(&proj, &["rewind", "1", "--path", "lib"]);
+    assert_eq!(r["outcome"], "applied", "{r}");
+    assert_eq!(r["turns"], serde_json::json!([2]), "{r}");
+    let redo = env.ctl_ok(&proj, &["redo"]);
+    assert!(
+        redo.starts_with("redo of the rewind to before turn 1 (turn 2):"),
+        "{redo}"
+    );
+    let r = env.ctl_json(&proj, &["rewind", "1", "--path", "a.txt", "--dry-run"]);
+    assert_eq!(r["turns"], serde_json::json!([1, 3]), "{r}");
+    env.ctl_ok(&proj, &["rewind", "1", "--path", "a.txt"]);
+    let redo = env.ctl_json(&proj, &["redo"]);
+    assert_eq!(redo["turns"], serde_json::json!([1, 3]), "{redo}");
+}
+
+/// A rewind that restored only some of its turns' paths shows in `log`
+/// and `show` (which paths), and `rewinds` lists every rewind and redo,
+/// newest first, whole or partial.
+#[test]
+fn a_partial_rewind_shows_in_log_and_show_and_rewinds_lists_it() {
+    let env = Env::new();
+    let _d = env.start_daemon();
+    let (proj, _) = three_turns(&env);
+    env.ctl_ok(&proj, &["rewind", "1", "--path", "lib"]);
+
+    let log = env.ctl_json(&proj, &["log"]);
+    let t2 = &log["turns"][1];
+    assert_eq!(
+        (t2["id"].as_i64(), t2["status"].as_str()),
+        (Some(2), Some("closed"))
+    );
+    assert_eq!(
+        t2["partial"]["rewound"],
+        serde_json::json!(["lib/c.rs", "lib/deep", "lib/deep/d.rs"]),
+        "{t2}"
+    );
+    assert!(log["turns"][0].get("partial").is_none(), "{log}");
+    let text = env.ctl_ok(&proj, &["log"]);
+    let line2 = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("2 "))
+        .unwrap();
+    assert!(line2.contains("partly rewound"), "{text}");
+    let show = env.ctl_ok(&proj, &["show", "2"]);
+    assert!(
+        show.starts_with("turn 2 (partly rewound)")
+            && show.contains("lib/c.rs, lib/deep, lib/deep/d.rs restored; its other paths are as the turn left them"),
+        "{show}"
+    );
+
+    env.ctl_ok(&proj, &["redo"]);
+    env.ctl_ok(&proj, &["rewind", "3"]);
+    let list = env.ctl_json(&proj, &["rewinds"]);
+    let kinds: Vec<(String, String, bool)> = list["rewinds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["kind"].as_str().unwrap().to_string(),
+                r["state"].as_str().unwrap().to_string(),
+                r["partial"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    let k = |a: &str, b: &str, p| (a.to_string(), b.to_string(), p);
+    assert_eq!(
+        kinds,
+        [
+            k("rewind", "applied", false),
+            k("redo", "applied", false),
+            k("rewind", "redone", true)
+        ],
+        "{list}"
+    );
+    assert_eq!(
+        list["rewinds"][2]["scope"],
+        serde_json::json!(["lib"]),
+        "{list}"
+    );
+    assert_eq!(
+        list["rewinds"][1]["turns"],
+        serde_json::json!([2]),
+        "{list}"
+    );
+    // Redone: turn 2 is as the agent left it again.
+    assert!(env.ctl_json(&proj, &["show", "2"])["turn"]["info"]
+        .get("partial")
+        .is_none());
+    let text = env.ctl_ok(&proj, &["rewinds"]);
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(
+        lines[0].contains("rewind to before turn 3 (turns 3)")
+            && lines[0].contains("whole  applied"),
+        "{text}"
+    );
+    assert!(lines[1].contains("redo of rewind 1 (turns 2)"), "{text}");
+    assert!(
+        lines[2].contains("partial  redone") && lines[3].trim() == "only lib",
+        "{text}"
+    );
+}
+
+/// A whole rewind whose every path was skipped (content ckpt could not
+/// capture) still marks the turn rewound; `log` and `rewinds` say what it
+/// left.
+#[test]
+fn a_rewind_that_skipped_paths_is_shown_rewound_with_what_it_left() {
+    let env = Env::new();
+    let _d = env.start_daemon();
+    let proj = env.git_repo("p", &[("keep.txt", b"keep\n")]);
+    env.ctl_ok(&proj, &["watch"]);
+    env.ctl_ok(&proj, &["turn-start"]);
+    sh(&proj, "echo small > data.bin");
+    env.ctl_ok(&proj, &["turn-end"]);
+    env.ctl_ok(&proj, &["turn-start"]);
+    sh(
+        &proj,
+        &format!("head -c {BIG} /dev/zero | tr '\\0' x > data.bin"),
+    );
+    env.ctl_ok(&proj, &["turn-end"]);
+    let out = env.ctl_json(&proj, &["rewind", "2", "--force"]);
+    assert_eq!(out["actions"], serde_json::json!([]), "{out}");
+
+    let t = &env.ctl_json(&proj, &["log"])["turns"][0];
+    assert_eq!(t["status"], "rewound", "{t}");
+    assert_eq!(t["partial"]["left"][0]["path"], "data.bin", "{t}");
+    let text = env.ctl_ok(&proj, &["log"]);
+    assert!(text.contains("rewound, 1 left"), "{text}");
+    let r = &env.ctl_json(&proj, &["rewinds"])["rewinds"][0];
+    assert_eq!(
+        (r["partial"].as_bool(), r["changed"].as_u64()),
+        (Some(true), Some(0)),
+        "{r}"
+    );
+    assert_eq!(r["left"][0]["path"], "data.bin", "{r}");
+}

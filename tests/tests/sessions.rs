@@ -186,10 +186,9 @@ fn merge_keeps_a_later_edit_and_redo_restores_what_it_replaced() {
 
     let dry = env.ctl_ok(&proj, &["rewind", &t.to_string(), "--merge", "--dry-run"]);
     assert!(
-        dry.contains("would merge") && dry.contains("    | SEVEN user"),
+        dry.contains("would merge") && dry.contains("    -TWO agent\n    +two\n"),
         "{dry}"
     );
-    assert!(dry.contains("    | two\n"), "{dry}");
     assert_eq!(read(&proj, "f.txt"), user);
 
     let out = env.ctl_json(&proj, &["rewind", &t.to_string(), "--merge"]);
@@ -212,6 +211,15 @@ fn overlapping_edits_are_left_or_marked_and_a_binary_is_not_mergeable() {
     assert_eq!(out["merged"][0]["outcome"], "overlapping", "{out}");
     assert_eq!(read(&proj, "f.txt"), user, "left as it is");
     assert_eq!(std::fs::read(proj.join("img.bin")).unwrap(), b"\0\x01old");
+    // The turn is rewound, and says which file it left.
+    let turn = &env.ctl_json(&proj, &["show", &t.to_string()])["turn"]["info"];
+    assert_eq!(turn["status"], "rewound", "{turn}");
+    assert_eq!(turn["partial"]["left"][0]["path"], "f.txt", "{turn}");
+    let shown = env.ctl_ok(&proj, &["show", &t.to_string()]);
+    assert!(
+        shown.contains("left as it was by the rewind: f.txt  (the changes overlap"),
+        "{shown}"
+    );
     env.ctl_ok(&proj, &["redo"]);
     assert_eq!(read(&proj, "f.txt"), user);
 
@@ -249,7 +257,7 @@ fn conflict_markers_stay_lines_of_their_own_when_a_side_lacks_a_final_newline() 
     assert_eq!(out["merged"][0]["outcome"], "markers", "{out}");
     assert_eq!(
         read(&proj, "f.txt"),
-        "a\n<<<<<<< ours\nuser\n||||||| original\nagent\n=======\nlast\n>>>>>>> theirs\n"
+        "a\n<<<<<<< current\nuser\n||||||| agent (turn 1)\nagent\n=======\nlast\n>>>>>>> before turn 1\n"
     );
     env.ctl_ok(&proj, &["redo"]);
     assert_eq!(read(&proj, "f.txt"), "a\nuser\n");
@@ -448,4 +456,97 @@ fn a_rewind_or_redo_from_a_terminal_continues_the_open_turns() {
     assert_eq!(ended["turn"]["info"]["label"], "A", "{ended}");
     let ended = env.ctl_json(&proj, &["turn-end", "--session", "B"]);
     assert_eq!(ended["turn"]["info"]["id"], t6, "{ended}");
+}
+
+/// `--merge` on a binary file edited since cannot merge it: the refusal
+/// says so and offers what can be done (not `--merge` again).
+#[test]
+fn merge_on_a_binary_file_says_it_cannot_be_merged_and_offers_force_or_path() {
+    let env = Env::new();
+    let _d = env.start_daemon();
+    let (proj, _) = agent_then_user(&env, "s/^seven$/SEVEN user/");
+    sh(&proj, "printf '\\0\\001user' > img.bin");
+    let out = env.ctl(&proj, &["rewind", "--last", "--merge"]);
+    assert_eq!(out.code(), 3, "{out:?}");
+    assert!(
+        out.stderr.contains("conflict   img.bin")
+            && out
+                .stderr
+                .contains("not merged: binary file: it cannot be merged"),
+        "{out:?}"
+    );
+    assert!(
+        out.stderr
+            .contains("1 path cannot be merged; --force overwrites it")
+            && out
+                .stderr
+                .contains("--path naming only the other paths leaves it as it is"),
+        "{out:?}"
+    );
+    assert!(!out.stderr.contains("use --merge"), "{out:?}");
+    let doc = env
+        .ctl(&proj, &["--json", "rewind", "--last", "--merge"])
+        .json();
+    let why = doc["conflicts"][0]["not_mergeable"].as_str().unwrap();
+    assert!(why.contains("binary"), "{doc}");
+    assert_eq!(std::fs::read(proj.join("img.bin")).unwrap(), b"\0\x01user");
+}
+
+/// The markers name the sides for what they are, and `--merge markers`
+/// (a space, not `=`) is the same as `--merge=markers`; `--merge` alone
+/// before the turn still means the default mode.
+#[test]
+fn merge_markers_name_current_agent_and_before_and_the_mode_may_follow_a_space() {
+    let env = Env::new();
+    let _d = env.start_daemon();
+    let (proj, t) = agent_then_user(&env, "s/^TWO agent$/TWO user/");
+    let user = read(&proj, "f.txt");
+    let out = env.ctl(&proj, &["rewind", "--merge", &t.to_string(), "--dry-run"]);
+    assert_eq!(out.code(), 0, "{out:?}");
+    assert!(
+        out.stdout.contains("left as it is: the changes overlap"),
+        "{out:?}"
+    );
+
+    let out = env.ctl_json(&proj, &["rewind", &t.to_string(), "--merge", "markers"]);
+    assert_eq!(out["merged"][0]["outcome"], "markers", "{out}");
+    let marked = read(&proj, "f.txt");
+    let want = format!(
+        "one\n<<<<<<< current\nTWO user\n||||||| agent (turn {t})\nTWO agent\n=======\ntwo\n>>>>>>> before turn {t}\nthree\n"
+    );
+    assert!(marked.starts_with(&want), "{marked}");
+    env.ctl_ok(&proj, &["redo"]);
+    assert_eq!(read(&proj, "f.txt"), user);
+}
+
+/// A merge's dry run lists each file once, with the hunks the merge makes
+/// of the file as it is, not the whole merged file.
+#[test]
+fn a_merge_dry_run_prints_each_path_once_with_its_merged_hunks() {
+    let env = Env::new();
+    let _d = env.start_daemon();
+    let long: String = (1..=200).map(|i| format!("line {i}\n")).collect();
+    let proj = env.git_repo("p", &[("long.txt", long.as_bytes())]);
+    env.ctl_ok(&proj, &["watch"]);
+    env.ctl_ok(&proj, &["turn-start"]);
+    sh(&proj, "sed -i 's/^line 2$/line 2 agent/' long.txt");
+    env.ctl_ok(&proj, &["turn-end"]);
+    sh(&proj, "sed -i 's/^line 150$/line 150 user/' long.txt");
+    let dry = env.ctl_ok(&proj, &["rewind", "1", "--merge", "--dry-run"]);
+    assert_eq!(
+        dry.matches("long.txt").count(),
+        3,
+        "path line, ---, +++: {dry}"
+    );
+    assert!(dry.contains("  would merge  long.txt"), "{dry}");
+    assert!(!dry.contains("would restore"), "{dry}");
+    assert!(
+        dry.contains("    @@ -1,5 +1,5 @@\n") && dry.contains("    -line 2 agent\n    +line 2\n"),
+        "{dry}"
+    );
+    assert!(
+        !dry.contains("line 150 user") && !dry.contains("line 100"),
+        "{dry}"
+    );
+    assert!(dry.lines().count() < 20, "{dry}");
 }

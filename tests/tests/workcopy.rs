@@ -1103,3 +1103,40 @@ fn apply_to_an_original_that_is_not_watched_watches_it_and_is_rewindable() {
     env.ctl_ok(&proj, &["rewind", &turn]);
     assert_same_tree("original after rewind", &before, &snapshot(&proj));
 }
+
+/// An apply is the user's turn, made in a session of its own: `rewind
+/// --last` (no session named) undoes it when it is the user's newest, and
+/// `log` shows it as an apply.
+#[test]
+fn rewind_last_undoes_a_work_copy_apply_when_it_is_the_newest() {
+    let env = Env::new();
+    let _d = env.start_daemon();
+    let (proj, _copy) = applied_setup(&env);
+    // An older turn of the user's (no session).
+    env.ctl_ok(&proj, &["turn-start", "--label", "mine"]);
+    sh(&proj, "echo mine > mine.txt");
+    env.ctl_ok(&proj, &["turn-end"]);
+    let before = snapshot_work(&proj);
+    let turn = env.ctl_json(&proj, &["workcopy", "apply", "w"])["turn"]
+        .as_i64()
+        .expect("a turn");
+
+    let log = env.ctl_ok(&proj, &["log"]);
+    let line = log
+        .lines()
+        .find(|l| l.trim_start().starts_with(&format!("{turn} ")))
+        .unwrap();
+    assert!(
+        line.contains(" apply ") && line.contains("workcopy apply w"),
+        "{log}"
+    );
+
+    let r = env.ctl_json(&proj, &["rewind", "--last"]);
+    assert_eq!(r["turn"], turn, "{r}");
+    assert_eq!(r["turns"], serde_json::json!([turn]), "{r}");
+    assert_same_tree("the apply undone", &before, &snapshot_work(&proj));
+    // Then the user's own turn before it.
+    let r = env.ctl_json(&proj, &["rewind", "--last"]);
+    assert_eq!(r["turn"], turn - 1, "{r}");
+    assert!(!proj.join("mine.txt").exists());
+}

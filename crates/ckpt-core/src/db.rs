@@ -194,6 +194,17 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE files ADD COLUMN nlink INTEGER NOT NULL DEFAULT 1;
     CREATE INDEX files_linked ON files(dev, ino) WHERE nlink > 1 AND kind = 1;
     ",
+    // 12: what a rewind did in part, for `log`, `show` and `rewinds`:
+    // `undone`, the turns it undid in whole or in part (for a redo: brought
+    // back), JSON, NULL before it (read `turns` then); `scope`, the paths
+    // it was limited to (`--path`), JSON, NULL for a whole rewind; `left`,
+    // the paths of its turns it left as they were, with why, JSON
+    // `[[path, reason]]`, NULL for none.
+    "
+    ALTER TABLE rewinds ADD COLUMN undone TEXT;
+    ALTER TABLE rewinds ADD COLUMN scope TEXT;
+    ALTER TABLE rewinds ADD COLUMN left TEXT;
+    ",
 ];
 
 /// The schema version this build writes and understands.

@@ -1,7 +1,7 @@
 //! Unified diffs of a turn's changes.
 
 use crate::cache;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::model::{ChangeKind, FileDiff};
 use crate::project::Project;
 use crate::relpath::RelPath;
@@ -17,6 +17,18 @@ impl Project {
     /// while the turn is open), for all its paths or those at or below `paths`.
     pub fn diff(&self, turn: i64, paths: &[RelPath]) -> Result<Vec<FileDiff>> {
         let detail = self.show(turn)?;
+        // A path the turn never touched is a mistake to name, not "no diff".
+        let untouched: Vec<String> = paths
+            .iter()
+            .filter(|p| !detail.entries.iter().any(|e| e.path.starts_with(p)))
+            .map(|p| p.display())
+            .collect();
+        if !untouched.is_empty() {
+            return Err(Error::Invalid(format!(
+                "turn {turn} did not touch {} (`ckptctl show {turn}` lists its paths)",
+                untouched.join(", ")
+            )));
+        }
         let mut out = Vec::new();
         for e in detail.entries {
             if !paths.is_empty() && !paths.iter().any(|p| e.path.starts_with(p)) {

@@ -146,6 +146,62 @@ pub struct TurnInfo {
     pub counts: Counts,
     /// Slop-ledger entries recorded in the turn.
     pub ledger_entries: u64,
+    /// What rewinds still applied did to the turn in part; `None` when it
+    /// is live and untouched, or rewound whole.
+    #[serde(default)]
+    pub partial: Option<PartialRewind>,
+}
+
+/// A turn rewound in part: some of its paths restored (`rewind --path`)
+/// while it stays live, or marked rewound with some of its paths left as
+/// they were (skipped, or merged changes that overlap).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PartialRewind {
+    /// The rewinds (journal ids), oldest first.
+    pub rewinds: Vec<i64>,
+    /// Paths of the turn a rewind limited by `--path` restored.
+    pub rewound: Vec<RelPath>,
+    /// Paths of the turn the rewind that marked it left as they were, with why.
+    pub left: Vec<(RelPath, String)>,
+}
+
+/// Where a journaled rewind or redo stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RewindState {
+    /// Journaled, not yet finished (recovery finishes it).
+    Pending,
+    Applied,
+    /// Applying it failed and was rolled back.
+    Failed,
+    /// Undone by a redo.
+    Redone,
+}
+
+/// A rewind or redo as `rewinds` lists it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RewindRecord {
+    pub id: i64,
+    pub created_ns: i64,
+    /// For a redo: the rewind it undid.
+    pub redoes: Option<i64>,
+    pub state: RewindState,
+    /// The turn rewound to (for a redo: the undone rewind's).
+    pub turn: i64,
+    /// Turns undone in whole or in part (for a redo: brought back).
+    pub turns: Vec<i64>,
+    /// Paths it was limited to (`--path`); empty for a whole rewind.
+    pub scope: Vec<RelPath>,
+    /// Paths of its turns it left as they were, with why.
+    pub left: Vec<(RelPath, String)>,
+    /// Paths it changed.
+    pub changed: u64,
+}
+
+impl RewindRecord {
+    /// Whether it restored only some of its turns' paths.
+    pub fn partial(&self) -> bool {
+        !self.scope.is_empty() || !self.left.is_empty()
+    }
 }
 
 /// A turn with its entries (`show`, `turn-end`).
@@ -194,6 +250,9 @@ pub struct Conflict {
     /// rewound turns.
     #[serde(default)]
     pub other: Option<OtherTurn>,
+    /// Under `--merge`: why it could not be merged (a binary file, …).
+    #[serde(default)]
+    pub not_mergeable: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -218,6 +277,10 @@ pub struct Merged {
     pub outcome: MergeOutcome,
     /// The merged text, in a dry run.
     pub content: Option<String>,
+    /// In a dry run: the unified hunks the merge would make of the file
+    /// as it is now.
+    #[serde(default)]
+    pub hunks: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -6,7 +6,10 @@ use rusqlite::Connection;
 use crate::cache;
 use crate::error::{Error, Result};
 use crate::history;
-use crate::model::{ChangeKind, Continued, Counts, TurnDetail, TurnEntry, TurnInfo, TurnMeta};
+use crate::model::{
+    ChangeKind, Continued, Counts, PartialRewind, TurnDetail, TurnEntry, TurnInfo, TurnMeta,
+    TurnStatus,
+};
 use crate::project::{now_ns, Project};
 use crate::relpath::RelPath;
 use crate::state::State;
@@ -198,6 +201,7 @@ impl Project {
         let row = history::turn(&self.conn, turn)?.ok_or(Error::UnknownTurn(turn))?;
         let entries = history::entries(&self.conn, turn)?;
         let counts = counts(&entries, |p| cache::state(&self.conn, p))?;
+        let partial = partly_rewound(&self.conn, turn, row.status, &entries)?;
         Ok(TurnDetail {
             info: TurnInfo {
                 id: turn,
@@ -207,8 +211,48 @@ impl Project {
                 status: row.status,
                 counts,
                 ledger_entries: self.ledger_count_for_turn(turn)?,
+                partial,
             },
             entries,
         })
     }
+}
+
+/// What applied rewinds did to `turn` in part: a live turn some of whose
+/// paths a rewind limited by `--path` restored, or a rewound one whose
+/// rewind left some of its paths as they were.
+fn partly_rewound(
+    conn: &Connection,
+    turn: i64,
+    status: TurnStatus,
+    entries: &[TurnEntry],
+) -> Result<Option<PartialRewind>> {
+    let mut out = PartialRewind::default();
+    for r in history::partial_rewinds(conn)? {
+        if !r.turns.contains(&turn) {
+            continue;
+        }
+        // A turn rewound whole since a `--path` rewind is rewound, not partly.
+        if !r.scope.is_empty() && status == TurnStatus::Rewound {
+            continue;
+        }
+        let before = (out.rewound.len(), out.left.len());
+        let restored = entries
+            .iter()
+            .filter(|e| r.scope.iter().any(|s| e.path.starts_with(s)))
+            .map(|e| e.path.clone());
+        out.rewound.extend(restored);
+        let mine = r
+            .left
+            .iter()
+            .filter(|(p, _)| entries.iter().any(|e| &e.path == p))
+            .cloned();
+        out.left.extend(mine);
+        if (out.rewound.len(), out.left.len()) != before {
+            out.rewinds.push(r.id);
+        }
+    }
+    out.rewound.sort();
+    out.rewound.dedup();
+    Ok((!out.rewinds.is_empty()).then_some(out))
 }

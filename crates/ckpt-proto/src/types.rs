@@ -103,6 +103,12 @@ pub enum Request {
         #[serde(default)]
         force: bool,
     },
+    /// The rewinds and redos journaled, newest first.
+    Rewinds {
+        dir: WirePath,
+        #[serde(default)]
+        limit: Option<usize>,
+    },
     Status,
     /// Check the project's store, read-only: every blob, every reference
     /// to one, the rewind journal, SQLite's own check.
@@ -221,6 +227,7 @@ pub enum Response {
     Diff(DiffReply),
     /// A rewind or a redo, planned, refused or applied.
     Rewind(RewindReply),
+    Rewinds(RewindsReply),
     Status(StatusReply),
     Fsck(FsckReply),
     Activity(ActivityReply),
@@ -344,6 +351,24 @@ pub struct TurnInfo {
         deserialize_with = "json_or_json_text"
     )]
     pub conversation: Option<serde_json::Value>,
+    /// What rewinds still applied did to the turn in part (some paths
+    /// restored while it stays live, or some left while it is rewound).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partial: Option<PartialRewind>,
+}
+
+/// A turn rewound in part.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct PartialRewind {
+    /// The rewinds (as `rewinds` lists them), oldest first.
+    pub rewinds: Vec<i64>,
+    /// Paths of the turn a rewind limited by `--path` restored; the
+    /// turn's other paths are as it left them.
+    #[serde(default)]
+    pub rewound: Vec<WirePath>,
+    /// Paths of the turn the rewind that marked it left as they were.
+    #[serde(default)]
+    pub left: Vec<Skipped>,
 }
 
 /// A JSON value, or a string holding one, as earlier daemons sent it.
@@ -595,6 +620,9 @@ pub struct Conflict {
     pub other_turn: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub other_session: Option<String>,
+    /// Under `--merge`: why it was not merged (e.g. a binary file).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_mergeable: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -623,6 +651,9 @@ pub struct MergedFile {
     /// The merged text, in a dry run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub content: Option<String>,
+    /// In a dry run: the unified hunks the merge makes of the file as it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hunks: Option<String>,
 }
 
 /// An open turn a rewind or redo ended, and the turn of the same session
@@ -674,6 +705,66 @@ pub struct RewindReply {
     #[serde(default)]
     pub continued: Vec<ContinuedTurn>,
     pub elapsed_ms: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub degraded: Option<String>,
+}
+
+/// Where a journaled rewind or redo stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RewindState {
+    /// Being applied (a daemon that died finishes it at its next start).
+    Pending,
+    Applied,
+    /// Failed and rolled back: nothing changed.
+    Failed,
+    /// Undone by a redo.
+    Redone,
+    /// A state this client does not know (from a newer daemon).
+    #[serde(other)]
+    Other,
+}
+
+/// A rewind or a redo.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RewindKind {
+    Rewind,
+    Redo,
+}
+
+/// One journaled rewind or redo.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RewindRecord {
+    pub id: i64,
+    /// Unix time in nanoseconds.
+    pub created_ns: i64,
+    pub kind: RewindKind,
+    pub state: RewindState,
+    /// The turn rewound to (for a redo: the undone rewind's).
+    pub turn: i64,
+    /// Turns undone in whole or in part (for a redo: brought back).
+    pub turns: Vec<i64>,
+    /// For a redo: the rewind it undid.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redoes: Option<i64>,
+    /// Only some of its turns' paths were restored (`scope`, `left`).
+    pub partial: bool,
+    /// The paths it was limited to (`--path`); empty for a whole rewind.
+    #[serde(default)]
+    pub scope: Vec<WirePath>,
+    /// Paths of its turns it left as they were, with why.
+    #[serde(default)]
+    pub left: Vec<Skipped>,
+    /// Paths it changed.
+    pub changed: u64,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RewindsReply {
+    pub project: WirePath,
+    /// Newest first.
+    pub rewinds: Vec<RewindRecord>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub degraded: Option<String>,
 }

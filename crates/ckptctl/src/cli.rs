@@ -198,13 +198,25 @@ pub enum Command {
         /// Merge text files edited after the agent instead of refusing:
         /// clean hunks are written (the agent's change undone, the later
         /// edit kept); a file whose changes overlap is left as it is, or
-        /// with --merge=markers written with conflict markers.
+        /// with --merge=markers (or --merge markers) written with conflict
+        /// markers labelled `current`, `agent (turn N)` and `before turn N`.
         #[arg(long, value_enum, num_args = 0..=1, require_equals = true, default_missing_value = "clean")]
         merge: Option<MergeArg>,
         /// Fork the agent's conversation back to before the turn too (a new
         /// session next to the original; prints the command that resumes it).
         #[arg(long)]
         conversation: bool,
+    },
+    /// Past rewinds and redos, newest first: when, which turns, whole or
+    /// partial, and which paths were left as they were.
+    Rewinds {
+        /// How many to list (1 or more).
+        #[arg(short = 'n', long, default_value_t = LOG_LIMIT,
+              value_parser = clap::value_parser!(u32).range(1..))]
+        limit: u32,
+        /// Every one the store keeps.
+        #[arg(long, conflicts_with = "limit")]
+        all: bool,
     },
     /// Undo the last rewind exactly.
     Redo {
@@ -404,6 +416,40 @@ pub fn usage_error(message: impl std::fmt::Display) -> ! {
     Cli::command()
         .error(clap::error::ErrorKind::ArgumentConflict, message)
         .exit()
+}
+
+/// The command line with `rewind --merge markers` read as
+/// `--merge=markers`: `--merge` takes its mode only after `=` (alone it
+/// means `clean`, and a turn may follow it), but a mode given as the next
+/// word cannot be a turn, so it is joined. Nothing after `--` is touched.
+pub fn args_with_merge_mode_joined(
+    args: impl IntoIterator<Item = std::ffi::OsString>,
+) -> Vec<std::ffi::OsString> {
+    let mut out: Vec<std::ffi::OsString> = Vec::new();
+    let mut rewind = false;
+    let mut args = args.into_iter().peekable();
+    while let Some(arg) = args.next() {
+        if arg == "--" {
+            out.push(arg);
+            out.extend(args);
+            break;
+        }
+        rewind |= arg == "rewind";
+        let mode = args
+            .peek()
+            .filter(|next| rewind && arg == "--merge" && (*next == "clean" || *next == "markers"))
+            .cloned();
+        match mode {
+            Some(mode) => {
+                args.next();
+                let mut joined = std::ffi::OsString::from("--merge=");
+                joined.push(mode);
+                out.push(joined);
+            }
+            None => out.push(arg),
+        }
+    }
+    out
 }
 
 /// `rewind --merge[=clean|markers]`.

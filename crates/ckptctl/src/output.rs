@@ -1,6 +1,6 @@
 //! Printing: JSON documents, human tables, sizes, times, warnings.
 
-use ckpt_proto::{Counts, State, TurnEntry, TurnStatus, WirePath};
+use ckpt_proto::{Counts, PartialRewind, State, TurnEntry, TurnInfo, TurnStatus, WirePath};
 use serde::Serialize;
 
 /// Prints one JSON document on stdout.
@@ -99,6 +99,57 @@ pub fn status(s: TurnStatus) -> &'static str {
         TurnStatus::Open => "open",
         TurnStatus::Closed => "closed",
         TurnStatus::Rewound => "rewound",
+    }
+}
+
+/// A turn's state as `log` shows it: its status, or how a rewind left it
+/// in part (`partly rewound`: some of its paths restored by `--path`, the
+/// turn live; `rewound, 2 left`: rewound with paths left as they were).
+pub fn turn_state(t: &TurnInfo) -> String {
+    match (&t.partial, t.status) {
+        (Some(p), TurnStatus::Rewound) => format!("rewound, {} left", p.left.len()),
+        (Some(_), _) => "partly rewound".to_string(),
+        (None, s) => status(s).to_string(),
+    }
+}
+
+/// Who made a turn, in a few characters: its session (shortened), `apply`
+/// for a work copy's apply, `-` for the default session.
+pub fn session_of(t: &TurnInfo) -> String {
+    if crate::workcopy::apply::is_apply(t) {
+        return "apply".to_string();
+    }
+    match t.session.as_deref() {
+        None => "-".to_string(),
+        Some(s) if s.chars().count() > 12 => {
+            let head: String = s.chars().take(11).collect();
+            format!("{head}…")
+        }
+        Some(s) => s.to_string(),
+    }
+}
+
+/// What rewinds did to a turn in part, a line each (`show`).
+pub fn partial(p: &PartialRewind) {
+    let by = p
+        .rewinds
+        .iter()
+        .map(i64::to_string)
+        .collect::<Vec<_>>()
+        .join(", ");
+    if !p.rewound.is_empty() {
+        let paths: Vec<String> = p.rewound.iter().map(WirePath::quoted).collect();
+        println!(
+            "partly rewound by rewind {by} (`ckptctl rewinds`): {} restored; its other paths are as the turn left them",
+            paths.join(", ")
+        );
+    }
+    for s in &p.left {
+        println!(
+            "left as it was by the rewind: {}  ({})",
+            s.path.quoted(),
+            s.reason
+        );
     }
 }
 

@@ -67,6 +67,35 @@ pub fn turn_info(t: &core::TurnInfo) -> proto::TurnInfo {
         conversation: t.meta.conversation.as_deref().map(|c| {
             serde_json::from_str(c).unwrap_or_else(|_| serde_json::Value::String(c.to_string()))
         }),
+        partial: t.partial.as_ref().map(|p| proto::PartialRewind {
+            rewinds: p.rewinds.clone(),
+            rewound: p.rewound.iter().map(rel).collect(),
+            left: skipped(&p.left),
+        }),
+    }
+}
+
+pub fn rewind_record(r: &core::RewindRecord) -> proto::RewindRecord {
+    proto::RewindRecord {
+        id: r.id,
+        created_ns: r.created_ns,
+        kind: match r.redoes {
+            Some(_) => proto::RewindKind::Redo,
+            None => proto::RewindKind::Rewind,
+        },
+        state: match r.state {
+            core::RewindState::Pending => proto::RewindState::Pending,
+            core::RewindState::Applied => proto::RewindState::Applied,
+            core::RewindState::Failed => proto::RewindState::Failed,
+            core::RewindState::Redone => proto::RewindState::Redone,
+        },
+        turn: r.turn,
+        turns: r.turns.clone(),
+        redoes: r.redoes,
+        partial: r.partial(),
+        scope: r.scope.iter().map(rel).collect(),
+        left: skipped(&r.left),
+        changed: r.changed,
     }
 }
 
@@ -132,6 +161,7 @@ pub fn conflict(c: &core::Conflict) -> proto::Conflict {
         current: state(&c.current),
         other_turn: c.other.as_ref().map(|o| o.turn),
         other_session: c.other.as_ref().and_then(|o| o.session.clone()),
+        not_mergeable: c.not_mergeable.clone(),
     }
 }
 
@@ -144,6 +174,7 @@ pub fn merged(m: &core::Merged) -> proto::MergedFile {
             core::MergeOutcome::Overlapping => proto::MergeOutcome::Overlapping,
         },
         content: m.content.clone(),
+        hunks: m.hunks.clone(),
     }
 }
 

@@ -10,7 +10,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::db;
 use crate::error::{Error, Result};
-use crate::model::{Action, TurnEntry, TurnMeta, TurnStatus};
+use crate::model::{Action, RewindRecord, RewindState, TurnEntry, TurnMeta, TurnStatus};
 use crate::relpath::RelPath;
 use crate::state::{Hash, State};
 
@@ -91,6 +91,16 @@ impl RewindStatus {
     /// Left by a process that died while applying it: recovery finishes it.
     pub(crate) fn is_unfinished(self) -> bool {
         matches!(self, RewindStatus::Pending | RewindStatus::Redoing)
+    }
+
+    /// As `rewinds` shows it: a legacy redo under way is pending too.
+    pub(crate) fn state(self) -> RewindState {
+        match self {
+            RewindStatus::Pending | RewindStatus::Redoing => RewindState::Pending,
+            RewindStatus::Applied => RewindState::Applied,
+            RewindStatus::Failed => RewindState::Failed,
+            RewindStatus::Redone => RewindState::Redone,
+        }
     }
 
     /// Its turns stay marked rewound.
@@ -480,19 +490,120 @@ pub(crate) fn bring_back(conn: &Connection, id: i64) -> Result<()> {
 /// rewind `redoes`, for a redo) and its actions, pending, durably: before
 /// any file is touched, with `before` run first in the same transaction
 /// (it ends the open turns the rewind writes across). Returns its id.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn journal(
     conn: &mut Connection,
     turn: i64,
     actions: &[Action],
     marked: &[i64],
     redoes: Option<i64>,
+    note: &JournalNote,
     created_ns: i64,
     before: impl FnOnce(&Connection) -> Result<()>,
 ) -> Result<i64> {
     db::durably(conn, |tx| {
         before(tx)?;
-        insert_journal(tx, turn, actions, marked, redoes, None, created_ns)
+        let id = insert_journal(tx, turn, actions, marked, redoes, None, created_ns)?;
+        note_journal(tx, id, note)?;
+        Ok(id)
     })
+}
+
+/// What a rewind or redo did beyond its actions, for `log`, `show` and
+/// `rewinds` (migration 12).
+#[derive(Debug, Default)]
+pub(crate) struct JournalNote {
+    /// Turns it undid in whole or in part (a redo: brought back).
+    pub undone: Vec<i64>,
+    /// Paths it was limited to (`--path`).
+    pub scope: Vec<RelPath>,
+    /// Paths of its turns it left as they were, with why.
+    pub left: Vec<(RelPath, String)>,
+}
+
+fn json_text<T: serde::Serialize>(value: &T) -> String {
+    serde_json::to_string(value).expect("ids, paths and strings serialize")
+}
+
+fn note_journal(tx: &Connection, id: i64, note: &JournalNote) -> Result<()> {
+    let optional = |empty: bool, text: String| (!empty).then_some(text);
+    tx.execute(
+        "UPDATE rewinds SET undone = ?2, scope = ?3, left = ?4 WHERE id = ?1",
+        params![
+            id,
+            json_text(&note.undone),
+            optional(note.scope.is_empty(), json_text(&note.scope)),
+            optional(note.left.is_empty(), json_text(&note.left)),
+        ],
+    )?;
+    Ok(())
+}
+
+/// The turns rewind `id` undid in whole or in part, as it noted them;
+/// `None` for one journaled before migration 12 (or unreadable).
+pub(crate) fn undone_turns(conn: &Connection, id: i64) -> Result<Option<Vec<i64>>> {
+    let text: Option<String> = conn
+        .query_row("SELECT undone FROM rewinds WHERE id = ?1", [id], |r| {
+            r.get(0)
+        })
+        .optional()?
+        .flatten();
+    Ok(text.and_then(|t| serde_json::from_str(&t).ok()))
+}
+
+/// A journal row as `rewinds` lists it; a query's `WHERE` follows.
+const REWIND_RECORD: &str =
+    "SELECT r.id, r.created_ns, r.redoes, r.status, r.turn, r.turns, r.undone, r.scope,
+            r.left, (SELECT count(*) FROM rewind_actions a WHERE a.rewind = r.id)
+     FROM rewinds r";
+
+fn rewind_record(r: &rusqlite::Row<'_>) -> rusqlite::Result<RewindRecord> {
+    let status: RewindStatus = r.get(3)?;
+    let marked: String = r.get(5)?;
+    let undone: Option<String> = r.get(6)?;
+    Ok(RewindRecord {
+        id: r.get(0)?,
+        created_ns: r.get(1)?,
+        redoes: r.get(2)?,
+        state: status.state(),
+        turn: r.get(4)?,
+        // Before migration 12 only the turns it marked were kept.
+        turns: undone
+            .and_then(|u| serde_json::from_str(&u).ok())
+            .or_else(|| serde_json::from_str(&marked).ok())
+            .unwrap_or_default(),
+        scope: from_json_column(r.get(7)?),
+        left: from_json_column(r.get(8)?),
+        changed: r.get::<_, i64>(9)? as u64,
+    })
+}
+
+/// A JSON list column: empty when NULL (or unreadable).
+fn from_json_column<T: serde::de::DeserializeOwned>(text: Option<String>) -> Vec<T> {
+    text.and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or_default()
+}
+
+/// Rewinds and redos (not work-copy applies), newest first.
+pub(crate) fn rewind_records(conn: &Connection, limit: usize) -> Result<Vec<RewindRecord>> {
+    let sql = format!("{REWIND_RECORD} WHERE r.applies IS NULL ORDER BY r.id DESC LIMIT ?1");
+    Ok(conn
+        .prepare(&sql)?
+        .query_map([limit as i64], rewind_record)?
+        .collect::<rusqlite::Result<_>>()?)
+}
+
+/// The applied rewinds (not redone) that restored only some of their
+/// turns' paths, oldest first: few, so `show` reads them for every turn.
+pub(crate) fn partial_rewinds(conn: &Connection) -> Result<Vec<RewindRecord>> {
+    let sql = format!(
+        "{REWIND_RECORD} WHERE r.status = ?1 AND r.redoes IS NULL AND r.applies IS NULL
+           AND (r.scope IS NOT NULL OR r.left IS NOT NULL) ORDER BY r.id"
+    );
+    Ok(conn
+        .prepare_cached(&sql)?
+        .query_map([RewindStatus::Applied], rewind_record)?
+        .collect::<rusqlite::Result<_>>()?)
 }
 
 /// Journals writing `actions` as a new turn made by `meta`, pending,

@@ -7,7 +7,7 @@ use rusqlite::Connection;
 
 use super::Side;
 use crate::error::Result;
-use crate::history::{self, RewindStatus};
+use crate::history::{self, JournalNote, RewindStatus};
 use crate::model::{Action, RewindPlan, TurnMeta};
 use crate::project::now_ns;
 
@@ -32,6 +32,7 @@ impl Journaled {
         plan: &mut RewindPlan,
         marked: Vec<i64>,
         redoes: Option<i64>,
+        note: &JournalNote,
     ) -> Result<Journaled> {
         let continued = &mut plan.continued;
         let id = history::journal(
@@ -40,6 +41,7 @@ impl Journaled {
             &plan.actions,
             &marked,
             redoes,
+            note,
             now_ns(),
             |tx| crate::turns::continue_turns(tx, continued),
         )?;

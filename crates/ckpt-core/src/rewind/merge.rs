@@ -10,31 +10,37 @@
 use crate::error::Result;
 use crate::model::{Conflict, MergeMode, MergeOutcome, Merged, RewindPlan};
 use crate::project::Project;
+use crate::relpath::RelPath;
 use crate::state::{Hash, State};
 use crate::store::Prepared;
 
 impl Project {
     /// Turns each mergeable conflict of `plan` into an action writing the
     /// merge; returns the merged contents to store before the rewind is
-    /// journaled. What cannot be merged (`merge_of` says) stays a conflict.
+    /// journaled. What cannot be merged stays a conflict, saying why.
     pub(super) fn merge_conflicts(
         &self,
         plan: &mut RewindPlan,
         mode: MergeMode,
         dry_run: bool,
     ) -> Result<Vec<Prepared>> {
+        let labels = Labels::of(plan);
         let mut blobs = Vec::new();
         let mut still = Vec::new();
-        for c in std::mem::take(&mut plan.conflicts) {
+        for mut c in std::mem::take(&mut plan.conflicts) {
             let Some(i) = plan.actions.iter().position(|a| a.path == c.path) else {
                 still.push(c);
                 continue;
             };
-            let Some((text, target_mode)) = self.merge_of(&c, &plan.actions[i].target)? else {
-                still.push(c);
-                continue;
+            let sides = match self.merge_of(&c, &plan.actions[i].target, &labels)? {
+                Ok(sides) => sides,
+                Err(why) => {
+                    c.not_mergeable = Some(why);
+                    still.push(c);
+                    continue;
+                }
             };
-            let (text, outcome) = match text {
+            let (text, outcome) = match sides.merged {
                 Ok(text) => (text, MergeOutcome::Clean),
                 Err(text) if mode == MergeMode::Markers => (text, MergeOutcome::Markers),
                 Err(_) => {
@@ -43,6 +49,7 @@ impl Project {
                         path: c.path,
                         outcome: MergeOutcome::Overlapping,
                         content: None,
+                        hunks: None,
                     });
                     continue;
                 }
@@ -51,31 +58,33 @@ impl Project {
             plan.actions[i].target = State::File {
                 hash,
                 size: text.len() as u64,
-                mode: target_mode,
+                mode: sides.mode,
             };
             if !dry_run {
                 blobs.push(self.store.prepare_hashed(hash, text.as_bytes()));
             }
+            let hunks = dry_run.then(|| hunks(&c.path, &sides.current, &text));
             plan.merged.push(Merged {
                 path: c.path,
                 outcome,
                 content: dry_run.then_some(text),
+                hunks,
             });
         }
         plan.conflicts = still;
         Ok(blobs)
     }
 
-    /// The three-way merge of conflict `c` towards `target` (`diffy`'s
-    /// result: `Err` holds the text with conflict markers) and the mode to
-    /// give it; `None` unless all three are text files and the file was
-    /// edited since (a path another session claims, unedited since, stays
-    /// a conflict: merging would undo that session's change).
+    /// The three-way merge of conflict `c` towards `target`, or why there
+    /// is none: all three must be text files and the file edited since (a
+    /// path another session claims, unedited since, stays a conflict:
+    /// merging would undo that session's change).
     fn merge_of(
         &self,
         c: &Conflict,
         target: &State,
-    ) -> Result<Option<(std::result::Result<String, String>, u32)>> {
+        labels: &Labels,
+    ) -> Result<std::result::Result<Sides, String>> {
         let (
             State::File {
                 hash: base,
@@ -94,10 +103,16 @@ impl Project {
             },
         ) = (&c.expected, &c.current, target)
         else {
-            return Ok(None);
+            return Ok(Err(
+                "not a file now, after the agent and before the turn alike (only text files merge)"
+                    .into(),
+            ));
         };
         if c.expected == c.current {
-            return Ok(None);
+            return Ok(Err(
+                "another session changed it and nobody edited it since: merging would undo that change"
+                    .into(),
+            ));
         }
         let (b, o, t) = (
             self.store.get(&self.conn, base)?,
@@ -105,7 +120,7 @@ impl Project {
             self.store.get(&self.conn, theirs)?,
         );
         let (Some(b), Some(o), Some(t)) = (text(&b), text(&o), text(&t)) else {
-            return Ok(None);
+            return Ok(Err("binary file: it cannot be merged".into()));
         };
         // A mode the later edit changed is kept; else the target's.
         let mode = if ours_mode != base_mode {
@@ -113,8 +128,83 @@ impl Project {
         } else {
             *theirs_mode
         };
-        Ok(merge3(b, o, t).map(|merged| (merged, mode)))
+        Ok(match merge3(b, o, t) {
+            Some(merged) => Ok(Sides {
+                current: o.to_string(),
+                merged: merged.map_err(|m| labels.rename(&m, [b, o, t])),
+                mode,
+            }),
+            None => Err("a side holds the bytes ckpt marks a file's end with".into()),
+        })
     }
+}
+
+/// A mergeable conflict: the file now, the merge (`Err`: with conflict
+/// markers), and the mode to give it.
+struct Sides {
+    current: String,
+    merged: std::result::Result<String, String>,
+    mode: u32,
+}
+
+/// What the conflict markers call each side: diffy writes `ours`,
+/// `original`, `theirs`, which here are the file now, what the agent left
+/// and the file before the rewound turns.
+struct Labels {
+    current: String,
+    agent: String,
+    before: String,
+}
+
+impl Labels {
+    fn of(plan: &RewindPlan) -> Labels {
+        let agent = match plan.turns.iter().max() {
+            Some(&last) if last != plan.turn => format!("agent (turns {}-{last})", plan.turn),
+            _ => format!("agent (turn {})", plan.turn),
+        };
+        Labels {
+            current: "current".into(),
+            agent,
+            before: format!("before turn {}", plan.turn),
+        }
+    }
+
+    /// `merged` with diffy's marker lines named for what they are, unless
+    /// a side holds such a line itself (then the markers could not be
+    /// told from it, and stay as diffy wrote them).
+    fn rename(&self, merged: &str, sides: [&str; 3]) -> String {
+        const DIFFY: [&str; 3] = ["<<<<<<< ours", "||||||| original", ">>>>>>> theirs"];
+        if sides.iter().any(|s| s.lines().any(|l| DIFFY.contains(&l))) {
+            return merged.to_string();
+        }
+        let mut out = String::with_capacity(merged.len());
+        for line in merged.split_inclusive('\n') {
+            let (body, end) = match line.strip_suffix('\n') {
+                Some(b) => (b, "\n"),
+                None => (line, ""),
+            };
+            let named = match body {
+                "<<<<<<< ours" => format!("<<<<<<< {}", self.current),
+                "||||||| original" => format!("||||||| {}", self.agent),
+                ">>>>>>> theirs" => format!(">>>>>>> {}", self.before),
+                _ => body.to_string(),
+            };
+            out.push_str(&named);
+            out.push_str(end);
+        }
+        out
+    }
+}
+
+/// The unified hunks turning `current` into `merged` (three lines of
+/// context), headed by the path.
+fn hunks(path: &RelPath, current: &str, merged: &str) -> String {
+    let name = path.display();
+    similar::TextDiff::from_lines(current, merged)
+        .unified_diff()
+        .context_radius(3)
+        .header(&format!("a/{name}"), &format!("b/{name}"))
+        .to_string()
 }
 
 /// Ends every side for a conflict's rendering: no text file holds it (a
@@ -282,6 +372,25 @@ mod tests {
         assert_eq!(m("a\nb\nc", "A\nb\nc", "a\nb\nC"), Ok("A\nb\nC".into()));
     }
 
+    /// Markers name the sides for what they are; a side that holds a line
+    /// such as `<<<<<<< ours` itself keeps diffy's names, so no line of
+    /// the file is renamed.
+    #[test]
+    fn marker_labels_name_the_sides_unless_a_side_holds_a_marker_line() {
+        let labels = super::Labels {
+            current: "current".into(),
+            agent: "agent (turn 2)".into(),
+            before: "before turn 2".into(),
+        };
+        let merged = "<<<<<<< ours\nu\n||||||| original\na\n=======\nb\n>>>>>>> theirs\n";
+        assert_eq!(
+            labels.rename(merged, ["a\n", "u\n", "b\n"]),
+            "<<<<<<< current\nu\n||||||| agent (turn 2)\na\n=======\nb\n>>>>>>> before turn 2\n"
+        );
+        let holds = [">>>>>>> theirs\na\n", "u\n", "b\n"];
+        assert_eq!(labels.rename(merged, holds), merged);
+    }
+
     #[test]
     fn a_binary_file_changed_since_is_not_mergeable_and_stays_a_conflict() {
         let (_tmp, root, mut p, turn) = agent_then_user(BASE);
@@ -293,6 +402,8 @@ mod tests {
         };
         let paths: Vec<String> = plan.conflicts.iter().map(|c| c.path.to_string()).collect();
         assert_eq!(paths, ["b.bin"]);
+        let why = plan.conflicts[0].not_mergeable.as_deref().unwrap_or("");
+        assert!(why.contains("binary"), "{why}");
         assert_eq!(fs::read(root.join("b.bin")).unwrap(), b"\0user");
     }
 }

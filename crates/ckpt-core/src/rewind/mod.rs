@@ -10,14 +10,14 @@
 //! Here: gathering each path's wanted state and the recovery; `plan`
 //! decides what is done, `journal` records it, `apply` writes it.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
 use crate::cache;
 use crate::confined::Dirs;
 use crate::db;
 use crate::error::{Error, IoContext, Result};
-use crate::history::{self, RewindStatus};
+use crate::history::{self, JournalNote, RewindStatus};
 use crate::model::{
     Conflict, Continued, OtherTurn, RecoveryReport, RewindOptions, RewindOutcome, RewindPlan,
     TurnStatus,
@@ -77,15 +77,26 @@ impl Project {
         // target) and the post-image of the newest (what the agent left;
         // for the open turn, what ending it now would record).
         let mut touched: BTreeMap<RelPath, (State, State)> = BTreeMap::new();
+        let mut touched_by: BTreeMap<RelPath, Vec<i64>> = BTreeMap::new();
         for &t in &live {
             for (e, post) in history::closing(&self.conn, t, |p| cache::state(&self.conn, p))? {
                 if let Some(post) = post {
+                    touched_by.entry(e.path.clone()).or_default().push(t);
                     touched.entry(e.path).or_insert((e.pre, State::Absent)).1 = post;
                 }
             }
         }
-        if !opts.paths.is_empty() {
+        let partial = !opts.paths.is_empty();
+        // Only the turns that touched the paths asked for are undone.
+        let mut undone = live.clone();
+        if partial {
+            refuse_untouched(turn, &live, &opts.paths, touched.keys())?;
             touched.retain(|p, _| opts.paths.iter().any(|want| p.starts_with(want)));
+            let by: BTreeSet<i64> = touched
+                .keys()
+                .flat_map(|p| touched_by[p].iter().copied())
+                .collect();
+            undone = by.into_iter().collect();
         }
         let others = self.other_sessions_touching(turn, row.started_ns, session, &touched)?;
         // One tree writer for the whole rewind: recheck, apply, refresh.
@@ -108,7 +119,7 @@ impl Project {
                     })
                 })
                 .collect::<Result<Vec<_>>>()?;
-            let turns = live.clone();
+            let turns = undone.clone();
             plan::plan(&self.tree(), Kind::Rewind, turn, turns, wanted, opts.force)
         })?;
         name_other_sessions(&mut plan, others);
@@ -124,13 +135,14 @@ impl Project {
             tx.commit()?;
         }
         // A partial rewind leaves the turns live.
-        let marked = if opts.paths.is_empty() {
-            live
-        } else {
-            Vec::new()
-        };
+        let marked = if partial { Vec::new() } else { live };
         plan.continued = continued(open.into_iter().map(|t| (t, row.meta.session.clone())));
-        self.carry_out(&mut dirs, plan, &mut opts, marked, None)
+        let note = JournalNote {
+            undone,
+            scope: std::mem::take(&mut opts.paths),
+            left: left_as_they_were(&plan),
+        };
+        self.carry_out(&mut dirs, plan, &mut opts, marked, None, note)
     }
 
     /// Every path a turn of another session than `session` changed during
@@ -178,7 +190,10 @@ impl Project {
             actions.iter().map(|a| a.path.clone()).collect(),
             opts.after_barrier,
         )?;
-        let turns = history::turns_rewound_by(&self.conn, id)?;
+        let turns = match history::undone_turns(&self.conn, id)? {
+            Some(turns) => turns,
+            None => history::turns_rewound_by(&self.conn, id)?,
+        };
         let mut plan = db::reading(&self.conn, || {
             let wanted = actions
                 .into_iter()
@@ -194,7 +209,17 @@ impl Project {
             plan::plan(&self.tree(), Kind::Redo, turn, turns, wanted, opts.force)
         })?;
         plan.continued = continued(open);
-        self.carry_out(&mut dirs, plan, &mut opts, Vec::new(), Some(id))
+        let note = JournalNote {
+            undone: plan.turns.clone(),
+            ..JournalNote::default()
+        };
+        self.carry_out(&mut dirs, plan, &mut opts, Vec::new(), Some(id), note)
+    }
+
+    /// The rewinds and redos journaled, newest first (a work copy's apply
+    /// is a turn, not listed).
+    pub fn rewinds(&self, limit: usize) -> Result<Vec<crate::model::RewindRecord>> {
+        history::rewind_records(&self.conn, limit)
     }
 
     /// A plan's end: shown (dry run), refused, or journaled (marking
@@ -208,6 +233,7 @@ impl Project {
         opts: &mut RewindOptions,
         marked: Vec<i64>,
         redoes: Option<i64>,
+        note: JournalNote,
     ) -> Result<RewindOutcome> {
         if opts.dry_run {
             return Ok(RewindOutcome::DryRun(plan));
@@ -215,7 +241,7 @@ impl Project {
         if plan.refused(opts.force) {
             return Ok(RewindOutcome::Refused(plan));
         }
-        let journaled = Journaled::write(&mut self.conn, &mut plan, marked, redoes)?;
+        let journaled = Journaled::write(&mut self.conn, &mut plan, marked, redoes, &note)?;
         self.apply(
             dirs,
             &journaled,
@@ -329,6 +355,55 @@ fn continued(open: impl IntoIterator<Item = (i64, Option<String>)>) -> Vec<Conti
         .collect()
 }
 
+/// A rewind limited to paths that no rewound turn touched would do
+/// nothing: name them instead (an error, nothing changed or journaled).
+fn refuse_untouched<'a>(
+    turn: i64,
+    live: &[i64],
+    wanted: &[RelPath],
+    touched: impl Iterator<Item = &'a RelPath> + Clone,
+) -> Result<()> {
+    let untouched: Vec<String> = wanted
+        .iter()
+        .filter(|w| !touched.clone().any(|p| p.starts_with(w)))
+        .map(|w| w.display())
+        .collect();
+    if untouched.is_empty() {
+        return Ok(());
+    }
+    let turns = match live {
+        [one] => format!("turn {one}"),
+        _ => format!(
+            "turns {}",
+            live.iter()
+                .map(i64::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
+    Err(Error::Invalid(format!(
+        "no rewound turn touched {} (the rewind to before turn {turn} undoes {turns}; \
+         `ckptctl show N` lists a turn's paths); nothing changed",
+        untouched.join(", ")
+    )))
+}
+
+/// The paths of the rewound turns a plan leaves as they are: skipped, or
+/// merged changes that overlap.
+fn left_as_they_were(plan: &RewindPlan) -> Vec<(RelPath, String)> {
+    let overlapping = plan
+        .merged
+        .iter()
+        .filter(|m| m.outcome == crate::model::MergeOutcome::Overlapping)
+        .map(|m| {
+            let why = "the changes overlap (--merge); left as it was".to_string();
+            (m.path.clone(), why)
+        });
+    let mut left: Vec<_> = plan.skipped.iter().cloned().chain(overlapping).collect();
+    left.sort();
+    left
+}
+
 /// `path`'s state from `current_states`; an error if it is not there (a
 /// path listed twice).
 fn take(current: &mut HashMap<RelPath, State>, path: &RelPath) -> Result<State> {
@@ -355,6 +430,7 @@ fn name_other_sessions(
                 expected: expected.clone().unwrap_or_else(|| a.current.clone()),
                 current: a.current.clone(),
                 other: Some(other.clone()),
+                not_mergeable: None,
             }),
         }
     }

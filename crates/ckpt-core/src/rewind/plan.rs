@@ -157,6 +157,7 @@ impl<T: Tree> Planner<'_, T> {
                 expected,
                 current: current.clone(),
                 other: None,
+                not_mergeable: None,
             };
             self.conflicts.insert(path.clone(), conflict);
         }
@@ -190,6 +191,7 @@ impl<T: Tree> Planner<'_, T> {
                         expected: State::Absent,
                         current: state.clone(),
                         other: None,
+                        not_mergeable: None,
                     });
                 }
             }

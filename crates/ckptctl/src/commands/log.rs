@@ -41,17 +41,18 @@ pub fn run(ctx: &Ctx, limit: Option<usize>, session: Option<String>) -> anyhow::
         return Ok(0);
     }
     println!(
-        "{:>5}  {:<19}  {:<7}  {:<16}  LABEL",
-        "TURN", "STARTED", "STATE", "CHANGES"
+        "{:>5}  {:<19}  {:<14}  {:<12}  {:<16}  LABEL",
+        "TURN", "STARTED", "STATE", "SESSION", "CHANGES"
     );
     for t in &l.turns {
         let label = t.label.as_deref().unwrap_or("").replace('\n', " ");
         let label: String = label.chars().take(60).collect();
         println!(
-            "{:>5}  {:<19}  {:<7}  {:<16}  {}",
+            "{:>5}  {:<19}  {:<14}  {:<12}  {:<16}  {}",
             t.id,
             output::time(t.started_ns),
-            output::status(t.status),
+            output::turn_state(t),
+            output::session_of(t),
             output::counts(&t.counts),
             label
         );

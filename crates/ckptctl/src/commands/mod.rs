@@ -19,6 +19,7 @@ pub mod log;
 mod mcp;
 mod projects;
 pub mod rewind;
+mod rewinds;
 mod run;
 mod service;
 pub mod show;
@@ -130,6 +131,7 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
             });
             rewind::rewind(&ctx, turn, &paths, dry_run, force, merge, conversation)
         }
+        Command::Rewinds { limit, all } => rewinds::run(&ctx, (!all).then_some(limit as usize)),
         Command::Redo {
             dry_run,
             force,

@@ -47,14 +47,20 @@ pub fn rewind(
     finish(ctx, with(ctx, r, with_conversation, partial), force)
 }
 
-/// `rewind --last [--session S]`: the newest live turn of `session` (the
-/// default session without one).
+/// `rewind --last [--session S]`: the newest live turn of `session`;
+/// without one, of the default session or a work copy's apply (the user's
+/// own turns: an apply runs in a session of its own, which nobody names).
 pub fn last_turn(ctx: &Ctx, session: Option<&str>, last: bool) -> anyhow::Result<i64> {
     anyhow::ensure!(last, "name a turn, or --last");
     let log = super::log::query(ctx, 100_000, session.map(str::to_string))?;
+    let mine = |t: &&ckpt_proto::TurnInfo| match session {
+        Some(_) => t.session.as_deref() == session,
+        None => t.session.is_none() || crate::workcopy::apply::is_apply(t),
+    };
     log.turns
         .iter()
-        .find(|t| t.session.as_deref() == session && t.status != TurnStatus::Rewound)
+        .filter(mine)
+        .find(|t| t.status != TurnStatus::Rewound)
         .map(|t| t.id)
         .ok_or_else(|| match session {
             Some(s) => anyhow::anyhow!("session {s} has no live turn in {}", log.project),
@@ -240,7 +246,13 @@ fn print(r: &RewindReply, force: bool) {
         Outcome::DryRun => println!("dry run of the {what}: nothing changed"),
         Outcome::Refused => eprintln!("{what} refused: nothing changed"),
     }
-    for a in &r.actions {
+    // A merged file is listed once, with its merge, below.
+    let merged = |a: &&ckpt_proto::Action| {
+        r.merged
+            .iter()
+            .any(|m| m.path == a.path && m.outcome != MergeOutcome::Overlapping)
+    };
+    for a in r.actions.iter().filter(|a| !merged(a)) {
         let verb = match (a.action, would) {
             (ActionKind::Restore, false) => "restored ",
             (ActionKind::Delete, false) => "deleted  ",
@@ -291,6 +303,9 @@ fn print(r: &RewindReply, force: bool) {
                 output::state(&c.current)
             ),
         }
+        if let Some(why) = &c.not_mergeable {
+            eprintln!("             not merged: {why}");
+        }
     }
     for m in &r.merged {
         let what = match (m.outcome, would) {
@@ -303,12 +318,17 @@ fn print(r: &RewindReply, force: bool) {
             }
         };
         println!("  {what}  {}", m.path.quoted());
-        if let Some(text) = &m.content {
-            for line in text.lines() {
-                println!("    | {line}");
+        if let Some(hunks) = &m.hunks {
+            for line in hunks.lines() {
+                println!("    {line}");
             }
         }
     }
+    let unmergeable = r
+        .conflicts
+        .iter()
+        .filter(|c| c.not_mergeable.is_some())
+        .count();
     if !r.blocked.is_empty() {
         eprintln!(
             "the redo cannot put the tree back exactly as it was before the rewind \
@@ -320,6 +340,21 @@ fn print(r: &RewindReply, force: bool) {
         eprintln!(
             "{} changed since the rewind; --force overwrites them",
             output::count(r.conflicts.len() as u64, "path")
+        );
+    } else if r.outcome == Outcome::Refused && unmergeable == r.conflicts.len() {
+        // --merge was given and could do nothing more for these.
+        eprintln!(
+            "{} cannot be merged; --force overwrites {} with the content from before \
+             turn {}, or --path naming only the other paths leaves {} as {}",
+            output::count(unmergeable as u64, "path"),
+            if unmergeable == 1 { "it" } else { "them" },
+            r.turn,
+            if unmergeable == 1 { "it" } else { "them" },
+            if unmergeable == 1 {
+                "it is"
+            } else {
+                "they are"
+            },
         );
     } else if r.outcome == Outcome::Refused {
         eprintln!(
@@ -378,16 +413,22 @@ fn print_conversation(ctx: &Ctx, r: &RewindReply, c: &conversation::Report) {
         if r.redo {
             println!("conversation: the original {agent} session {original} holds these turns; resume it: {cmd}");
         } else {
-            let verb = if c.dry_run { "would fork" } else { "forked" };
             println!(
-                "conversation: {verb} {agent} session {original} before turn {} into {} ({} entries): {}",
+                "conversation: forked {agent} session {original} before turn {} into {} ({}): {}",
                 r.turn,
                 c.forked_session.as_deref().unwrap_or("?"),
-                c.entries.unwrap_or(0),
+                output::count(c.entries.unwrap_or(0) as u64, "entry"),
                 c.path.as_deref().unwrap_or("?"),
             );
             println!("  resume it: {cmd}");
         }
+    } else if c.dry_run && c.skipped.is_none() {
+        println!(
+            "conversation: would fork {agent} session {original} before turn {} into a new \
+             session ({}) next to it; the real run names it and the command that resumes it",
+            r.turn,
+            output::count(c.entries.unwrap_or(0) as u64, "entry"),
+        );
     }
     if !c.other_sessions.is_empty() {
         println!(

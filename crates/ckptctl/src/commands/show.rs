@@ -31,7 +31,7 @@ pub fn run(ctx: &Ctx, turn: i64) -> anyhow::Result<u8> {
     println!(
         "turn {} ({}), started {}{ended}",
         i.id,
-        output::status(i.status),
+        output::turn_state(i),
         output::time(i.started_ns)
     );
     if let Some(l) = &i.label {
@@ -42,6 +42,9 @@ pub fn run(ctx: &Ctx, turn: i64) -> anyhow::Result<u8> {
     }
     if let Some(se) = &i.session {
         println!("session: {se}");
+    }
+    if let Some(p) = &i.partial {
+        output::partial(p);
     }
     if let Some(t) = &i.transcript {
         println!("transcript: {t}");

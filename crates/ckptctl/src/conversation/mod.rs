@@ -258,6 +258,9 @@ pub fn fork(t: &TurnConversation, dry_run: bool) -> Report {
         return report;
     };
     match try_fork(adapter, t, dry_run) {
+        // The new session's id is made when the fork is written: a dry
+        // run names none (nor its file, nor the command naming it).
+        Ok(f) if dry_run => report.entries = Some(f.entries),
         Ok(f) => {
             report.forked_session = Some(f.session.clone());
             report.path = Some(f.path.display().to_string());

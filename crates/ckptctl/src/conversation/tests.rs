@@ -212,10 +212,13 @@ fn a_prompt_already_written_at_turn_start_is_left_out_and_late_replies_are_kept(
     );
     assert_eq!(r.entries, Some(4), "{r:?}");
     assert!(r.dry_run);
-    assert!(
-        !Path::new(&r.path.unwrap()).exists(),
-        "a dry run writes nothing"
+    assert_eq!(
+        (r.forked_session, r.path, r.resume_command),
+        (None, None, None),
+        "a dry run names no session it did not make"
     );
+    let files = fs::read_dir(dir.path()).unwrap().count();
+    assert_eq!(files, 2, "a dry run writes nothing");
     let r = fork(&turn(2, "claude-code", path.to_str().unwrap(), &pos), false);
     assert_eq!(r.entries, Some(3), "{r:?}");
 }

@@ -8,6 +8,24 @@ use super::fingerprint;
 use super::preview::{Original, Preview};
 use super::state::AppliedPath;
 
+/// The agent an apply's turn names: the user applied it, as they run
+/// `ckptctl run`, so `rewind --last` treats it as one of the user's turns.
+pub const AGENT: &str = "workcopy";
+
+/// The session an apply's turn is made in: its own, so a rewind of it
+/// undoes that apply alone.
+pub fn session(name: &str, nanos: u128) -> String {
+    format!("workcopy:{name}:{nanos}")
+}
+
+/// Whether `t` is a work copy's apply.
+pub fn is_apply(t: &ckpt_proto::TurnInfo) -> bool {
+    t.agent.as_deref() == Some(AGENT)
+        && t.session
+            .as_deref()
+            .is_some_and(|s| s.starts_with("workcopy:"))
+}
+
 /// The paths an apply writes: those the copy changed that the original
 /// still holds as at the base (one already as in the copy needs nothing).
 /// Call only on a preview without conflicts.

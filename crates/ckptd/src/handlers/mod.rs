@@ -84,6 +84,7 @@ pub fn handle(d: &Arc<Daemon>, req: Request) -> Response {
             dry_run,
             force,
         } => rewind::redo(d, &dir, dry_run, force).map(Response::Rewind),
+        Request::Rewinds { dir, limit } => rewind::list(d, &dir, limit).map(Response::Rewinds),
         Request::Status => Ok(Response::Status(status::handle(d))),
         Request::Fsck { dir } => fsck::handle(d, &dir).map(Response::Fsck),
         Request::Activity { dir } => activity::handle(d, &dir).map(Response::Activity),

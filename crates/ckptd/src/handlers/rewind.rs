@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ckpt_core::{RewindOptions, RewindOutcome};
-use ckpt_proto::{ErrorKind, RewindReply, WirePath};
+use ckpt_proto::{ErrorKind, RewindReply, RewindsReply, WirePath};
 
 use crate::config::TestHooks;
 use crate::convert;
@@ -67,6 +67,20 @@ pub fn redo(d: &Arc<Daemon>, dir: &WirePath, dry_run: bool, force: bool) -> ReqR
         h.call(|p| p.redo(opts)).inspect_err(|e| failed(&h, e))
     })?;
     Ok(reply(&h, true, &outcome, start))
+}
+
+/// The rewinds and redos journaled, newest first (every one without a
+/// limit). No barrier: the journal is the daemon's own.
+pub fn list(d: &Arc<Daemon>, dir: &WirePath, limit: Option<usize>) -> ReqResult<RewindsReply> {
+    let h = d.project_for(dir)?;
+    h.ensure_available()?;
+    let limit = limit.unwrap_or(i64::MAX as usize);
+    let records = h.call(|p| p.rewinds(limit))?;
+    Ok(RewindsReply {
+        project: convert::abs(&h.root),
+        rewinds: records.iter().map(convert::rewind_record).collect(),
+        degraded: h.degraded_reason(),
+    })
 }
 
 /// A rewind that failed on the filesystem or the store may have left its

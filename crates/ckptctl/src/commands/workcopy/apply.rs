@@ -84,7 +84,7 @@ pub fn apply_cmd(ctx: &Ctx, store: &Store, wc: WorkCopy) -> anyhow::Result<u8> {
         wc.name
     );
     let rec = ApplyRecord {
-        session: format!("workcopy:{}:{}", wc.name, now_nanos()),
+        session: crate::workcopy::apply::session(&wc.name, now_nanos()),
         paths,
         copy_fingerprint: p.copy_fingerprint,
         head: git::head(&wc.original),
@@ -104,7 +104,7 @@ pub fn apply_cmd(ctx: &Ctx, store: &Store, wc: WorkCopy) -> anyhow::Result<u8> {
             })
             .collect(),
         label: Some(format!("workcopy apply {}", wc.name)),
-        agent: Some("workcopy".into()),
+        agent: Some(crate::workcopy::apply::AGENT.into()),
         session: Some(rec.session.clone()),
     };
     // The apply is a turn of the original's history: watch it (its baseline

@@ -1,0 +1,82 @@
+//! `ckptctl rewinds [-n N | --all]`: past rewinds and redos, newest first.
+
+use ckpt_proto::{Request, Response, RewindKind, RewindRecord, RewindState, RewindsReply};
+
+use super::{unexpected, Ctx};
+use crate::output;
+
+/// The newest `limit` rewinds and redos (every one for `None`): the
+/// document `--json` prints.
+pub fn query(ctx: &Ctx, limit: Option<usize>) -> anyhow::Result<RewindsReply> {
+    match ctx.request(&Request::Rewinds {
+        dir: ctx.wire_dir(),
+        limit,
+    })? {
+        Response::Rewinds(r) => Ok(r),
+        other => Err(unexpected(other)),
+    }
+}
+
+pub fn run(ctx: &Ctx, limit: Option<usize>) -> anyhow::Result<u8> {
+    // One more than shown tells whether older ones were left out.
+    let mut r = query(ctx, limit.map(|n| n.saturating_add(1)))?;
+    let more = limit.is_some_and(|n| r.rewinds.len() > n);
+    if let Some(n) = limit {
+        r.rewinds.truncate(n);
+    }
+    output::warn_degraded(&r.project, &r.degraded);
+    if ctx.g.json {
+        output::json(&r)?;
+        return Ok(0);
+    }
+    if r.rewinds.is_empty() {
+        println!("no rewinds yet in {}", r.project);
+        return Ok(0);
+    }
+    for rec in &r.rewinds {
+        print_one(rec);
+    }
+    if more {
+        println!(
+            "(the newest {}; `ckptctl rewinds --all` shows more)",
+            r.rewinds.len()
+        );
+    }
+    Ok(0)
+}
+
+/// `#4  2026-12-02 11:00:00  rewind to before turn 2 (turns 2, 3)  partial  applied`,
+/// then the paths it was limited to and those it left.
+fn print_one(r: &RewindRecord) {
+    let turns = r
+        .turns
+        .iter()
+        .map(i64::to_string)
+        .collect::<Vec<_>>()
+        .join(", ");
+    let what = match (r.kind, r.redoes) {
+        (RewindKind::Redo, Some(of)) => format!("redo of rewind {of} (turns {turns})"),
+        _ => format!("rewind to before turn {} (turns {turns})", r.turn),
+    };
+    let whole = if r.partial { "partial" } else { "whole" };
+    let state = match r.state {
+        RewindState::Pending => "pending",
+        RewindState::Applied => "applied",
+        RewindState::Failed => "failed, rolled back",
+        RewindState::Redone => "redone",
+        RewindState::Other => "?",
+    };
+    println!(
+        "{:>4}  {}  {what}, {}  {whole}  {state}",
+        r.id,
+        output::time(r.created_ns),
+        output::count(r.changed, "path"),
+    );
+    if !r.scope.is_empty() {
+        let paths: Vec<String> = r.scope.iter().map(|p| p.quoted()).collect();
+        println!("      only {}", paths.join(", "));
+    }
+    for s in &r.left {
+        println!("      left {}  ({})", s.path.quoted(), s.reason);
+    }
+}
