@@ -194,6 +194,12 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE files ADD COLUMN nlink INTEGER NOT NULL DEFAULT 1;
     CREATE INDEX files_linked ON files(dev, ino) WHERE nlink > 1 AND kind = 1;
     ",
+    // 13 (appended after 11; another branch adds 12 before it): an open
+    // turn's session's running tool calls, kept with the turn so a tool
+    // window outlives a daemon restart; 0 once the turn is no longer open.
+    "
+    ALTER TABLE turns ADD COLUMN tools INTEGER NOT NULL DEFAULT 0;
+    ",
 ];
 
 /// The schema version this build writes and understands.
