@@ -554,7 +554,12 @@ fn end_of(p: &mut Project, session: &str) -> Vec<(String, bool)> {
     let t = p.turn_end_of(Some(session), None).expect("turn_end_of");
     t.entries
         .iter()
-        .map(|e| (String::from_utf8_lossy(e.path.as_bytes()).into_owned(), e.shared))
+        .map(|e| {
+            (
+                String::from_utf8_lossy(e.path.as_bytes()).into_owned(),
+                e.shared,
+            )
+        })
         .collect()
 }
 
