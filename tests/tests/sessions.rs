@@ -319,6 +319,32 @@ fn a_tool_window_gives_a_change_to_its_session_alone() {
     assert!(status.to_string().contains("tool-end"), "{status}");
 }
 
+/// A tool window open when the daemon is killed (OOM, reboot) is still
+/// open after it starts again: the tool call's change after the restart is
+/// its session's alone, not shared with the other open session's turn.
+#[test]
+fn a_tool_window_survives_a_daemon_restart() {
+    let env = Env::new();
+    let d = env.start_daemon();
+    let proj = env.git_repo("p", &[("a.txt", b"one\n")]);
+    env.ctl_ok(&proj, &["watch"]);
+    let ta = start(&env, &proj, "A");
+    let tb = start(&env, &proj, "B");
+    env.ctl_ok(&proj, &["tool-start", "--session", "A"]);
+    d.kill();
+
+    let _d = env.start_daemon();
+    sh(&proj, "echo two > a.txt");
+    let end = env.ctl_json(&proj, &["tool-end", "--session", "A"]);
+    assert_eq!(end["running"], 0, "{end}");
+    env.ctl_ok(&proj, &["turn-end", "--session", "A"]);
+    env.ctl_ok(&proj, &["turn-end", "--session", "B"]);
+    assert_eq!(entries(&env, &proj, ta), [("a.txt".to_string(), false)]);
+    assert_eq!(entries(&env, &proj, tb), []);
+    let fsck = env.ctl_json(&proj, &["fsck"]);
+    assert_eq!(fsck["ok"], true, "{fsck}");
+}
+
 /// The status of each turn, by id.
 fn statuses(env: &Env, proj: &Path) -> Vec<(i64, String)> {
     let log = env.ctl_json(proj, &["log"]);

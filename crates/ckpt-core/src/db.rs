@@ -205,6 +205,11 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE rewinds ADD COLUMN scope TEXT;
     ALTER TABLE rewinds ADD COLUMN left TEXT;
     ",
+    // 13: the running tool calls of an open turn's session, kept with the
+    // turn so a tool window outlives a daemon restart; 0 once it is closed.
+    "
+    ALTER TABLE turns ADD COLUMN tools INTEGER NOT NULL DEFAULT 0;
+    ",
 ];
 
 /// The schema version this build writes and understands.

@@ -38,9 +38,6 @@ pub struct Project {
     pub(crate) store: BlobStore,
     pub(crate) opts: Options,
     pub(crate) excludes: Excludes,
-    /// Tool calls running, per session (`turns.rs`, "tool windows"): kept
-    /// in memory only, so a restart forgets them and changes are shared.
-    pub(crate) tools: std::collections::BTreeMap<Option<String>, u32>,
 }
 
 impl Project {
@@ -113,7 +110,6 @@ impl Project {
             store,
             opts,
             excludes,
-            tools: Default::default(),
         })
     }
 

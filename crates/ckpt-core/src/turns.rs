@@ -15,7 +15,7 @@ use crate::relpath::RelPath;
 use crate::state::State;
 
 // Capture asks for the open turn and records pre-images through these.
-pub(crate) use history::{open_turn, open_turns, record_pre};
+pub(crate) use history::{open_turn, record_pre};
 
 fn counts(entries: &[TurnEntry], current: impl Fn(&RelPath) -> Result<State>) -> Result<Counts> {
     let mut c = Counts::default();
@@ -49,8 +49,12 @@ pub(crate) fn continue_turns(tx: &Connection, continued: &mut [Continued]) -> Re
             .ok_or(Error::UnknownTurn(c.ended))?
             .meta;
         let now = now_ns();
+        // The session's running tool calls go on in the turn that continues.
+        let tools = history::tool_calls(tx, c.ended)?;
         history::close_turn(tx, c.ended, now, |path| cache::state(tx, path))?;
-        c.opened = Some(history::insert_turn(tx, &meta, now)?);
+        let opened = history::insert_turn(tx, &meta, now)?;
+        history::set_tool_calls(tx, opened, tools)?;
+        c.opened = Some(opened);
     }
     Ok(())
 }
@@ -64,8 +68,8 @@ impl Project {
 
     /// [`Project::turn_start`], also returning the turn it closed.
     pub fn turn_start_closing(&mut self, meta: TurnMeta) -> Result<(Option<i64>, i64)> {
-        // A tool window a lost hook left open ends with its turn.
-        self.tools.remove(&meta.session);
+        // A tool window a lost hook left open ends with its turn (closing
+        // it clears the count).
         let closed = history::open_turn_of(&self.conn, meta.session.as_deref())?;
         if let Some(open) = closed {
             self.close_turn(open)?;
@@ -76,43 +80,34 @@ impl Project {
     /// A tool call of `session` starts: until it ends, a change seen while
     /// only this session (of those with open turns) runs tools goes to its
     /// turn alone. Call after a barrier, so what changed before is not
-    /// counted as the tool's. Returns the session's running tool calls.
-    pub fn tool_start(&mut self, session: Option<&str>) -> u32 {
-        let n = self.tools.entry(session.map(str::to_string)).or_default();
-        *n += 1;
-        *n
+    /// counted as the tool's. The count is kept on the session's open turn
+    /// (it outlives a daemon restart and ends with the turn); returns the
+    /// session's running tool calls, 0 when it has no open turn.
+    pub fn tool_start(&mut self, session: Option<&str>) -> Result<u32> {
+        Ok(history::add_tool_call(&self.conn, session, 1)?.unwrap_or(0))
     }
 
     /// A tool call of `session` ended. Call after a barrier, so what the
     /// tool changed is captured inside its window. Returns the session's
     /// tool calls still running.
-    pub fn tool_end(&mut self, session: Option<&str>) -> u32 {
-        let key = session.map(str::to_string);
-        let left = self.tools.get(&key).map_or(0, |n| n.saturating_sub(1));
-        if left == 0 {
-            self.tools.remove(&key);
-        } else {
-            self.tools.insert(key, left);
-        }
-        left
+    pub fn tool_end(&mut self, session: Option<&str>) -> Result<u32> {
+        Ok(history::add_tool_call(&self.conn, session, -1)?.unwrap_or(0))
     }
 
     /// The open turns a change seen now goes to, and whether it is shared.
     /// Every open turn, unless tool calls are running: then the open turns
-    /// of the sessions running them (if any has one).
-    pub(crate) fn recipients(&self, open: &[(i64, Option<String>)]) -> (Vec<i64>, bool) {
-        let running: Vec<i64> = open
-            .iter()
-            .filter(|(_, s)| self.tools.contains_key(s))
-            .map(|(t, _)| *t)
-            .collect();
-        let to = if running.is_empty() {
+    /// of the sessions running them.
+    pub(crate) fn recipients(&self) -> Result<(Vec<i64>, bool)> {
+        let open = history::open_turns_running_tools(&self.conn)?;
+        let running: Vec<i64> = open.iter().filter(|(_, r)| *r).map(|(t, _)| *t).collect();
+        let mut to = if running.is_empty() {
             open.iter().map(|(t, _)| *t).collect()
         } else {
             running
         };
+        to.sort_unstable();
         let shared = to.len() > 1;
-        (to, shared)
+        Ok((to, shared))
     }
 
     /// Closes the open turn of the default session, or else the only open
@@ -131,8 +126,8 @@ impl Project {
         session: Option<&str>,
         transcript: Option<&str>,
     ) -> Result<TurnDetail> {
-        let (turn, its_session) = self.open_for(session)?.ok_or(Error::NoOpenTurn)?;
-        self.tools.remove(&its_session);
+        // Closing the turn ends its session's tool windows.
+        let (turn, _) = self.open_for(session)?.ok_or(Error::NoOpenTurn)?;
         if let Some(t) = transcript {
             history::note_transcript(&self.conn, turn, t)?;
         }

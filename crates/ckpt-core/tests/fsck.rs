@@ -534,3 +534,31 @@ fn two_open_turns_of_one_session_are_found_and_of_two_sessions_are_not() {
     let detail = assert_problem(&r, FindingKind::BadTurn, &format!("turns [{a}, {a2}]"));
     assert!(detail.contains("\"A\""), "{detail}");
 }
+
+/// A persisted tool window belongs to an open turn: running tool calls on
+/// an open turn are sound, on a closed one (or a negative count) are not.
+#[test]
+fn a_tool_window_on_a_turn_that_is_not_open_is_found() {
+    let Rich { fx, .. } = rich();
+    let c = conn(&fx);
+    c.execute(
+        "INSERT INTO turns (started_ns, session, status, tools) VALUES (1, 'A', 'open', 2)",
+        [],
+    )
+    .unwrap();
+    let r = check(&fx);
+    assert!(r.ok(), "a window of an open turn: {:#?}", r.problems);
+    c.execute(
+        "INSERT INTO turns (started_ns, ended_ns, session, status, tools)
+         VALUES (1, 2, 'B', 'closed', 1)",
+        [],
+    )
+    .unwrap();
+    let closed = c.last_insert_rowid();
+    let detail = assert_problem(&check(&fx), FindingKind::BadTurn, &format!("turn {closed}"));
+    assert!(detail.contains("closed but records 1 running"), "{detail}");
+    c.execute("UPDATE turns SET tools = -1 WHERE id = ?1", [closed])
+        .unwrap();
+    let detail = assert_problem(&check(&fx), FindingKind::BadTurn, &format!("turn {closed}"));
+    assert!(detail.contains("-1 running"), "{detail}");
+}

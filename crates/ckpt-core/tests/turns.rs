@@ -537,3 +537,80 @@ fn a_turns_conversation_position_is_kept_as_given() {
     assert_eq!(info.status, TurnStatus::Rewound);
     assert_eq!(info.meta.conversation.as_deref(), Some(position));
 }
+
+/// Barrier, then open a turn of `session`.
+fn start_of(p: &mut Project, session: &str) -> i64 {
+    sync(p);
+    p.turn_start(ckpt_core::TurnMeta {
+        session: Some(session.to_string()),
+        ..Default::default()
+    })
+    .expect("turn_start")
+}
+
+/// Barrier, then close `session`'s turn: its paths, each with `shared`.
+fn end_of(p: &mut Project, session: &str) -> Vec<(String, bool)> {
+    sync(p);
+    let t = p.turn_end_of(Some(session), None).expect("turn_end_of");
+    t.entries
+        .iter()
+        .map(|e| {
+            (
+                String::from_utf8_lossy(e.path.as_bytes()).into_owned(),
+                e.shared,
+            )
+        })
+        .collect()
+}
+
+/// A tool call running when the store is closed (a daemon killed) is still
+/// running when it is opened again: the change it makes then is its
+/// session's alone, and its tool-end is counted against it.
+#[test]
+fn a_running_tool_call_is_loaded_again_when_the_store_is_reopened() {
+    let fx = Fx::new();
+    fx.write("a.txt", "one\n");
+    let mut p = fx.open();
+    sync(&mut p);
+    start_of(&mut p, "A");
+    start_of(&mut p, "B");
+    assert_eq!(p.tool_start(Some("A")).unwrap(), 1);
+    drop(p);
+
+    let mut p = fx.open();
+    fx.write("a.txt", "two\n");
+    sync(&mut p);
+    assert_eq!(p.tool_end(Some("A")).unwrap(), 0, "the reopened count");
+    assert_eq!(end_of(&mut p, "A"), [("a.txt".to_string(), false)]);
+    assert_eq!(end_of(&mut p, "B"), []);
+}
+
+/// A rewind that ends the open turns and continues each in a new one keeps
+/// the session's running tool call on its new turn; a turn-start of the
+/// session ends it.
+#[test]
+fn a_tool_window_follows_its_session_into_the_turn_a_rewind_continues() {
+    let fx = Fx::new();
+    fx.write("a.txt", "one\n");
+    let mut p = fx.open();
+    sync(&mut p);
+    let ta = start_of(&mut p, "A");
+    start_of(&mut p, "B");
+    assert_eq!(p.tool_start(Some("A")).unwrap(), 1);
+    fx.write("a.txt", "two\n");
+    rewind(&mut p, ta);
+    assert_ne!(p.open_turn_of(Some("A")).unwrap(), Some(ta), "continued");
+    fx.write("b.txt", "A's tool\n");
+    sync(&mut p);
+    assert_eq!(p.tool_end(Some("A")).unwrap(), 0);
+    assert_eq!(end_of(&mut p, "A"), [("b.txt".to_string(), false)]);
+    assert_eq!(end_of(&mut p, "B"), []);
+
+    // A session's next turn starts with no tool call running.
+    start_of(&mut p, "A");
+    start_of(&mut p, "B");
+    assert_eq!(p.tool_start(Some("A")).unwrap(), 1);
+    start_of(&mut p, "A");
+    fx.write("c.txt", "either\n");
+    assert_eq!(end_of(&mut p, "B"), [("c.txt".to_string(), true)]);
+}

@@ -31,8 +31,7 @@ impl Project {
         scan_start: i64,
         report: &mut ScanReport,
     ) -> Result<()> {
-        let open = turns::open_turns(&self.conn)?;
-        let to = self.recipients(&open);
+        let to = self.recipients()?;
         let conn = &mut self.conn;
         if seen.is_empty() {
             if !gone.is_empty() {

@@ -10,7 +10,7 @@ use crate::history::{self, RewindStatus};
 use crate::model::TurnStatus;
 
 /// Known statuses; at most one open turn per session; a turn is marked rewound exactly
-/// when a rewind that marks turns names it.
+/// when a rewind that marks turns names it; tool calls run only in an open turn.
 pub(super) fn turns(c: &mut Checker) -> Result<()> {
     // Open turns by session: several sessions each keep one open.
     let mut open: BTreeMap<Option<String>, Vec<i64>> = BTreeMap::new();
@@ -44,6 +44,9 @@ pub(super) fn turns(c: &mut Checker) -> Result<()> {
             _ => None,
         };
         if let Some(why) = why {
+            c.problem(FindingKind::BadTurn, subject.clone(), why);
+        }
+        if let Some(why) = tool_window_problem(status, t.tools) {
             c.problem(FindingKind::BadTurn, subject, why);
         }
     })?;
@@ -59,6 +62,20 @@ pub(super) fn turns(c: &mut Checker) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// A persisted tool window that no open turn explains: a count on a turn
+/// that is not open (closing a turn clears it), or a negative count.
+fn tool_window_problem(status: TurnStatus, tools: i64) -> Option<String> {
+    if tools < 0 {
+        return Some(format!("it records {tools} running tool calls"));
+    }
+    (tools > 0 && status != TurnStatus::Open).then(|| {
+        format!(
+            "it is {} but records {tools} running tool call(s)",
+            status.as_str()
+        )
+    })
 }
 
 /// Every entry belongs to a turn, has a valid path, and its pre- and

@@ -16,11 +16,13 @@ pub(crate) struct TurnAudit {
     pub rewinder_status: Option<String>,
     /// `None`: the default session.
     pub session: Option<String>,
+    /// Tool calls recorded as running (only an open turn's may be non-zero).
+    pub tools: i64,
 }
 
 pub(crate) fn audit_turns(conn: &Connection, mut f: impl FnMut(TurnAudit)) -> Result<()> {
     let mut stmt = conn.prepare(
-        "SELECT t.id, t.status, t.rewound_by, r.status, t.session
+        "SELECT t.id, t.status, t.rewound_by, r.status, t.session, t.tools
          FROM turns t LEFT JOIN rewinds r ON r.id = t.rewound_by ORDER BY t.id",
     )?;
     let mut rows = stmt.query([])?;
@@ -31,6 +33,7 @@ pub(crate) fn audit_turns(conn: &Connection, mut f: impl FnMut(TurnAudit)) -> Re
             rewound_by: r.get(2)?,
             rewinder_status: r.get(3)?,
             session: r.get(4)?,
+            tools: r.get(5)?,
         });
     }
     Ok(())

@@ -155,6 +155,50 @@ pub(crate) fn open_turn_of(conn: &Connection, session: Option<&str>) -> Result<O
         .map(|(id, _)| id))
 }
 
+/// The open turns with whether their session runs a tool call, for
+/// attribution; the same partial index as [`open_turns`].
+const OPEN_TURN_TOOLS: &str = "SELECT id, tools > 0 FROM turns WHERE status = 'open'";
+
+/// The open turns, each with whether its session runs a tool call now.
+pub(crate) fn open_turns_running_tools(conn: &Connection) -> Result<Vec<(i64, bool)>> {
+    Ok(conn
+        .prepare_cached(OPEN_TURN_TOOLS)?
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<rusqlite::Result<_>>()?)
+}
+
+/// Counts a tool call of `session` in or out (`delta` +1 or -1, never
+/// below 0) on its open turn; returns the calls now running, `None` when
+/// the session has no open turn (a window outside a turn narrows nothing).
+pub(crate) fn add_tool_call(
+    conn: &Connection,
+    session: Option<&str>,
+    delta: i64,
+) -> Result<Option<u32>> {
+    Ok(conn
+        .prepare_cached(
+            "UPDATE turns SET tools = max(tools + ?2, 0) \
+             WHERE status = 'open' AND session IS ?1 RETURNING tools",
+        )?
+        .query_row(params![session, delta], |r| r.get(0))
+        .optional()?)
+}
+
+/// The tool calls recorded as running on `turn`.
+pub(crate) fn tool_calls(conn: &Connection, turn: i64) -> Result<u32> {
+    Ok(conn
+        .prepare_cached("SELECT tools FROM turns WHERE id = ?1")?
+        .query_row([turn], |r| r.get(0))?)
+}
+
+/// Records `n` tool calls as running on `turn` (a turn that continues
+/// another keeps its session's window).
+pub(crate) fn set_tool_calls(conn: &Connection, turn: i64, n: u32) -> Result<()> {
+    conn.prepare_cached("UPDATE turns SET tools = ?2 WHERE id = ?1")?
+        .execute(params![turn, n])?;
+    Ok(())
+}
+
 /// Opens a turn and returns its id. Prepared once, as every statement of a
 /// hook call is: parsing them was a tenth of the daemon's CPU in a
 /// turn-start/turn-end loop.
@@ -350,7 +394,8 @@ pub(crate) fn close_turn(
             set_post.execute(params![turn, e.path.as_bytes(), kind, mode, data, size])?;
         }
     }
-    tx.prepare_cached("UPDATE turns SET status = ?3, ended_ns = ?2 WHERE id = ?1")?
+    // A closed turn's session runs no tool call: its windows end with it.
+    tx.prepare_cached("UPDATE turns SET status = ?3, ended_ns = ?2, tools = 0 WHERE id = ?1")?
         .execute(params![turn, ended_ns, TurnStatus::Closed])?;
     Ok(())
 }
@@ -896,6 +941,7 @@ mod tests {
     fn the_open_turn_query_names_the_open_status() {
         let open = format!("status = '{}'", TurnStatus::Open.as_str());
         assert!(OPEN_TURN.ends_with(&open), "{OPEN_TURN}");
+        assert!(OPEN_TURN_TOOLS.ends_with(&open), "{OPEN_TURN_TOOLS}");
     }
 
     #[test]

@@ -22,9 +22,9 @@ pub fn handle(
     barrier(d, &h)?;
     let (running, turn) = h.call(|p| {
         let running = if start {
-            p.tool_start(session)
+            p.tool_start(session)?
         } else {
-            p.tool_end(session)
+            p.tool_end(session)?
         };
         Ok((running, p.open_turn_of(session)?))
     })?;
