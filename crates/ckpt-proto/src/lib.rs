@@ -20,6 +20,7 @@
 //! ```
 
 mod frame;
+pub mod mode;
 pub mod paths;
 mod types;
 mod wirepath;

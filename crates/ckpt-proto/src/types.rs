@@ -292,10 +292,22 @@ pub struct HelloReply {
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum State {
     Absent,
-    File { hash: String, size: u64, mode: u32 },
-    Dir { mode: u32 },
-    Symlink { target: WirePath },
-    Skipped { reason: String },
+    File {
+        hash: String,
+        size: u64,
+        #[serde(with = "crate::mode")]
+        mode: u32,
+    },
+    Dir {
+        #[serde(with = "crate::mode")]
+        mode: u32,
+    },
+    Symlink {
+        target: WirePath,
+    },
+    Skipped {
+        reason: String,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -788,6 +800,7 @@ pub struct ToolReply {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PathEntry {
     pub kind: String,
+    #[serde(with = "crate::mode")]
     pub mode: u32,
     pub sha256: String,
 }

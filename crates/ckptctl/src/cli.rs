@@ -543,6 +543,8 @@ pub enum HooksAction {
 
 #[derive(Args, Debug)]
 pub struct HooksArgs {
+    /// The agents to act on [default: install, every agent found on this
+    /// machine; uninstall, every agent].
     pub agents: Vec<Agent>,
     /// The project's config (the git top level of -C's or the current
     /// directory) instead of the user's.
@@ -616,12 +618,16 @@ pub enum LedgerAction {
     /// Every entry, with its history: JSON (for `ledger import` in another
     /// clone) or Markdown (for a pull-request description).
     Export {
+        /// JSON for `ledger import`, Markdown for people.
         #[arg(long, value_enum, default_value_t = ExportFormat::Json)]
         format: ExportFormat,
     },
     /// Add the entries of a JSON export from another clone of the project;
     /// entries already here are skipped.
-    Import { file: PathBuf },
+    Import {
+        /// A file written by `ckptctl ledger export --format json`.
+        file: PathBuf,
+    },
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -794,5 +800,31 @@ mod tests {
             let e = quiet_secs(bad).expect_err(bad);
             assert!(e.contains("--bursts") && e.contains(bad), "{e}");
         }
+    }
+
+    /// Every argument of every subcommand says what it is in `--help`
+    /// (issue 31 item 36 found `show <TURN>` and `--why` with none).
+    #[test]
+    fn every_argument_has_help() {
+        use clap::CommandFactory;
+        fn walk(cmd: &clap::Command, path: &str, missing: &mut Vec<String>) {
+            let path = format!("{path} {}", cmd.get_name());
+            for arg in cmd.get_arguments() {
+                // A family's `args` are its own parser's, walked below.
+                let builtin = matches!(arg.get_id().as_str(), "help" | "version" | "args");
+                if !builtin && !arg.is_hide_set() && arg.get_help().is_none() {
+                    missing.push(format!("{path} {}", arg.get_id()));
+                }
+            }
+            for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
+                walk(sub, &path, missing);
+            }
+        }
+        let mut missing = Vec::new();
+        walk(&Cli::command(), "", &mut missing);
+        walk(&LedgerCli::command(), "", &mut missing);
+        walk(&WorkcopyCli::command(), "", &mut missing);
+        walk(&HooksCli::command(), "", &mut missing);
+        assert!(missing.is_empty(), "arguments without help: {missing:#?}");
     }
 }

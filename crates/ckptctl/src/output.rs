@@ -9,29 +9,9 @@ pub fn json<T: Serialize>(value: &T) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// One JSON document as `--json` prints it. File modes are octal strings
-/// (`"644"`), as in work-copy and export manifests, whatever the wire says.
+/// One JSON document as `--json` prints it.
 pub fn json_text<T: Serialize>(value: &T) -> anyhow::Result<String> {
-    let mut doc = serde_json::to_value(value)?;
-    octal_modes(&mut doc);
-    Ok(serde_json::to_string_pretty(&doc)?)
-}
-
-/// Rewrites every numeric `mode` field in `v` as its permission bits in
-/// octal: one notation for modes across the CLI's JSON.
-fn octal_modes(v: &mut serde_json::Value) {
-    match v {
-        serde_json::Value::Object(o) => {
-            for (k, child) in o.iter_mut() {
-                match child.as_u64() {
-                    Some(m) if k == "mode" => *child = format!("{:o}", m & 0o7777).into(),
-                    _ => octal_modes(child),
-                }
-            }
-        }
-        serde_json::Value::Array(a) => a.iter_mut().for_each(octal_modes),
-        _ => {}
-    }
+    Ok(serde_json::to_string_pretty(value)?)
 }
 
 /// A failure as the CLI reports it: the error and its causes, on one line.
@@ -227,5 +207,21 @@ pub fn entries(list: &[TurnEntry]) {
             ""
         };
         println!("  {letter}  {}{slash}{reason}{shared}", e.path.quoted());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Counts read as English: "1 path", "3 paths", "2 entries" (issue 31
+    /// item 36 found "1 paths").
+    #[test]
+    fn counts_read_as_english() {
+        assert_eq!(count(1, "path"), "1 path");
+        assert_eq!(count(0, "path"), "0 paths");
+        assert_eq!(count(3, "path"), "3 paths");
+        assert_eq!(count(1, "entry"), "1 entry");
+        assert_eq!(count(2, "entry"), "2 entries");
     }
 }
