@@ -67,9 +67,8 @@ impl Seq<'_> {
                     0
                 },
                 if ep.tool.is_some() { 10 } else { 0 },
-                // KNOWN: a tool window does not survive a restart (its
-                // session's changes become shared): repro-tool-window-restart.sh.
-                if ep.open.len() >= 2 && ep.tool.is_none() {
+                // A tool window open across the kill must survive it.
+                if ep.open.len() >= 2 {
                     6
                 } else {
                     0

@@ -19,8 +19,8 @@ impl Seq<'_> {
             self.turn_end()?;
         }
         self.remove_leaving_links()?;
-        // KNOWN: a work copy refuses a name that is not UTF-8 (undocumented):
-        // repro-workcopy-non-utf8.sh. Half the time the user moves them away.
+        // KNOWN: a work copy refuses a name that is not UTF-8 (a limit the
+        // guide states). Half the time the user moves them away.
         let non_utf8 = self.non_utf8_paths();
         if !non_utf8.is_empty() && self.rng.chance(50) {
             self.remove_non_utf8(&non_utf8)?;
@@ -281,8 +281,7 @@ fn copy_edit(p: &mut Project, rng: &mut crate::rng::Rng) -> anyhow::Result<Optio
             let Some(path) = p.new_path(rng) else {
                 return Ok(None);
             };
-            // KNOWN: a work copy refuses a name that is not UTF-8
-            // (repro-workcopy-non-utf8.sh).
+            // KNOWN: a work copy refuses a name that is not UTF-8.
             if std::str::from_utf8(&path).is_err() {
                 return Ok(None);
             }
