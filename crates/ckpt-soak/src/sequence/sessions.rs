@@ -15,6 +15,7 @@ use super::check::entry_diffs;
 use super::{mismatch, Seq};
 use crate::ops;
 use crate::rules::{self, Change, Turn};
+use crate::tree::Node;
 
 /// The sessions an episode draws from (reused across episodes, so a
 /// session has turns from several of them).
@@ -32,6 +33,9 @@ struct OpenTurn {
     /// Paths changed while other sessions' turns were open too (and no
     /// tool call ran): recorded as shared.
     shared: BTreeSet<Vec<u8>>,
+    /// Paths such a run of edits changed and put back: the daemon may or
+    /// may not have seen the passing state, so either mark is right.
+    maybe_shared: BTreeSet<Vec<u8>>,
 }
 
 /// An episode's state: the open turns and whose tool call runs.
@@ -41,6 +45,9 @@ struct Episode {
     tool: Option<usize>,
     /// Sessions not started yet this episode.
     waiting: Vec<&'static str>,
+    /// The shared run of edits since the last step that synced with the
+    /// daemon: each path it touched, with its state before the run.
+    run: BTreeMap<Vec<u8>, Option<Node>>,
 }
 
 impl Seq<'_> {
@@ -53,6 +60,7 @@ impl Seq<'_> {
             open: Vec::new(),
             tool: None,
             waiting: SESSIONS[..k].to_vec(),
+            run: BTreeMap::new(),
         };
         self.stats.sessions += 1;
         for _ in 0..self.rng.range(6, 16) {
@@ -68,13 +76,13 @@ impl Seq<'_> {
                 },
                 if ep.tool.is_some() { 10 } else { 0 },
                 // A tool window open across the kill must survive it.
-                if ep.open.len() >= 2 {
-                    6
-                } else {
-                    0
-                },
+                if ep.open.len() >= 2 { 6 } else { 0 },
             ];
-            match self.rng.weighted(&w) {
+            let step = self.rng.weighted(&w);
+            if step != 1 {
+                self.end_shared_run(&mut ep);
+            }
+            match step {
                 0 => self.session_start(&mut ep)?,
                 1 => self.session_edit(&mut ep)?,
                 2 => {
@@ -89,6 +97,7 @@ impl Seq<'_> {
                 _ => self.kill_with_sessions_open(&ep)?,
             }
         }
+        self.end_shared_run(&mut ep);
         if ep.tool.is_some() {
             self.tool_call(&mut ep, None)?;
         }
@@ -127,6 +136,22 @@ impl Seq<'_> {
         Ok(())
     }
 
+    /// Ends the shared run of edits (the next step syncs with the daemon):
+    /// a path it left changed was seen changed, so it is shared in every
+    /// open turn; one it put back may have changed too briefly to be seen.
+    fn end_shared_run(&self, ep: &mut Episode) {
+        for (p, before) in std::mem::take(&mut ep.run) {
+            let changed = self.proj.tree.get(&p) != before.as_ref();
+            for o in &mut ep.open {
+                if changed {
+                    o.shared.insert(p.clone());
+                } else {
+                    o.maybe_shared.insert(p.clone());
+                }
+            }
+        }
+    }
+
     fn session_start(&mut self, ep: &mut Episode) -> anyhow::Result<()> {
         let s = ep.waiting.remove(self.rng.below(ep.waiting.len()));
         let c = self.world.ctl(&["--json", "turn-start", "--session", s])?;
@@ -148,6 +173,7 @@ impl Seq<'_> {
             started,
             entries: BTreeMap::new(),
             shared: BTreeSet::new(),
+            maybe_shared: BTreeSet::new(),
         });
         self.stats.turns += 1;
         Ok(())
@@ -173,11 +199,12 @@ impl Seq<'_> {
             };
             self.note(format!("{who}: {line}"));
             let changes = rules::touched(&before, &self.proj.tree);
-            let shared = ep.tool.is_none() && ep.open.len() >= 2;
-            for (i, o) in ep.open.iter_mut().enumerate() {
-                if shared {
-                    o.shared.extend(changes.keys().cloned());
+            if ep.tool.is_none() && ep.open.len() >= 2 {
+                for p in changes.keys() {
+                    ep.run.entry(p.clone()).or_insert(before.get(p).cloned());
                 }
+            }
+            for (i, o) in ep.open.iter_mut().enumerate() {
                 if ep.tool.is_some_and(|t| t != i) {
                     continue;
                 }
@@ -259,6 +286,7 @@ impl Seq<'_> {
             .iter()
             .filter(|e| touched.contains_key(&e.path.0))
             .filter(|e| e.shared != o.shared.contains(&e.path.0))
+            .filter(|e| o.shared.contains(&e.path.0) || !o.maybe_shared.contains(&e.path.0))
             .map(|e| {
                 format!(
                     "{}: shared {}, the model says {}",
