@@ -30,5 +30,6 @@ mod rewind;
 mod seed;
 mod service;
 mod sessions;
+mod snapshots;
 mod watches;
 mod workcopy;
