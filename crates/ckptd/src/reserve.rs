@@ -16,7 +16,7 @@ use crate::mutex::lock;
 const FILES: [&str; 2] = ["space-reserve", "space-reserve-rewind"];
 
 /// How much each reserve sets aside. Measured on a 12 MiB tmpfs
-/// (tests/tests/full_disk.rs,
+/// (tests/tests/e2e/full_disk.rs,
 /// `a_rewind_needing_no_new_content_and_turn_boundaries_work_on_a_full_data_disk`).
 pub const SIZE: u64 = 1 << 20;
 
