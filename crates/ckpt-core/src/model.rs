@@ -364,9 +364,23 @@ pub struct RewindOptions {
     /// (an edit after the barrier) are checked again, and nothing is
     /// re-hashed for being racy.
     pub after_barrier: bool,
-    /// Test hook, called before each filesystem operation with its index;
-    /// an error aborts the apply there as if the process had died.
+    /// Test hook (`test-hooks` feature only), called before each
+    /// filesystem operation with its index; an error aborts the apply there
+    /// as if the process had died.
+    #[cfg(any(test, feature = "test-hooks"))]
     pub before_op: Option<Box<dyn FnMut(usize) -> crate::Result<()> + Send>>,
+}
+
+impl RewindOptions {
+    /// The test hook, taken out for the apply (none without `test-hooks`).
+    pub(crate) fn take_hook(
+        &mut self,
+    ) -> Option<Box<dyn FnMut(usize) -> crate::Result<()> + Send>> {
+        #[cfg(any(test, feature = "test-hooks"))]
+        return self.before_op.take();
+        #[cfg(not(any(test, feature = "test-hooks")))]
+        None
+    }
 }
 
 /// What start-up recovery did with an interrupted rewind or redo.

@@ -60,7 +60,7 @@ impl Daemon {
         let watcher = Watcher::new(
             Arc::clone(&registry),
             cookie::dir_in(&config.data_dir),
-            config.hooks.fake_watch_limit,
+            config.hooks.fake_watch_limit(),
         );
         let barrier = BarrierConfig {
             cookie_dir: watcher.cookie_dir().map(Path::to_path_buf),

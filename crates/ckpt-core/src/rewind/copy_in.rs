@@ -157,7 +157,7 @@ impl Project {
             &journaled,
             &plan.actions,
             Side::Target,
-            &mut opts.before_op,
+            &mut opts.take_hook(),
         )?;
         Ok(CopyOutcome::Applied {
             turn: journaled.applies.expect("journaled as a new turn"),

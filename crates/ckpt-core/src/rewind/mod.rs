@@ -247,7 +247,7 @@ impl Project {
             &journaled,
             &plan.actions,
             Side::Target,
-            &mut opts.before_op,
+            &mut opts.take_hook(),
         )?;
         Ok(RewindOutcome::Applied {
             rewind_id: journaled.id,
