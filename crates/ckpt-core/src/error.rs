@@ -49,10 +49,14 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 impl Error {
     /// Whether a test hook simulated a crash here: everything is left as a
     /// dead process would leave it, for recovery to finish.
+    #[cfg(any(test, feature = "test-hooks"))]
     pub(crate) fn is_injected(&self) -> bool {
-        #[cfg(any(test, feature = "test-hooks"))]
-        return matches!(self, Error::Injected(_));
-        #[cfg(not(any(test, feature = "test-hooks")))]
+        matches!(self, Error::Injected(_))
+    }
+
+    /// Without `test-hooks` no hook can.
+    #[cfg(not(any(test, feature = "test-hooks")))]
+    pub(crate) fn is_injected(&self) -> bool {
         false
     }
 

@@ -44,21 +44,27 @@ impl TestHooks {
     }
 
     /// Whether every new watch is to fail as if the watch limit were hit.
+    #[cfg(feature = "test-hooks")]
     pub fn fake_watch_limit(&self) -> bool {
-        #[cfg(feature = "test-hooks")]
-        return self.fake_watch_limit;
-        #[cfg(not(feature = "test-hooks"))]
+        self.fake_watch_limit
+    }
+
+    #[cfg(not(feature = "test-hooks"))]
+    pub fn fake_watch_limit(&self) -> bool {
         false
     }
 
     /// `opts` with the pause point armed, if one is set.
+    #[cfg(feature = "test-hooks")]
     pub fn arm(&self, opts: RewindOptions) -> RewindOptions {
-        #[cfg(feature = "test-hooks")]
-        return RewindOptions {
+        RewindOptions {
             before_op: self.pause_hook(),
             ..opts
-        };
-        #[cfg(not(feature = "test-hooks"))]
+        }
+    }
+
+    #[cfg(not(feature = "test-hooks"))]
+    pub fn arm(&self, opts: RewindOptions) -> RewindOptions {
         opts
     }
 

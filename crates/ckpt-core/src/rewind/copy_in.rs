@@ -99,7 +99,8 @@ impl Project {
             });
         }
         let root_fs = Arc::clone(&self.root_fs);
-        let mut dirs = Dirs::new(&root_fs).ctx("open", &self.root)?;
+        let mut dirs =
+            Dirs::new(&root_fs, self.opts.free_removed.clone()).ctx("open", &self.root)?;
         let mut current = self.current_states(
             &mut dirs,
             targets.keys().cloned().collect(),
