@@ -55,7 +55,7 @@ pub fn bin(name: &str) -> PathBuf {
     path
 }
 
-/// Builds `ckptd` and the ckptctl package's every executable (`ckptctl`,
+/// Builds `ckptd` (with its `test-hooks` feature) and the ckptctl package's every executable (`ckptctl`,
 /// and `ckpt-mcp` and `ckpt-hooks`, which it execs from next to itself) with `cargo`
 /// into the target dir and profile of `profile_dir`. `Ok(false)`: no cargo
 /// target dir above it, nothing built.
@@ -81,6 +81,9 @@ pub fn build_binaries(cargo: &std::ffi::OsStr, profile_dir: &Path) -> Result<boo
         "ckptd",
         "-p",
         "ckptctl",
+        // The `CKPT_TEST_*` hooks some tests set; a plain build has none.
+        "--features",
+        "ckptd/test-hooks",
         "--target-dir",
     ])
     .arg(target_dir)

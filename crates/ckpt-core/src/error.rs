@@ -38,6 +38,8 @@ pub enum Error {
     SchemaTooNew { found: i64, known: i64 },
     #[error("{0}")]
     Invalid(String),
+    /// A test hook's simulated crash (`test-hooks` feature only).
+    #[cfg(any(test, feature = "test-hooks"))]
     #[error("injected failure after {0} operations")]
     Injected(usize),
 }
@@ -45,6 +47,19 @@ pub enum Error {
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
+    /// Whether a test hook simulated a crash here: everything is left as a
+    /// dead process would leave it, for recovery to finish.
+    #[cfg(any(test, feature = "test-hooks"))]
+    pub(crate) fn is_injected(&self) -> bool {
+        matches!(self, Error::Injected(_))
+    }
+
+    /// Without `test-hooks` no hook can.
+    #[cfg(not(any(test, feature = "test-hooks")))]
+    pub(crate) fn is_injected(&self) -> bool {
+        false
+    }
+
     /// Whether a filesystem ran out of room: `ENOSPC` or `EDQUOT` from a
     /// write, or SQLite's `SQLITE_FULL` (its name for the same). Such a
     /// failure passes once space is freed; nothing stored before it is lost.

@@ -1,10 +1,12 @@
 //! The daemon's configuration: where it listens and stores, and the test
-//! hooks read from the environment at start-up.
+//! hooks (`test_hooks.rs`, with the `test-hooks` feature only).
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context;
+
+use crate::test_hooks::TestHooks;
 
 /// Everything `ckptd::run` needs.
 #[derive(Clone, Debug)]
@@ -14,32 +16,6 @@ pub struct Config {
     /// How long a barrier waits for its cookie before falling back to a full scan.
     pub barrier_timeout: Duration,
     pub hooks: TestHooks,
-}
-
-/// Test-only behaviour, off unless the matching environment variable is set.
-#[derive(Clone, Debug, Default)]
-pub struct TestHooks {
-    /// `CKPT_TEST_PAUSE_REWIND_AFTER=k`: a rewind or redo sleeps for an hour
-    /// before its filesystem operation number `k`, so a test can kill the
-    /// daemon in the middle of it.
-    pub pause_rewind_after: Option<usize>,
-    /// `CKPT_TEST_PAUSE_MARKER=path`: created when that pause begins.
-    pub pause_marker: Option<PathBuf>,
-    /// `CKPT_TEST_FAKE_WATCH_LIMIT=1`: every new watch fails as if the inotify
-    /// watch limit had been reached.
-    pub fake_watch_limit: bool,
-}
-
-impl TestHooks {
-    pub fn from_env() -> TestHooks {
-        let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
-        TestHooks {
-            pause_rewind_after: var("CKPT_TEST_PAUSE_REWIND_AFTER")
-                .and_then(|v| v.to_str().and_then(|s| s.parse().ok())),
-            pause_marker: var("CKPT_TEST_PAUSE_MARKER").map(PathBuf::from),
-            fake_watch_limit: var("CKPT_TEST_FAKE_WATCH_LIMIT").is_some(),
-        }
-    }
 }
 
 impl Config {

@@ -45,6 +45,7 @@ impl From<ckpt_core::Error> for ReqError {
             E::NothingToRedo => ErrorKind::NothingToRedo,
             E::UnsafePath { .. } | E::Invalid(_) => ErrorKind::BadRequest,
             E::WrongProject { .. } | E::SchemaTooNew { .. } => ErrorKind::ProjectUnavailable,
+            #[cfg(feature = "test-hooks")]
             E::Injected(_) => ErrorKind::Internal,
             _ => ErrorKind::Io,
         };

@@ -16,7 +16,7 @@
 //! ```
 
 // The layers, bottom first; a module uses only modules in layers below its
-// own: (config, convert, error, lock, mutex, pathmap, socket) < cookie <
+// own: (test_hooks, config, convert, error, lock, mutex, pathmap, socket) < cookie <
 // backend < project < registry < router < watcher < barrier < daemon <
 // handlers < server.
 mod backend;
@@ -36,6 +36,7 @@ mod reserve;
 mod router;
 mod server;
 mod socket;
+mod test_hooks;
 mod watcher;
 
 use std::io::IsTerminal;
@@ -45,7 +46,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 
-pub use config::{Config, TestHooks};
+pub use config::Config;
+pub use test_hooks::TestHooks;
 
 /// How long shutdown waits for operations in progress (a rewind) to finish.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);

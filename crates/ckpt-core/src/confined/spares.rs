@@ -1,6 +1,6 @@
 //! Recycling and freeing what a batch replaces: a replaced file is kept,
 //! under a temp name, to be rewritten with a later file's content; what is
-//! let go of is closed (and so freed) on a thread of its own.
+//! let go of is closed (and so freed) by the caller's `FreeRemoved`.
 
 use std::ffi::OsStr;
 use std::io;
@@ -71,20 +71,6 @@ impl Spares {
     /// Every spare held, leaving none.
     pub(super) fn take_all(&mut self) -> Vec<Spare> {
         std::mem::take(&mut self.0)
-    }
-}
-
-/// Closes `fds` on a thread of its own (or here, if none can be started).
-/// ckpt-bench waits for threads of this name before timing another system.
-pub(super) fn close_later(fds: Vec<OwnedFd>) {
-    if fds.is_empty() {
-        return;
-    }
-    let spawned = std::thread::Builder::new()
-        .name("ckpt-free".into())
-        .spawn(move || drop(fds));
-    if let Err(e) = spawned {
-        tracing::debug!("closed removed files inline: {e}");
     }
 }
 

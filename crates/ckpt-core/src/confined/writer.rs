@@ -13,8 +13,8 @@ use rustix::fs::{AtFlags, Mode, OFlags};
 
 use super::durability::{parallel_fsync, WholeFs};
 use super::root::{not_dir, Root, Stat, StatKind};
-use super::spares::{close_later, open_regular, recyclable, rewrite, NewFile, Spare, Spares};
-use crate::model::TEMP_PREFIX;
+use super::spares::{open_regular, recyclable, rewrite, NewFile, Spare, Spares};
+use crate::model::{FreeRemoved, TEMP_PREFIX};
 use crate::relpath::RelPath;
 
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -43,8 +43,10 @@ pub(crate) struct Dirs<'a> {
     /// off once the filesystem refuses an exchange.
     recycle: bool,
     /// Removed files and directories, still open, to be closed (and so
-    /// freed) on a thread of their own (`doom`).
+    /// freed) by `free_removed` (`doom`).
     doomed: Vec<OwnedFd>,
+    /// Who closes them; `None`: this thread, at the end of the batch.
+    free_removed: Option<FreeRemoved>,
     /// Directory → what a new file in it gets (`new_file`).
     new_file: std::collections::HashMap<Vec<u8>, NewFile>,
 }
@@ -89,7 +91,7 @@ fn open_child_dir(parent: &OwnedFd, name: &OsStr) -> rustix::io::Result<OwnedFd>
 }
 
 impl<'a> Dirs<'a> {
-    pub fn new(root: &'a Root) -> io::Result<Dirs<'a>> {
+    pub fn new(root: &'a Root, free_removed: Option<FreeRemoved>) -> io::Result<Dirs<'a>> {
         let mut open = std::collections::HashMap::new();
         open.insert(Vec::new(), rustix::io::dup(&root.fd)?);
         Ok(Dirs {
@@ -99,6 +101,7 @@ impl<'a> Dirs<'a> {
             spares: Spares::default(),
             recycle: cfg!(target_os = "linux"),
             doomed: Vec::new(),
+            free_removed,
             new_file: Default::default(),
         })
     }
@@ -463,17 +466,26 @@ impl<'a> Dirs<'a> {
         drop(std::mem::take(&mut self.doomed));
     }
 
-    /// Keeps `fd`, a removed file or directory, to be closed on a thread
-    /// of its own when the batch is done: the last close frees an inode and
-    /// its blocks, which on ext4 with `discard` waits for the device (~0.8 ms
-    /// per block run), and the rewind need not; nor should the freeing run
-    /// beside it. Every `DOOMED` are handed over at once, so that a large
-    /// removal cannot run out of descriptors.
+    /// Keeps `fd`, a removed file or directory, to be closed when the
+    /// batch is done, by `free_removed` if given (the last close frees an
+    /// inode and its blocks, which on ext4 with `discard` waits for the
+    /// device, and the rewind need not). Every `DOOMED` are handed over at
+    /// once, so that a large removal cannot run out of descriptors.
     fn doom(&mut self, fd: OwnedFd) {
         const DOOMED: usize = 64;
         self.doomed.push(fd);
         if self.doomed.len() >= DOOMED {
-            close_later(std::mem::take(&mut self.doomed));
+            self.close_doomed();
+        }
+    }
+
+    /// Hands the removed files held to `free_removed`; without one, they
+    /// are closed here and now.
+    fn close_doomed(&mut self) {
+        let fds = std::mem::take(&mut self.doomed);
+        match &self.free_removed {
+            Some(free) if !fds.is_empty() => (free.0)(fds),
+            _ => drop(fds),
         }
     }
 
@@ -502,7 +514,7 @@ impl<'a> Dirs<'a> {
 impl Drop for Dirs<'_> {
     fn drop(&mut self) {
         self.drop_spares();
-        close_later(std::mem::take(&mut self.doomed));
+        self.close_doomed();
     }
 }
 

@@ -63,7 +63,7 @@ impl Project {
         // Written data is durable before the journal says "applied"
         // (`run_steps` syncs each file and each changed directory).
         if let Err(e) = self.run_steps(dirs, &steps, hook) {
-            if matches!(e, Error::Injected(_)) {
+            if e.is_injected() {
                 return Err(e);
             }
             let back = self.still_to_undo(dirs, ordered(actions, side.other()))?;
@@ -164,7 +164,7 @@ impl Project {
         match written.and_then(|()| synced.ctx("sync", &self.root)) {
             Ok(()) => {}
             // A simulated crash leaves everything as a dead process would.
-            Err(e @ Error::Injected(_)) => return Err(e),
+            Err(e) if e.is_injected() => return Err(e),
             Err(e) => {
                 for s in &staged[committed..] {
                     dirs.discard(s);

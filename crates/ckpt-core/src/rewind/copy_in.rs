@@ -99,7 +99,8 @@ impl Project {
             });
         }
         let root_fs = Arc::clone(&self.root_fs);
-        let mut dirs = Dirs::new(&root_fs).ctx("open", &self.root)?;
+        let mut dirs =
+            Dirs::new(&root_fs, self.opts.free_removed.clone()).ctx("open", &self.root)?;
         let mut current = self.current_states(
             &mut dirs,
             targets.keys().cloned().collect(),
@@ -157,7 +158,7 @@ impl Project {
             &journaled,
             &plan.actions,
             Side::Target,
-            &mut opts.before_op,
+            &mut opts.take_hook(),
         )?;
         Ok(CopyOutcome::Applied {
             turn: journaled.applies.expect("journaled as a new turn"),

@@ -101,7 +101,8 @@ impl Project {
         let others = self.other_sessions_touching(turn, row.started_ns, session, &touched)?;
         // One tree writer for the whole rewind: recheck, apply, refresh.
         let root_fs = Arc::clone(&self.root_fs);
-        let mut dirs = Dirs::new(&root_fs).ctx("open", &self.root)?;
+        let mut dirs =
+            Dirs::new(&root_fs, self.opts.free_removed.clone()).ctx("open", &self.root)?;
         let mut current = self.current_states(
             &mut dirs,
             touched.keys().cloned().collect(),
@@ -184,7 +185,8 @@ impl Project {
         let open = history::open_turns(&self.conn)?;
         let actions = history::actions(&self.conn, id)?;
         let root_fs = Arc::clone(&self.root_fs);
-        let mut dirs = Dirs::new(&root_fs).ctx("open", &self.root)?;
+        let mut dirs =
+            Dirs::new(&root_fs, self.opts.free_removed.clone()).ctx("open", &self.root)?;
         let mut current = self.current_states(
             &mut dirs,
             actions.iter().map(|a| a.path.clone()).collect(),
@@ -247,7 +249,7 @@ impl Project {
             &journaled,
             &plan.actions,
             Side::Target,
-            &mut opts.before_op,
+            &mut opts.take_hook(),
         )?;
         Ok(RewindOutcome::Applied {
             rewind_id: journaled.id,
@@ -277,7 +279,8 @@ impl Project {
             }
         }
         let root_fs = Arc::clone(&self.root_fs);
-        let mut dirs = Dirs::new(&root_fs).ctx("open", &self.root)?;
+        let mut dirs =
+            Dirs::new(&root_fs, self.opts.free_removed.clone()).ctx("open", &self.root)?;
         self.apply(&mut dirs, &journaled, &actions, side, &mut None)?;
         Ok(Some(RecoveryReport {
             rewind_id: id,

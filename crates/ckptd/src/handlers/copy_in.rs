@@ -8,7 +8,7 @@ use std::time::Instant;
 use ckpt_core::{CopyOutcome, CopyPath, Entry, EntryKind, RelPath, RewindOptions, TurnMeta};
 use ckpt_proto::{self as proto, CopyInReply, WirePath};
 
-use super::rewind::{failed, pause_hook};
+use super::rewind::failed;
 use crate::convert;
 use crate::daemon::{barrier, Daemon};
 use crate::error::{ReqError, ReqResult};
@@ -45,9 +45,9 @@ pub fn handle(
     let opts = RewindOptions {
         // The barrier above brought the cache up to date.
         after_barrier: true,
-        before_op: pause_hook(&d.config.hooks),
         ..RewindOptions::default()
     };
+    let opts = d.config.hooks.arm(opts);
     let outcome = h
         .call(|p| p.copy_in(&src, meta, paths, opts))
         .inspect_err(|e| failed(&h, e))?;

@@ -3,12 +3,11 @@
 //! up and are checked afterwards, finding the cache already up to date.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use ckpt_core::{RewindOptions, RewindOutcome};
 use ckpt_proto::{ErrorKind, RewindReply, RewindsReply, WirePath};
 
-use crate::config::TestHooks;
 use crate::convert;
 use crate::daemon::{barrier, Daemon};
 use crate::error::{ReqError, ReqResult};
@@ -32,6 +31,8 @@ pub fn rewind(
     let start = Instant::now();
     let outcome = d.with_reserve(crate::reserve::For::Rewind, || {
         barrier(d, &h)?;
+        // (The update sets `before_op` when ckpt-core has its test hooks.)
+        #[allow(clippy::needless_update)]
         let opts = RewindOptions {
             paths: rels.clone(),
             dry_run,
@@ -42,8 +43,9 @@ pub fn rewind(
             }),
             // The barrier above brought the cache up to date.
             after_barrier: true,
-            before_op: pause_hook(&d.config.hooks),
+            ..RewindOptions::default()
         };
+        let opts = d.config.hooks.arm(opts);
         h.call(|p| p.rewind(turn, opts))
             .inspect_err(|e| failed(&h, e))
     })?;
@@ -55,6 +57,9 @@ pub fn redo(d: &Arc<Daemon>, dir: &WirePath, dry_run: bool, force: bool) -> ReqR
     let start = Instant::now();
     let outcome = d.with_reserve(crate::reserve::For::Rewind, || {
         barrier(d, &h)?;
+        // (The update sets `before_op` when ckpt-core has its test hooks.)
+        #[allow(clippy::needless_update)]
+        #[allow(clippy::needless_update)] // as in `rewind`
         let opts = RewindOptions {
             paths: Vec::new(),
             dry_run,
@@ -62,8 +67,9 @@ pub fn redo(d: &Arc<Daemon>, dir: &WirePath, dry_run: bool, force: bool) -> ReqR
             merge: None,
             // The barrier above brought the cache up to date.
             after_barrier: true,
-            before_op: pause_hook(&d.config.hooks),
+            ..RewindOptions::default()
         };
+        let opts = d.config.hooks.arm(opts);
         h.call(|p| p.redo(opts)).inspect_err(|e| failed(&h, e))
     })?;
     Ok(reply(&h, true, &outcome, start))
@@ -114,24 +120,4 @@ fn reply(h: &ProjectHandle, redo: bool, outcome: &RewindOutcome, start: Instant)
         elapsed_ms: start.elapsed().as_millis() as u64,
         degraded: h.degraded_reason(),
     }
-}
-
-/// The test-only pause point (`CKPT_TEST_PAUSE_REWIND_AFTER=k`): before
-/// filesystem operation `k`, announce the pause and sleep for an hour, so a
-/// test can kill the daemon in the middle of a rewind.
-pub(super) fn pause_hook(
-    hooks: &TestHooks,
-) -> Option<Box<dyn FnMut(usize) -> ckpt_core::Result<()> + Send>> {
-    let k = hooks.pause_rewind_after?;
-    let marker = hooks.pause_marker.clone();
-    Some(Box::new(move |i| {
-        if i == k {
-            tracing::warn!(op = i, "test pause point reached; sleeping");
-            if let Some(m) = &marker {
-                let _ = std::fs::write(m, std::process::id().to_string());
-            }
-            std::thread::sleep(Duration::from_secs(3600));
-        }
-        Ok(())
-    }))
 }
