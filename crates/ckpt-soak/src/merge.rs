@@ -33,6 +33,13 @@ pub fn rewind_merge(
 ) -> anyhow::Result<(Expect, Merged)> {
     let mut e = rules::rewind(tree, turns, n, false);
     let items = rules::rewound_items(turns, n);
+    // The sides as ckpt names them: the file now, what the agent left, the
+    // file before the rewound turns.
+    let agent = match e.turns.iter().max() {
+        Some(&last) if last != n => format!("agent (turns {n}-{last})"),
+        _ => format!("agent (turn {n})"),
+    };
+    let labels = ["current".to_string(), agent, format!("before turn {n}")];
     let mut outcomes = BTreeMap::new();
     let mut still = std::collections::BTreeSet::new();
     for p in std::mem::take(&mut e.conflicts) {
@@ -66,7 +73,7 @@ pub fn rewind_merge(
         } else {
             *theirs_mode
         };
-        let (text, clean) = merge_file(tmp, b, o, t)?;
+        let (text, clean) = merge_file(tmp, b, o, t, &labels)?;
         let outcome = match (clean, markers) {
             (true, _) => MergeOutcome::Clean,
             (false, true) => MergeOutcome::Markers,
@@ -105,6 +112,7 @@ fn merge_file(
     base: &[u8],
     ours: &[u8],
     theirs: &[u8],
+    labels: &[String; 3],
 ) -> anyhow::Result<(Vec<u8>, bool)> {
     let (b, o, t) = (tmp.join("base"), tmp.join("ours"), tmp.join("theirs"));
     std::fs::write(&b, base).context("merge base")?;
@@ -112,7 +120,7 @@ fn merge_file(
     std::fs::write(&t, theirs).context("merge theirs")?;
     let out = Command::new("git")
         .args(["merge-file", "-p", "--diff3"])
-        .args(["-L", "ours", "-L", "original", "-L", "theirs"])
+        .args(["-L", &labels[0], "-L", &labels[1], "-L", &labels[2]])
         .arg(&o)
         .arg(&b)
         .arg(&t)

@@ -98,7 +98,12 @@ pub fn rewind_paths(tree: &Tree, turns: &[Turn], n: i64, force: bool, paths: &[V
     let mut items = rewound_items(turns, n);
     items.retain(|p, _| selected(p, paths));
     let mut e = plan(tree, &items, force, false);
-    e.turns = live.iter().map(|t| t.id).collect();
+    // Only the turns that touched the selected paths are undone (and named).
+    e.turns = live
+        .iter()
+        .filter(|t| paths.is_empty() || t.touched.keys().any(|p| selected(p, paths)))
+        .map(|t| t.id)
+        .collect();
     e.partial = !paths.is_empty();
     // Ran during or after turn n: started after it, or ended after it started.
     let others: BTreeSet<&Vec<u8>> = turns

@@ -561,6 +561,16 @@ impl<'a> Seq<'a> {
     /// document): the open turn, when the rewind undoes it (a redo: in any
     /// case), is ended and continued by the new turn the reply names, which
     /// starts from the tree the rewind leaves.
+    /// A `--path` rewind names only the turns that touched its paths, but
+    /// ends (and continues) the open turn of its session all the same.
+    fn partial_spans(&self, e: &Expect, open: i64) -> bool {
+        let Some(&first) = e.turns.first() else {
+            return false;
+        };
+        let session = |id: i64| self.turns.iter().find(|t| t.id == id).map(|t| &t.session);
+        e.partial && open > first && session(first).is_some_and(|s| s.is_none())
+    }
+
     fn apply_continuing(
         &mut self,
         e: &Expect,
@@ -571,7 +581,7 @@ impl<'a> Seq<'a> {
             .open
             .as_ref()
             .map(|o| o.0)
-            .filter(|id| redo || e.turns.contains(id));
+            .filter(|id| redo || e.turns.contains(id) || self.partial_spans(e, *id));
         let said: Vec<(i64, Option<i64>)> = reply
             .map(|r| r.continued.iter().map(|c| (c.ended, c.opened)).collect())
             .unwrap_or_default();
@@ -598,8 +608,7 @@ impl<'a> Seq<'a> {
     /// Moves the model past an applied rewind or redo.
     fn apply(&mut self, e: &Expect, redo: bool) {
         self.proj.tree = e.result.clone();
-        // A partial rewind leaves its turns live (and a redo of it has none
-        // to bring back).
+        // A partial rewind leaves its turns live.
         let turns = if e.partial {
             Vec::new()
         } else {
@@ -613,8 +622,10 @@ impl<'a> Seq<'a> {
         if redo {
             self.applied.pop();
         } else {
+            // A redo names the turns its rewind named (and leaves live
+            // what is live).
             self.applied.push(Applied {
-                turns,
+                turns: e.turns.clone(),
                 changed: e.changed.clone(),
             });
             self.just_rewound = true;
