@@ -29,6 +29,7 @@ mod response;
 mod values;
 mod wirepath;
 
+pub use ckpt_types::{MergeMode, RewindFlags};
 pub use frame::{
     decode_body, encode, read_frame, read_frame_or_end, write_frame, FrameError, Message,
     MAX_REPLY, MAX_REQUEST, READ_AHEAD,
@@ -36,7 +37,7 @@ pub use frame::{
 pub use ops::{
     blame::*, copy_in::*, export::*, ledger::*, rewind::*, status::*, turn::*, watch::*,
 };
-pub use request::Request;
+pub use request::{Barrier, Request};
 pub use response::*;
 pub use values::*;
 pub use wirepath::WirePath;

@@ -3,7 +3,10 @@
 use serde::{Deserialize, Serialize};
 
 use crate::WirePath;
-use crate::{CopyPath, LedgerFilter, LedgerRecord, LineSpan, MergeMode};
+use crate::{
+    CopyIn, Diff, Export, LedgerAdd, LedgerFilter, LedgerRecord, LedgerSetStatus, Log, Redo,
+    Rewind, TurnEnd, TurnStart,
+};
 
 /// What a client asks. Per-project requests carry `dir`: an absolute
 /// directory inside the project (the client's cwd or `-C DIR`); the daemon
@@ -30,76 +33,19 @@ pub enum Request {
         drop_data: bool,
     },
     Projects,
-    TurnStart {
-        dir: WirePath,
-        #[serde(default)]
-        label: Option<String>,
-        #[serde(default)]
-        agent: Option<String>,
-        #[serde(default)]
-        session: Option<String>,
-        /// The agent's transcript file, when its hook names one.
-        #[serde(default)]
-        transcript: Option<String>,
-        /// Watch the project (root discovered from `dir`) if it is not yet.
-        #[serde(default)]
-        auto_watch: bool,
-        /// Where the agent's conversation stood just before this turn's
-        /// prompt (the client's session adapter's JSON, kept as it is).
-        #[serde(default)]
-        conversation: Option<String>,
-    },
-    TurnEnd {
-        dir: WirePath,
-        /// The agent's session: a turn another session opened is left open.
-        #[serde(default)]
-        session: Option<String>,
-        /// The agent's transcript file, kept on the turn if it has none.
-        #[serde(default)]
-        transcript: Option<String>,
-    },
+    TurnStart(TurnStart),
+    TurnEnd(TurnEnd),
     Sync {
         dir: WirePath,
     },
-    Log {
-        dir: WirePath,
-        #[serde(default)]
-        limit: Option<usize>,
-        /// Only this session's turns.
-        #[serde(default)]
-        session: Option<String>,
-    },
+    Log(Log),
     Show {
         dir: WirePath,
         turn: i64,
     },
-    /// `paths` are absolute (the client resolves them against its cwd).
-    Diff {
-        dir: WirePath,
-        turn: i64,
-        #[serde(default)]
-        paths: Vec<WirePath>,
-    },
-    Rewind {
-        dir: WirePath,
-        turn: i64,
-        #[serde(default)]
-        paths: Vec<WirePath>,
-        #[serde(default)]
-        dry_run: bool,
-        #[serde(default)]
-        force: bool,
-        /// Merge text files changed since the rewound turns.
-        #[serde(default)]
-        merge: Option<MergeMode>,
-    },
-    Redo {
-        dir: WirePath,
-        #[serde(default)]
-        dry_run: bool,
-        #[serde(default)]
-        force: bool,
-    },
+    Diff(Diff),
+    Rewind(Rewind),
+    Redo(Redo),
     /// The rewinds and redos journaled, newest first.
     Rewinds {
         dir: WirePath,
@@ -117,25 +63,7 @@ pub enum Request {
     Activity {
         dir: WirePath,
     },
-    /// Record residue in the slop ledger; `path` is absolute. The entry
-    /// belongs to the open turn, if any.
-    LedgerAdd {
-        dir: WirePath,
-        path: WirePath,
-        /// `None`: the whole file.
-        #[serde(default)]
-        span: Option<LineSpan>,
-        bucket: String,
-        severity: String,
-        confidence: f64,
-        /// Default: `agent:<agent of the open turn>`, else `user`.
-        #[serde(default)]
-        owner: Option<String>,
-        /// The client's user name ($USER).
-        #[serde(default)]
-        user: Option<String>,
-        note: String,
-    },
+    LedgerAdd(LedgerAdd),
     LedgerList {
         dir: WirePath,
         #[serde(default)]
@@ -145,15 +73,7 @@ pub enum Request {
         dir: WirePath,
         id: i64,
     },
-    /// Append a status change: `open`, `resolved` or `wont-fix`.
-    LedgerSetStatus {
-        dir: WirePath,
-        id: i64,
-        status: String,
-        #[serde(default)]
-        who: Option<String>,
-        why: String,
-    },
+    LedgerSetStatus(LedgerSetStatus),
     /// Entries from another clone's export, with their history.
     LedgerImport {
         dir: WirePath,
@@ -165,30 +85,8 @@ pub enum Request {
         dir: WirePath,
         path: WirePath,
     },
-    /// Write the export of turns `from..=to` (patch, ZIP, report, manifest)
-    /// into `out`: an absolute, existing, empty directory outside the project.
-    Export {
-        dir: WirePath,
-        from: i64,
-        to: i64,
-        out: WirePath,
-    },
-    /// Write `paths` as `source` (an absolute directory: a work copy) holds
-    /// them into the project, as one new turn journaled like a rewind.
-    /// Refused, nothing written, if the project no longer holds a path as
-    /// its `base` says; an error if `source` no longer holds it as `copy`
-    /// says.
-    CopyIn {
-        dir: WirePath,
-        source: WirePath,
-        paths: Vec<CopyPath>,
-        #[serde(default)]
-        label: Option<String>,
-        #[serde(default)]
-        agent: Option<String>,
-        #[serde(default)]
-        session: Option<String>,
-    },
+    Export(Export),
+    CopyIn(CopyIn),
     /// A tool call of `session` starts (an agent's pre-tool hook): barrier,
     /// then until it ends, a change seen while only this session runs tools
     /// goes to its turn alone.
@@ -203,4 +101,51 @@ pub enum Request {
         #[serde(default)]
         session: Option<String>,
     },
+}
+
+/// When a request passes a barrier (the daemon first captures every change
+/// made before the request was sent), as each request declares it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Barrier {
+    /// Before it acts.
+    Always,
+    /// Only when the turn it reads is the open one (still growing).
+    IfTurnOpen,
+    /// Tried before it acts; its failure does not fail the request.
+    BestEffort,
+    /// Never: it reads only what the daemon keeps, or nothing of the tree.
+    Never,
+}
+
+impl Request {
+    /// Whether this request passes a barrier: the one table of it.
+    pub fn barrier(&self) -> Barrier {
+        match self {
+            Request::TurnStart(_)
+            | Request::TurnEnd(_)
+            | Request::Sync { .. }
+            | Request::Rewind(_)
+            | Request::Redo(_)
+            | Request::LedgerAdd(_)
+            | Request::Blame { .. }
+            | Request::Export(_)
+            | Request::CopyIn(_)
+            | Request::ToolStart { .. }
+            | Request::ToolEnd { .. } => Barrier::Always,
+            Request::Show { .. } | Request::Diff(_) => Barrier::IfTurnOpen,
+            Request::Unwatch { .. } => Barrier::BestEffort,
+            Request::Hello { .. }
+            | Request::Watch { .. }
+            | Request::Projects
+            | Request::Log(_)
+            | Request::Rewinds { .. }
+            | Request::Status
+            | Request::Fsck { .. }
+            | Request::Activity { .. }
+            | Request::LedgerList { .. }
+            | Request::LedgerShow { .. }
+            | Request::LedgerSetStatus(_)
+            | Request::LedgerImport { .. } => Barrier::Never,
+        }
+    }
 }

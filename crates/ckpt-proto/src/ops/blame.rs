@@ -3,6 +3,8 @@
 use crate::WirePath;
 use serde::{Deserialize, Serialize};
 
+use crate::Reply;
+
 /// Where a line came from: `turn`, `baseline` (there before the first turn
 /// that touched the file) or `between-turns` (the user's own edit).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -40,12 +42,12 @@ pub struct BlameLine {
     pub ledger: Vec<i64>,
 }
 
+pub type BlameReply = Reply<BlameBody>;
+
+/// What [`BlameReply`] carries past `project` and `degraded`.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct BlameReply {
-    pub project: WirePath,
+pub struct BlameBody {
     /// Relative to the project root.
     pub path: WirePath,
     pub lines: Vec<BlameLine>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub degraded: Option<String>,
 }

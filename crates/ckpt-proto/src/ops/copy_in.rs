@@ -2,8 +2,28 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::Reply;
+
 use crate::WirePath;
 use crate::{Action, Outcome, PathEntry, Skipped, State};
+
+/// Write `paths` as `source` (an absolute directory: a work copy) holds
+/// them into the project, as one new turn journaled like a rewind.
+/// Refused, nothing written, if the project no longer holds a path as
+/// its `base` says; an error if `source` no longer holds it as `copy`
+/// says.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct CopyIn {
+    pub dir: WirePath,
+    pub source: WirePath,
+    pub paths: Vec<CopyPath>,
+    #[serde(default)]
+    pub label: Option<String>,
+    #[serde(default)]
+    pub agent: Option<String>,
+    #[serde(default)]
+    pub session: Option<String>,
+}
 
 /// One path of a `CopyIn`; `None` entries mean absent.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -22,9 +42,11 @@ pub struct CopyConflict {
     pub current: State,
 }
 
+pub type CopyInReply = Reply<CopyInBody>;
+
+/// What [`CopyInReply`] carries past `project` and `degraded`.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct CopyInReply {
-    pub project: WirePath,
+pub struct CopyInBody {
     /// `applied` or `refused`.
     pub outcome: Outcome,
     /// The turn the write made.
@@ -37,6 +59,4 @@ pub struct CopyInReply {
     /// Paths that cannot be written exactly, with why.
     pub blocked: Vec<Skipped>,
     pub elapsed_ms: u64,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub degraded: Option<String>,
 }

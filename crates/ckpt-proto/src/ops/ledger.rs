@@ -2,8 +2,42 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::Reply;
+
 use crate::LineSpan;
 use crate::WirePath;
+
+/// Record residue in the slop ledger; `path` is absolute. The entry
+/// belongs to the open turn, if any.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct LedgerAdd {
+    pub dir: WirePath,
+    pub path: WirePath,
+    /// `None`: the whole file.
+    #[serde(default)]
+    pub span: Option<LineSpan>,
+    pub bucket: String,
+    pub severity: String,
+    pub confidence: f64,
+    /// Default: `agent:<agent of the open turn>`, else `user`.
+    #[serde(default)]
+    pub owner: Option<String>,
+    /// The client's user name ($USER).
+    #[serde(default)]
+    pub user: Option<String>,
+    pub note: String,
+}
+
+/// Append a status change: `open`, `resolved` or `wont-fix`.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct LedgerSetStatus {
+    pub dir: WirePath,
+    pub id: i64,
+    pub status: String,
+    #[serde(default)]
+    pub who: Option<String>,
+    pub why: String,
+}
 
 /// Which ledger entries to list; each field set must match. Buckets,
 /// severities, statuses and anchor states are spelled as `ckptctl ledger`
@@ -112,36 +146,36 @@ pub struct LedgerRecord {
     pub history: Option<Vec<LedgerEvent>>,
 }
 
+pub type LedgerAdded = Reply<LedgerAddedBody>;
+
+/// What [`LedgerAdded`] carries past `project` and `degraded`.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct LedgerAdded {
-    pub project: WirePath,
+pub struct LedgerAddedBody {
     pub id: i64,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub degraded: Option<String>,
 }
 
+pub type LedgerReply = Reply<LedgerBody>;
+
+/// What [`LedgerReply`] carries past `project` and `degraded`.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct LedgerReply {
-    pub project: WirePath,
+pub struct LedgerBody {
     pub entries: Vec<LedgerEntry>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub degraded: Option<String>,
 }
 
+pub type LedgerEntryReply = Reply<LedgerEntryBody>;
+
+/// What [`LedgerEntryReply`] carries past `project` and `degraded`.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct LedgerEntryReply {
-    pub project: WirePath,
+pub struct LedgerEntryBody {
     pub entry: LedgerEntry,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub degraded: Option<String>,
 }
 
+pub type LedgerImported = Reply<LedgerImportedBody>;
+
+/// What [`LedgerImported`] carries past `project` and `degraded`.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct LedgerImported {
-    pub project: WirePath,
+pub struct LedgerImportedBody {
     pub added: u64,
     /// Already in the ledger (same path, span text, bucket and note).
     pub skipped: u64,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub degraded: Option<String>,
 }

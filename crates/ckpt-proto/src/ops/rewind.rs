@@ -2,8 +2,33 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::Reply;
+
 use crate::WirePath;
-use crate::{Skipped, State};
+use crate::{MergeMode, RewindFlags, Skipped, State};
+
+/// `rewind`: restore the state from just before `turn`. `paths` are
+/// absolute (the client resolves them against its cwd).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Rewind {
+    pub dir: WirePath,
+    pub turn: i64,
+    #[serde(default)]
+    pub paths: Vec<WirePath>,
+    #[serde(flatten)]
+    pub flags: RewindFlags,
+    /// Merge text files changed since the rewound turns.
+    #[serde(default)]
+    pub merge: Option<MergeMode>,
+}
+
+/// `redo`: undo the last rewind.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Redo {
+    pub dir: WirePath,
+    #[serde(flatten)]
+    pub flags: RewindFlags,
+}
 
 /// What one rewind action does to a path, seen from the user.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -39,15 +64,6 @@ pub struct Conflict {
     /// Under `--merge`: why it was not merged (e.g. a binary file).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub not_mergeable: Option<String>,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum MergeMode {
-    /// Write clean merges; leave files whose changes overlap as they are.
-    Clean,
-    /// Write overlapping changes with conflict markers.
-    Markers,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -93,9 +109,11 @@ pub enum Outcome {
     Applied,
 }
 
+pub type RewindReply = Reply<RewindBody>;
+
+/// What [`RewindReply`] carries past `project` and `degraded`.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct RewindReply {
-    pub project: WirePath,
+pub struct RewindBody {
     /// A redo rather than a rewind.
     pub redo: bool,
     pub outcome: Outcome,
@@ -121,8 +139,6 @@ pub struct RewindReply {
     #[serde(default)]
     pub continued: Vec<ContinuedTurn>,
     pub elapsed_ms: u64,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub degraded: Option<String>,
 }
 
 /// Where a journaled rewind or redo stands.
@@ -176,11 +192,11 @@ pub struct RewindRecord {
     pub changed: u64,
 }
 
+pub type RewindsReply = Reply<RewindsBody>;
+
+/// What [`RewindsReply`] carries past `project` and `degraded`.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct RewindsReply {
-    pub project: WirePath,
+pub struct RewindsBody {
     /// Newest first.
     pub rewinds: Vec<RewindRecord>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub degraded: Option<String>,
 }

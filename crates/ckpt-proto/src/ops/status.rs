@@ -3,6 +3,8 @@
 use crate::WirePath;
 use serde::{Deserialize, Serialize};
 
+use crate::Reply;
+
 /// How the daemon stands with one project.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -96,9 +98,11 @@ pub struct FsckFinding {
     pub detail: String,
 }
 
+pub type FsckReply = Reply<FsckBody>;
+
+/// What [`FsckReply`] carries past `project` and `degraded`.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct FsckReply {
-    pub project: WirePath,
+pub struct FsckBody {
     /// No problems (warnings allowed).
     pub ok: bool,
     pub checked: FsckChecked,
@@ -113,6 +117,4 @@ pub struct FsckReply {
     pub warnings_unlisted: u64,
     #[serde(default)]
     pub elapsed_ms: u64,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub degraded: Option<String>,
 }

@@ -2,8 +2,64 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::Reply;
+
 use crate::WirePath;
 use crate::{ChangeKind, Counts, Skipped, State};
+
+/// `TurnStart`.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct TurnStart {
+    pub dir: WirePath,
+    #[serde(default)]
+    pub label: Option<String>,
+    #[serde(default)]
+    pub agent: Option<String>,
+    #[serde(default)]
+    pub session: Option<String>,
+    /// The agent's transcript file, when its hook names one.
+    #[serde(default)]
+    pub transcript: Option<String>,
+    /// Watch the project (root discovered from `dir`) if it is not yet.
+    #[serde(default)]
+    pub auto_watch: bool,
+    /// Where the agent's conversation stood just before this turn's
+    /// prompt (the client's session adapter's JSON, kept as it is).
+    #[serde(default)]
+    pub conversation: Option<String>,
+}
+
+/// `TurnEnd`.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct TurnEnd {
+    pub dir: WirePath,
+    /// The agent's session: a turn another session opened is left open.
+    #[serde(default)]
+    pub session: Option<String>,
+    /// The agent's transcript file, kept on the turn if it has none.
+    #[serde(default)]
+    pub transcript: Option<String>,
+}
+
+/// `Log`.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Log {
+    pub dir: WirePath,
+    #[serde(default)]
+    pub limit: Option<usize>,
+    /// Only this session's turns.
+    #[serde(default)]
+    pub session: Option<String>,
+}
+
+/// `paths` are absolute (the client resolves them against its cwd).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Diff {
+    pub dir: WirePath,
+    pub turn: i64,
+    #[serde(default)]
+    pub paths: Vec<WirePath>,
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -96,9 +152,11 @@ pub struct TurnDetail {
     pub entries: Vec<TurnEntry>,
 }
 
+pub type TurnStarted = Reply<TurnStartedBody>;
+
+/// What [`TurnStarted`] carries past `project` and `degraded`.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct TurnStarted {
-    pub project: WirePath,
+pub struct TurnStartedBody {
     pub turn: i64,
     /// The project was not watched; this request watched it first.
     #[serde(default)]
@@ -106,37 +164,35 @@ pub struct TurnStarted {
     /// A turn that was still open and was closed first.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub closed_turn: Option<i64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub degraded: Option<String>,
 }
 
+pub type TurnEnded = Reply<TurnEndedBody>;
+
+/// What [`TurnEnded`] carries past `project` and `degraded`.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct TurnEnded {
-    pub project: WirePath,
+pub struct TurnEndedBody {
     /// The closed turn; or, when [`TurnEnded::left_open`], the open one.
     pub turn: TurnDetail,
     /// The open turn belongs to another session than the request's, and
     /// was left open.
     #[serde(default)]
     pub left_open: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub degraded: Option<String>,
 }
 
+pub type LogReply = Reply<LogBody>;
+
+/// What [`LogReply`] carries past `project` and `degraded`.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct LogReply {
-    pub project: WirePath,
+pub struct LogBody {
     pub turns: Vec<TurnInfo>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub degraded: Option<String>,
 }
 
+pub type ShowReply = Reply<ShowBody>;
+
+/// What [`ShowReply`] carries past `project` and `degraded`.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct ShowReply {
-    pub project: WirePath,
+pub struct ShowBody {
     pub turn: TurnDetail,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub degraded: Option<String>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -150,24 +206,24 @@ pub struct FileDiff {
     pub note: Option<String>,
 }
 
+pub type DiffReply = Reply<DiffBody>;
+
+/// What [`DiffReply`] carries past `project` and `degraded`.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct DiffReply {
-    pub project: WirePath,
+pub struct DiffBody {
     pub turn: i64,
     pub files: Vec<FileDiff>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub degraded: Option<String>,
 }
 
+pub type ToolReply = Reply<ToolBody>;
+
+/// What [`ToolReply`] carries past `project` and `degraded`.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct ToolReply {
-    pub project: WirePath,
+pub struct ToolBody {
     /// The session's tool calls running now.
     pub running: u32,
     /// The session's open turn, if any (a tool window without one narrows
     /// nothing).
     #[serde(default)]
     pub turn: Option<i64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub degraded: Option<String>,
 }

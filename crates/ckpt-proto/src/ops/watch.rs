@@ -2,19 +2,21 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::Reply;
+
 use crate::ScanSummary;
 use crate::WirePath;
 
+pub type Watched = Reply<WatchedBody>;
+
+/// What [`Watched`] carries past `project` and `degraded`.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Watched {
-    pub project: WirePath,
+pub struct WatchedBody {
     pub id: String,
     /// It was watched already; nothing was scanned.
     pub already: bool,
     pub scan: ScanSummary,
     pub elapsed_ms: u64,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub degraded: Option<String>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -32,19 +34,21 @@ pub enum BarrierMethod {
     Scan,
 }
 
+pub type Synced = Reply<SyncedBody>;
+
+/// What [`Synced`] carries past `project` and `degraded`.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Synced {
-    pub project: WirePath,
+pub struct SyncedBody {
     pub method: BarrierMethod,
     pub elapsed_ms: u64,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub degraded: Option<String>,
 }
 
 /// A project's recent activity, as the daemon knows it without a barrier.
+pub type ActivityReply = Reply<ActivityBody>;
+
+/// What [`ActivityReply`] carries past `project` and `degraded`.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct ActivityReply {
-    pub project: WirePath,
+pub struct ActivityBody {
     /// The open turn, if any.
     #[serde(default)]
     pub open_turn: Option<i64>,
@@ -57,6 +61,4 @@ pub struct ActivityReply {
     pub queued: u64,
     /// The daemon's clock (unix ns) when it answered.
     pub now_ns: i64,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub degraded: Option<String>,
 }

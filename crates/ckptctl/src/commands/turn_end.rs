@@ -51,11 +51,11 @@ pub fn end(
     session: Option<String>,
     transcript: Option<String>,
 ) -> anyhow::Result<TurnEnded> {
-    let t = match ctx.request(&Request::TurnEnd {
+    let t = match ctx.request(&Request::TurnEnd(ckpt_proto::TurnEnd {
         dir: ctx.wire_dir(),
         session,
         transcript,
-    })? {
+    }))? {
         Response::TurnEnded(t) => t,
         other => return Err(unexpected(other)),
     };

@@ -34,7 +34,7 @@ pub fn start(
     args: TurnMeta,
     conversation: Option<String>,
 ) -> anyhow::Result<TurnStarted> {
-    let t = match ctx.request(&Request::TurnStart {
+    let t = match ctx.request(&Request::TurnStart(ckpt_proto::TurnStart {
         dir: ctx.wire_dir(),
         label: args.label,
         agent: args.agent,
@@ -42,7 +42,7 @@ pub fn start(
         transcript: args.transcript,
         auto_watch: true,
         conversation,
-    })? {
+    }))? {
         Response::TurnStarted(t) => t,
         other => return Err(unexpected(other)),
     };
