@@ -187,7 +187,7 @@ pub enum Command {
         all: bool,
     },
     /// Undo the last rewind exactly.
-    #[command(mut_arg("force", |a| a.help("Overwrite paths edited since the rewind.")))]
+    #[command(mut_arg("force", |a| a.help("Overwrite paths edited since the rewind")))]
     Redo(crate::commands::rewind::RedoArgs),
     /// The daemon and every project.
     Status,
