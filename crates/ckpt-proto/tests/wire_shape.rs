@@ -70,7 +70,12 @@ fn a_project_reply_puts_project_first_and_degraded_last_as_before() {
         panic!("not synced: {back:?}");
     };
     assert_eq!(
-        (s.project.clone(), s.method, s.elapsed_ms, s.degraded.as_deref()),
+        (
+            s.project.clone(),
+            s.method,
+            s.elapsed_ms,
+            s.degraded.as_deref()
+        ),
         (wire("/p"), BarrierMethod::Scan, 7, Some("x"))
     );
 }

@@ -4,5 +4,7 @@
 //! in one place from the command line to the core.
 
 pub mod rewind;
+pub mod time;
 
 pub use rewind::{MergeMode, RewindFlags};
+pub use time::now_ns;

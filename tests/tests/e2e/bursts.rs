@@ -169,7 +169,7 @@ fn an_older_daemon_is_named_before_the_command_runs() {
             };
             write_frame(&mut conn, &reply).unwrap();
             let name = format!("{req:?}");
-            seen.push(name.split([' ', '{']).next().unwrap().to_string());
+            seen.push(name.split([' ', '{', '(']).next().unwrap().to_string());
             if matches!(req, Request::TurnEnd(ckpt_proto::TurnEnd { .. })) {
                 return seen;
             }
