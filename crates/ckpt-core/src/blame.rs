@@ -68,10 +68,10 @@ impl Project {
     /// Blames every line of the file at `path` as it is now (the hash
     /// cache's state: call after a barrier). A path no live turn touched is
     /// all baseline. Anything but a captured text file is an
-    /// [`Error::Invalid`] that says what it is.
+    /// [`Error::BadInput`] that says what it is.
     pub fn blame(&self, path: &RelPath) -> Result<Blame> {
         let current = cache::state(&self.conn, path)?;
-        let bad = |what: String| Err(Error::Invalid(format!("cannot blame {path}: {what}")));
+        let bad = |what: String| Err(Error::BadInput(format!("cannot blame {path}: {what}")));
         let current_text = match &current {
             State::File { .. } => match self.text_of(&current)? {
                 Some(t) => t,
@@ -294,7 +294,7 @@ mod tests {
             ("link", "a symbolic link"),
         ] {
             match p.blame(&rp(path)) {
-                Err(Error::Invalid(m)) => assert!(m.contains(what), "{path}: {m}"),
+                Err(Error::BadInput(m)) => assert!(m.contains(what), "{path}: {m}"),
                 other => panic!("{path}: {other:?}"),
             }
         }
@@ -313,7 +313,7 @@ mod tests {
         let mut p = Project::open(&tmp.path().join("store"), &root, opts).unwrap();
         p.reconcile().unwrap();
         match p.blame(&rp("big")) {
-            Err(Error::Invalid(m)) => assert!(m.contains("not captured"), "{m}"),
+            Err(Error::BadInput(m)) => assert!(m.contains("not captured"), "{m}"),
             other => panic!("{other:?}"),
         }
     }

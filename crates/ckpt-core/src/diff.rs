@@ -24,7 +24,7 @@ impl Project {
             .map(|p| p.display())
             .collect();
         if !untouched.is_empty() {
-            return Err(Error::Invalid(format!(
+            return Err(Error::BadInput(format!(
                 "turn {turn} did not touch {} (`ckptctl show {turn}` lists its paths)",
                 untouched.join(", ")
             )));

@@ -58,7 +58,7 @@ impl Project {
         if root.is_some() {
             std::fs::create_dir_all(store_dir).ctx("create store directory", store_dir)?;
         } else if !store_dir.join(DB_FILE).is_file() {
-            return Err(Error::Invalid(format!(
+            return Err(Error::BadInput(format!(
                 "{} holds no ckpt store",
                 store_dir.display()
             )));
@@ -90,7 +90,7 @@ impl Project {
             }
             (None, Some(found)) => PathBuf::from(std::ffi::OsStr::from_bytes(&found)),
             (None, None) => {
-                return Err(Error::Invalid(format!(
+                return Err(Error::Corrupt(format!(
                     "{} records no project root",
                     store_dir.display()
                 )))

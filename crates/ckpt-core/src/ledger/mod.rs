@@ -21,7 +21,7 @@ pub use types::*;
 
 fn check_confidence(c: f64) -> Result<()> {
     if !(0.0..=1.0).contains(&c) {
-        return Err(Error::Invalid(format!(
+        return Err(Error::BadInput(format!(
             "confidence must be between 0 and 1, not {c}"
         )));
     }
@@ -30,17 +30,17 @@ fn check_confidence(c: f64) -> Result<()> {
 
 fn check_text(what: &str, s: &str) -> Result<()> {
     if s.trim().is_empty() {
-        return Err(Error::Invalid(format!("the {what} is empty")));
+        return Err(Error::BadInput(format!("the {what} is empty")));
     }
     Ok(())
 }
 
 fn check_span(span: Span) -> Result<()> {
     if span.start == 0 {
-        return Err(Error::Invalid("lines are numbered from 1, not 0".into()));
+        return Err(Error::BadInput("lines are numbered from 1, not 0".into()));
     }
     if span.start > span.end {
-        return Err(Error::Invalid(format!(
+        return Err(Error::BadInput(format!(
             "span {}-{} starts after it ends",
             span.start, span.end
         )));
@@ -53,7 +53,7 @@ fn span_text(path: &RelPath, text: &str, span: Span) -> Result<String> {
     check_span(span)?;
     let lines: Vec<&str> = text.lines().collect();
     if span.end as usize > lines.len() {
-        return Err(Error::Invalid(format!(
+        return Err(Error::BadInput(format!(
             "{}:{}-{} is past the end of the file ({} lines)",
             path.display(),
             span.start,
@@ -153,9 +153,9 @@ impl Project {
             .lstat(&e.path)
             .ctx_in("stat", &self.root, e.path.as_path())?;
         match st {
-            None => return Err(Error::Invalid(format!("{name} does not exist"))),
+            None => return Err(Error::BadInput(format!("{name} does not exist"))),
             Some(st) if st.kind != crate::confined::StatKind::File => {
-                return Err(Error::Invalid(format!("{name} is not a regular file")))
+                return Err(Error::BadInput(format!("{name} is not a regular file")))
             }
             Some(_) => {}
         }
@@ -167,7 +167,7 @@ impl Project {
                         .read_file(&e.path)
                         .ctx_in("read", &self.root, e.path.as_path())?;
                 let text = std::str::from_utf8(&bytes).map_err(|_| {
-                    Error::Invalid(format!(
+                    Error::BadInput(format!(
                         "{name} is not UTF-8 text: record it whole (no :LINE)"
                     ))
                 })?;
@@ -290,14 +290,14 @@ impl Project {
         why: String,
     ) -> Result<LedgerEntry> {
         if status == LedgerStatus::Rewound {
-            return Err(Error::Invalid(
+            return Err(Error::BadInput(
                 "rewound is not set by hand: it follows the entry's turn".into(),
             ));
         }
         check_text("reason (why)", &why)?;
         let row = sql::entry(&self.conn, id)?.ok_or_else(|| unknown(id))?;
         if row.latest == status {
-            return Err(Error::Invalid(format!(
+            return Err(Error::BadInput(format!(
                 "ledger entry {id} is already {status}"
             )));
         }
@@ -320,7 +320,7 @@ impl Project {
     pub fn ledger_import(&mut self, records: &[LedgerRecord]) -> Result<ImportReport> {
         for (i, rec) in records.iter().enumerate() {
             let r = &rec.body;
-            let bad = |e: Error| Error::Invalid(format!("entry {} of the import: {e}", i + 1));
+            let bad = |e: Error| Error::BadInput(format!("entry {} of the import: {e}", i + 1));
             check_confidence(r.confidence).map_err(bad)?;
             check_text("note", &r.note).map_err(bad)?;
             check_text("owner", &r.owner).map_err(bad)?;
@@ -330,7 +330,7 @@ impl Project {
             let lines = r.span_text.as_deref().map(|t| t.lines().count().max(1));
             let wanted = r.span.map(|s| (s.end - s.start + 1) as usize);
             if lines.is_some() != wanted.is_some() {
-                return Err(bad(Error::Invalid(
+                return Err(bad(Error::BadInput(
                     "a span needs its text, and only a span has one".into(),
                 )));
             }
@@ -339,7 +339,7 @@ impl Project {
                 .iter()
                 .any(|h| h.status == LedgerStatus::Rewound)
             {
-                return Err(bad(Error::Invalid("a history never holds rewound".into())));
+                return Err(bad(Error::BadInput("a history never holds rewound".into())));
             }
         }
         let mut report = ImportReport::default();
@@ -413,7 +413,7 @@ impl Project {
 }
 
 fn unknown(id: i64) -> Error {
-    Error::Invalid(format!("no ledger entry {id} in this project"))
+    Error::BadInput(format!("no ledger entry {id} in this project"))
 }
 
 #[cfg(test)]

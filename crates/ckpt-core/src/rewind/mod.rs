@@ -384,7 +384,7 @@ fn refuse_untouched<'a>(
                 .join(", ")
         ),
     };
-    Err(Error::Invalid(format!(
+    Err(Error::BadInput(format!(
         "no rewound turn touched {} (the rewind to before turn {turn} undoes {turns}; \
          `ckptctl show N` lists a turn's paths); nothing changed",
         untouched.join(", ")
@@ -412,7 +412,7 @@ fn left_as_they_were(plan: &RewindPlan) -> Vec<(RelPath, String)> {
 fn take(current: &mut HashMap<RelPath, State>, path: &RelPath) -> Result<State> {
     current
         .remove(path)
-        .ok_or_else(|| Error::Invalid(format!("{path} is listed twice")))
+        .ok_or_else(|| Error::Invariant(format!("{path} is listed twice")))
 }
 
 /// Makes a conflict of every planned path another session's turn changed

@@ -11,7 +11,7 @@ use ckpt_proto::{ErrorKind, RewindReply, RewindsReply, WirePath};
 use crate::convert;
 use crate::daemon::{barrier, Daemon};
 use crate::error::{ReqError, ReqResult};
-use crate::project::ProjectHandle;
+use crate::project::{DegradedReason, ProjectHandle};
 
 pub fn rewind(
     d: &Arc<Daemon>,
@@ -94,7 +94,7 @@ pub fn list(d: &Arc<Daemon>, dir: &WirePath, limit: Option<usize>) -> ReqResult<
 /// barrier then scans in full, which finishes it from the journal first.
 pub(super) fn failed(h: &ProjectHandle, e: &ReqError) {
     if matches!(e.kind, ErrorKind::Io | ErrorKind::DiskFull) {
-        h.mark_degraded(format!("a rewind failed: {e}"), false);
+        h.mark_degraded(DegradedReason::RewindFailed(e.to_string()));
     }
 }
 
