@@ -319,10 +319,20 @@ fn a_ledger_row_that_does_not_decode_reports_a_damaged_store() {
         .expect("watch names the project's id")
         .to_string();
     let store = env.data.join("projects").join(id);
-    env.ctl_ok(
-        &proj,
-        &["ledger", "add", "a.txt", "--bucket", "assumption", "--note", "n"],
-    );
+    let add = [
+        "ledger",
+        "add",
+        "a.txt",
+        "--bucket",
+        "naming-drift",
+        "--severity",
+        "low",
+        "--confidence",
+        "0.5",
+        "--note",
+        "n",
+    ];
+    env.ctl_ok(&proj, &add);
     let db = rusqlite::Connection::open(store.join("ckpt.db")).unwrap();
     db.execute("UPDATE ledger_entries SET bucket = 'no-such-bucket'", [])
         .unwrap();
