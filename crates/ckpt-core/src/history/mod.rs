@@ -15,7 +15,6 @@ use crate::relpath::RelPath;
 use crate::state::{Hash, State};
 
 mod audit;
-pub(crate) mod ledger;
 
 pub(crate) use audit::{audit_actions, audit_entries, audit_rewinds, audit_turns};
 

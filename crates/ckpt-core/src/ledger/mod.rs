@@ -11,10 +11,10 @@
 use std::collections::HashMap;
 
 use crate::error::{Error, IoContext, Result};
-use crate::history::ledger as sql;
 use crate::project::{now_ns, Project};
 use crate::relpath::RelPath;
 
+mod sql;
 mod types;
 
 pub use types::*;

@@ -6,7 +6,7 @@
 use rusqlite::{params, Connection, OptionalExtension, Row};
 
 use crate::error::{Error, Result};
-use crate::ledger::{Bucket, EntryBody, LedgerStatus, Severity, Span, StatusEvent};
+use super::{Bucket, EntryBody, LedgerStatus, Severity, Span, StatusEvent};
 use crate::model::TurnStatus;
 use crate::relpath::RelPath;
 
