@@ -22,6 +22,7 @@
 mod blame;
 mod cache;
 mod capture;
+mod clock;
 mod confined;
 mod db;
 mod diff;

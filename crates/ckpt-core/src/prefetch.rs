@@ -81,7 +81,9 @@ pub(crate) fn with_blobs<R>(
                 current = got.unwrap_or_default().into_iter();
             }
             current.next().unwrap_or_else(|| {
-                Err(Error::Invariant(format!("the reader of blob {hash} stopped")))
+                Err(Error::Invariant(format!(
+                    "the reader of blob {hash} stopped"
+                )))
             })
         };
         let r = work(&mut get);

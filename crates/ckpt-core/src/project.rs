@@ -6,9 +6,11 @@ use std::sync::Arc;
 
 use rusqlite::{Connection, OptionalExtension};
 
+use crate::blame;
 use crate::confined::Root;
 use crate::db;
 use crate::error::{Error, IoContext, Result};
+use crate::gc;
 use crate::history;
 use crate::model::*;
 use crate::relpath::RelPath;
@@ -20,12 +22,6 @@ use crate::store::BlobStore;
 pub const DB_FILE: &str = "ckpt.db";
 /// The directory of large blobs inside a project's store directory.
 pub const OBJECTS_DIR: &str = "objects";
-
-pub(crate) fn now_ns() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as i64)
-}
 
 /// A project tree and its store. Not `Sync`: one caller at a time (the daemon
 /// serializes access per project).
@@ -182,6 +178,19 @@ impl Project {
     /// The verified bytes of a stored blob.
     pub fn read_blob(&self, hash: &Hash) -> Result<Vec<u8>> {
         self.store.get(&self.conn, hash)
+    }
+
+    /// Blames every line of the file at `path` as it is now (the hash
+    /// cache's state: call after a barrier). A path no live turn touched is
+    /// all baseline. Anything but a captured text file is an
+    /// [`Error::BadInput`] that says what it is.
+    pub fn blame(&self, path: &RelPath) -> Result<Blame> {
+        blame::blame(&self.conn, &self.store, path)
+    }
+
+    /// Drops turns past the retention policy, then the blobs nothing refers to.
+    pub fn gc(&mut self, policy: &Retention) -> Result<GcReport> {
+        gc::gc(&mut self.conn, &self.store, policy)
     }
 }
 

@@ -4,13 +4,14 @@
 use rusqlite::Connection;
 
 use crate::cache;
+use crate::clock::now_ns;
 use crate::error::{Error, Result};
 use crate::history;
 use crate::model::{
     ChangeKind, Continued, Counts, PartialRewind, TurnDetail, TurnEntry, TurnInfo, TurnMeta,
     TurnStatus,
 };
-use crate::project::{now_ns, Project};
+use crate::project::Project;
 use crate::relpath::RelPath;
 use crate::state::State;
 

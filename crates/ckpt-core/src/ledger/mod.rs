@@ -10,8 +10,9 @@
 
 use std::collections::HashMap;
 
+use crate::clock::now_ns;
 use crate::error::{Error, IoContext, Result};
-use crate::project::{now_ns, Project};
+use crate::project::Project;
 use crate::relpath::RelPath;
 
 mod sql;

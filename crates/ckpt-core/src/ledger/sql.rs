@@ -5,8 +5,8 @@
 
 use rusqlite::{params, Connection, OptionalExtension, Row};
 
-use crate::error::{Error, Result};
 use super::{Bucket, EntryBody, LedgerStatus, Severity, Span, StatusEvent};
+use crate::error::{Error, Result};
 use crate::model::TurnStatus;
 use crate::relpath::RelPath;
 
