@@ -9,6 +9,7 @@ use rusqlite::{Connection, OptionalExtension};
 use crate::blame;
 use crate::confined::Root;
 use crate::db;
+use crate::diff;
 use crate::error::{Error, IoContext, Result};
 use crate::gc;
 use crate::history;
@@ -186,6 +187,12 @@ impl Project {
     /// [`Error::BadInput`] that says what it is.
     pub fn blame(&self, path: &RelPath) -> Result<Blame> {
         blame::blame(&self.conn, &self.store, path)
+    }
+
+    /// Unified diffs of a turn, pre-image to post-image (to the current state
+    /// while the turn is open), for all its paths or those at or below `paths`.
+    pub fn diff(&self, turn: i64, paths: &[RelPath]) -> Result<Vec<FileDiff>> {
+        diff::diff(&self.conn, &self.store, self.show(turn)?, paths)
     }
 
     /// Drops turns past the retention policy, then the blobs nothing refers to.
