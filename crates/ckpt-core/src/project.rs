@@ -13,6 +13,10 @@ use crate::diff;
 use crate::error::{Error, IoContext, Result};
 use crate::gc;
 use crate::history;
+use crate::ledger::{
+    ImportReport, Ledger, LedgerEntry, LedgerFilter, LedgerRecord, LedgerStatus, NewLedgerEntry,
+    Span,
+};
 use crate::model::*;
 use crate::relpath::RelPath;
 use crate::scan::Excludes;
@@ -193,6 +197,70 @@ impl Project {
     /// while the turn is open), for all its paths or those at or below `paths`.
     pub fn diff(&self, turn: i64, paths: &[RelPath]) -> Result<Vec<FileDiff>> {
         diff::diff(&self.conn, &self.store, self.show(turn)?, paths)
+    }
+
+    /// The ledger over this project's tables and tree.
+    fn ledger(&self) -> Ledger<'_> {
+        Ledger {
+            conn: &self.conn,
+            root: &self.root,
+            root_fs: &self.root_fs,
+        }
+    }
+
+    /// Records a ledger entry in the open turn (if any) and returns its id.
+    /// The file must exist and the span lie inside it; call after a barrier.
+    pub fn ledger_add(&mut self, e: NewLedgerEntry) -> Result<i64> {
+        self.ledger().add(e, || {
+            let turn = self.open_turn()?;
+            let meta = match turn {
+                Some(t) => self.turn_meta(t)?,
+                None => Default::default(),
+            };
+            Ok((turn, meta))
+        })
+    }
+
+    /// Ledger entries matching `f`, oldest first, with their anchors now.
+    pub fn ledger_list(&self, f: &LedgerFilter) -> Result<Vec<LedgerEntry>> {
+        self.ledger().list(f)
+    }
+
+    /// One ledger entry with its history.
+    pub fn ledger_show(&self, id: i64) -> Result<LedgerEntry> {
+        self.ledger().show(id)
+    }
+
+    /// Appends a status change (open, resolved or wont-fix) to ledger entry
+    /// `id` and returns the entry. A change to the status it has is refused.
+    pub fn ledger_set_status(
+        &mut self,
+        id: i64,
+        status: LedgerStatus,
+        who: Option<String>,
+        why: String,
+    ) -> Result<LedgerEntry> {
+        self.ledger().set_status(id, status, who, why)
+    }
+
+    /// Adds ledger entries exported from another clone, with their history
+    /// (not their turns: those are this clone's own). An entry already here
+    /// (same path, span text, bucket and note) is skipped. All or nothing.
+    pub fn ledger_import(&mut self, records: &[LedgerRecord]) -> Result<ImportReport> {
+        self.ledger().import(records)
+    }
+
+    /// How many ledger entries were recorded in `turn` (for `turn-end` and
+    /// `show`).
+    pub fn ledger_count_for_turn(&self, turn: i64) -> Result<u64> {
+        self.ledger().count_for_turn(turn)
+    }
+
+    /// The open ledger entries about `path` whose lines are still there
+    /// (fresh or moved), with their spans now; a whole-file entry spans
+    /// every line. For `blame` to mark lines.
+    pub fn open_ledger_spans(&self, path: &RelPath) -> Result<Vec<(i64, Span)>> {
+        self.ledger().open_spans(path)
     }
 
     /// Drops turns past the retention policy, then the blobs nothing refers to.

@@ -9,10 +9,14 @@
 //! added and the file as it is now. Nothing is written for bad input.
 
 use std::collections::HashMap;
+use std::path::Path;
+
+use rusqlite::Connection;
 
 use crate::clock::now_ns;
+use crate::confined::Root;
 use crate::error::{Error, IoContext, Result};
-use crate::project::Project;
+use crate::model::TurnMeta;
 use crate::relpath::RelPath;
 
 mod sql;
@@ -120,20 +124,28 @@ pub(crate) fn anchor(span: Option<Span>, was: Option<&str>, now: Option<&str>) -
     gone
 }
 
-impl Project {
+/// What the ledger reads and writes: its tables, and the tree its entries
+/// point into (to anchor them in the files as they are now).
+pub(crate) struct Ledger<'a> {
+    pub(crate) conn: &'a Connection,
+    pub(crate) root: &'a Path,
+    pub(crate) root_fs: &'a Root,
+}
+
+impl Ledger<'_> {
     /// The text of a regular file in the tree now; `None` if nothing (or
     /// not a regular file) is there.
     fn current_text(&self, path: &RelPath) -> Result<Option<String>> {
         let st = self
             .root_fs
             .lstat(path)
-            .ctx_in("stat", &self.root, path.as_path())?;
+            .ctx_in("stat", self.root, path.as_path())?;
         match st {
             Some(st) if st.kind == crate::confined::StatKind::File => {
                 let (bytes, _) =
                     self.root_fs
                         .read_file(path)
-                        .ctx_in("read", &self.root, path.as_path())?;
+                        .ctx_in("read", self.root, path.as_path())?;
                 Ok(Some(String::from_utf8_lossy(&bytes).into_owned()))
             }
             _ => Ok(None),
@@ -142,7 +154,13 @@ impl Project {
 
     /// Records an entry in the open turn (if any) and returns its id. The
     /// file must exist and the span lie inside it; call after a barrier.
-    pub fn ledger_add(&mut self, e: NewLedgerEntry) -> Result<i64> {
+    /// `open_turn` is the open turn and its meta, asked once the entry is
+    /// known to be good.
+    pub(crate) fn add(
+        &self,
+        e: NewLedgerEntry,
+        open_turn: impl FnOnce() -> Result<(Option<i64>, TurnMeta)>,
+    ) -> Result<i64> {
         check_confidence(e.confidence)?;
         check_text("note", &e.note)?;
         if let Some(o) = &e.owner {
@@ -152,7 +170,7 @@ impl Project {
         let st = self
             .root_fs
             .lstat(&e.path)
-            .ctx_in("stat", &self.root, e.path.as_path())?;
+            .ctx_in("stat", self.root, e.path.as_path())?;
         match st {
             None => return Err(Error::BadInput(format!("{name} does not exist"))),
             Some(st) if st.kind != crate::confined::StatKind::File => {
@@ -166,7 +184,7 @@ impl Project {
                 let (bytes, _) =
                     self.root_fs
                         .read_file(&e.path)
-                        .ctx_in("read", &self.root, e.path.as_path())?;
+                        .ctx_in("read", self.root, e.path.as_path())?;
                 let text = std::str::from_utf8(&bytes).map_err(|_| {
                     Error::BadInput(format!(
                         "{name} is not UTF-8 text: record it whole (no :LINE)"
@@ -175,18 +193,14 @@ impl Project {
                 Some(span_text(&e.path, text, span)?)
             }
         };
-        let turn = self.open_turn()?;
-        let meta = match turn {
-            Some(t) => self.turn_meta(t)?,
-            None => Default::default(),
-        };
+        let (turn, meta) = open_turn()?;
         let owner = e
             .owner
             .or_else(|| meta.agent.as_ref().map(|a| format!("agent:{a}")))
             .or(e.user)
             .unwrap_or_else(|| "unknown".into());
         let at_ns = now_ns();
-        let tx = self.conn.transaction()?;
+        let tx = self.conn.unchecked_transaction()?;
         let body = EntryBody {
             bucket: e.bucket,
             severity: e.severity,
@@ -216,8 +230,8 @@ impl Project {
     }
 
     /// Entries matching `f`, oldest first, with their anchors now.
-    pub fn ledger_list(&self, f: &LedgerFilter) -> Result<Vec<LedgerEntry>> {
-        let rows = sql::entries(&self.conn)?;
+    pub(crate) fn list(&self, f: &LedgerFilter) -> Result<Vec<LedgerEntry>> {
+        let rows = sql::entries(self.conn)?;
         let mut texts: HashMap<RelPath, Option<String>> = HashMap::new();
         let mut out = Vec::new();
         for row in rows {
@@ -260,7 +274,7 @@ impl Project {
             None => (row.latest, None),
         };
         let history = if history {
-            sql::events(&self.conn, row.id)?
+            sql::events(self.conn, row.id)?
         } else {
             Vec::new()
         };
@@ -276,15 +290,15 @@ impl Project {
     }
 
     /// One entry with its history.
-    pub fn ledger_show(&self, id: i64) -> Result<LedgerEntry> {
-        let row = sql::entry(&self.conn, id)?.ok_or_else(|| unknown(id))?;
+    pub(crate) fn show(&self, id: i64) -> Result<LedgerEntry> {
+        let row = sql::entry(self.conn, id)?.ok_or_else(|| unknown(id))?;
         self.entry_from(row, &mut HashMap::new(), true)
     }
 
     /// Appends a status change (open, resolved or wont-fix) to entry `id`
     /// and returns the entry. A change to the status it has is refused.
-    pub fn ledger_set_status(
-        &mut self,
+    pub(crate) fn set_status(
+        &self,
         id: i64,
         status: LedgerStatus,
         who: Option<String>,
@@ -296,14 +310,14 @@ impl Project {
             ));
         }
         check_text("reason (why)", &why)?;
-        let row = sql::entry(&self.conn, id)?.ok_or_else(|| unknown(id))?;
+        let row = sql::entry(self.conn, id)?.ok_or_else(|| unknown(id))?;
         if row.latest == status {
             return Err(Error::BadInput(format!(
                 "ledger entry {id} is already {status}"
             )));
         }
         sql::insert_event(
-            &self.conn,
+            self.conn,
             id,
             &StatusEvent {
                 status,
@@ -312,13 +326,13 @@ impl Project {
                 at_ns: now_ns(),
             },
         )?;
-        self.ledger_show(id)
+        self.show(id)
     }
 
     /// Adds entries exported from another clone, with their history (not
     /// their turns: those are this clone's own). An entry already here
     /// (same path, span text, bucket and note) is skipped. All or nothing.
-    pub fn ledger_import(&mut self, records: &[LedgerRecord]) -> Result<ImportReport> {
+    pub(crate) fn import(&self, records: &[LedgerRecord]) -> Result<ImportReport> {
         for (i, rec) in records.iter().enumerate() {
             let r = &rec.body;
             let bad = |e: Error| Error::BadInput(format!("entry {} of the import: {e}", i + 1));
@@ -344,7 +358,7 @@ impl Project {
             }
         }
         let mut report = ImportReport::default();
-        let tx = self.conn.transaction()?;
+        let tx = self.conn.unchecked_transaction()?;
         for rec in records {
             let r = &rec.body;
             if sql::has_same(&tx, &r.path, r.span_text.as_deref(), r.bucket, &r.note)? {
@@ -373,17 +387,17 @@ impl Project {
     }
 
     /// How many entries were recorded in `turn` (for `turn-end` and `show`).
-    pub fn ledger_count_for_turn(&self, turn: i64) -> Result<u64> {
-        sql::count_for_turn(&self.conn, turn)
+    pub(crate) fn count_for_turn(&self, turn: i64) -> Result<u64> {
+        sql::count_for_turn(self.conn, turn)
     }
 
     /// The open entries about `path` whose lines are still there (fresh or
     /// moved), with their spans now; a whole-file entry spans every line.
     /// For `blame` to mark lines.
-    pub fn open_ledger_spans(&self, path: &RelPath) -> Result<Vec<(i64, Span)>> {
+    pub(crate) fn open_spans(&self, path: &RelPath) -> Result<Vec<(i64, Span)>> {
         let mut texts = HashMap::new();
         let mut out = Vec::new();
-        for row in sql::entries_for_path(&self.conn, path)? {
+        for row in sql::entries_for_path(self.conn, path)? {
             let whole = row.body.span.is_none();
             let e = self.entry_from(row, &mut texts, false)?;
             if e.status != LedgerStatus::Open {
