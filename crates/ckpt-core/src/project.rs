@@ -1,5 +1,24 @@
 //! `Project`: one watched tree, its database and blob store. The public entry
 //! point of the core.
+//!
+//! Every public operation of a project, and where it is implemented:
+//!
+//! | operation | module |
+//! |---|---|
+//! | `open`, `open_existing`, `root`, `root_identity`, `reopen_root`, `is_excluded`, `not_captured`, `status`, `read_blob` | here |
+//! | `check_paths` (events), `reconcile` (full scan) | `capture/` |
+//! | `turn_start`, `turn_start_closing`, `turn_end`, `turn_end_of`, `close_open_turns`, `tool_start`, `tool_end`, `open_turn`, `open_turn_of`, `turn_meta`, `log`, `log_of`, `show` | `turns` |
+//! | `rewind`, `redo`, `rewinds`, `recover` | `rewind/` |
+//! | `copy_in` (a work copy's changes as a turn) | `rewind/copy_in` |
+//! | `diff` | `diff::diff` (here: one line) |
+//! | `blame` | `blame::blame` (here: one line) |
+//! | `ledger_add`, `ledger_list`, `ledger_show`, `ledger_set_status`, `ledger_import`, `ledger_count_for_turn`, `open_ledger_spans` | `ledger::Ledger` (here: one line each) |
+//! | `export_range`, `export` | `export/` |
+//! | `gc` | `gc::gc` (here: one line) |
+//!
+//! The rows marked "here" take only what they need (the connection, the
+//! blob store, the tree), not the whole project; the others are still
+//! `impl Project` blocks in their modules.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
