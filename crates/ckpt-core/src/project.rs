@@ -7,7 +7,7 @@
 //! |---|---|
 //! | `open`, `open_existing`, `root`, `root_identity`, `reopen_root`, `is_excluded`, `not_captured`, `status`, `read_blob` | here |
 //! | `check_paths` (events), `reconcile` (full scan) | `capture/` |
-//! | `turn_start`, `turn_start_closing`, `turn_end`, `turn_end_of`, `close_open_turns`, `tool_start`, `tool_end`, `open_turn`, `open_turn_of`, `turn_meta`, `log`, `log_of`, `show` | `turns` |
+//! | `turn_start`, `turn_start_closing`, `turn_end`, `turn_end_of`, `close_open_turns`, `tool_start`, `tool_end`, `open_turn`, `open_turn_of`, `turn_meta`, `log`, `log_of`, `show` | `turns::Turns` (here: one line each) |
 //! | `rewind`, `redo`, `rewinds`, `recover` | `rewind/` |
 //! | `copy_in` (a work copy's changes as a turn) | `rewind/copy_in` |
 //! | `diff` | `diff::diff` (here: one line) |
@@ -41,6 +41,7 @@ use crate::relpath::RelPath;
 use crate::scan::Excludes;
 use crate::state::Hash;
 use crate::store::BlobStore;
+use crate::turns::Turns;
 
 /// The database file inside a project's store directory.
 pub const DB_FILE: &str = "ckpt.db";
@@ -210,6 +211,90 @@ impl Project {
     /// [`Error::BadInput`] that says what it is.
     pub fn blame(&self, path: &RelPath) -> Result<Blame> {
         blame::blame(&self.conn, &self.store, path)
+    }
+
+    /// The turn operations over this project's database.
+    fn turns(&self) -> Turns<'_> {
+        Turns { conn: &self.conn }
+    }
+
+    /// Opens a new turn for `meta.session`, closing that session's open
+    /// turn first; other sessions' turns stay open. Call after a barrier.
+    pub fn turn_start(&mut self, meta: TurnMeta) -> Result<i64> {
+        self.turns().turn_start(meta)
+    }
+
+    /// [`Project::turn_start`], also returning the turn it closed.
+    pub fn turn_start_closing(&mut self, meta: TurnMeta) -> Result<(Option<i64>, i64)> {
+        self.turns().turn_start_closing(meta)
+    }
+
+    /// A tool call of `session` starts; returns the session's running tool
+    /// calls (see [`Turns::tool_start`]).
+    pub fn tool_start(&mut self, session: Option<&str>) -> Result<u32> {
+        self.turns().tool_start(session)
+    }
+
+    /// A tool call of `session` ended; returns its tool calls still running.
+    pub fn tool_end(&mut self, session: Option<&str>) -> Result<u32> {
+        self.turns().tool_end(session)
+    }
+
+    /// The open turns a change seen now goes to, and whether it is shared.
+    pub(crate) fn recipients(&self) -> Result<(Vec<i64>, bool)> {
+        self.turns().recipients()
+    }
+
+    /// Closes the open turn of the default session, or else the only open
+    /// turn: [`Project::turn_end_of`] without a session.
+    pub fn turn_end(&mut self) -> Result<TurnDetail> {
+        self.turns().turn_end()
+    }
+
+    /// Closes the open turn of `session`, recording each touched path's
+    /// post-image (see [`Turns::turn_end_of`]). Call after a barrier.
+    pub fn turn_end_of(
+        &mut self,
+        session: Option<&str>,
+        transcript: Option<&str>,
+    ) -> Result<TurnDetail> {
+        self.turns().turn_end_of(session, transcript)
+    }
+
+    /// Closes every open turn (when a project is no longer watched).
+    pub fn close_open_turns(&mut self) -> Result<()> {
+        self.turns().close_open_turns()
+    }
+
+    /// The newest open turn, of any session.
+    pub fn open_turn(&self) -> Result<Option<i64>> {
+        self.turns().open_turn()
+    }
+
+    /// The open turn of `session` (`None`: the default session).
+    pub fn open_turn_of(&self, session: Option<&str>) -> Result<Option<i64>> {
+        self.turns().open_turn_of(session)
+    }
+
+    /// Who opened `turn` (label, agent, session), without reading its entries.
+    pub fn turn_meta(&self, turn: i64) -> Result<TurnMeta> {
+        self.turns().turn_meta(turn)
+    }
+
+    /// Turns, newest first.
+    pub fn log(&self, limit: usize) -> Result<Vec<TurnInfo>> {
+        self.turns().log(limit)
+    }
+
+    /// Turns, newest first; with `session`, only that session's.
+    pub fn log_of(&self, limit: usize, session: Option<&str>) -> Result<Vec<TurnInfo>> {
+        self.turns().log_of(limit, session)
+    }
+
+    /// A turn with its entries. While the turn is open, `post` is `None` and
+    /// the counts compare with the current state.
+    pub fn show(&self, turn: i64) -> Result<TurnDetail> {
+        self.turns().show(turn)
     }
 
     /// Unified diffs of a turn, pre-image to post-image (to the current state

@@ -388,7 +388,7 @@ impl Ledger<'_> {
 
     /// How many entries were recorded in `turn` (for `turn-end` and `show`).
     pub(crate) fn count_for_turn(&self, turn: i64) -> Result<u64> {
-        sql::count_for_turn(self.conn, turn)
+        count_for_turn(self.conn, turn)
     }
 
     /// The open entries about `path` whose lines are still there (fresh or
@@ -425,6 +425,11 @@ impl Ledger<'_> {
         }
         Ok(out)
     }
+}
+
+/// How many entries were recorded in `turn`.
+pub(crate) fn count_for_turn(conn: &Connection, turn: i64) -> Result<u64> {
+    sql::count_for_turn(conn, turn)
 }
 
 fn unknown(id: i64) -> Error {
