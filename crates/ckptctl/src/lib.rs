@@ -57,9 +57,9 @@ pub unsafe fn default_sigpipe() {
 fn labelled(kind: ErrorKind, message: String) -> String {
     match kind {
         ErrorKind::DiskFull => format!("disk full: {message}"),
-        ErrorKind::Corrupt => format!(
-            "store damaged: {message} (run `ckptctl fsck` to see what is damaged)"
-        ),
+        ErrorKind::Corrupt => {
+            format!("store damaged: {message} (run `ckptctl fsck` to see what is damaged)")
+        }
         _ => message,
     }
 }

@@ -66,8 +66,7 @@ impl ProjectHandle {
     pub fn mark_degraded(&self, reason: DegradedReason) {
         {
             let mut h = lock(&self.health);
-            let keep_old =
-                matches!(&h.degraded, Some(d) if d.persistent() && !reason.persistent());
+            let keep_old = matches!(&h.degraded, Some(d) if d.persistent() && !reason.persistent());
             if !keep_old {
                 if h.degraded.as_ref() != Some(&reason) {
                     let reason = reason.message();
