@@ -8,7 +8,8 @@
 //! | `open`, `open_existing`, `root`, `root_identity`, `reopen_root`, `is_excluded`, `not_captured`, `status`, `read_blob` | here |
 //! | `check_paths` (events), `reconcile` (full scan) | `capture/` |
 //! | `turn_start`, `turn_start_closing`, `turn_end`, `turn_end_of`, `close_open_turns`, `tool_start`, `tool_end`, `open_turn`, `open_turn_of`, `turn_meta`, `log`, `log_of`, `show` | `turns::Turns` (here: one line each) |
-//! | `rewind`, `redo`, `rewinds`, `recover` | `rewind/` |
+//! | `rewinds` | `history::rewind_records` (here: one line) |
+//! | `rewind`, `redo`, `recover` | `rewind/` |
 //! | `copy_in` (a work copy's changes as a turn) | `rewind/copy_in` |
 //! | `diff` | `diff::diff` (here: one line) |
 //! | `blame` | `blame::blame` (here: one line) |
@@ -295,6 +296,12 @@ impl Project {
     /// the counts compare with the current state.
     pub fn show(&self, turn: i64) -> Result<TurnDetail> {
         self.turns().show(turn)
+    }
+
+    /// The rewinds and redos journaled, newest first (a work copy's apply
+    /// is a turn, not listed).
+    pub fn rewinds(&self, limit: usize) -> Result<Vec<RewindRecord>> {
+        history::rewind_records(&self.conn, limit)
     }
 
     /// Unified diffs of a turn, pre-image to post-image (to the current state

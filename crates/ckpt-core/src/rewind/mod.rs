@@ -218,12 +218,6 @@ impl Project {
         self.carry_out(&mut dirs, plan, &mut opts, Vec::new(), Some(id), note)
     }
 
-    /// The rewinds and redos journaled, newest first (a work copy's apply
-    /// is a turn, not listed).
-    pub fn rewinds(&self, limit: usize) -> Result<Vec<crate::model::RewindRecord>> {
-        history::rewind_records(&self.conn, limit)
-    }
-
     /// A plan's end: shown (dry run), refused, or journaled (marking
     /// `marked` rewound, or redoing `redoes`, and continuing the open turns
     /// `plan.continued` names) and applied from memory. Only the last
