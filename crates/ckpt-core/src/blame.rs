@@ -10,14 +10,28 @@
 //! equal runs keep their origin, inserted or replaced lines take the new one.
 //! Rewound turns are not versions at all.
 
+use rusqlite::Connection;
+
 use crate::cache;
 use crate::diff::is_binary;
 use crate::error::{Error, Result};
 use crate::history;
 use crate::model::{Blame, BlameLine, BlameTurn, LineOrigin};
-use crate::project::Project;
 use crate::relpath::RelPath;
 use crate::state::{Hash, State};
+use crate::store::BlobStore;
+
+/// Blames every line of the file at `path` as it is now (see
+/// [`crate::Project::blame`]).
+pub(crate) fn blame(conn: &Connection, store: &BlobStore, path: &RelPath) -> Result<Blame> {
+    Sources { conn, store }.blame(path)
+}
+
+/// What a blame reads: the hash cache and history, and blob contents.
+struct Sources<'a> {
+    conn: &'a Connection,
+    store: &'a BlobStore,
+}
 
 /// The version being followed: its content and the origin of each line.
 struct Tracker {
@@ -29,7 +43,7 @@ struct Tracker {
 
 impl Tracker {
     /// Moves to the version `state`, attributing what changed to `origin`.
-    fn step(&mut self, p: &Project, state: &State, origin: LineOrigin) -> Result<()> {
+    fn step(&mut self, p: &Sources, state: &State, origin: LineOrigin) -> Result<()> {
         let hash = state.hash();
         if hash == self.hash {
             return Ok(());
@@ -64,14 +78,10 @@ fn lines(text: &str) -> Vec<&str> {
     text.split_inclusive('\n').collect()
 }
 
-impl Project {
-    /// Blames every line of the file at `path` as it is now (the hash
-    /// cache's state: call after a barrier). A path no live turn touched is
-    /// all baseline. Anything but a captured text file is an
-    /// [`Error::Invalid`] that says what it is.
-    pub fn blame(&self, path: &RelPath) -> Result<Blame> {
-        let current = cache::state(&self.conn, path)?;
-        let bad = |what: String| Err(Error::Invalid(format!("cannot blame {path}: {what}")));
+impl Sources<'_> {
+    fn blame(&self, path: &RelPath) -> Result<Blame> {
+        let current = cache::state(self.conn, path)?;
+        let bad = |what: String| Err(Error::BadInput(format!("cannot blame {path}: {what}")));
         let current_text = match &current {
             State::File { .. } => match self.text_of(&current)? {
                 Some(t) => t,
@@ -83,7 +93,7 @@ impl Project {
             State::Skipped { reason } => return bad(format!("content not captured ({reason})")),
         };
 
-        let touches = history::live_touches(&self.conn, path)?;
+        let touches = history::live_touches(self.conn, path)?;
         let mut t = match touches.first() {
             Some(first) => {
                 let text = self.text_of(&first.pre)?.unwrap_or_default();
@@ -143,7 +153,7 @@ impl Project {
         Ok(match state {
             State::Absent => Some(String::new()),
             State::File { hash, .. } => {
-                let data = self.read_blob(hash)?;
+                let data = self.store.get(self.conn, hash)?;
                 if is_binary(&data) {
                     None
                 } else {
@@ -162,6 +172,7 @@ mod tests {
     use super::*;
     use crate::model::{RewindOptions, TurnMeta};
     use crate::project::tests::reconciled;
+    use crate::project::Project;
 
     fn rp(s: &str) -> RelPath {
         RelPath::new(s).unwrap()
@@ -294,7 +305,7 @@ mod tests {
             ("link", "a symbolic link"),
         ] {
             match p.blame(&rp(path)) {
-                Err(Error::Invalid(m)) => assert!(m.contains(what), "{path}: {m}"),
+                Err(Error::BadInput(m)) => assert!(m.contains(what), "{path}: {m}"),
                 other => panic!("{path}: {other:?}"),
             }
         }
@@ -313,7 +324,7 @@ mod tests {
         let mut p = Project::open(&tmp.path().join("store"), &root, opts).unwrap();
         p.reconcile().unwrap();
         match p.blame(&rp("big")) {
-            Err(Error::Invalid(m)) => assert!(m.contains("not captured"), "{m}"),
+            Err(Error::BadInput(m)) => assert!(m.contains("not captured"), "{m}"),
             other => panic!("{other:?}"),
         }
     }

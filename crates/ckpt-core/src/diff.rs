@@ -1,22 +1,39 @@
 //! Unified diffs of a turn's changes.
 
+use rusqlite::Connection;
+
 use crate::cache;
 use crate::error::{Error, Result};
-use crate::model::{ChangeKind, FileDiff};
-use crate::project::Project;
+use crate::model::{ChangeKind, FileDiff, TurnDetail};
 use crate::relpath::RelPath;
 use crate::state::State;
+use crate::store::BlobStore;
 
 /// Content that is not shown as text: has a NUL byte early on, or is not UTF-8.
 pub(crate) fn is_binary(data: &[u8]) -> bool {
     data[..data.len().min(8000)].contains(&0) || std::str::from_utf8(data).is_err()
 }
 
-impl Project {
-    /// Unified diffs of a turn, pre-image to post-image (to the current state
-    /// while the turn is open), for all its paths or those at or below `paths`.
-    pub fn diff(&self, turn: i64, paths: &[RelPath]) -> Result<Vec<FileDiff>> {
-        let detail = self.show(turn)?;
+/// Unified diffs of the turn `detail` shows (see [`crate::Project::diff`]).
+pub(crate) fn diff(
+    conn: &Connection,
+    store: &BlobStore,
+    detail: TurnDetail,
+    paths: &[RelPath],
+) -> Result<Vec<FileDiff>> {
+    let reader = Reader { conn, store };
+    reader.diff(detail, paths)
+}
+
+/// What a diff reads: the hash cache and blob contents.
+struct Reader<'a> {
+    conn: &'a Connection,
+    store: &'a BlobStore,
+}
+
+impl Reader<'_> {
+    fn diff(&self, detail: TurnDetail, paths: &[RelPath]) -> Result<Vec<FileDiff>> {
+        let turn = detail.info.id;
         // A path the turn never touched is a mistake to name, not "no diff".
         let untouched: Vec<String> = paths
             .iter()
@@ -24,7 +41,7 @@ impl Project {
             .map(|p| p.display())
             .collect();
         if !untouched.is_empty() {
-            return Err(Error::Invalid(format!(
+            return Err(Error::BadInput(format!(
                 "turn {turn} did not touch {} (`ckptctl show {turn}` lists its paths)",
                 untouched.join(", ")
             )));
@@ -36,7 +53,7 @@ impl Project {
             }
             let post = match e.post {
                 Some(p) => p,
-                None => cache::state(&self.conn, &e.path)?,
+                None => cache::state(self.conn, &e.path)?,
             };
             if post == e.pre {
                 continue;
@@ -51,7 +68,7 @@ impl Project {
         let text = |s: &State| -> Result<Option<Vec<u8>>> {
             Ok(match s {
                 State::Absent | State::Dir { .. } => Some(Vec::new()),
-                State::File { hash, .. } => Some(self.read_blob(hash)?),
+                State::File { hash, .. } => Some(self.store.get(self.conn, hash)?),
                 State::Symlink { target } => {
                     let mut t = b"-> ".to_vec();
                     t.extend_from_slice(target);

@@ -36,8 +36,17 @@ pub enum Error {
     },
     #[error("database schema version {found} is newer than this ckpt understands ({known})")]
     SchemaTooNew { found: i64, known: i64 },
+    /// The caller's input cannot be acted on (a bad range, an empty note, a
+    /// path that is not there): the caller fixes it.
     #[error("{0}")]
-    Invalid(String),
+    BadInput(String),
+    /// The store is damaged: a row that does not decode, a missing or
+    /// mis-hashed blob. `ckptctl fsck` says more.
+    #[error("{0}")]
+    Corrupt(String),
+    /// Something the core itself guarantees did not hold: a bug.
+    #[error("{0}")]
+    Invariant(String),
     /// A test hook's simulated crash (`test-hooks` feature only).
     #[cfg(any(test, feature = "test-hooks"))]
     #[error("injected failure after {0} operations")]
@@ -46,7 +55,44 @@ pub enum Error {
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// Who has to act on an [`Error`]: the caller, whoever repairs the store,
+/// whoever fixes the filesystem, or whoever fixes ckpt.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// The request cannot be acted on as asked.
+    BadInput,
+    /// The store is damaged (a corrupt row, a missing blob, a bad hash).
+    Corrupt,
+    /// A filesystem or database operation failed.
+    Io,
+    /// The store is not this project's, or is too new for this ckpt.
+    Unusable,
+    /// An invariant of the core broke: a bug.
+    Invariant,
+}
+
 impl Error {
+    /// This error's kind: the one place each variant gets one.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::BadInput(_)
+            | Error::UnsafePath { .. }
+            | Error::UnknownTurn(_)
+            | Error::TurnRewound(_)
+            | Error::NoOpenTurn
+            | Error::NothingToRedo => ErrorKind::BadInput,
+            Error::Corrupt(_) | Error::CorruptBlob { .. } | Error::MissingBlob(_) => {
+                ErrorKind::Corrupt
+            }
+            Error::Db(e) if db_says_corrupt(e) => ErrorKind::Corrupt,
+            Error::Io { .. } | Error::Db(_) => ErrorKind::Io,
+            Error::WrongProject { .. } | Error::SchemaTooNew { .. } => ErrorKind::Unusable,
+            Error::Invariant(_) => ErrorKind::Invariant,
+            #[cfg(any(test, feature = "test-hooks"))]
+            Error::Injected(_) => ErrorKind::Invariant,
+        }
+    }
+
     /// Whether a test hook simulated a crash here: everything is left as a
     /// dead process would leave it, for recovery to finish.
     #[cfg(any(test, feature = "test-hooks"))]
@@ -77,6 +123,23 @@ impl Error {
     }
 }
 
+/// Whether SQLite found the database damaged, or a row held a value its
+/// column cannot hold.
+fn db_says_corrupt(e: &rusqlite::Error) -> bool {
+    use rusqlite::Error as E;
+    match e {
+        E::SqliteFailure(f, _) => matches!(
+            f.code,
+            rusqlite::ErrorCode::DatabaseCorrupt | rusqlite::ErrorCode::NotADatabase
+        ),
+        E::FromSqlConversionFailure(..)
+        | E::IntegralValueOutOfRange(..)
+        | E::InvalidColumnType(..)
+        | E::Utf8Error(..) => true,
+        _ => false,
+    }
+}
+
 /// Attaches the action and path to an IO error: the one way the core builds
 /// an [`Error::Io`].
 pub(crate) trait IoContext<T> {
@@ -102,5 +165,81 @@ impl<T> IoContext<T> for std::io::Result<T> {
             path: root.join(rel),
             source,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashSet;
+
+    use super::*;
+    use crate::model::TurnMeta;
+    use crate::project::tests::reconciled;
+    use crate::project::{Project, DB_FILE};
+
+    /// A project whose turn 1 changed `f.txt`, and a second connection to
+    /// its database for damaging rows behind the project's back.
+    fn one_turn() -> (tempfile::TempDir, Project, rusqlite::Connection) {
+        let (tmp, root, mut p) = reconciled(&[("f.txt", "a\n")]);
+        p.turn_start(TurnMeta::default()).unwrap();
+        std::fs::write(root.join("f.txt"), "b\n").unwrap();
+        p.reconcile().unwrap();
+        p.turn_end().unwrap();
+        let db = rusqlite::Connection::open(tmp.path().join("store").join(DB_FILE)).unwrap();
+        (tmp, p, db)
+    }
+
+    #[test]
+    fn a_range_that_ends_before_it_starts_is_bad_input() {
+        let (_tmp, p, _db) = one_turn();
+        let e = p.export_range(2, 1).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::BadInput, "{e}");
+    }
+
+    #[test]
+    fn a_turn_entry_that_does_not_decode_is_corrupt() {
+        let (_tmp, p, db) = one_turn();
+        db.execute("UPDATE turn_entries SET pre_kind = 99", [])
+            .unwrap();
+        let e = p.show(1).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Corrupt, "{e}");
+    }
+
+    #[test]
+    fn a_stored_path_that_leaves_the_root_is_corrupt_not_unsafe_input() {
+        let (_tmp, p, db) = one_turn();
+        db.execute("UPDATE turn_entries SET path = CAST('../x' AS BLOB)", [])
+            .unwrap();
+        let e = p.show(1).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Corrupt, "{e}");
+    }
+
+    #[test]
+    fn a_value_its_column_cannot_hold_is_corrupt() {
+        let (_tmp, p, db) = one_turn();
+        db.execute("UPDATE turns SET started_ns = 'yesterday'", [])
+            .unwrap();
+        let e = p.show(1).unwrap_err();
+        assert!(matches!(e, Error::Db(_)), "{e:?}");
+        assert_eq!(e.kind(), ErrorKind::Corrupt, "{e}");
+    }
+
+    #[test]
+    fn a_store_directory_that_cannot_be_made_is_io() {
+        let tmp = tempfile::tempdir().unwrap();
+        let file = tmp.path().join("file");
+        std::fs::write(&file, "").unwrap();
+        let opened = Project::open(&file.join("store"), tmp.path(), Default::default());
+        let e = opened.err().expect("a store below a file cannot be made");
+        assert_eq!(e.kind(), ErrorKind::Io, "{e}");
+    }
+
+    #[test]
+    fn gc_inside_a_transaction_is_a_broken_invariant() {
+        let f = crate::store::tests::fixture(0);
+        f.conn.execute_batch("BEGIN").unwrap();
+        let e = f.store.gc(&f.conn, &HashSet::new(), 0, 0).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Invariant, "{e}");
+        f.conn.execute_batch("ROLLBACK").unwrap();
     }
 }

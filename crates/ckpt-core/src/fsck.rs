@@ -157,7 +157,7 @@ impl FsckReport {
 pub fn fsck(store_dir: &Path, opts: &FsckOptions) -> Result<FsckReport> {
     let db_path = store_dir.join(DB_FILE);
     if !db_path.is_file() {
-        return Err(Error::Invalid(format!(
+        return Err(Error::BadInput(format!(
             "{} holds no ckpt store (no {DB_FILE})",
             store_dir.display()
         )));

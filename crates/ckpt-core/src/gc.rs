@@ -3,43 +3,45 @@
 
 use std::collections::HashSet;
 
+use rusqlite::Connection;
+
+use ckpt_types::now_ns;
 use crate::error::Result;
 use crate::history;
 use crate::model::{GcReport, Retention};
-use crate::project::{now_ns, Project};
 use crate::state::Hash;
+use crate::store::BlobStore;
 
-impl Project {
-    pub fn gc(&mut self, policy: &Retention) -> Result<GcReport> {
-        let now = now_ns();
-        let cutoff = now - (policy.max_age_secs as i64).saturating_mul(1_000_000_000);
-        let tx = self.conn.transaction()?;
-        // The newest `keep_turns` are kept; older ones go once past the age.
-        // Dropping turn N drops everything older than N too, so the turns
-        // that remain can always be rewound.
-        let mut report = GcReport::default();
-        if let Some(last) = history::newest_expired_turn(&tx, cutoff, policy.keep_turns)? {
-            report.turns_dropped = history::drop_turns_through(&tx, last)?;
-        }
-        tx.commit()?;
-
-        let mut referenced = HashSet::new();
-        {
-            let mut stmt = self.conn.prepare("SELECT data FROM files WHERE kind = 1")?;
-            let rows = stmt.query_map([], |r| r.get::<_, Vec<u8>>(0))?;
-            for r in rows {
-                referenced.extend(Hash::from_slice(&r?));
-            }
-        }
-        history::blobs_named(&self.conn, &mut referenced)?;
-        let grace = (policy.grace_secs as i64).saturating_mul(1_000_000_000);
-        let (blobs, bytes) = self.store.gc(&self.conn, &referenced, grace, now)?;
-        report.blobs_removed = blobs;
-        report.bytes_freed = bytes;
-        // Give the pages of deleted inline blobs back to the filesystem.
-        self.conn.execute_batch("PRAGMA incremental_vacuum")?;
-        Ok(report)
+/// Drops what `policy` no longer keeps: old turns, then unreferenced blobs.
+pub(crate) fn gc(conn: &mut Connection, store: &BlobStore, policy: &Retention) -> Result<GcReport> {
+    let now = now_ns();
+    let cutoff = now - (policy.max_age_secs as i64).saturating_mul(1_000_000_000);
+    let tx = conn.transaction()?;
+    // The newest `keep_turns` are kept; older ones go once past the age.
+    // Dropping turn N drops everything older than N too, so the turns
+    // that remain can always be rewound.
+    let mut report = GcReport::default();
+    if let Some(last) = history::newest_expired_turn(&tx, cutoff, policy.keep_turns)? {
+        report.turns_dropped = history::drop_turns_through(&tx, last)?;
     }
+    tx.commit()?;
+
+    let mut referenced = HashSet::new();
+    {
+        let mut stmt = conn.prepare("SELECT data FROM files WHERE kind = 1")?;
+        let rows = stmt.query_map([], |r| r.get::<_, Vec<u8>>(0))?;
+        for r in rows {
+            referenced.extend(Hash::from_slice(&r?));
+        }
+    }
+    history::blobs_named(conn, &mut referenced)?;
+    let grace = (policy.grace_secs as i64).saturating_mul(1_000_000_000);
+    let (blobs, bytes) = store.gc(conn, &referenced, grace, now)?;
+    report.blobs_removed = blobs;
+    report.bytes_freed = bytes;
+    // Give the pages of deleted inline blobs back to the filesystem.
+    conn.execute_batch("PRAGMA incremental_vacuum")?;
+    Ok(report)
 }
 
 #[cfg(test)]

@@ -42,7 +42,7 @@ mod state;
 mod store;
 mod turns;
 
-pub use error::{Error, Result};
+pub use error::{Error, ErrorKind, Result};
 pub use export::utc_fields;
 pub use export::{
     check_out_dir, export_files, fingerprint, fingerprint_lines, frozen_files, manifest_state,

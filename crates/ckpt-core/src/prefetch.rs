@@ -70,7 +70,7 @@ pub(crate) fn with_blobs<R>(
         let mut current = Vec::new().into_iter();
         let mut get = |hash: &Hash| -> Result<Vec<u8>> {
             if blobs.get(next).map(|b| &b.0) != Some(hash) {
-                return Err(Error::Invalid(format!(
+                return Err(Error::Invariant(format!(
                     "blob {hash} asked for out of order (expected #{next})"
                 )));
             }
@@ -81,7 +81,9 @@ pub(crate) fn with_blobs<R>(
                 current = got.unwrap_or_default().into_iter();
             }
             current.next().unwrap_or_else(|| {
-                Err(Error::Invalid(format!("the reader of blob {hash} stopped")))
+                Err(Error::Invariant(format!(
+                    "the reader of blob {hash} stopped"
+                )))
             })
         };
         let r = work(&mut get);
@@ -144,6 +146,6 @@ mod tests {
         });
         assert_eq!(read, datas);
         let skipped = with_blobs(store, db, &blobs, 2, |get| get(&blobs[1].0).map(|_| ()));
-        assert!(matches!(skipped, Err(Error::Invalid(m)) if m.contains("out of order")));
+        assert!(matches!(skipped, Err(Error::Invariant(m)) if m.contains("out of order")));
     }
 }

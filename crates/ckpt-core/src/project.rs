@@ -1,27 +1,53 @@
 //! `Project`: one watched tree, its database and blob store. The public entry
 //! point of the core.
+//!
+//! Every public operation of a project, and where it is implemented:
+//!
+//! | operation | module |
+//! |---|---|
+//! | `open`, `open_existing`, `root`, `root_identity`, `reopen_root`, `is_excluded`, `not_captured`, `status`, `read_blob` | here |
+//! | `check_paths` (events), `reconcile` (full scan) | `capture/` |
+//! | `turn_start`, `turn_start_closing`, `turn_end`, `turn_end_of`, `close_open_turns`, `tool_start`, `tool_end`, `open_turn`, `open_turn_of`, `turn_meta`, `log`, `log_of`, `show` | `turns::Turns` (here: one line each) |
+//! | `rewinds` | `history::rewind_records` (here: one line) |
+//! | `rewind`, `redo`, `recover` | `rewind/` |
+//! | `copy_in` (a work copy's changes as a turn) | `rewind/copy_in` |
+//! | `diff` | `diff::diff` (here: one line) |
+//! | `blame` | `blame::blame` (here: one line) |
+//! | `ledger_add`, `ledger_list`, `ledger_show`, `ledger_set_status`, `ledger_import`, `ledger_count_for_turn`, `open_ledger_spans` | `ledger::Ledger` (here: one line each) |
+//! | `export_range`, `export` | `export/` |
+//! | `gc` | `gc::gc` (here: one line) |
+//!
+//! The rows marked "here" take only what they need (the connection, the
+//! blob store, the tree), not the whole project; the others are still
+//! `impl Project` blocks in their modules.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use rusqlite::{Connection, OptionalExtension};
 
+use crate::blame;
 use crate::confined::Root;
 use crate::db;
+use crate::diff;
 use crate::error::{Error, IoContext, Result};
+use crate::gc;
 use crate::history;
+use crate::ledger::{
+    ImportReport, Ledger, LedgerEntry, LedgerFilter, LedgerRecord, LedgerStatus, NewLedgerEntry,
+    Span,
+};
 use crate::model::*;
 use crate::relpath::RelPath;
 use crate::scan::Excludes;
 use crate::state::Hash;
 use crate::store::BlobStore;
+use crate::turns::Turns;
 
 /// The database file inside a project's store directory.
 pub const DB_FILE: &str = "ckpt.db";
 /// The directory of large blobs inside a project's store directory.
 pub const OBJECTS_DIR: &str = "objects";
-
-pub(crate) use ckpt_types::now_ns;
 
 /// A project tree and its store. Not `Sync`: one caller at a time (the daemon
 /// serializes access per project).
@@ -54,7 +80,7 @@ impl Project {
         if root.is_some() {
             std::fs::create_dir_all(store_dir).ctx("create store directory", store_dir)?;
         } else if !store_dir.join(DB_FILE).is_file() {
-            return Err(Error::Invalid(format!(
+            return Err(Error::BadInput(format!(
                 "{} holds no ckpt store",
                 store_dir.display()
             )));
@@ -86,7 +112,7 @@ impl Project {
             }
             (None, Some(found)) => PathBuf::from(std::ffi::OsStr::from_bytes(&found)),
             (None, None) => {
-                return Err(Error::Invalid(format!(
+                return Err(Error::Corrupt(format!(
                     "{} records no project root",
                     store_dir.display()
                 )))
@@ -178,6 +204,179 @@ impl Project {
     /// The verified bytes of a stored blob.
     pub fn read_blob(&self, hash: &Hash) -> Result<Vec<u8>> {
         self.store.get(&self.conn, hash)
+    }
+
+    /// Blames every line of the file at `path` as it is now (the hash
+    /// cache's state: call after a barrier). A path no live turn touched is
+    /// all baseline. Anything but a captured text file is an
+    /// [`Error::BadInput`] that says what it is.
+    pub fn blame(&self, path: &RelPath) -> Result<Blame> {
+        blame::blame(&self.conn, &self.store, path)
+    }
+
+    /// The turn operations over this project's database.
+    fn turns(&self) -> Turns<'_> {
+        Turns { conn: &self.conn }
+    }
+
+    /// Opens a new turn for `meta.session`, closing that session's open
+    /// turn first; other sessions' turns stay open. Call after a barrier.
+    pub fn turn_start(&mut self, meta: TurnMeta) -> Result<i64> {
+        self.turns().turn_start(meta)
+    }
+
+    /// [`Project::turn_start`], also returning the turn it closed.
+    pub fn turn_start_closing(&mut self, meta: TurnMeta) -> Result<(Option<i64>, i64)> {
+        self.turns().turn_start_closing(meta)
+    }
+
+    /// A tool call of `session` starts; returns the session's running tool
+    /// calls (see [`Turns::tool_start`]).
+    pub fn tool_start(&mut self, session: Option<&str>) -> Result<u32> {
+        self.turns().tool_start(session)
+    }
+
+    /// A tool call of `session` ended; returns its tool calls still running.
+    pub fn tool_end(&mut self, session: Option<&str>) -> Result<u32> {
+        self.turns().tool_end(session)
+    }
+
+    /// The open turns a change seen now goes to, and whether it is shared.
+    pub(crate) fn recipients(&self) -> Result<(Vec<i64>, bool)> {
+        self.turns().recipients()
+    }
+
+    /// Closes the open turn of the default session, or else the only open
+    /// turn: [`Project::turn_end_of`] without a session.
+    pub fn turn_end(&mut self) -> Result<TurnDetail> {
+        self.turns().turn_end()
+    }
+
+    /// Closes the open turn of `session`, recording each touched path's
+    /// post-image (see [`Turns::turn_end_of`]). Call after a barrier.
+    pub fn turn_end_of(
+        &mut self,
+        session: Option<&str>,
+        transcript: Option<&str>,
+    ) -> Result<TurnDetail> {
+        self.turns().turn_end_of(session, transcript)
+    }
+
+    /// Closes every open turn (when a project is no longer watched).
+    pub fn close_open_turns(&mut self) -> Result<()> {
+        self.turns().close_open_turns()
+    }
+
+    /// The newest open turn, of any session.
+    pub fn open_turn(&self) -> Result<Option<i64>> {
+        self.turns().open_turn()
+    }
+
+    /// The open turn of `session` (`None`: the default session).
+    pub fn open_turn_of(&self, session: Option<&str>) -> Result<Option<i64>> {
+        self.turns().open_turn_of(session)
+    }
+
+    /// Who opened `turn` (label, agent, session), without reading its entries.
+    pub fn turn_meta(&self, turn: i64) -> Result<TurnMeta> {
+        self.turns().turn_meta(turn)
+    }
+
+    /// Turns, newest first.
+    pub fn log(&self, limit: usize) -> Result<Vec<TurnInfo>> {
+        self.turns().log(limit)
+    }
+
+    /// Turns, newest first; with `session`, only that session's.
+    pub fn log_of(&self, limit: usize, session: Option<&str>) -> Result<Vec<TurnInfo>> {
+        self.turns().log_of(limit, session)
+    }
+
+    /// A turn with its entries. While the turn is open, `post` is `None` and
+    /// the counts compare with the current state.
+    pub fn show(&self, turn: i64) -> Result<TurnDetail> {
+        self.turns().show(turn)
+    }
+
+    /// The rewinds and redos journaled, newest first (a work copy's apply
+    /// is a turn, not listed).
+    pub fn rewinds(&self, limit: usize) -> Result<Vec<RewindRecord>> {
+        history::rewind_records(&self.conn, limit)
+    }
+
+    /// Unified diffs of a turn, pre-image to post-image (to the current state
+    /// while the turn is open), for all its paths or those at or below `paths`.
+    pub fn diff(&self, turn: i64, paths: &[RelPath]) -> Result<Vec<FileDiff>> {
+        diff::diff(&self.conn, &self.store, self.show(turn)?, paths)
+    }
+
+    /// The ledger over this project's tables and tree.
+    fn ledger(&self) -> Ledger<'_> {
+        Ledger {
+            conn: &self.conn,
+            root: &self.root,
+            root_fs: &self.root_fs,
+        }
+    }
+
+    /// Records a ledger entry in the open turn (if any) and returns its id.
+    /// The file must exist and the span lie inside it; call after a barrier.
+    pub fn ledger_add(&mut self, e: NewLedgerEntry) -> Result<i64> {
+        self.ledger().add(e, || {
+            let turn = self.open_turn()?;
+            let meta = match turn {
+                Some(t) => self.turn_meta(t)?,
+                None => Default::default(),
+            };
+            Ok((turn, meta))
+        })
+    }
+
+    /// Ledger entries matching `f`, oldest first, with their anchors now.
+    pub fn ledger_list(&self, f: &LedgerFilter) -> Result<Vec<LedgerEntry>> {
+        self.ledger().list(f)
+    }
+
+    /// One ledger entry with its history.
+    pub fn ledger_show(&self, id: i64) -> Result<LedgerEntry> {
+        self.ledger().show(id)
+    }
+
+    /// Appends a status change (open, resolved or wont-fix) to ledger entry
+    /// `id` and returns the entry. A change to the status it has is refused.
+    pub fn ledger_set_status(
+        &mut self,
+        id: i64,
+        status: LedgerStatus,
+        who: Option<String>,
+        why: String,
+    ) -> Result<LedgerEntry> {
+        self.ledger().set_status(id, status, who, why)
+    }
+
+    /// Adds ledger entries exported from another clone, with their history
+    /// (not their turns: those are this clone's own). An entry already here
+    /// (same path, span text, bucket and note) is skipped. All or nothing.
+    pub fn ledger_import(&mut self, records: &[LedgerRecord]) -> Result<ImportReport> {
+        self.ledger().import(records)
+    }
+
+    /// How many ledger entries were recorded in `turn` (for `turn-end` and
+    /// `show`).
+    pub fn ledger_count_for_turn(&self, turn: i64) -> Result<u64> {
+        self.ledger().count_for_turn(turn)
+    }
+
+    /// The open ledger entries about `path` whose lines are still there
+    /// (fresh or moved), with their spans now; a whole-file entry spans
+    /// every line. For `blame` to mark lines.
+    pub fn open_ledger_spans(&self, path: &RelPath) -> Result<Vec<(i64, Span)>> {
+        self.ledger().open_spans(path)
+    }
+
+    /// Drops turns past the retention policy, then the blobs nothing refers to.
+    pub fn gc(&mut self, policy: &Retention) -> Result<GcReport> {
+        gc::gc(&mut self.conn, &self.store, policy)
     }
 }
 

@@ -44,6 +44,12 @@ impl RelPath {
         Ok(RelPath(bytes))
     }
 
+    /// A path read back from the store: one that fails [`RelPath::new`]'s
+    /// checks means the store is damaged, not that a caller asked badly.
+    pub(crate) fn stored(bytes: impl Into<Vec<u8>>) -> Result<RelPath> {
+        RelPath::new(bytes).map_err(|e| Error::Corrupt(format!("the store holds {e}")))
+    }
+
     /// The relative path of `path` under `root`, if it is strictly inside it.
     pub fn from_abs(root: &Path, path: &Path) -> Result<RelPath> {
         let rel = path.strip_prefix(root).map_err(|_| Error::UnsafePath {

@@ -4,13 +4,13 @@
 use rusqlite::Connection;
 
 use crate::cache;
+use ckpt_types::now_ns;
 use crate::error::{Error, Result};
 use crate::history;
 use crate::model::{
     ChangeKind, Continued, Counts, PartialRewind, TurnDetail, TurnEntry, TurnInfo, TurnMeta,
     TurnStatus,
 };
-use crate::project::{now_ns, Project};
 use crate::relpath::RelPath;
 use crate::state::State;
 
@@ -59,22 +59,28 @@ pub(crate) fn continue_turns(tx: &Connection, continued: &mut [Continued]) -> Re
     Ok(())
 }
 
-impl Project {
+/// Turn operations over the project's database (see [`crate::Project`],
+/// which names each).
+pub(crate) struct Turns<'a> {
+    pub(crate) conn: &'a Connection,
+}
+
+impl Turns<'_> {
     /// Opens a new turn for `meta.session`, closing that session's open
     /// turn first; other sessions' turns stay open. Call after a barrier.
-    pub fn turn_start(&mut self, meta: TurnMeta) -> Result<i64> {
+    pub(crate) fn turn_start(&self, meta: TurnMeta) -> Result<i64> {
         Ok(self.turn_start_closing(meta)?.1)
     }
 
-    /// [`Project::turn_start`], also returning the turn it closed.
-    pub fn turn_start_closing(&mut self, meta: TurnMeta) -> Result<(Option<i64>, i64)> {
+    /// [`Turns::turn_start`], also returning the turn it closed.
+    pub(crate) fn turn_start_closing(&self, meta: TurnMeta) -> Result<(Option<i64>, i64)> {
         // A tool window a lost hook left open ends with its turn (closing
         // it clears the count).
-        let closed = history::open_turn_of(&self.conn, meta.session.as_deref())?;
+        let closed = history::open_turn_of(self.conn, meta.session.as_deref())?;
         if let Some(open) = closed {
             self.close_turn(open)?;
         }
-        Ok((closed, history::insert_turn(&self.conn, &meta, now_ns())?))
+        Ok((closed, history::insert_turn(self.conn, &meta, now_ns())?))
     }
 
     /// A tool call of `session` starts: until it ends, a change seen while
@@ -83,22 +89,22 @@ impl Project {
     /// counted as the tool's. The count is kept on the session's open turn
     /// (it outlives a daemon restart and ends with the turn); returns the
     /// session's running tool calls, 0 when it has no open turn.
-    pub fn tool_start(&mut self, session: Option<&str>) -> Result<u32> {
-        Ok(history::add_tool_call(&self.conn, session, 1)?.unwrap_or(0))
+    pub(crate) fn tool_start(&self, session: Option<&str>) -> Result<u32> {
+        Ok(history::add_tool_call(self.conn, session, 1)?.unwrap_or(0))
     }
 
     /// A tool call of `session` ended. Call after a barrier, so what the
     /// tool changed is captured inside its window. Returns the session's
     /// tool calls still running.
-    pub fn tool_end(&mut self, session: Option<&str>) -> Result<u32> {
-        Ok(history::add_tool_call(&self.conn, session, -1)?.unwrap_or(0))
+    pub(crate) fn tool_end(&self, session: Option<&str>) -> Result<u32> {
+        Ok(history::add_tool_call(self.conn, session, -1)?.unwrap_or(0))
     }
 
     /// The open turns a change seen now goes to, and whether it is shared.
     /// Every open turn, unless tool calls are running: then the open turns
     /// of the sessions running them.
     pub(crate) fn recipients(&self) -> Result<(Vec<i64>, bool)> {
-        let open = history::open_turns_running_tools(&self.conn)?;
+        let open = history::open_turns_running_tools(self.conn)?;
         let running: Vec<i64> = open.iter().filter(|(_, r)| *r).map(|(t, _)| *t).collect();
         let mut to = if running.is_empty() {
             open.iter().map(|(t, _)| *t).collect()
@@ -111,8 +117,8 @@ impl Project {
     }
 
     /// Closes the open turn of the default session, or else the only open
-    /// turn: [`Project::turn_end_of`] without a session.
-    pub fn turn_end(&mut self) -> Result<TurnDetail> {
+    /// turn: [`Turns::turn_end_of`] without a session.
+    pub(crate) fn turn_end(&self) -> Result<TurnDetail> {
         self.turn_end_of(None, None)
     }
 
@@ -121,15 +127,15 @@ impl Project {
     /// (its state now), and keeps `transcript` on it unless it has one
     /// (some agents name their transcript only when the turn ends). Paths
     /// that ended as they began are dropped. Call after a barrier.
-    pub fn turn_end_of(
-        &mut self,
+    pub(crate) fn turn_end_of(
+        &self,
         session: Option<&str>,
         transcript: Option<&str>,
     ) -> Result<TurnDetail> {
         // Closing the turn ends its session's tool windows.
         let (turn, _) = self.open_for(session)?.ok_or(Error::NoOpenTurn)?;
         if let Some(t) = transcript {
-            history::note_transcript(&self.conn, turn, t)?;
+            history::note_transcript(self.conn, turn, t)?;
         }
         self.close_turn(turn)?;
         self.show(turn)
@@ -137,7 +143,7 @@ impl Project {
 
     /// The turn `turn_end_of(session)` would close, with its session.
     fn open_for(&self, session: Option<&str>) -> Result<Option<(i64, Option<String>)>> {
-        let mut open = history::open_turns(&self.conn)?;
+        let mut open = history::open_turns(self.conn)?;
         Ok(
             match open.iter().position(|(_, s)| s.as_deref() == session) {
                 Some(i) => Some(open.swap_remove(i)),
@@ -148,55 +154,55 @@ impl Project {
     }
 
     /// Closes every open turn (when a project is no longer watched).
-    pub fn close_open_turns(&mut self) -> Result<()> {
-        for (turn, _) in history::open_turns(&self.conn)? {
+    pub(crate) fn close_open_turns(&self) -> Result<()> {
+        for (turn, _) in history::open_turns(self.conn)? {
             self.close_turn(turn)?;
         }
         Ok(())
     }
 
-    fn close_turn(&mut self, turn: i64) -> Result<()> {
-        let tx = self.conn.transaction()?;
+    fn close_turn(&self, turn: i64) -> Result<()> {
+        let tx = self.conn.unchecked_transaction()?;
         history::close_turn(&tx, turn, now_ns(), |path| cache::state(&tx, path))?;
         tx.commit()?;
         Ok(())
     }
 
     /// The newest open turn, of any session.
-    pub fn open_turn(&self) -> Result<Option<i64>> {
-        open_turn(&self.conn)
+    pub(crate) fn open_turn(&self) -> Result<Option<i64>> {
+        open_turn(self.conn)
     }
 
     /// The open turn of `session` (`None`: the default session).
-    pub fn open_turn_of(&self, session: Option<&str>) -> Result<Option<i64>> {
-        history::open_turn_of(&self.conn, session)
+    pub(crate) fn open_turn_of(&self, session: Option<&str>) -> Result<Option<i64>> {
+        history::open_turn_of(self.conn, session)
     }
 
     /// Who opened `turn` (label, agent, session), without reading its entries.
-    pub fn turn_meta(&self, turn: i64) -> Result<TurnMeta> {
-        Ok(history::turn(&self.conn, turn)?
+    pub(crate) fn turn_meta(&self, turn: i64) -> Result<TurnMeta> {
+        Ok(history::turn(self.conn, turn)?
             .ok_or(Error::UnknownTurn(turn))?
             .meta)
     }
 
     /// Turns, newest first.
-    pub fn log(&self, limit: usize) -> Result<Vec<TurnInfo>> {
+    pub(crate) fn log(&self, limit: usize) -> Result<Vec<TurnInfo>> {
         self.log_of(limit, None)
     }
 
     /// Turns, newest first; with `session`, only that session's.
-    pub fn log_of(&self, limit: usize, session: Option<&str>) -> Result<Vec<TurnInfo>> {
-        let ids = history::newest_turns(&self.conn, limit, session)?;
+    pub(crate) fn log_of(&self, limit: usize, session: Option<&str>) -> Result<Vec<TurnInfo>> {
+        let ids = history::newest_turns(self.conn, limit, session)?;
         ids.into_iter().map(|id| Ok(self.show(id)?.info)).collect()
     }
 
     /// A turn with its entries. While the turn is open, `post` is `None` and
     /// the counts compare with the current state.
-    pub fn show(&self, turn: i64) -> Result<TurnDetail> {
-        let row = history::turn(&self.conn, turn)?.ok_or(Error::UnknownTurn(turn))?;
-        let entries = history::entries(&self.conn, turn)?;
-        let counts = counts(&entries, |p| cache::state(&self.conn, p))?;
-        let partial = partly_rewound(&self.conn, turn, row.status, &entries)?;
+    pub(crate) fn show(&self, turn: i64) -> Result<TurnDetail> {
+        let row = history::turn(self.conn, turn)?.ok_or(Error::UnknownTurn(turn))?;
+        let entries = history::entries(self.conn, turn)?;
+        let counts = counts(&entries, |p| cache::state(self.conn, p))?;
+        let partial = partly_rewound(self.conn, turn, row.status, &entries)?;
         Ok(TurnDetail {
             info: TurnInfo {
                 id: turn,
@@ -205,7 +211,7 @@ impl Project {
                 meta: row.meta,
                 status: row.status,
                 counts,
-                ledger_entries: self.ledger_count_for_turn(turn)?,
+                ledger_entries: crate::ledger::count_for_turn(self.conn, turn)?,
                 partial,
             },
             entries,

@@ -95,12 +95,16 @@ pub enum ErrorKind {
     Conflicts,
     /// The project's root is gone or its store cannot be opened.
     ProjectUnavailable,
-    /// A filesystem or store failure.
+    /// A filesystem or database operation failed.
     Io,
+    /// The project's store is damaged (a corrupt row, a missing blob, a bad
+    /// hash): never the request's fault; `ckptctl fsck` says more.
+    Corrupt,
     /// A filesystem ran out of room (ENOSPC, EDQUOT): ckpt's data disk or
     /// the project's. Nothing captured before is lost; free space and retry.
     DiskFull,
-    /// A bug or an unexpected state in the daemon.
+    /// A bug: an unexpected state in the daemon, or an invariant of the
+    /// core that did not hold.
     Internal,
     /// A kind this client does not know (from a newer daemon).
     #[serde(other)]

@@ -52,6 +52,18 @@ pub unsafe fn default_sigpipe() {
     }
 }
 
+/// A daemon's error message, prefixed with what a person should know of its
+/// kind: a full disk, or a damaged store and how to learn more.
+fn labelled(kind: ErrorKind, message: String) -> String {
+    match kind {
+        ErrorKind::DiskFull => format!("disk full: {message}"),
+        ErrorKind::Corrupt => {
+            format!("store damaged: {message} (run `ckptctl fsck` to see what is damaged)")
+        }
+        _ => message,
+    }
+}
+
 /// The exit code of a command's result; a failure is reported on stderr
 /// (and as a JSON document on stdout with `--json`).
 pub fn exit_code(result: anyhow::Result<u8>, json: bool) -> ExitCode {
@@ -63,10 +75,7 @@ pub fn exit_code(result: anyhow::Result<u8>, json: bool) -> ExitCode {
                 Some(d) => (d.kind, 1),
                 None => (ErrorKind::Other, 1),
             };
-            let mut message = output::error_message(&e);
-            if kind == ErrorKind::DiskFull {
-                message = format!("disk full: {message}");
-            }
+            let message = labelled(kind, output::error_message(&e));
             if json {
                 let doc = serde_json::json!({ "error": { "kind": kind, "message": message } });
                 println!("{doc}");

@@ -15,7 +15,7 @@ use crate::config::Config;
 use crate::cookie;
 use crate::error::{panic_message, ReqError, ReqResult};
 use crate::mutex::lock;
-use crate::project::{root_gone_reason, ProjectHandle};
+use crate::project::{DegradedReason, ProjectHandle, Unavailable};
 use crate::registry::{BrokenStore, Registry};
 use crate::reserve::{self, Reserve};
 use crate::watcher::Watcher;
@@ -213,7 +213,7 @@ impl Daemon {
         };
         let h = ProjectHandle::new(id, store_dir, project);
         if !h.root.is_dir() {
-            h.set_unavailable(Some(root_gone_reason(&h.root)));
+            h.set_unavailable(Some(Unavailable::RootGone));
             self.registry.insert(h);
             return;
         }
@@ -231,7 +231,7 @@ impl Daemon {
         });
         if let Err(e) = spawned {
             h.set_loading(false);
-            h.mark_degraded(format!("cannot start loading: {e}"), false);
+            h.mark_degraded(DegradedReason::NoLoader(e.to_string()));
         }
     }
 
@@ -259,7 +259,7 @@ impl Daemon {
         let root_gone = root.as_deref().is_some_and(|r| !r.exists());
         let retry = retry || root_gone;
         let error = match &root {
-            Some(r) if root_gone => root_gone_reason(r),
+            Some(r) if root_gone => Unavailable::RootGone.message(r),
             _ => format!("store cannot be opened: {error}"),
         };
         tracing::error!(store = %store_dir.display(), %error, "cannot open stored project");
@@ -590,10 +590,7 @@ fn recover_and_reconcile(h: &ProjectHandle) {
             h.note_recovered(recovery_note(&r));
         }
         Ok(None) => {}
-        Err(e) => h.mark_degraded(
-            format!("recovering an interrupted rewind failed: {e}"),
-            false,
-        ),
+        Err(e) => h.mark_degraded(DegradedReason::RecoveryFailed(e.to_string())),
     }
     h.reconcile_now();
 }

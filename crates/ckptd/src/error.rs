@@ -37,22 +37,29 @@ impl std::fmt::Display for ReqError {
 
 impl From<ckpt_core::Error> for ReqError {
     fn from(e: ckpt_core::Error) -> Self {
-        use ckpt_core::Error as E;
-        let kind = match &e {
-            E::UnknownTurn(_) => ErrorKind::UnknownTurn,
-            E::TurnRewound(_) => ErrorKind::TurnRewound,
-            E::NoOpenTurn => ErrorKind::NoOpenTurn,
-            E::NothingToRedo => ErrorKind::NothingToRedo,
-            E::UnsafePath { .. } | E::Invalid(_) => ErrorKind::BadRequest,
-            E::WrongProject { .. } | E::SchemaTooNew { .. } => ErrorKind::ProjectUnavailable,
-            #[cfg(feature = "test-hooks")]
-            E::Injected(_) => ErrorKind::Internal,
-            _ => ErrorKind::Io,
-        };
         if e.is_disk_full() {
             return ReqError::new(ErrorKind::DiskFull, format!("{e} ({DISK_FULL})"));
         }
-        ReqError::new(kind, e.to_string())
+        ReqError::new(wire_kind(&e), e.to_string())
+    }
+}
+
+/// The wire's kind of a core error: the one place the daemon maps them. A
+/// few refusals have a kind of their own; the rest go by the core's kind.
+fn wire_kind(e: &ckpt_core::Error) -> ErrorKind {
+    use ckpt_core::{Error as E, ErrorKind as K};
+    match e {
+        E::UnknownTurn(_) => ErrorKind::UnknownTurn,
+        E::TurnRewound(_) => ErrorKind::TurnRewound,
+        E::NoOpenTurn => ErrorKind::NoOpenTurn,
+        E::NothingToRedo => ErrorKind::NothingToRedo,
+        _ => match e.kind() {
+            K::BadInput => ErrorKind::BadRequest,
+            K::Corrupt => ErrorKind::Corrupt,
+            K::Io => ErrorKind::Io,
+            K::Unusable => ErrorKind::ProjectUnavailable,
+            K::Invariant => ErrorKind::Internal,
+        },
     }
 }
 

@@ -16,7 +16,7 @@ use notify::event::{AccessKind, AccessMode, CreateKind, ModifyKind, RenameMode};
 
 use crate::backend::{self, Event, EventKind};
 use crate::cookie;
-use crate::project::ProjectHandle;
+use crate::project::{DegradedReason, ProjectHandle};
 use crate::registry::Registry;
 
 pub struct Router {
@@ -36,20 +36,17 @@ impl Router {
         let event = match res {
             Ok(ev) => ev,
             Err(e) => {
-                let reason = backend::describe(&e);
+                let reason = DegradedReason::Watcher(backend::describe(&e));
                 let targets = self.targets(&e.paths);
                 for h in targets {
-                    h.mark_degraded(reason.clone(), true);
+                    h.mark_degraded(reason.clone());
                 }
                 return;
             }
         };
         if event.need_rescan() {
             for h in self.targets(&event.paths) {
-                h.mark_degraded(
-                    "the file watcher lost events (queue overflow); rescanning".into(),
-                    false,
-                );
+                h.mark_degraded(DegradedReason::LostEvents);
             }
         }
         let recheck = match event.kind {
@@ -141,6 +138,7 @@ impl Router {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::backend::WatchFailure;
     use notify::event::{AccessKind, Flag, RemoveKind};
 
     fn setup() -> (tempfile::TempDir, Arc<Registry>, Arc<ProjectHandle>, Router) {
@@ -259,7 +257,8 @@ mod tests {
         let (_t, _r, h, router) = setup();
         router.handle(Ok(Event::new(EventKind::Other).set_flag(Flag::Rescan)));
         let d = h.degraded().expect("degraded after an overflow");
-        assert!(!d.persistent && d.reason.contains("lost events"), "{d:?}");
+        assert_eq!(d, DegradedReason::LostEvents);
+        assert!(!d.persistent());
         assert!(h.queue().reconcile_needed, "a full scan is scheduled");
         assert!(h.reconcile_now());
         assert!(h.degraded().is_none(), "a successful scan ends it");
@@ -268,10 +267,8 @@ mod tests {
             notify::Error::new(notify::ErrorKind::MaxFilesWatch).add_path(h.root.join("deep"));
         router.handle(Err(err));
         let d = h.degraded().expect("degraded at the watch limit");
-        assert!(
-            d.persistent && d.reason.contains("fs.inotify.max_user_watches"),
-            "{d:?}"
-        );
+        assert_eq!(d, DegradedReason::Watcher(WatchFailure::WatchLimit));
+        assert!(d.persistent());
         assert!(h.reconcile_now());
         assert!(
             h.degraded().is_some(),

@@ -6,9 +6,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::backend::{Backend, WATCH_LIMIT_ADVICE};
+use crate::backend::{Backend, WatchFailure};
 use crate::cookie;
-use crate::project::ProjectHandle;
+use crate::project::{DegradedReason, ProjectHandle};
 use crate::registry::Registry;
 use crate::router::Router;
 
@@ -61,11 +61,11 @@ impl Watcher {
     /// Failures degrade the project.
     pub fn add(&self, h: &ProjectHandle) {
         if self.fake_limit {
-            h.mark_degraded(WATCH_LIMIT_ADVICE.to_string(), true);
+            h.mark_degraded(DegradedReason::Watcher(WatchFailure::WatchLimit));
             return;
         }
         let Some(backend) = &self.backend else {
-            h.mark_degraded("the file watcher could not be started".into(), true);
+            h.mark_degraded(DegradedReason::NoWatcher);
             return;
         };
         h.start_watching(backend);

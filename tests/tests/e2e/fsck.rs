@@ -272,3 +272,72 @@ fn fsck_names_the_turns_and_paths_that_use_a_damaged_blob() {
         "{detail}"
     );
 }
+
+/// A store missing a blob a rewind needs is damaged, not asked badly: the
+/// reply's kind is `corrupt`, the message says to run fsck, and the
+/// project's files are left as they were.
+#[test]
+fn a_rewind_that_needs_a_missing_blob_reports_a_damaged_store() {
+    let env = Env::new();
+    let _d = env.start_daemon();
+    let proj = env.git_repo("app", &[("big.bin", &noise(300 << 10, 3))]);
+    let id = env.ctl_json(&proj, &["watch"])["id"]
+        .as_str()
+        .expect("watch names the project's id")
+        .to_string();
+    let store = env.data.join("projects").join(id);
+    env.ctl_ok(&proj, &["sync"]);
+    let before_turn = object_files(&store);
+    assert_eq!(before_turn.len(), 1, "big.bin is one object file");
+    env.ctl_ok(&proj, &["turn-start"]);
+    std::fs::write(proj.join("big.bin"), noise(300 << 10, 4)).unwrap();
+    env.ctl_ok(&proj, &["turn-end"]);
+    let after_turn = snapshot_work(&proj);
+    let (_, pre_image) = before_turn.iter().next().unwrap();
+    std::fs::remove_file(pre_image).unwrap();
+
+    let out = env.ctl(&proj, &["--json", "rewind", "1"]);
+    assert_eq!(out.code(), 1, "{out:?}");
+    let doc = out.json();
+    assert_eq!(doc["error"]["kind"], "corrupt", "{doc}");
+    let out = env.ctl(&proj, &["rewind", "1"]);
+    assert!(
+        out.stderr.contains("store damaged: ") && out.stderr.contains("ckptctl fsck"),
+        "{out:?}"
+    );
+    assert_same_tree("refused rewind", &after_turn, &snapshot_work(&proj));
+}
+
+/// A ledger row whose bucket is not one ckpt writes is a damaged store.
+#[test]
+fn a_ledger_row_that_does_not_decode_reports_a_damaged_store() {
+    let env = Env::new();
+    let _d = env.start_daemon();
+    let proj = env.git_repo("app", &[("a.txt", b"a\n")]);
+    let id = env.ctl_json(&proj, &["watch"])["id"]
+        .as_str()
+        .expect("watch names the project's id")
+        .to_string();
+    let store = env.data.join("projects").join(id);
+    let add = [
+        "ledger",
+        "add",
+        "a.txt",
+        "--bucket",
+        "naming-drift",
+        "--severity",
+        "low",
+        "--confidence",
+        "0.5",
+        "--note",
+        "n",
+    ];
+    env.ctl_ok(&proj, &add);
+    let db = rusqlite::Connection::open(store.join("ckpt.db")).unwrap();
+    db.execute("UPDATE ledger_entries SET bucket = 'no-such-bucket'", [])
+        .unwrap();
+
+    let out = env.ctl(&proj, &["--json", "ledger", "list"]);
+    assert_eq!(out.code(), 1, "{out:?}");
+    assert_eq!(out.json()["error"]["kind"], "corrupt", "{out:?}");
+}

@@ -9,11 +9,12 @@ use rusqlite::Connection;
 
 use super::Seen;
 use crate::cache::{self, CacheRow};
+use ckpt_types::now_ns;
 use crate::confined::{Root, Stat, StatKind};
 use crate::db;
 use crate::error::{IoContext, Result};
 use crate::model::ScanReport;
-use crate::project::{now_ns, Project};
+use crate::project::Project;
 use crate::relpath::RelPath;
 use crate::scan::{self, Excludes, CACHE_TAG, IGNORE_FILE};
 

@@ -31,7 +31,7 @@ impl Reader<'_> {
             Reader::Own(path, conn) => {
                 if conn.is_none() {
                     let path = path.ok_or_else(|| {
-                        crate::Error::Invalid("the store database has no path".into())
+                        crate::Error::Invariant("the store database has no path".into())
                     })?;
                     let c = Connection::open_with_flags(
                         path,

@@ -6,9 +6,10 @@ use rusqlite::Connection;
 
 use super::{Seen, BATCH_BYTES, BATCH_PATHS};
 use crate::cache::{self, CacheRow};
+use ckpt_types::now_ns;
 use crate::error::Result;
 use crate::model::ScanReport;
-use crate::project::{now_ns, Project};
+use crate::project::Project;
 use crate::relpath::RelPath;
 use crate::scan::{self, Excludes};
 

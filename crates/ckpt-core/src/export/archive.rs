@@ -13,7 +13,7 @@ use crate::state::{Hash, State};
 
 pub(crate) fn zip(paths: &[RangePath], blobs: &HashMap<Hash, Vec<u8>>) -> Result<Vec<u8>> {
     let err =
-        |e: zip::result::ZipError| Error::Invalid(format!("building {}: {e}", super::ZIP_FILE));
+        |e: zip::result::ZipError| Error::Invariant(format!("building {}: {e}", super::ZIP_FILE));
     let mut w = zip::ZipWriter::new(Cursor::new(Vec::new()));
     let base = SimpleFileOptions::default()
         .compression_method(zip::CompressionMethod::Deflated)
@@ -25,7 +25,7 @@ pub(crate) fn zip(paths: &[RangePath], blobs: &HashMap<Hash, Vec<u8>>) -> Result
                 w.start_file(name, base.unix_permissions(mode & 0o7777))
                     .map_err(err)?;
                 w.write_all(&blobs[hash])
-                    .map_err(|e| Error::Invalid(format!("building {}: {e}", super::ZIP_FILE)))?;
+                    .map_err(|e| Error::Invariant(format!("building {}: {e}", super::ZIP_FILE)))?;
             }
             State::Symlink { target } => {
                 let target = String::from_utf8_lossy(target).into_owned();

@@ -115,7 +115,7 @@ impl Project {
     /// The touched paths of turns `from..=to`, each closed and not rewound.
     pub fn export_range(&self, from: i64, to: i64) -> Result<ExportRange> {
         if from > to {
-            return Err(Error::Invalid(format!(
+            return Err(Error::BadInput(format!(
                 "bad range {from}..{to}: the first turn comes after the last"
             )));
         }
@@ -126,7 +126,7 @@ impl Project {
             let detail = self.show(id)?;
             match detail.info.status {
                 TurnStatus::Open => {
-                    return Err(Error::Invalid(format!(
+                    return Err(Error::BadInput(format!(
                         "turn {id} is still open: end it (`ckptctl turn-end`) before exporting it"
                     )))
                 }
@@ -135,7 +135,7 @@ impl Project {
             }
             for e in detail.entries {
                 let post = e.post.ok_or_else(|| {
-                    Error::Invalid(format!(
+                    Error::Corrupt(format!(
                         "turn {id} is closed but {} has no post-image",
                         e.path.display()
                     ))
@@ -190,7 +190,7 @@ impl Project {
         let manifest = manifest(self, &range, &files, live);
         let report = report::render(self.root(), &range, &manifest);
         let json = serde_json::to_vec_pretty(&manifest)
-            .map_err(|e| Error::Invalid(format!("manifest does not serialize: {e}")))?;
+            .map_err(|e| Error::Invariant(format!("manifest does not serialize: {e}")))?;
         write_new_files(
             out,
             &[
@@ -343,7 +343,7 @@ pub fn check_out_dir(out: &Path, trees: &[(&str, &Path)]) -> Result<()> {
     for (what, tree) in trees {
         let tree = tree.canonicalize().ctx("resolve", *tree)?;
         if canon.starts_with(&tree) {
-            return Err(Error::Invalid(format!(
+            return Err(Error::BadInput(format!(
                 "the export directory {} is inside {what} {}: ckpt would record the export as a change; choose a directory outside it",
                 out.display(),
                 tree.display()
@@ -352,7 +352,7 @@ pub fn check_out_dir(out: &Path, trees: &[(&str, &Path)]) -> Result<()> {
     }
     let mut entries = std::fs::read_dir(&canon).ctx("list the export directory", &canon)?;
     if entries.next().is_some() {
-        return Err(Error::Invalid(format!(
+        return Err(Error::BadInput(format!(
             "the export directory {} is not empty; choose a new or empty directory",
             out.display()
         )));

@@ -15,7 +15,6 @@ use crate::relpath::RelPath;
 use crate::state::{Hash, State};
 
 mod audit;
-pub(crate) mod ledger;
 
 pub(crate) use audit::{audit_actions, audit_entries, audit_rewinds, audit_turns};
 
@@ -271,8 +270,8 @@ pub(crate) fn entries(conn: &Connection, turn: i64) -> Result<Vec<TurnEntry>> {
     let mut out = Vec::new();
     for row in rows {
         let (path, pre, post, shared) = row?;
-        let path = RelPath::new(path)?;
-        let bad = || Error::Invalid(format!("turn {turn}: undecodable entry for {path}"));
+        let path = RelPath::stored(path)?;
+        let bad = || Error::Corrupt(format!("turn {turn}: undecodable entry for {path}"));
         let pre = pre.ok_or_else(bad)?;
         let post = match post {
             Some(p) => Some(p.ok_or_else(bad)?),
@@ -331,7 +330,7 @@ pub(crate) fn live_touches(conn: &Connection, path: &RelPath) -> Result<Vec<Path
     let mut out = Vec::new();
     for row in rows {
         let (turn, started_ns, meta, pre, post) = row?;
-        let bad = || Error::Invalid(format!("turn {turn}: undecodable entry for {path}"));
+        let bad = || Error::Corrupt(format!("turn {turn}: undecodable entry for {path}"));
         let pre = pre.ok_or_else(bad)?;
         let post = match post {
             Some(p) => Some(p.ok_or_else(bad)?),
@@ -782,9 +781,9 @@ pub(crate) fn actions(conn: &Connection, id: i64) -> Result<Vec<Action>> {
     let mut out = Vec::new();
     for row in rows {
         let (path, current, target) = row?;
-        let path = RelPath::new(path)?;
+        let path = RelPath::stored(path)?;
         let (Some(current), Some(target)) = (current, target) else {
-            return Err(Error::Invalid(format!(
+            return Err(Error::Corrupt(format!(
                 "rewind {id}: undecodable action for {path}"
             )));
         };

@@ -9,19 +9,24 @@
 //! added and the file as it is now. Nothing is written for bad input.
 
 use std::collections::HashMap;
+use std::path::Path;
 
+use rusqlite::Connection;
+
+use ckpt_types::now_ns;
+use crate::confined::Root;
 use crate::error::{Error, IoContext, Result};
-use crate::history::ledger as sql;
-use crate::project::{now_ns, Project};
+use crate::model::TurnMeta;
 use crate::relpath::RelPath;
 
+mod sql;
 mod types;
 
 pub use types::*;
 
 fn check_confidence(c: f64) -> Result<()> {
     if !(0.0..=1.0).contains(&c) {
-        return Err(Error::Invalid(format!(
+        return Err(Error::BadInput(format!(
             "confidence must be between 0 and 1, not {c}"
         )));
     }
@@ -30,17 +35,17 @@ fn check_confidence(c: f64) -> Result<()> {
 
 fn check_text(what: &str, s: &str) -> Result<()> {
     if s.trim().is_empty() {
-        return Err(Error::Invalid(format!("the {what} is empty")));
+        return Err(Error::BadInput(format!("the {what} is empty")));
     }
     Ok(())
 }
 
 fn check_span(span: Span) -> Result<()> {
     if span.start == 0 {
-        return Err(Error::Invalid("lines are numbered from 1, not 0".into()));
+        return Err(Error::BadInput("lines are numbered from 1, not 0".into()));
     }
     if span.start > span.end {
-        return Err(Error::Invalid(format!(
+        return Err(Error::BadInput(format!(
             "span {}-{} starts after it ends",
             span.start, span.end
         )));
@@ -53,7 +58,7 @@ fn span_text(path: &RelPath, text: &str, span: Span) -> Result<String> {
     check_span(span)?;
     let lines: Vec<&str> = text.lines().collect();
     if span.end as usize > lines.len() {
-        return Err(Error::Invalid(format!(
+        return Err(Error::BadInput(format!(
             "{}:{}-{} is past the end of the file ({} lines)",
             path.display(),
             span.start,
@@ -119,20 +124,28 @@ pub(crate) fn anchor(span: Option<Span>, was: Option<&str>, now: Option<&str>) -
     gone
 }
 
-impl Project {
+/// What the ledger reads and writes: its tables, and the tree its entries
+/// point into (to anchor them in the files as they are now).
+pub(crate) struct Ledger<'a> {
+    pub(crate) conn: &'a Connection,
+    pub(crate) root: &'a Path,
+    pub(crate) root_fs: &'a Root,
+}
+
+impl Ledger<'_> {
     /// The text of a regular file in the tree now; `None` if nothing (or
     /// not a regular file) is there.
     fn current_text(&self, path: &RelPath) -> Result<Option<String>> {
         let st = self
             .root_fs
             .lstat(path)
-            .ctx_in("stat", &self.root, path.as_path())?;
+            .ctx_in("stat", self.root, path.as_path())?;
         match st {
             Some(st) if st.kind == crate::confined::StatKind::File => {
                 let (bytes, _) =
                     self.root_fs
                         .read_file(path)
-                        .ctx_in("read", &self.root, path.as_path())?;
+                        .ctx_in("read", self.root, path.as_path())?;
                 Ok(Some(String::from_utf8_lossy(&bytes).into_owned()))
             }
             _ => Ok(None),
@@ -141,7 +154,13 @@ impl Project {
 
     /// Records an entry in the open turn (if any) and returns its id. The
     /// file must exist and the span lie inside it; call after a barrier.
-    pub fn ledger_add(&mut self, e: NewLedgerEntry) -> Result<i64> {
+    /// `open_turn` is the open turn and its meta, asked once the entry is
+    /// known to be good.
+    pub(crate) fn add(
+        &self,
+        e: NewLedgerEntry,
+        open_turn: impl FnOnce() -> Result<(Option<i64>, TurnMeta)>,
+    ) -> Result<i64> {
         check_confidence(e.confidence)?;
         check_text("note", &e.note)?;
         if let Some(o) = &e.owner {
@@ -151,11 +170,11 @@ impl Project {
         let st = self
             .root_fs
             .lstat(&e.path)
-            .ctx_in("stat", &self.root, e.path.as_path())?;
+            .ctx_in("stat", self.root, e.path.as_path())?;
         match st {
-            None => return Err(Error::Invalid(format!("{name} does not exist"))),
+            None => return Err(Error::BadInput(format!("{name} does not exist"))),
             Some(st) if st.kind != crate::confined::StatKind::File => {
-                return Err(Error::Invalid(format!("{name} is not a regular file")))
+                return Err(Error::BadInput(format!("{name} is not a regular file")))
             }
             Some(_) => {}
         }
@@ -165,27 +184,23 @@ impl Project {
                 let (bytes, _) =
                     self.root_fs
                         .read_file(&e.path)
-                        .ctx_in("read", &self.root, e.path.as_path())?;
+                        .ctx_in("read", self.root, e.path.as_path())?;
                 let text = std::str::from_utf8(&bytes).map_err(|_| {
-                    Error::Invalid(format!(
+                    Error::BadInput(format!(
                         "{name} is not UTF-8 text: record it whole (no :LINE)"
                     ))
                 })?;
                 Some(span_text(&e.path, text, span)?)
             }
         };
-        let turn = self.open_turn()?;
-        let meta = match turn {
-            Some(t) => self.turn_meta(t)?,
-            None => Default::default(),
-        };
+        let (turn, meta) = open_turn()?;
         let owner = e
             .owner
             .or_else(|| meta.agent.as_ref().map(|a| format!("agent:{a}")))
             .or(e.user)
             .unwrap_or_else(|| "unknown".into());
         let at_ns = now_ns();
-        let tx = self.conn.transaction()?;
+        let tx = self.conn.unchecked_transaction()?;
         let body = EntryBody {
             bucket: e.bucket,
             severity: e.severity,
@@ -215,8 +230,8 @@ impl Project {
     }
 
     /// Entries matching `f`, oldest first, with their anchors now.
-    pub fn ledger_list(&self, f: &LedgerFilter) -> Result<Vec<LedgerEntry>> {
-        let rows = sql::entries(&self.conn)?;
+    pub(crate) fn list(&self, f: &LedgerFilter) -> Result<Vec<LedgerEntry>> {
+        let rows = sql::entries(self.conn)?;
         let mut texts: HashMap<RelPath, Option<String>> = HashMap::new();
         let mut out = Vec::new();
         for row in rows {
@@ -259,7 +274,7 @@ impl Project {
             None => (row.latest, None),
         };
         let history = if history {
-            sql::events(&self.conn, row.id)?
+            sql::events(self.conn, row.id)?
         } else {
             Vec::new()
         };
@@ -275,34 +290,34 @@ impl Project {
     }
 
     /// One entry with its history.
-    pub fn ledger_show(&self, id: i64) -> Result<LedgerEntry> {
-        let row = sql::entry(&self.conn, id)?.ok_or_else(|| unknown(id))?;
+    pub(crate) fn show(&self, id: i64) -> Result<LedgerEntry> {
+        let row = sql::entry(self.conn, id)?.ok_or_else(|| unknown(id))?;
         self.entry_from(row, &mut HashMap::new(), true)
     }
 
     /// Appends a status change (open, resolved or wont-fix) to entry `id`
     /// and returns the entry. A change to the status it has is refused.
-    pub fn ledger_set_status(
-        &mut self,
+    pub(crate) fn set_status(
+        &self,
         id: i64,
         status: LedgerStatus,
         who: Option<String>,
         why: String,
     ) -> Result<LedgerEntry> {
         if status == LedgerStatus::Rewound {
-            return Err(Error::Invalid(
+            return Err(Error::BadInput(
                 "rewound is not set by hand: it follows the entry's turn".into(),
             ));
         }
         check_text("reason (why)", &why)?;
-        let row = sql::entry(&self.conn, id)?.ok_or_else(|| unknown(id))?;
+        let row = sql::entry(self.conn, id)?.ok_or_else(|| unknown(id))?;
         if row.latest == status {
-            return Err(Error::Invalid(format!(
+            return Err(Error::BadInput(format!(
                 "ledger entry {id} is already {status}"
             )));
         }
         sql::insert_event(
-            &self.conn,
+            self.conn,
             id,
             &StatusEvent {
                 status,
@@ -311,16 +326,16 @@ impl Project {
                 at_ns: now_ns(),
             },
         )?;
-        self.ledger_show(id)
+        self.show(id)
     }
 
     /// Adds entries exported from another clone, with their history (not
     /// their turns: those are this clone's own). An entry already here
     /// (same path, span text, bucket and note) is skipped. All or nothing.
-    pub fn ledger_import(&mut self, records: &[LedgerRecord]) -> Result<ImportReport> {
+    pub(crate) fn import(&self, records: &[LedgerRecord]) -> Result<ImportReport> {
         for (i, rec) in records.iter().enumerate() {
             let r = &rec.body;
-            let bad = |e: Error| Error::Invalid(format!("entry {} of the import: {e}", i + 1));
+            let bad = |e: Error| Error::BadInput(format!("entry {} of the import: {e}", i + 1));
             check_confidence(r.confidence).map_err(bad)?;
             check_text("note", &r.note).map_err(bad)?;
             check_text("owner", &r.owner).map_err(bad)?;
@@ -330,7 +345,7 @@ impl Project {
             let lines = r.span_text.as_deref().map(|t| t.lines().count().max(1));
             let wanted = r.span.map(|s| (s.end - s.start + 1) as usize);
             if lines.is_some() != wanted.is_some() {
-                return Err(bad(Error::Invalid(
+                return Err(bad(Error::BadInput(
                     "a span needs its text, and only a span has one".into(),
                 )));
             }
@@ -339,11 +354,11 @@ impl Project {
                 .iter()
                 .any(|h| h.status == LedgerStatus::Rewound)
             {
-                return Err(bad(Error::Invalid("a history never holds rewound".into())));
+                return Err(bad(Error::BadInput("a history never holds rewound".into())));
             }
         }
         let mut report = ImportReport::default();
-        let tx = self.conn.transaction()?;
+        let tx = self.conn.unchecked_transaction()?;
         for rec in records {
             let r = &rec.body;
             if sql::has_same(&tx, &r.path, r.span_text.as_deref(), r.bucket, &r.note)? {
@@ -372,17 +387,17 @@ impl Project {
     }
 
     /// How many entries were recorded in `turn` (for `turn-end` and `show`).
-    pub fn ledger_count_for_turn(&self, turn: i64) -> Result<u64> {
-        sql::count_for_turn(&self.conn, turn)
+    pub(crate) fn count_for_turn(&self, turn: i64) -> Result<u64> {
+        count_for_turn(self.conn, turn)
     }
 
     /// The open entries about `path` whose lines are still there (fresh or
     /// moved), with their spans now; a whole-file entry spans every line.
     /// For `blame` to mark lines.
-    pub fn open_ledger_spans(&self, path: &RelPath) -> Result<Vec<(i64, Span)>> {
+    pub(crate) fn open_spans(&self, path: &RelPath) -> Result<Vec<(i64, Span)>> {
         let mut texts = HashMap::new();
         let mut out = Vec::new();
-        for row in sql::entries_for_path(&self.conn, path)? {
+        for row in sql::entries_for_path(self.conn, path)? {
             let whole = row.body.span.is_none();
             let e = self.entry_from(row, &mut texts, false)?;
             if e.status != LedgerStatus::Open {
@@ -412,8 +427,13 @@ impl Project {
     }
 }
 
+/// How many entries were recorded in `turn`.
+pub(crate) fn count_for_turn(conn: &Connection, turn: i64) -> Result<u64> {
+    sql::count_for_turn(conn, turn)
+}
+
 fn unknown(id: i64) -> Error {
-    Error::Invalid(format!("no ledger entry {id} in this project"))
+    Error::BadInput(format!("no ledger entry {id} in this project"))
 }
 
 #[cfg(test)]

@@ -153,7 +153,7 @@ fn status_changes_are_appended_with_who_and_why() {
         p.ledger_set_status(id, LedgerStatus::Rewound, None, "x".into()),
         p.ledger_set_status(99, LedgerStatus::Resolved, None, "x".into()),
     ] {
-        assert!(matches!(bad, Err(Error::Invalid(_))), "{bad:?}");
+        assert!(matches!(bad, Err(Error::BadInput(_))), "{bad:?}");
     }
     assert_eq!(p.ledger_show(id).unwrap().history.len(), 3);
 }

@@ -18,7 +18,7 @@ macro_rules! spelled {
             pub fn parse(s: &str) -> Result<$ty> {
                 Self::ALL.iter().copied().find(|v| v.as_str() == s).ok_or_else(|| {
                     let all: Vec<&str> = Self::ALL.iter().map(|v| v.as_str()).collect();
-                    Error::Invalid(format!(
+                    Error::BadInput(format!(
                         concat!("unknown ", $what, " '{}' (one of: {})"),
                         s,
                         all.join(", ")

@@ -3,12 +3,13 @@
 //! the outcome recorded. A failure applies the other side to what was done.
 
 use crate::cache;
+use ckpt_types::now_ns;
 use crate::confined::{sync_while, Dirs, Staged, StatKind, WholeFs};
 use crate::db;
 use crate::error::{Error, IoContext, Result};
 use crate::model::Action;
 use crate::prefetch;
-use crate::project::{now_ns, Project};
+use crate::project::Project;
 use crate::relpath::RelPath;
 use crate::state::{Hash, State};
 

@@ -84,7 +84,7 @@ impl Project {
             }
             let target = self.read_source(&src, &cp.path, &mut blobs)?;
             if !Entry::holds(&target, cp.copy.as_ref()) {
-                return Err(Error::Invalid(format!(
+                return Err(Error::BadInput(format!(
                     "{} changed at {} since it was read for this; nothing was written",
                     source.display(),
                     cp.path
@@ -111,7 +111,7 @@ impl Project {
         for cp in paths {
             let (Some(now), Some(target)) = (current.remove(&cp.path), targets.remove(&cp.path))
             else {
-                return Err(Error::Invalid(format!("{} is listed twice", cp.path)));
+                return Err(Error::BadInput(format!("{} is listed twice", cp.path)));
             };
             if now != target && !Entry::holds(&now, cp.base.as_ref()) {
                 conflicts.push(CopyConflict {
@@ -144,7 +144,7 @@ impl Project {
             });
         }
         if plan.actions.is_empty() {
-            return Err(Error::Invalid(
+            return Err(Error::BadInput(
                 "nothing to write: the project already holds every path as the source does".into(),
             ));
         }
@@ -190,7 +190,7 @@ impl Project {
                 target: src.read_link(path).ctx_in("read link", root, rel)?,
             },
             StatKind::Other => {
-                return Err(Error::Invalid(format!(
+                return Err(Error::BadInput(format!(
                     "{}: neither a file, a directory nor a symlink",
                     root.join(rel).display()
                 )))

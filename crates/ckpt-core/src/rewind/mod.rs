@@ -232,12 +232,6 @@ impl Project {
         self.carry_out(&mut dirs, plan, &mut opts, Vec::new(), Some(id), note)
     }
 
-    /// The rewinds and redos journaled, newest first (a work copy's apply
-    /// is a turn, not listed).
-    pub fn rewinds(&self, limit: usize) -> Result<Vec<crate::model::RewindRecord>> {
-        history::rewind_records(&self.conn, limit)
-    }
-
     /// A plan's end: shown (dry run), refused, or journaled (marking
     /// `marked` rewound, or redoing `redoes`, and continuing the open turns
     /// `plan.continued` names) and applied from memory. Only the last
@@ -398,7 +392,7 @@ fn refuse_untouched<'a>(
                 .join(", ")
         ),
     };
-    Err(Error::Invalid(format!(
+    Err(Error::BadInput(format!(
         "no rewound turn touched {} (the rewind to before turn {turn} undoes {turns}; \
          `ckptctl show N` lists a turn's paths); nothing changed",
         untouched.join(", ")
@@ -426,7 +420,7 @@ fn left_as_they_were(plan: &RewindPlan) -> Vec<(RelPath, String)> {
 fn take(current: &mut HashMap<RelPath, State>, path: &RelPath) -> Result<State> {
     current
         .remove(path)
-        .ok_or_else(|| Error::Invalid(format!("{path} is listed twice")))
+        .ok_or_else(|| Error::Invariant(format!("{path} is listed twice")))
 }
 
 /// Makes a conflict of every planned path another session's turn changed

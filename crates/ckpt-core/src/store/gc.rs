@@ -37,7 +37,7 @@ impl BlobStore {
         now_ns: i64,
     ) -> Result<(u64, u64)> {
         if !conn.is_autocommit() {
-            return Err(Error::Invalid(
+            return Err(Error::Invariant(
                 "blob gc must run outside a transaction (it commits before deleting files)".into(),
             ));
         }
@@ -340,7 +340,7 @@ mod tests {
         f.conn.execute_batch("BEGIN").unwrap();
         assert!(matches!(
             f.store.gc(&f.conn, &HashSet::new(), 0, now_ns()),
-            Err(Error::Invalid(_))
+            Err(Error::Invariant(_))
         ));
         f.conn.execute_batch("ROLLBACK").unwrap();
     }

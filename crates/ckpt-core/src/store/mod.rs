@@ -79,7 +79,7 @@ impl BlobStore {
     pub fn open(dir: &Path, level: i32, inline_max: usize) -> Result<BlobStore> {
         let range = zstd::compression_level_range();
         if !range.contains(&level) {
-            return Err(Error::Invalid(format!(
+            return Err(Error::BadInput(format!(
                 "zstd level {level} is outside {}..={}",
                 range.start(),
                 range.end()

@@ -169,7 +169,7 @@ impl BlobStore {
         }
         drop(pending);
         let compressed = zstd::bulk::compress(&raw, self.level)
-            .map_err(|e| Error::Invalid(format!("compress pack: {e}")))?;
+            .map_err(|e| Error::Invariant(format!("compress pack: {e}")))?;
         let pack = self.add_pack_row(conn, raw.len(), &compressed)?;
         let mut point = conn.prepare_cached(
             "UPDATE blobs SET pack = ?3, pack_offset = ?4 WHERE hash = ?1 AND pack = ?2",

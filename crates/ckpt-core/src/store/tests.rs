@@ -180,7 +180,7 @@ fn open_rejects_a_bad_level() {
     let dir = tempfile::tempdir().unwrap();
     assert!(matches!(
         BlobStore::open(dir.path(), 1000, 0),
-        Err(Error::Invalid(_))
+        Err(Error::BadInput(_))
     ));
 }
 

@@ -93,16 +93,41 @@ pub fn nothing_to_watch(e: &Error) -> bool {
     }
 }
 
-/// A backend error as the reason capture is degraded, with the sysctl to
-/// raise when it is a kernel limit.
-pub fn describe(e: &Error) -> String {
-    match &e.kind {
-        ErrorKind::MaxFilesWatch => WATCH_LIMIT_ADVICE.to_string(),
-        ErrorKind::Io(io) if io.raw_os_error() == Some(libc::EMFILE) => {
-            "inotify instance limit reached; raise fs.inotify.max_user_instances; \
-             falling back to full scans at turn boundaries"
-                .to_string()
+/// Why the watcher cannot watch a tree (the project then relies on full
+/// scans at turn boundaries).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WatchFailure {
+    /// `fs.inotify.max_user_watches` reached.
+    WatchLimit,
+    /// `fs.inotify.max_user_instances` reached.
+    InstanceLimit,
+    /// Any other watcher error, as the backend words it.
+    Other(String),
+}
+
+impl WatchFailure {
+    /// The reason as a person reads it, with the sysctl to raise when it is
+    /// a kernel limit.
+    pub fn message(&self) -> String {
+        match self {
+            WatchFailure::WatchLimit => WATCH_LIMIT_ADVICE.to_string(),
+            WatchFailure::InstanceLimit => {
+                "inotify instance limit reached; raise fs.inotify.max_user_instances; \
+                 falling back to full scans at turn boundaries"
+                    .to_string()
+            }
+            WatchFailure::Other(e) => {
+                format!("file watcher error: {e}; falling back to full scans at turn boundaries")
+            }
         }
-        _ => format!("file watcher error: {e}; falling back to full scans at turn boundaries"),
+    }
+}
+
+/// A backend error as the reason capture is degraded.
+pub fn describe(e: &Error) -> WatchFailure {
+    match &e.kind {
+        ErrorKind::MaxFilesWatch => WatchFailure::WatchLimit,
+        ErrorKind::Io(io) if io.raw_os_error() == Some(libc::EMFILE) => WatchFailure::InstanceLimit,
+        _ => WatchFailure::Other(e.to_string()),
     }
 }

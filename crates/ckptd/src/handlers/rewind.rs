@@ -13,7 +13,7 @@ use super::About;
 use crate::convert;
 use crate::daemon::Daemon;
 use crate::error::{ReqError, ReqResult};
-use crate::project::ProjectHandle;
+use crate::project::{DegradedReason, ProjectHandle};
 
 pub fn rewind(d: &Arc<Daemon>, g: Gate, r: Rewind) -> ReqResult<About<RewindBody>> {
     let h = d.project_for_rewind(&r.dir, r.flags.dry_run)?;
@@ -90,7 +90,7 @@ pub fn list(
 /// barrier then scans in full, which finishes it from the journal first.
 pub(super) fn failed(h: &ProjectHandle, e: &ReqError) {
     if matches!(e.kind, ErrorKind::Io | ErrorKind::DiskFull) {
-        h.mark_degraded(format!("a rewind failed: {e}"), false);
+        h.mark_degraded(DegradedReason::RewindFailed(e.to_string()));
     }
 }
 

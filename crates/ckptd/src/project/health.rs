@@ -4,32 +4,16 @@
 
 use ckpt_proto::{ErrorKind, Health};
 
+use super::reasons::{DegradedReason, Unavailable};
 use super::ProjectHandle;
-
-/// What an unavailable project says when its root is not there.
-pub fn root_gone_reason(root: &std::path::Path) -> String {
-    format!(
-        "project root {} no longer exists (make the directory again, or rewind, to get it back)",
-        root.display()
-    )
-}
 use crate::error::{ReqError, ReqResult};
 use crate::mutex::lock;
-
-/// Why capture for a project cannot be fully trusted.
-#[derive(Clone, Debug)]
-pub struct Degraded {
-    pub reason: String,
-    /// Lasts until the project is watched again (watch limit, watcher
-    /// error); otherwise cleared by the next successful full scan.
-    pub persistent: bool,
-}
 
 #[derive(Default)]
 pub(super) struct HealthState {
     loading: bool,
-    unavailable: Option<String>,
-    degraded: Option<Degraded>,
+    unavailable: Option<Unavailable>,
+    degraded: Option<DegradedReason>,
     /// What start-up recovery did, until a `status` or `projects` reply
     /// has told it once.
     recovered: Option<String>,
@@ -59,9 +43,10 @@ impl ProjectHandle {
         }
     }
 
-    pub fn set_unavailable(&self, reason: Option<String>) {
+    pub fn set_unavailable(&self, reason: Option<Unavailable>) {
         if let Some(r) = &reason {
-            tracing::warn!(root = %self.root.display(), reason = %r, "project unavailable");
+            let reason = r.message(&self.root);
+            tracing::warn!(root = %self.root.display(), %reason, "project unavailable");
         }
         let gone = reason.is_some();
         lock(&self.health).unavailable = reason;
@@ -73,20 +58,21 @@ impl ProjectHandle {
         }
     }
 
-    pub fn unavailable(&self) -> Option<String> {
+    pub fn unavailable(&self) -> Option<Unavailable> {
         lock(&self.health).unavailable.clone()
     }
 
     /// Marks capture untrustworthy and schedules a full scan.
-    pub fn mark_degraded(&self, reason: String, persistent: bool) {
+    pub fn mark_degraded(&self, reason: DegradedReason) {
         {
             let mut h = lock(&self.health);
-            let keep_old = matches!(&h.degraded, Some(d) if d.persistent && !persistent);
+            let keep_old = matches!(&h.degraded, Some(d) if d.persistent() && !reason.persistent());
             if !keep_old {
-                if h.degraded.as_ref().map(|d| &d.reason) != Some(&reason) {
+                if h.degraded.as_ref() != Some(&reason) {
+                    let reason = reason.message();
                     tracing::warn!(root = %self.root.display(), %reason, "capture degraded");
                 }
-                h.degraded = Some(Degraded { reason, persistent });
+                h.degraded = Some(reason);
             }
         }
         self.request_reconcile();
@@ -95,13 +81,13 @@ impl ProjectHandle {
     /// A full scan succeeded: a passing degradation is over.
     pub fn clear_transient(&self) {
         let mut h = lock(&self.health);
-        if matches!(&h.degraded, Some(d) if !d.persistent) {
+        if matches!(&h.degraded, Some(d) if !d.persistent()) {
             tracing::info!(root = %self.root.display(), "capture recovered after a full scan");
             h.degraded = None;
         }
     }
 
-    pub fn degraded(&self) -> Option<Degraded> {
+    pub fn degraded(&self) -> Option<DegradedReason> {
         lock(&self.health).degraded.clone()
     }
 
@@ -110,9 +96,9 @@ impl ProjectHandle {
     pub fn degraded_reason(&self) -> Option<String> {
         let h = lock(&self.health);
         if let Some(u) = &h.unavailable {
-            return Some(u.clone());
+            return Some(u.message(&self.root));
         }
-        h.degraded.as_ref().map(|d| d.reason.clone())
+        h.degraded.as_ref().map(DegradedReason::message)
     }
 
     pub fn health(&self) -> Health {
@@ -137,7 +123,11 @@ impl ProjectHandle {
         match self.unavailable() {
             Some(reason) => Err(ReqError::new(
                 ErrorKind::ProjectUnavailable,
-                format!("project {} is unavailable: {reason}", self.root.display()),
+                format!(
+                    "project {} is unavailable: {}",
+                    self.root.display(),
+                    reason.message(&self.root)
+                ),
             )),
             None => Ok(()),
         }
@@ -149,11 +139,8 @@ impl ProjectHandle {
             Ok(m) if m.is_dir() && self.is_open_root(&m) => return true,
             // Deleted and made again before anything noticed: the core
             // still has the old directory open.
-            Ok(m) if m.is_dir() => format!(
-                "project root {} was replaced by another directory",
-                self.root.display()
-            ),
-            _ => root_gone_reason(&self.root),
+            Ok(m) if m.is_dir() => Unavailable::RootReplaced,
+            _ => Unavailable::RootGone,
         };
         if self.unavailable().is_none() {
             self.set_unavailable(Some(reason));
@@ -194,11 +181,8 @@ impl ProjectHandle {
             return;
         }
         let mut h = lock(&self.health);
-        if h.degraded.as_ref().is_none_or(|d| !d.persistent) {
-            h.degraded = Some(Degraded {
-                reason: format!("capture failed: {e}"),
-                persistent: false,
-            });
+        if h.degraded.as_ref().is_none_or(|d| !d.persistent()) {
+            h.degraded = Some(DegradedReason::CaptureFailed(e.to_string()));
         }
         tracing::error!(root = %self.root.display(), error = %e, "capture failed");
     }

@@ -5,8 +5,9 @@
 //! but not the router or the registry, which sit above it.
 
 mod health;
-pub use health::root_gone_reason;
 mod queue;
+mod reasons;
+pub use reasons::{DegradedReason, Unavailable};
 mod watches;
 mod worker;
 

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use ckpt_core::{is_cache_dir, RelPath, CACHE_TAG};
 
-use super::ProjectHandle;
+use super::{DegradedReason, ProjectHandle};
 use crate::backend::{self, Backend};
 use crate::mutex::lock;
 use crate::pathmap::PathMap;
@@ -43,7 +43,7 @@ impl ProjectHandle {
         lock(&self.watches).backend = Some(Arc::clone(backend));
         let root = self.root.clone();
         if let Err(e) = self.add_dir(backend, &root, Again::No) {
-            self.mark_degraded(backend::describe(&e), true);
+            self.mark_degraded(DegradedReason::Watcher(backend::describe(&e)));
             return;
         }
         self.walk_below(Some(backend), &root, Again::No, None);
@@ -278,12 +278,12 @@ impl ProjectHandle {
         if self.scans_only() {
             return;
         }
-        self.mark_degraded(backend::describe(e), true);
+        self.mark_degraded(DegradedReason::Watcher(backend::describe(e)));
     }
 
     /// Whether adding watches is pointless: the project already relies on scans.
     fn scans_only(&self) -> bool {
-        self.degraded().is_some_and(|d| d.persistent)
+        self.degraded().is_some_and(|d| d.persistent())
     }
 
     /// Records a watch without asking the backend, for tests of the router.

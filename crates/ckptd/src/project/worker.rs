@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use ckpt_core::{RelPath, Retention};
 
-use super::ProjectHandle;
+use super::{DegradedReason, ProjectHandle};
 use crate::mutex::lock;
 
 /// How often a project's retention policy is applied (after a batch of
@@ -28,7 +28,7 @@ impl ProjectHandle {
             .spawn(move || me.worker_loop())
         {
             Ok(j) => *lock(&self.worker) = Some(j),
-            Err(e) => self.mark_degraded(format!("cannot start the capture worker: {e}"), true),
+            Err(e) => self.mark_degraded(DegradedReason::NoWorker(e.to_string())),
         }
     }
 

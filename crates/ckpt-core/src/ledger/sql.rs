@@ -5,8 +5,8 @@
 
 use rusqlite::{params, Connection, OptionalExtension, Row};
 
+use super::{Bucket, EntryBody, LedgerStatus, Severity, Span, StatusEvent};
 use crate::error::{Error, Result};
-use crate::ledger::{Bucket, EntryBody, LedgerStatus, Severity, Span, StatusEvent};
 use crate::model::TurnStatus;
 use crate::relpath::RelPath;
 
@@ -82,7 +82,7 @@ fn decode(r: &Row) -> rusqlite::Result<Result<EntryRow>> {
         r.get(13)?,
     );
     Ok((|| {
-        let bad = |what: &str| Error::Invalid(format!("ledger entry {id}: undecodable {what}"));
+        let bad = |what: &str| Error::Corrupt(format!("ledger entry {id}: undecodable {what}"));
         let span = match (start, end) {
             (Some(start), Some(end)) => Some(Span { start, end }),
             (None, None) => None,
@@ -95,7 +95,7 @@ fn decode(r: &Row) -> rusqlite::Result<Result<EntryRow>> {
                 severity: Severity::parse(&severity).map_err(|_| bad("severity"))?,
                 confidence,
                 owner,
-                path: RelPath::new(path)?,
+                path: RelPath::stored(path)?,
                 span,
                 span_text,
                 note,
@@ -157,7 +157,7 @@ pub(crate) fn events(conn: &Connection, entry: i64) -> Result<Vec<StatusEvent>> 
     for r in rows {
         let (status, who, why, at_ns) = r?;
         let status = LedgerStatus::parse(&status)
-            .map_err(|_| Error::Invalid(format!("ledger entry {entry}: undecodable event")))?;
+            .map_err(|_| Error::Corrupt(format!("ledger entry {entry}: undecodable event")))?;
         out.push(StatusEvent {
             status,
             who,
