@@ -429,6 +429,41 @@ fn a_forced_rewind_never_overwrites_content_ckpt_could_not_capture() {
     assert_eq!(std::fs::read(proj.join("b.txt")).unwrap(), b"b\n");
 }
 
+/// A file over the size cap that a turn rewrites at the same size keeps
+/// its recorded state (skipped, with its size): the turn still names it,
+/// and a forced rewind says it cannot give it back.
+#[test]
+fn a_file_over_the_cap_rewritten_at_the_same_size_is_in_the_turn() {
+    let env = Env::new();
+    let _d = env.start_daemon();
+    let proj = env.git_repo("p", &[("keep.txt", b"keep\n")]);
+    sh(
+        &proj,
+        &format!("head -c {BIG} /dev/zero | tr '\\0' y > data.bin"),
+    );
+    env.ctl_ok(&proj, &["watch"]);
+    env.ctl_ok(&proj, &["turn-start"]);
+    sh(
+        &proj,
+        &format!("head -c {BIG} /dev/zero | tr '\\0' x > data.bin && echo b > b.txt"),
+    );
+    env.ctl_ok(&proj, &["turn-end"]);
+    let shown = env.ctl_json(&proj, &["show", "1"]);
+    let paths: Vec<&str> = shown["turn"]["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(paths, ["b.txt", "data.bin"], "{shown}");
+
+    let out = env.ctl_json(&proj, &["rewind", "1", "--force"]);
+    assert_eq!(out["outcome"], "applied", "{out}");
+    assert_eq!(out["skipped"][0]["path"], "data.bin", "{out}");
+    assert!(is_big(&proj.join("data.bin")), "the big file is left alone");
+    assert!(!proj.join("b.txt").exists());
+}
+
 /// A redo that would have to overwrite content ckpt never captured (a
 /// file grown over the cap since the rewind) cannot put the tree back
 /// exactly: it is refused, force or not, and the file stays.

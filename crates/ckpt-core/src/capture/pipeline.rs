@@ -149,7 +149,7 @@ fn write_batch(
             }
             None => cache::remove(&tx, &c.path)?,
         }
-        if old_state != new_state {
+        if old_state != new_state || skipped_and_rewritten(&c) {
             report.changed += 1;
             for &turn in recipients {
                 turns::record_pre(&tx, turn, &c.path, &old_state, shared)?;
@@ -158,6 +158,17 @@ fn write_batch(
     }
     tx.commit()?;
     Ok(())
+}
+
+/// A path ckpt cannot capture (over the size cap, unreadable) keeps its
+/// state when rewritten at the same size: only its stat tells the change.
+fn skipped_and_rewritten(c: &Captured) -> bool {
+    match (&c.old, &c.new) {
+        (Some(old), Some((State::Skipped { .. }, stat))) => {
+            matches!(old.state, State::Skipped { .. }) && !old.same_stat(stat)
+        }
+        _ => false,
+    }
 }
 
 #[cfg(test)]

@@ -349,7 +349,7 @@ pub(crate) fn live_touches(conn: &Connection, path: &RelPath) -> Result<Vec<Path
 
 /// What closing `turn` now makes of each of its entries: its post-image
 /// (`post_of` its path, for an entry that has none yet), or `None` when it
-/// ends as it began and so goes. A rewind plans the open turn it undoes
+/// ends as it began and so goes (a path ckpt could not capture never does). A rewind plans the open turn it undoes
 /// through this, without closing it.
 pub(crate) fn closing(
     conn: &Connection,
@@ -360,7 +360,10 @@ pub(crate) fn closing(
     for e in entries(conn, turn)? {
         let post = match &e.post {
             Some(post) => Some(post.clone()),
-            None => Some(post_of(&e.path)?).filter(|post| *post != e.pre),
+            // Two equal skipped states do not show the content stayed: ckpt
+            // never read it.
+            None => Some(post_of(&e.path)?)
+                .filter(|post| *post != e.pre || matches!(post, State::Skipped { .. })),
         };
         out.push((e, post));
     }

@@ -135,6 +135,12 @@ impl<T: Tree> Planner<'_, T> {
             expected,
         } = w;
         if current == target {
+            // The turn changed content ckpt never read (its state records
+            // only why): a rewind cannot give it back, and says so.
+            if let (Kind::Rewind, State::Skipped { reason }) = (self.kind, &target) {
+                let why = format!("its earlier content was not captured: {reason}");
+                self.notes.push((path, why));
+            }
             return;
         }
         if let State::Skipped { reason } = &target {
