@@ -81,6 +81,13 @@ pub fn build_binaries(cargo: &std::ffi::OsStr, profile_dir: &Path) -> Result<boo
         "ckptd",
         "-p",
         "ckptctl",
+        // The executables `ckptctl` execs from next to itself.
+        "-p",
+        "ckpt-mcp",
+        "-p",
+        "ckpt-hooks",
+        "-p",
+        "ckpt-workcopy",
         // The `CKPT_TEST_*` hooks some tests set; a plain build has none.
         "--features",
         "ckptd/test-hooks",

@@ -11,11 +11,11 @@ use std::io::{IsTerminal, Read};
 use anyhow::{bail, Context};
 
 use super::{absolute, tool, turn_end, turn_start, Ctx};
-use crate::agents::{Agent, Event};
 use crate::cli::TurnMeta;
-use crate::conversation;
-use crate::hooks::calls;
 use crate::output;
+use ckpt_agents::calls;
+use ckpt_agents::conversation;
+use ckpt_agents::{Agent, Event};
 
 pub fn run(mut ctx: Ctx, agent: Agent, event: Event, meta: TurnMeta) -> anyhow::Result<u8> {
     detach();

@@ -13,7 +13,6 @@ pub mod diff;
 pub mod export;
 mod fsck;
 mod hook;
-pub mod hooks;
 pub mod ledger;
 pub mod log;
 mod mcp;
@@ -31,7 +30,6 @@ mod turn_end;
 mod turn_start;
 mod unwatch;
 mod watch;
-pub mod workcopy;
 
 /// What every command gets: the global flags and the directory it acts in.
 pub struct Ctx {

@@ -5,9 +5,9 @@
 use ckpt_proto::{Request, Response, ToolReply};
 
 use super::{unexpected, Ctx};
-use crate::agents::Event;
 use crate::cli::{FromToolHook, TurnMeta};
 use crate::output;
+use ckpt_agents::Event;
 
 pub fn run(
     ctx: Ctx,

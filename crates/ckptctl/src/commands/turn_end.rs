@@ -5,10 +5,10 @@
 use ckpt_proto::{ErrorKind, Request, Response, TurnEnded};
 
 use super::{unexpected, Ctx};
-use crate::agents::Event;
 use crate::cli::{FromHook, TurnMeta};
 use crate::client::DaemonError;
 use crate::output;
+use ckpt_agents::Event;
 
 pub fn run(ctx: Ctx, session: Option<String>, if_open: bool, hook: FromHook) -> anyhow::Result<u8> {
     if let Some(agent) = hook.from_hook {

@@ -4,9 +4,9 @@
 use ckpt_proto::{Request, Response, TurnStarted};
 
 use super::{unexpected, Ctx};
-use crate::agents::Event;
 use crate::cli::{TurnMeta, TurnStartArgs};
 use crate::output;
+use ckpt_agents::Event;
 
 pub fn run(ctx: Ctx, args: TurnStartArgs) -> anyhow::Result<u8> {
     if let Some(agent) = args.hook.from_hook {
