@@ -27,6 +27,7 @@ pub mod status;
 mod sync;
 mod tool;
 mod turn_end;
+mod turn_requests;
 mod turn_start;
 mod unwatch;
 mod watch;
