@@ -58,14 +58,12 @@ impl Global {
 
     /// `--data-dir`, else the default data dir.
     pub fn data_dir(&self) -> anyhow::Result<PathBuf> {
-        match &self.data_dir {
-            Some(d) => Ok(d.clone()),
-            None => ckpt_proto::paths::default_data_dir().ok_or_else(|| {
-                anyhow::anyhow!(
-                    "cannot tell the data directory (no home directory); pass --data-dir"
-                )
-            }),
-        }
+        crate::client::data_dir_or_default(self.data_dir.as_deref())
+    }
+
+    /// What the transport needs of these flags.
+    pub fn connection(&self) -> crate::client::Connection {
+        crate::client::Connection::new(self.socket.clone(), self.data_dir.clone())
     }
 }
 

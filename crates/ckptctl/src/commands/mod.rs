@@ -52,7 +52,7 @@ impl Ctx {
     }
 
     pub fn connect(&self) -> anyhow::Result<Client> {
-        Client::connect(&self.g)
+        Client::connect(&self.g.connection())
     }
 
     /// Connects, sends one request, returns the reply.
