@@ -2,11 +2,11 @@
 //! of what was there, through a symlink to its target (dotfile managers
 //! link these files).
 
-use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
+use ckpt_core::atomic::{self, WriteFile};
 
 use crate::install::Backup;
 
@@ -53,24 +53,16 @@ pub fn replace(
         std::fs::write(backup_path(path), old)
             .with_context(|| format!("backing up {}", path.display()))?;
     }
-    let dir = path
-        .parent()
-        .context("a config file has a parent directory")?;
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let mode = match std::fs::metadata(path) {
         Ok(m) => m.permissions().mode() & 0o7777,
         Err(_) if executable => 0o755,
         Err(_) => 0o644,
     };
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".ckpt-")
-        .tempfile_in(dir)
-        .with_context(|| format!("writing next to {}", path.display()))?;
-    tmp.write_all(new.as_bytes())?;
-    tmp.as_file()
-        .set_permissions(std::fs::Permissions::from_mode(mode))?;
-    tmp.as_file().sync_all()?;
-    tmp.persist(path)
+    let how = WriteFile {
+        mode,
+        replace: true,
+    };
+    atomic::write_file(path, new.as_bytes(), how)
         .with_context(|| format!("replacing {}", path.display()))?;
     if matches!(backup, Backup::Restored | Backup::Stale) {
         // It is back in place: a leftover would only mislead.

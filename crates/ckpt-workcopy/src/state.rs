@@ -7,10 +7,10 @@
 //! file says what may be half done (`applying`, `committing`) and the next
 //! command inspects the original instead of repeating the action blindly.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
+use ckpt_core::atomic::{self, WriteFile};
 use serde::{Deserialize, Serialize};
 
 use super::fingerprint::{Entry, Manifest};
@@ -230,7 +230,7 @@ impl Store {
 
     pub fn save(&self, wc: &WorkCopy) -> anyhow::Result<()> {
         let text = serde_json::to_vec_pretty(wc).context("encoding the work copy's state")?;
-        write_durably(&self.state_file(&wc.name), &text)
+        write_file(&self.state_file(&wc.name), &text)
     }
 
     pub fn load_manifest(&self, name: &str) -> anyhow::Result<Manifest> {
@@ -241,7 +241,7 @@ impl Store {
 
     pub fn save_manifest(&self, name: &str, m: &Manifest) -> anyhow::Result<()> {
         let text = serde_json::to_vec(m).context("encoding the base manifest")?;
-        write_durably(&self.manifest_file(name), &text)
+        write_file(&self.manifest_file(name), &text)
     }
 
     /// Every work copy, by name.
@@ -282,23 +282,10 @@ pub fn valid_name(name: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Writes `bytes` to `path` so that a crash leaves either the old file or
-/// the new one: a temp file beside it, fsync, rename, fsync of the directory.
-pub fn write_durably(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    let dir = path.parent().context("a state file has a parent")?;
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)
-        .with_context(|| format!("creating a temp file in {}", dir.display()))?;
-    tmp.write_all(bytes)
-        .and_then(|()| tmp.as_file().sync_all())
-        .with_context(|| format!("writing {}", tmp.path().display()))?;
-    tmp.persist(path)
-        .map_err(|e| e.error)
-        .with_context(|| format!("renaming into {}", path.display()))?;
-    std::fs::File::open(dir)
-        .and_then(|d| d.sync_all())
-        .with_context(|| format!("syncing {}", dir.display()))?;
-    Ok(())
+/// Writes a state file so that a crash leaves the old one or the new one.
+fn write_file(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    atomic::write_file(path, bytes, WriteFile::default())
+        .with_context(|| format!("writing {}", path.display()))
 }
 
 pub fn now_secs() -> u64 {

@@ -4,10 +4,11 @@
 //! new file written without ever replacing one.
 
 use std::fs;
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 
 use anyhow::Context;
+use ckpt_core::atomic::{self, WriteFile};
 use serde_json::Value;
 
 /// One complete line: bytes `start..end` of the file, `end` past its `\n`.
@@ -118,21 +119,12 @@ fn chunk(data: Vec<u8>, base: u64, at_start: bool) -> Chunk {
 /// Writes `data` to `path`, which must not exist: a temp file in the same
 /// directory, synced, then linked into place without replacing anything.
 pub fn write_new(path: &Path, data: &[u8]) -> anyhow::Result<()> {
-    let dir = path
-        .parent()
-        .with_context(|| format!("{} has no directory", path.display()))?;
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".ckpt-fork-")
-        .tempfile_in(dir)
-        .with_context(|| format!("creating a file in {}", dir.display()))?;
-    tmp.write_all(data)
-        .and_then(|()| tmp.as_file().sync_all())
-        .with_context(|| format!("writing {}", tmp.path().display()))?;
     // The agents write their transcripts owner-only; so is the fork.
-    tmp.persist_noclobber(path)
-        .map_err(|e| e.error)
-        .with_context(|| format!("creating {}", path.display()))?;
-    Ok(())
+    let new_only = WriteFile {
+        mode: 0o600,
+        replace: false,
+    };
+    atomic::write_file(path, data, new_only).with_context(|| format!("creating {}", path.display()))
 }
 
 #[cfg(test)]
