@@ -55,8 +55,8 @@ pub fn bin(name: &str) -> PathBuf {
     path
 }
 
-/// Builds `ckptd` (with its `test-hooks` feature) and the ckptctl package's every executable (`ckptctl`,
-/// and `ckpt-mcp` and `ckpt-hooks`, which it execs from next to itself) with `cargo`
+/// Builds `ckptd` (with its `test-hooks` feature), `ckptctl` and the executables it
+/// execs from next to itself (`ckpt-mcp`, `ckpt-hooks`, `ckpt-workcopy`) with `cargo`
 /// into the target dir and profile of `profile_dir`. `Ok(false)`: no cargo
 /// target dir above it, nothing built.
 pub fn build_binaries(cargo: &std::ffi::OsStr, profile_dir: &Path) -> Result<bool, String> {
