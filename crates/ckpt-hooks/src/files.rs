@@ -8,8 +8,6 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use ckpt_core::atomic::{self, WriteFile};
 
-use crate::install::Backup;
-
 /// The file's text; None if there is none.
 pub fn read(path: &Path) -> anyhow::Result<Option<String>> {
     match std::fs::read(path) {
@@ -26,6 +24,25 @@ pub fn backup_path(path: &Path) -> PathBuf {
     let mut name = path.file_name().unwrap_or_default().to_os_string();
     name.push(".ckpt-backup");
     path.with_file_name(name)
+}
+
+/// What happens to a file's backup ([`backup_path`]) when it is replaced.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backup {
+    /// None written, none removed.
+    Untouched,
+    /// Install: the file as the user had it, before any of ckpt's pieces,
+    /// is kept beside it.
+    Write,
+    /// Uninstall: the backup went back byte for byte (ckpt's install was
+    /// the only change since) and is removed.
+    Restored,
+    /// Uninstall: the file changed since install, so ckpt's pieces were
+    /// taken out of it and the backup of the original stays.
+    Kept,
+    /// Uninstall: the backup holds ckpt's pieces itself (an older ckpt
+    /// backed up on uninstall too): no original, so it is removed.
+    Stale,
 }
 
 /// Replaces `path`'s content `old` by `new` (None: remove the file),

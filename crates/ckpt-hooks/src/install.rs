@@ -6,6 +6,7 @@
 use std::path::PathBuf;
 
 use crate::agents::{Agent, AgentSpec, Scope, Target};
+pub use crate::files::Backup;
 use crate::{edit, files};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -31,24 +32,6 @@ impl Change {
     pub fn changes(&self) -> bool {
         self.old != self.new
     }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Backup {
-    /// None written, none removed.
-    Untouched,
-    /// Install: the file as the user had it, before any of ckpt's pieces,
-    /// is kept beside it.
-    Write,
-    /// Uninstall: the backup went back byte for byte (ckpt's install was
-    /// the only change since) and is removed.
-    Restored,
-    /// Uninstall: the file changed since install, so ckpt's pieces were
-    /// taken out of it and the backup of the original stays.
-    Kept,
-    /// Uninstall: the backup holds ckpt's pieces itself (an older ckpt
-    /// backed up on uninstall too): no original, so it is removed.
-    Stale,
 }
 
 /// Every file the action touches for `agents` at `target`, with its text
