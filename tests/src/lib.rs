@@ -14,6 +14,7 @@
 //! env.ctl_ok(&proj, &["watch"]);
 //! ```
 
+pub mod agent_world;
 pub mod model;
 
 use std::collections::BTreeMap;

@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+use ckpt_e2e::agent_world::{pairs, AgentWorld};
 use ckpt_e2e::model::anthropic::Anthropic;
 use ckpt_e2e::model::{installed_agent, ModelServer, Recorded, Step, ToolCall};
 use ckpt_e2e::*;
@@ -18,15 +19,20 @@ const ALLOWED: &str = "Read,Edit,Write,Bash,mcp__ckpt";
 
 /// One user's machine: ckptd, a HOME where ckpt's hooks are installed,
 /// a watched git project, the model server Claude Code talks to.
-struct World {
-    env: Env,
-    _daemon: Daemon,
-    home: PathBuf,
-    proj: PathBuf,
-    claude: PathBuf,
-    server: ModelServer,
-    /// `CLAUDE_CONFIG_DIR`, for ckptctl and Claude Code alike, when set.
-    config_dir: Option<PathBuf>,
+/// The files every test's project starts with.
+const FILES: &[(&str, &[u8])] = &[
+    ("a.txt", b"one\ntwo\n"),
+    ("b.txt", b"x1\n"),
+    ("d.txt", b"gone soon\n"),
+];
+
+struct World(AgentWorld);
+
+impl std::ops::Deref for World {
+    type Target = AgentWorld;
+    fn deref(&self) -> &AgentWorld {
+        &self.0
+    }
 }
 
 impl World {
@@ -34,70 +40,24 @@ impl World {
         World::with_config_dir(claude, None)
     }
 
-    /// With `CLAUDE_CONFIG_DIR` set to `config_dir` under HOME.
+    /// With `CLAUDE_CONFIG_DIR` (for ckptctl and Claude Code alike) set to
+    /// `config_dir` under HOME.
     fn with_config_dir(claude: PathBuf, config_dir: Option<&str>) -> World {
-        let env = Env::new();
-        let daemon = env.start_daemon();
-        let home = env.dir("home");
-        let config_dir = config_dir.map(|d| home.join(d));
-        let proj = env.git_repo(
-            "app",
-            &[
-                ("a.txt", b"one\ntwo\n"),
-                ("b.txt", b"x1\n"),
-                ("d.txt", b"gone soon\n"),
-            ],
-        );
-        let w = World {
-            env,
-            _daemon: daemon,
-            home,
-            proj,
-            claude,
-            server: ModelServer::start(Anthropic::boxed()),
-            config_dir,
-        };
+        let server = ModelServer::start(Anthropic::boxed());
+        let mut w = AgentWorld::new(claude, server, FILES, false);
+        let config_dir = config_dir.map(|d| w.home.join(d).into());
+        w.isolate_var("CLAUDE_CONFIG_DIR", config_dir);
         w.ctl_ok(&["watch"]);
         let out = w.ctl_ok(&["hooks", "install", "claude-code"]);
-        assert!(out.contains("claude-code"), "{out}");
-        w
-    }
-
-    fn ctl_cmd(&self, args: &[&str]) -> Command {
-        let mut cmd = self.env.ctl_cmd(&self.proj, args);
-        cmd.env("HOME", &self.home).env_remove("CLAUDE_CONFIG_DIR");
-        if let Some(dir) = &self.config_dir {
-            cmd.env("CLAUDE_CONFIG_DIR", dir);
-        }
-        cmd
-    }
-
-    fn ctl_ok(&self, args: &[&str]) -> String {
-        let out = run(&mut self.ctl_cmd(args));
-        assert!(out.status.success(), "ckptctl {args:?}: {out:?}");
-        out.stdout
-    }
-
-    fn ctl_json(&self, args: &[&str]) -> Value {
-        let mut full = vec!["--json"];
-        full.extend_from_slice(args);
-        serde_json::from_str(&self.ctl_ok(&full)).expect("one JSON document")
+        assert!(out.stdout.contains("claude-code"), "{out:?}");
+        World(w)
     }
 
     /// `claude ARGS…` in the project, as a user's shell would start it:
-    /// nothing of the test's own environment, every URL on 127.0.0.1.
+    /// every URL on 127.0.0.1.
     fn claude_cmd(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::new(&self.claude);
-        cmd.args(args)
-            .current_dir(&self.proj)
-            .env_clear()
-            .env("HOME", &self.home)
-            // The user's PATH: where `node` is, for an agent installed from npm.
-            .env(
-                "PATH",
-                std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into()),
-            )
-            .env("LANG", "C.UTF-8")
+        let mut cmd = self.agent_cmd(args);
+        cmd.env("LANG", "C.UTF-8")
             .env("TMPDIR", self.env.dir("tmp"))
             .env("ANTHROPIC_BASE_URL", self.server.url())
             .env("ANTHROPIC_API_KEY", "sk-ant-ckpt-test")
@@ -106,14 +66,7 @@ impl World {
             .env("DISABLE_AUTOUPDATER", "1")
             .env("DISABLE_ERROR_REPORTING", "1")
             // A script that ran out answers 500: fail at once, no backoff.
-            .env("CLAUDE_CODE_MAX_RETRIES", "0")
-            // What the hooks' ckptctl needs to find this test's daemon.
-            .env("CKPT_SOCKET", &self.env.socket)
-            .env("CKPT_DATA_DIR", &self.env.data)
-            .env("CKPT_NO_AUTOSTART", "1");
-        if let Some(dir) = &self.config_dir {
-            cmd.env("CLAUDE_CONFIG_DIR", dir);
-        }
+            .env("CLAUDE_CODE_MAX_RETRIES", "0");
         cmd
     }
 
@@ -139,73 +92,10 @@ impl World {
         );
         doc
     }
-
-    /// The turns, oldest first.
-    fn turns(&self) -> Vec<Value> {
-        let log = self.ctl_json(&["log"]);
-        let mut turns = log["turns"].as_array().expect("turns").clone();
-        turns.reverse();
-        turns
-    }
-
-    fn turn(&self, id: i64) -> Value {
-        self.turns()
-            .into_iter()
-            .find(|t| t["id"] == id)
-            .unwrap_or_else(|| panic!("no turn {id}: {:#?}", self.turns()))
-    }
-
-    /// A turn's paths and how each changed (`added`, …), sorted.
-    fn paths(&self, id: i64) -> Vec<(String, String)> {
-        let shown = self.ctl_json(&["show", &id.to_string()]);
-        let mut v: Vec<(String, String)> = shown["turn"]["entries"]
-            .as_array()
-            .unwrap_or_else(|| panic!("no entries: {shown}"))
-            .iter()
-            .map(|e| {
-                (
-                    e["path"].as_str().expect("a path").to_string(),
-                    e["change"].as_str().unwrap_or("open").to_string(),
-                )
-            })
-            .collect();
-        v.sort();
-        v
-    }
-
-    fn file(&self, rel: &str) -> Option<String> {
-        std::fs::read_to_string(self.proj.join(rel)).ok()
-    }
-
-    /// Waits until turn `id` has `status` (a hook may still be running).
-    fn wait_status(&self, id: i64, status: &str) {
-        let deadline = std::time::Instant::now() + Duration::from_secs(10);
-        loop {
-            let t = self.turn(id);
-            if t["status"] == status {
-                return;
-            }
-            assert!(
-                std::time::Instant::now() < deadline,
-                "turn {id} is not {status}: {t}\nhooks status: {}",
-                self.ctl_ok(&["--json", "hooks", "status"])
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
 }
 
 fn abs(w: &World, rel: &str) -> String {
     w.proj.join(rel).display().to_string()
-}
-
-fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
-    let mut v: Vec<(String, String)> = list
-        .iter()
-        .map(|(p, c)| (p.to_string(), c.to_string()))
-        .collect();
-    v.sort();
-    v
 }
 
 /// The `text` of every `tool_result` block in a request, by tool-use id.
@@ -322,7 +212,7 @@ fn edits_by_its_tools_and_its_shell_are_one_turn_that_rewinds_and_redoes_exactly
         "{t}"
     );
     assert_eq!(
-        w.paths(1),
+        w.changes(1),
         pairs(&[
             ("a.txt", "modified"),
             ("b.txt", "modified"),
@@ -535,7 +425,7 @@ fn a_confirmed_mcp_rewind_from_inside_a_turn_keeps_that_turn() {
     );
     assert_eq!(t3["session"], session, "{t3}");
     assert_eq!(
-        w.paths(3),
+        w.changes(3),
         vec![("y.txt".to_string(), "added".to_string())],
         "what the agent did after the rewind is its turn's"
     );
@@ -560,7 +450,7 @@ fn a_failing_tool_call_closes_its_tool_window() {
     // After the failed call (and its hooks), while Claude Code waits for
     // its model, the other session runs a tool that writes o.txt.
     let tool = |what: &str| {
-        let mut c = w.ctl_cmd(&[what, "--session", "other"]);
+        let mut c = w.ctl_cmd(&w.proj, &[what, "--session", "other"]);
         move || {
             let out = run(&mut c);
             assert!(out.status.success(), "{out:?}");
@@ -584,7 +474,7 @@ fn a_failing_tool_call_closes_its_tool_window() {
     assert_eq!(claude_turn["status"], "closed", "{claude_turn}");
     let id = claude_turn["id"].as_i64().expect("an id");
     assert_eq!(
-        w.paths(id),
+        w.changes(id),
         pairs(&[("p.txt", "added")]),
         "o.txt was written by the other session's tool, after Claude Code's failed"
     );
@@ -632,11 +522,11 @@ fn an_interrupted_turn_is_closed() {
     wait_timeout(&mut child, Duration::from_secs(30)).expect("claude exits on SIGINT");
 
     w.wait_status(1, "closed");
-    assert_eq!(w.paths(1), pairs(&[("p.txt", "added")]));
+    assert_eq!(w.changes(1), pairs(&[("p.txt", "added")]));
     // The user's own edit afterwards is nobody's turn.
     std::fs::write(w.proj.join("a.txt"), "mine\n").expect("user edit");
     w.ctl_ok(&["sync"]);
-    assert_eq!(w.paths(1), pairs(&[("p.txt", "added")]));
+    assert_eq!(w.changes(1), pairs(&[("p.txt", "added")]));
 }
 
 #[test]
@@ -658,7 +548,7 @@ fn an_api_error_ends_the_turn() {
     assert!(!out.status.success(), "{out:?}");
     assert!(out.stdout.contains("scripted failure"), "{out:?}");
     w.wait_status(1, "closed");
-    assert_eq!(w.paths(1), pairs(&[("x.txt", "added")]));
+    assert_eq!(w.changes(1), pairs(&[("x.txt", "added")]));
 }
 
 #[test]
@@ -676,7 +566,7 @@ fn hooks_installed_with_claude_config_dir_set_mark_the_turn() {
     let turns = w.turns();
     assert_eq!(turns.len(), 1, "no turn: Claude Code ran no ckpt hook");
     assert_eq!(turns[0]["session"], result["session_id"], "{turns:#?}");
-    assert_eq!(w.paths(1), pairs(&[("x.txt", "added")]));
+    assert_eq!(w.changes(1), pairs(&[("x.txt", "added")]));
 }
 
 #[test]

@@ -15,6 +15,7 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use ckpt_e2e::agent_world::{pairs, AgentWorld};
 use ckpt_e2e::model::responses::Responses;
 use ckpt_e2e::model::{installed_agent, ModelServer, Recorded, Step, ToolCall};
 use ckpt_e2e::*;
@@ -25,32 +26,32 @@ use serde_json::{json, Value};
 /// to metadata without `apply_patch`).
 const MODEL: &str = "gpt-5.5";
 
+/// The files every test's project starts with.
+const FILES: &[(&str, &[u8])] = &[
+    ("a.txt", b"one\ntwo\n"),
+    ("b.txt", b"x1\n"),
+    ("d.txt", b"gone soon\n"),
+];
+
 struct World {
-    env: Env,
-    _daemon: Daemon,
-    home: PathBuf,
+    w: AgentWorld,
     codex_home: PathBuf,
-    proj: PathBuf,
-    codex: PathBuf,
-    server: ModelServer,
+}
+
+impl std::ops::Deref for World {
+    type Target = AgentWorld;
+    fn deref(&self) -> &AgentWorld {
+        &self.w
+    }
 }
 
 impl World {
     fn new(codex: PathBuf) -> World {
-        let env = Env::new();
-        let daemon = env.start_daemon();
-        let home = env.dir("home");
-        let codex_home = home.join(".codex");
-        std::fs::create_dir_all(&codex_home).expect("CODEX_HOME");
-        let proj = env.git_repo(
-            "app",
-            &[
-                ("a.txt", b"one\ntwo\n"),
-                ("b.txt", b"x1\n"),
-                ("d.txt", b"gone soon\n"),
-            ],
-        );
         let server = ModelServer::start(Responses::boxed());
+        let mut w = AgentWorld::new(codex, server, FILES, false);
+        let codex_home = w.home.join(".codex");
+        std::fs::create_dir_all(&codex_home).expect("CODEX_HOME");
+        w.isolate_var("CODEX_HOME", Some(codex_home.clone().into()));
         std::fs::write(
             codex_home.join("config.toml"),
             format!(
@@ -74,64 +75,23 @@ plugins = false
 remote_plugin = false
 in_app_updates = false
 "#,
-                server.url()
+                w.server.url()
             ),
         )
         .expect("config.toml");
-        let w = World {
-            env,
-            _daemon: daemon,
-            home,
-            codex_home,
-            proj,
-            codex,
-            server,
-        };
+        let w = World { w, codex_home };
         w.ctl_ok(&["watch"]);
         let out = w.ctl_ok(&["hooks", "install", "codex"]);
-        assert!(out.contains("codex"), "{out}");
+        assert!(out.stdout.contains("codex"), "{out:?}");
         w.trust_hooks();
         w
     }
 
-    fn ctl_cmd(&self, args: &[&str]) -> Command {
-        let mut cmd = self.env.ctl_cmd(&self.proj, args);
-        cmd.env("HOME", &self.home)
-            .env("CODEX_HOME", &self.codex_home);
-        cmd
-    }
-
-    fn ctl_ok(&self, args: &[&str]) -> String {
-        let out = run(&mut self.ctl_cmd(args));
-        assert!(out.status.success(), "ckptctl {args:?}: {out:?}");
-        out.stdout
-    }
-
-    fn ctl_json(&self, args: &[&str]) -> Value {
-        let mut full = vec!["--json"];
-        full.extend_from_slice(args);
-        serde_json::from_str(&self.ctl_ok(&full)).expect("one JSON document")
-    }
-
-    /// `codex ARGS…` in the project, with nothing of the test's own
-    /// environment; its only URL is the model server's.
+    /// `codex ARGS…` in the project; its only URL is the model server's.
     fn codex_cmd(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::new(&self.codex);
-        cmd.args(args)
-            .current_dir(&self.proj)
-            .env_clear()
-            .env("HOME", &self.home)
-            .env("CODEX_HOME", &self.codex_home)
-            // The user's PATH: where `node` is, for an agent installed from npm.
-            .env(
-                "PATH",
-                std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into()),
-            )
-            .env("LANG", "C.UTF-8")
-            .env("CKPT_TEST_API_KEY", "sk-ckpt-test")
-            .env("CKPT_SOCKET", &self.env.socket)
-            .env("CKPT_DATA_DIR", &self.env.data)
-            .env("CKPT_NO_AUTOSTART", "1");
+        let mut cmd = self.agent_cmd(args);
+        cmd.env("LANG", "C.UTF-8")
+            .env("CKPT_TEST_API_KEY", "sk-ckpt-test");
         cmd
     }
 
@@ -234,36 +194,6 @@ in_app_updates = false
             .and_then(|e| e["thread_id"].as_str().map(str::to_string))
             .unwrap_or_else(|| panic!("no thread.started event: {out:?}"))
     }
-
-    /// The turns, oldest first.
-    fn turns(&self) -> Vec<Value> {
-        let log = self.ctl_json(&["log"]);
-        let mut turns = log["turns"].as_array().expect("turns").clone();
-        turns.reverse();
-        turns
-    }
-
-    /// A turn's paths and how each changed, sorted.
-    fn paths(&self, id: i64) -> Vec<(String, String)> {
-        let shown = self.ctl_json(&["show", &id.to_string()]);
-        let mut v: Vec<(String, String)> = shown["turn"]["entries"]
-            .as_array()
-            .unwrap_or_else(|| panic!("no entries: {shown}"))
-            .iter()
-            .map(|e| {
-                (
-                    e["path"].as_str().expect("a path").to_string(),
-                    e["change"].as_str().unwrap_or("open").to_string(),
-                )
-            })
-            .collect();
-        v.sort();
-        v
-    }
-
-    fn file(&self, rel: &str) -> Option<String> {
-        std::fs::read_to_string(self.proj.join(rel)).ok()
-    }
 }
 
 /// Codex starts MCP servers with a stripped environment (issue 28 item 9):
@@ -318,15 +248,6 @@ impl Drop for World {
             let _ = std::fs::remove_dir(&dir);
         }
     }
-}
-
-fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
-    let mut v: Vec<(String, String)> = list
-        .iter()
-        .map(|(p, c)| (p.to_string(), c.to_string()))
-        .collect();
-    v.sort();
-    v
 }
 
 /// An `apply_patch` call (a freeform tool: its input is the patch text).
@@ -449,7 +370,7 @@ fn edits_by_apply_patch_and_its_shell_are_one_turn_that_rewinds_and_redoes_exact
         "{t}"
     );
     assert_eq!(
-        w.paths(1),
+        w.changes(1),
         pairs(&[
             ("a.txt", "modified"),
             ("b.txt", "modified"),
@@ -651,7 +572,7 @@ fn a_confirmed_mcp_rewind_from_inside_a_turn_keeps_that_turn() {
     );
     assert_eq!(turns[2]["session"], turns[1]["session"], "{turns:#?}");
     assert_eq!(
-        w.paths(3),
+        w.changes(3),
         vec![("y.txt".to_string(), "added".to_string())],
         "what the agent did after the rewind is its turn's"
     );
@@ -699,7 +620,7 @@ fn a_failing_tool_call_closes_its_tool_window() {
     // After the failed call (and its hooks), while Codex waits for its
     // model, the other session runs a tool that writes o.txt.
     let tool = |what: &str| {
-        let mut c = w.ctl_cmd(&[what, "--session", "other"]);
+        let mut c = w.ctl_cmd(&w.proj, &[what, "--session", "other"]);
         move || {
             let out = run(&mut c);
             assert!(out.status.success(), "{out:?}");
@@ -722,7 +643,7 @@ fn a_failing_tool_call_closes_its_tool_window() {
     assert_eq!(codex_turn["status"], "closed", "{codex_turn}");
     let id = codex_turn["id"].as_i64().expect("an id");
     assert_eq!(
-        w.paths(id),
+        w.changes(id),
         pairs(&[("p.txt", "added")]),
         "o.txt was written by the other session's tool, after Codex's failed"
     );
@@ -755,7 +676,7 @@ fn an_api_error_ends_the_turn() {
     let turns = w.turns();
     assert_eq!(turns.len(), 1, "{turns:#?}");
     assert_eq!(turns[0]["status"], "closed", "{turns:#?}");
-    assert_eq!(w.paths(1), pairs(&[("x.txt", "added")]));
+    assert_eq!(w.changes(1), pairs(&[("x.txt", "added")]));
 }
 
 /// Codex 0.171 answers SIGINT during a tool call with its `Interrupt` hook
@@ -800,5 +721,5 @@ fn an_interrupted_turn_is_closed() {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
-    assert_eq!(w.paths(1), pairs(&[("p.txt", "added")]));
+    assert_eq!(w.changes(1), pairs(&[("p.txt", "added")]));
 }

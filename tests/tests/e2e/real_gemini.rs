@@ -8,10 +8,11 @@
 //! (auth type `gemini-api-key` in the settings), and the settings turn off
 //! auto-update, its notification, usage statistics and telemetry.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
+use ckpt_e2e::agent_world::{interrupt_once_started, AgentWorld};
 use ckpt_e2e::model::gemini::{self, Gemini};
 use ckpt_e2e::model::{installed_agent, ModelServer, Step, ToolCall};
 use ckpt_e2e::*;
@@ -19,22 +20,23 @@ use serde_json::{json, Value};
 
 /// A project, a daemon, a HOME with ckpt's hooks in Gemini CLI's settings,
 /// and the scripted model.
-struct World {
-    env: Env,
-    _daemon: Daemon,
-    home: PathBuf,
-    /// The project, canonical (Gemini CLI resolves paths so).
-    proj: PathBuf,
-    server: ModelServer,
-    gemini: PathBuf,
+struct World(AgentWorld);
+
+impl std::ops::Deref for World {
+    type Target = AgentWorld;
+    fn deref(&self) -> &AgentWorld {
+        &self.0
+    }
 }
 
 impl World {
     fn new(gemini: PathBuf, files: &[(&str, &[u8])]) -> World {
-        let env = Env::new();
-        let daemon = env.start_daemon();
-        let home = env.dir("home");
-        std::fs::create_dir_all(home.join(".gemini")).expect("create ~/.gemini");
+        let server = ModelServer::start(Box::new(Gemini::default()));
+        // The project is canonical: Gemini CLI resolves paths so.
+        let mut w = AgentWorld::new(gemini, server, files, true);
+        w.isolate_var("XDG_CONFIG_HOME", Some(w.home.join(".config").into()));
+        w.isolate_var("GEMINI_CLI_HOME", None);
+        std::fs::create_dir_all(w.home.join(".gemini")).expect("create ~/.gemini");
         let settings = json!({
             "general": {"enableAutoUpdate": false, "enableAutoUpdateNotification": false},
             "privacy": {"usageStatisticsEnabled": false},
@@ -42,52 +44,14 @@ impl World {
             "security": {"auth": {"selectedType": "gemini-api-key"}},
         });
         std::fs::write(
-            home.join(".gemini/settings.json"),
+            w.home.join(".gemini/settings.json"),
             serde_json::to_string_pretty(&settings).expect("settings"),
         )
         .expect("write settings");
-        let proj = env
-            .git_repo("app", files)
-            .canonicalize()
-            .expect("canonical project");
-        let w = World {
-            server: ModelServer::start(Box::new(Gemini::default())),
-            env,
-            _daemon: daemon,
-            home,
-            proj,
-            gemini,
-        };
         let out = w.ctl(w.env.path(), &["hooks", "install", "gemini"]);
         assert!(out.status.success(), "hooks install: {out:?}");
         w.ctl_ok(&["watch"]);
-        w
-    }
-
-    fn isolate<'c>(&self, cmd: &'c mut Command) -> &'c mut Command {
-        cmd.env("HOME", &self.home)
-            .env("XDG_CONFIG_HOME", self.home.join(".config"))
-            .env_remove("GEMINI_CLI_HOME")
-    }
-
-    fn ctl(&self, dir: &Path, args: &[&str]) -> Out {
-        run(self.isolate(&mut self.env.ctl_cmd(dir, args)))
-    }
-
-    fn ctl_ok(&self, args: &[&str]) -> Out {
-        let out = self.ctl(&self.proj, args);
-        assert!(
-            out.status.success(),
-            "ckptctl {args:?}: {out:?}\ndaemon log:\n{}",
-            tail(&self.env.log_path())
-        );
-        out
-    }
-
-    fn ctl_json(&self, args: &[&str]) -> Value {
-        let mut full = vec!["--json"];
-        full.extend_from_slice(args);
-        self.ctl_ok(&full).json()
+        World(w)
     }
 
     /// Runs `gemini ARGS… --yolo -o json`.
@@ -96,23 +60,14 @@ impl World {
         run(cmd.args(["--output-format", "json"]))
     }
 
-    /// `gemini ARGS… --yolo` in the project with nothing of the user's
-    /// environment but PATH; ckpt's hooks inherit the socket.
+    /// `gemini ARGS… --yolo` in the project; ckpt's hooks inherit the socket.
     fn gemini_cmd(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::new(&self.gemini);
-        cmd.args(args)
-            .arg("--yolo")
-            .current_dir(&self.proj)
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        let mut cmd = self.agent_cmd(args);
+        cmd.arg("--yolo")
             .env("TERM", "dumb")
             .env("GEMINI_API_KEY", "test-key")
             .env("GOOGLE_GEMINI_BASE_URL", self.server.url())
-            .env("GEMINI_CLI_TRUST_WORKSPACE", "true")
-            .env("CKPT_SOCKET", &self.env.socket)
-            .env("CKPT_DATA_DIR", &self.env.data)
-            .env("CKPT_NO_AUTOSTART", "1");
-        self.isolate(&mut cmd);
+            .env("GEMINI_CLI_TRUST_WORKSPACE", "true");
         cmd
     }
 
@@ -135,22 +90,9 @@ impl World {
             .to_string()
     }
 
-    fn turns(&self) -> Vec<Value> {
-        self.ctl_json(&["log"])["turns"]
-            .as_array()
-            .expect("turns")
-            .iter()
-            .rev()
-            .cloned()
-            .collect()
-    }
-
     /// (path, shared) of a turn's entries.
-    fn entries(&self, turn: i64) -> Vec<(String, bool)> {
-        let show = self.ctl_json(&["show", &turn.to_string()]);
-        show["turn"]["entries"]
-            .as_array()
-            .expect("entries")
+    fn shared(&self, turn: i64) -> Vec<(String, bool)> {
+        self.entries(turn)
             .iter()
             .map(|e| {
                 (
@@ -159,25 +101,6 @@ impl World {
                 )
             })
             .collect()
-    }
-
-    fn paths(&self, turn: i64) -> Vec<String> {
-        self.entries(turn).into_iter().map(|(p, _)| p).collect()
-    }
-
-    fn path(&self, rel: &str) -> String {
-        self.proj
-            .join(rel)
-            .to_str()
-            .expect("UTF-8 path")
-            .to_string()
-    }
-
-    /// Which hook events ckpt saw from Gemini CLI (`hooks status`), for
-    /// failure messages.
-    fn hook_status(&self) -> String {
-        self.ctl(self.env.path(), &["--json", "hooks", "status"])
-            .stdout
     }
 }
 
@@ -270,7 +193,7 @@ fn a_prompt_edited_by_its_tools_and_shell_is_one_turn_rewound_and_redone_exactly
         "{name}"
     );
     assert_eq!(
-        w.entries(t["id"].as_i64().unwrap()),
+        w.shared(t["id"].as_i64().unwrap()),
         [
             ("a.txt".to_string(), false),
             ("b.txt".to_string(), false),
@@ -509,9 +432,9 @@ fn a_failing_tool_call_closes_its_tool_window() {
         .unwrap_or_else(|| panic!("no turn of {session}: {turns:?}"));
     assert_eq!(mine["status"], "closed", "{mine}\n{}", w.hook_status());
     let id = mine["id"].as_i64().unwrap();
-    assert_eq!(w.entries(id), [("user.txt".to_string(), true)]);
+    assert_eq!(w.shared(id), [("user.txt".to_string(), true)]);
     assert_eq!(
-        w.entries(other),
+        w.shared(other),
         [("user.txt".to_string(), true)],
         "{}",
         w.hook_status()
@@ -531,37 +454,14 @@ fn an_interrupted_turn_ends() {
         "echo started > started.txt; sleep 60",
     )]));
     let mut cmd = w.gemini_cmd(&["-p", "start something long"]);
-    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
-    let mut child = cmd
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("start gemini");
-    let pgid = child.id() as i32;
-    let started = w.proj.join("started.txt");
-    wait_for("the tool call to start", Duration::from_secs(90), || {
-        started.exists()
-    });
-    // SAFETY: signalling the process group of our own child.
-    unsafe { libc::kill(-pgid, libc::SIGINT) };
-    let status = wait_timeout(&mut child, Duration::from_secs(30));
-    if status.is_none() {
-        // SAFETY: as above.
-        unsafe { libc::kill(-pgid, libc::SIGKILL) };
-        panic!("gemini did not exit on SIGINT");
-    }
+    interrupt_once_started(
+        &mut cmd,
+        &w.proj.join("started.txt"),
+        Duration::from_secs(90),
+    );
     std::fs::write(w.proj.join("user.txt"), "the user's\n").expect("write user.txt");
     w.ctl_ok(&["sync"]);
-    let turns = w.turns();
-    assert_eq!(turns.len(), 1, "{turns:?}");
-    assert_eq!(
-        turns[0]["status"],
-        "closed",
-        "{:?}\n{}",
-        turns[0],
-        w.hook_status()
-    );
+    w.assert_one_closed_turn();
     assert_eq!(w.paths(1), ["started.txt"]);
 }
 
@@ -590,14 +490,6 @@ fn an_api_error_still_ends_the_turn() {
         "the error reaches the user: {out:?}"
     );
     assert_eq!(w.server.remaining(), 0);
-    let turns = w.turns();
-    assert_eq!(turns.len(), 1, "{turns:?}");
-    assert_eq!(
-        turns[0]["status"],
-        "closed",
-        "{:?}\n{}",
-        turns[0],
-        w.hook_status()
-    );
+    w.assert_one_closed_turn();
     assert_eq!(w.paths(1), ["made.txt"]);
 }

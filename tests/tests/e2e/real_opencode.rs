@@ -14,10 +14,11 @@
 //! turns off OpenCode's own git snapshots of the project, which a test
 //! does not need.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
+use ckpt_e2e::agent_world::{interrupt_once_started, AgentWorld};
 use ckpt_e2e::model::chat::{self, Chat};
 use ckpt_e2e::model::{installed_agent, ModelServer, Step, ToolCall};
 use ckpt_e2e::*;
@@ -25,27 +26,28 @@ use serde_json::{json, Value};
 
 /// A project, a daemon, a HOME with ckpt's plugin in OpenCode's config dir,
 /// and the scripted model.
-struct World {
-    env: Env,
-    _daemon: Daemon,
-    home: PathBuf,
-    /// The project, canonical.
-    proj: PathBuf,
-    server: ModelServer,
-    opencode: PathBuf,
+struct World(AgentWorld);
+
+impl std::ops::Deref for World {
+    type Target = AgentWorld;
+    fn deref(&self) -> &AgentWorld {
+        &self.0
+    }
 }
 
 impl World {
     fn new(opencode: PathBuf, files: &[(&str, &[u8])]) -> World {
-        let env = Env::new();
-        let daemon = env.start_daemon();
-        let home = env.dir("home");
-        let proj = env
-            .git_repo("app", files)
-            .canonicalize()
-            .expect("canonical project");
         let server = ModelServer::start(Box::new(Chat::default()));
-        let config = home.join(".config/opencode");
+        let mut w = AgentWorld::new(opencode, server, files, true);
+        for (key, dir) in [
+            ("XDG_CONFIG_HOME", ".config"),
+            ("XDG_DATA_HOME", ".local/share"),
+            ("XDG_CACHE_HOME", ".cache"),
+            ("XDG_STATE_HOME", ".local/state"),
+        ] {
+            w.isolate_var(key, Some(w.home.join(dir).into()));
+        }
+        let config = w.home.join(".config/opencode");
         std::fs::create_dir_all(&config).expect("create the config dir");
         let settings = json!({
             "$schema": "https://opencode.ai/config.json",
@@ -58,7 +60,7 @@ impl World {
             "provider": {"scripted": {
                 "npm": "@ai-sdk/openai-compatible",
                 "name": "Scripted",
-                "options": {"baseURL": format!("{}/v1", server.url()), "apiKey": "test-key"},
+                "options": {"baseURL": format!("{}/v1", w.server.url()), "apiKey": "test-key"},
                 "models": {"model": {"name": "Scripted", "tool_call": true,
                                      "limit": {"context": 100000, "output": 4096}}},
             }},
@@ -68,47 +70,11 @@ impl World {
             serde_json::to_string_pretty(&settings).expect("config"),
         )
         .expect("write opencode.json");
-        let w = World {
-            env,
-            _daemon: daemon,
-            home,
-            proj,
-            server,
-            opencode,
-        };
         let out = w.ctl(w.env.path(), &["hooks", "install", "opencode"]);
         assert!(out.status.success(), "hooks install: {out:?}");
         assert!(config.join("plugins/ckpt.js").is_file(), "{out:?}");
         w.ctl_ok(&["watch"]);
-        w
-    }
-
-    fn isolate<'c>(&self, cmd: &'c mut Command) -> &'c mut Command {
-        cmd.env("HOME", &self.home)
-            .env("XDG_CONFIG_HOME", self.home.join(".config"))
-            .env("XDG_DATA_HOME", self.home.join(".local/share"))
-            .env("XDG_CACHE_HOME", self.home.join(".cache"))
-            .env("XDG_STATE_HOME", self.home.join(".local/state"))
-    }
-
-    fn ctl(&self, dir: &Path, args: &[&str]) -> Out {
-        run(self.isolate(&mut self.env.ctl_cmd(dir, args)))
-    }
-
-    fn ctl_ok(&self, args: &[&str]) -> Out {
-        let out = self.ctl(&self.proj, args);
-        assert!(
-            out.status.success(),
-            "ckptctl {args:?}: {out:?}\ndaemon log:\n{}",
-            tail(&self.env.log_path())
-        );
-        out
-    }
-
-    fn ctl_json(&self, args: &[&str]) -> Value {
-        let mut full = vec!["--json"];
-        full.extend_from_slice(args);
-        self.ctl_ok(&full).json()
+        World(w)
     }
 
     /// Runs `opencode run --format json PROMPT`.
@@ -116,15 +82,11 @@ impl World {
         run(&mut self.opencode_cmd(prompt))
     }
 
-    /// `opencode run --format json PROMPT` in the project with nothing of
-    /// the user's environment but PATH; the plugin inherits the socket.
+    /// `opencode run --format json PROMPT` in the project; the plugin
+    /// inherits the socket.
     fn opencode_cmd(&self, prompt: &str) -> Command {
-        let mut cmd = Command::new(&self.opencode);
-        cmd.args(["run", "--format", "json", prompt])
-            .current_dir(&self.proj)
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("TERM", "dumb")
+        let mut cmd = self.agent_cmd(&["run", "--format", "json", prompt]);
+        cmd.env("TERM", "dumb")
             .env("OPENCODE_DISABLE_AUTOUPDATE", "1")
             .env("OPENCODE_DISABLE_MODELS_FETCH", "1")
             .env("OPENCODE_MODELS_URL", self.server.url())
@@ -133,11 +95,7 @@ impl World {
             .env("OPENCODE_DISABLE_DEFAULT_PLUGINS", "1")
             .env("OPENCODE_DISABLE_CLAUDE_CODE", "1")
             .env("OPENCODE_DISABLE_EXTERNAL_SKILLS", "1")
-            .env("npm_config_registry", format!("{}/", self.server.url()))
-            .env("CKPT_SOCKET", &self.env.socket)
-            .env("CKPT_DATA_DIR", &self.env.data)
-            .env("CKPT_NO_AUTOSTART", "1");
-        self.isolate(&mut cmd);
+            .env("npm_config_registry", format!("{}/", self.server.url()));
         cmd
     }
 
@@ -151,41 +109,6 @@ impl World {
             self.server.requests()
         );
         session_of(&out)
-    }
-
-    fn turns(&self) -> Vec<Value> {
-        self.ctl_json(&["log"])["turns"]
-            .as_array()
-            .expect("turns")
-            .iter()
-            .rev()
-            .cloned()
-            .collect()
-    }
-
-    fn paths(&self, turn: i64) -> Vec<String> {
-        let show = self.ctl_json(&["show", &turn.to_string()]);
-        show["turn"]["entries"]
-            .as_array()
-            .expect("entries")
-            .iter()
-            .map(|e| e["path"].as_str().expect("path").to_string())
-            .collect()
-    }
-
-    fn path(&self, rel: &str) -> String {
-        self.proj
-            .join(rel)
-            .to_str()
-            .expect("UTF-8 path")
-            .to_string()
-    }
-
-    /// What ckpt saw of OpenCode's plugin (`hooks status`), for failure
-    /// messages.
-    fn hook_status(&self) -> String {
-        self.ctl(self.env.path(), &["--json", "hooks", "status"])
-            .stdout
     }
 }
 
@@ -351,37 +274,14 @@ fn an_interrupted_turn_ends() {
         "echo started > started.txt; sleep 60",
     )]));
     let mut cmd = w.opencode_cmd("start something long");
-    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
-    let mut child = cmd
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("start opencode");
-    let pgid = child.id() as i32;
-    let started = w.proj.join("started.txt");
-    wait_for("the tool call to start", Duration::from_secs(120), || {
-        started.exists()
-    });
-    // SAFETY: signalling the process group of our own child.
-    unsafe { libc::kill(-pgid, libc::SIGINT) };
-    let status = wait_timeout(&mut child, Duration::from_secs(30));
-    if status.is_none() {
-        // SAFETY: as above.
-        unsafe { libc::kill(-pgid, libc::SIGKILL) };
-        panic!("opencode did not exit on SIGINT");
-    }
+    interrupt_once_started(
+        &mut cmd,
+        &w.proj.join("started.txt"),
+        Duration::from_secs(120),
+    );
     std::fs::write(w.proj.join("user.txt"), "the user's\n").expect("write user.txt");
     w.ctl_ok(&["sync"]);
-    let turns = w.turns();
-    assert_eq!(turns.len(), 1, "{turns:?}");
-    assert_eq!(
-        turns[0]["status"],
-        "closed",
-        "{:?}\n{}",
-        turns[0],
-        w.hook_status()
-    );
+    w.assert_one_closed_turn();
     assert_eq!(w.paths(1), ["started.txt"]);
 }
 
@@ -407,14 +307,6 @@ fn an_api_error_still_ends_the_turn() {
         "the error reaches the user: {out:?}"
     );
     assert_eq!(w.server.remaining(), 0);
-    let turns = w.turns();
-    assert_eq!(turns.len(), 1, "{turns:?}");
-    assert_eq!(
-        turns[0]["status"],
-        "closed",
-        "{:?}\n{}",
-        turns[0],
-        w.hook_status()
-    );
+    w.assert_one_closed_turn();
     assert_eq!(w.paths(1), ["made.txt"]);
 }
