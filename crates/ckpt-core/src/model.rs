@@ -279,14 +279,7 @@ pub struct OtherTurn {
     pub session: Option<String>,
 }
 
-/// How `rewind --merge` treats a text file changed since the rewound turns.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum MergeMode {
-    /// Write clean merges; leave a file whose changes overlap as it is.
-    Clean,
-    /// Write overlapping changes with conflict markers too.
-    Markers,
-}
+pub use ckpt_types::{MergeMode, RewindFlags};
 
 /// A file `rewind --merge` merged (or could not).
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -350,8 +343,8 @@ pub struct Continued {
 impl RewindPlan {
     /// Whether applying this plan is refused: conflicts without force, or
     /// anything blocking it.
-    pub fn refused(&self, force: bool) -> bool {
-        !self.blocked.is_empty() || (!self.conflicts.is_empty() && !force)
+    pub fn refused(&self, flags: RewindFlags) -> bool {
+        !self.blocked.is_empty() || (!self.conflicts.is_empty() && !flags.force)
     }
 }
 
@@ -371,8 +364,8 @@ pub enum RewindOutcome {
 pub struct RewindOptions {
     /// Restrict to these paths (and paths below them).
     pub paths: Vec<RelPath>,
-    pub dry_run: bool,
-    pub force: bool,
+    /// Only plan; overwrite what was edited after the agent.
+    pub flags: RewindFlags,
     /// Merge text files changed since the rewound turns instead of
     /// reporting them as conflicts.
     pub merge: Option<MergeMode>,

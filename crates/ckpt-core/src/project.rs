@@ -21,11 +21,7 @@ pub const DB_FILE: &str = "ckpt.db";
 /// The directory of large blobs inside a project's store directory.
 pub const OBJECTS_DIR: &str = "objects";
 
-pub(crate) fn now_ns() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as i64)
-}
+pub(crate) use ckpt_types::now_ns;
 
 /// A project tree and its store. Not `Sync`: one caller at a time (the daemon
 /// serializes access per project).

@@ -503,7 +503,10 @@ fn run(script: &Script, stats: &mut Stats) -> Res {
                     p.rewind(
                         turns[i].id,
                         RewindOptions {
-                            force: true,
+                            flags: ckpt_core::RewindFlags {
+                                force: true,
+                                ..Default::default()
+                            },
                             ..Default::default()
                         },
                     )

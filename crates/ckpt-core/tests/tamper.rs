@@ -82,7 +82,10 @@ fn tampered_path_case(which: &str, bad: impl FnOnce(&Fx) -> Vec<u8>) {
         let mut p = fx.open();
         sync(&mut p);
         let opts = RewindOptions {
-            force,
+            flags: ckpt_core::RewindFlags {
+                force,
+                ..Default::default()
+            },
             ..Default::default()
         };
         let res = p.rewind(t2, opts);

@@ -214,7 +214,10 @@ fn dry_run_returns_the_plan_and_changes_nothing() {
         .rewind(
             turns[0],
             RewindOptions {
-                dry_run: true,
+                flags: ckpt_core::RewindFlags {
+                    dry_run: true,
+                    ..Default::default()
+                },
                 ..Default::default()
             },
         )

@@ -21,7 +21,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::Context;
-use ckpt_proto::{LedgerFilter, LineSpan, Outcome, WirePath};
+use ckpt_proto::{LedgerFilter, LineSpan, Outcome, RewindFlags, WirePath};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{CallToolResult, ContentBlock, Implementation, ServerCapabilities, ServerConfig};
@@ -240,8 +240,18 @@ impl Ckpt {
         let r = self.call_raw(move |ctx| {
             let paths = wire_paths(ctx, &a.paths)?;
             let partial = !paths.is_empty();
-            let merge = a.merge.then_some(ckpt_proto::MergeMode::Clean);
-            let r = rewind::request_rewind(ctx, a.turn, paths, dry_run, false, merge)?;
+            let req = ckpt_proto::Rewind {
+                dir: ctx.wire_dir(),
+                turn: a.turn,
+                paths,
+                // Never forced: the user's own edits keep it refused.
+                flags: RewindFlags {
+                    dry_run,
+                    ..RewindFlags::default()
+                },
+                merge: a.merge.then_some(ckpt_proto::MergeMode::Clean),
+            };
+            let r = rewind::request_rewind(ctx, req)?;
             Ok(rewind::with(ctx, r, a.conversation, partial))
         });
         rewind_result(r.await)
@@ -257,7 +267,11 @@ impl Ckpt {
     async fn redo(&self, Parameters(a): Parameters<Redo>) -> CallToolResult {
         let dry_run = !a.confirm;
         let r = self.call_raw(move |ctx| {
-            let r = rewind::request_redo(ctx, dry_run, false)?;
+            let flags = RewindFlags {
+                dry_run,
+                ..RewindFlags::default()
+            };
+            let r = rewind::request_redo(ctx, flags)?;
             Ok(rewind::with(ctx, r, a.conversation, false))
         });
         rewind_result(r.await)

@@ -7,9 +7,10 @@
 //! [`ErrorKind::Version`] error. Domain failures travel as data
 //! ([`Response::Error`]), never as a dropped connection.
 //!
-//! The types here are the protocol's own: the daemon converts the core's
-//! types to them, so this crate stays tiny and the client never links the
-//! core.
+//! The types are split by operation (`ops/`); every one is re-exported
+//! here. Every reply about one project names it (`project`, its root) and
+//! carries `degraded` when capture for it cannot be fully trusted, so a
+//! client can warn on every command.
 //!
 //! ```
 //! use ckpt_proto::{read_frame, write_frame, Request, PROTOCOL_VERSION};
@@ -21,15 +22,24 @@
 
 mod frame;
 pub mod mode;
+pub mod ops;
 pub mod paths;
-mod types;
+mod request;
+mod response;
+mod values;
 mod wirepath;
 
+pub use ckpt_types::{MergeMode, RewindFlags};
 pub use frame::{
     decode_body, encode, read_frame, read_frame_or_end, write_frame, FrameError, Message,
     MAX_REPLY, MAX_REQUEST, READ_AHEAD,
 };
-pub use types::*;
+pub use ops::{
+    blame::*, copy_in::*, export::*, ledger::*, rewind::*, status::*, turn::*, watch::*,
+};
+pub use request::{Barrier, Request};
+pub use response::*;
+pub use values::*;
 pub use wirepath::WirePath;
 
 /// Bumped on every incompatible change of the request or response types.

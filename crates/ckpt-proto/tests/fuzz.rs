@@ -307,7 +307,7 @@ fn request() -> impl Strategy<Value = Request> {
         Just(Request::Projects),
         (odd_path(), opt(), opt(), opt(), opt(), any::<bool>(), opt()).prop_map(
             |(dir, label, agent, session, transcript, auto_watch, conversation)| {
-                Request::TurnStart {
+                Request::TurnStart(ckpt_proto::TurnStart {
                     dir,
                     label,
                     agent,
@@ -315,23 +315,23 @@ fn request() -> impl Strategy<Value = Request> {
                     transcript,
                     auto_watch,
                     conversation,
-                }
+                })
             }
         ),
         (odd_path(), proptest::option::of(odd_name()), opt()).prop_map(
-            |(dir, session, transcript)| Request::TurnEnd {
+            |(dir, session, transcript)| Request::TurnEnd(ckpt_proto::TurnEnd {
                 dir,
                 session,
                 transcript
-            }
+            })
         ),
         odd_path().prop_map(|dir| Request::Sync { dir }),
         (odd_path(), any::<Option<usize>>(), opt()).prop_map(|(dir, limit, session)| {
-            Request::Log {
+            Request::Log(ckpt_proto::Log {
                 dir,
                 limit,
                 session,
-            }
+            })
         }),
         (odd_path(), any::<i64>()).prop_map(|(dir, turn)| Request::Show { dir, turn }),
         (
@@ -339,7 +339,11 @@ fn request() -> impl Strategy<Value = Request> {
             any::<i64>(),
             proptest::collection::vec(odd_path(), 0..4)
         )
-            .prop_map(|(dir, turn, paths)| Request::Diff { dir, turn, paths }),
+            .prop_map(|(dir, turn, paths)| Request::Diff(ckpt_proto::Diff {
+                dir,
+                turn,
+                paths
+            })),
         (
             odd_path(),
             any::<i64>(),
@@ -351,22 +355,20 @@ fn request() -> impl Strategy<Value = Request> {
                 Just(MergeMode::Markers)
             ])
         )
-            .prop_map(
-                |(dir, turn, paths, dry_run, force, merge)| Request::Rewind {
+            .prop_map(|(dir, turn, paths, dry_run, force, merge)| Request::Rewind(
+                ckpt_proto::Rewind {
                     dir,
                     turn,
                     paths,
-                    dry_run,
-                    force,
+                    flags: ckpt_proto::RewindFlags { dry_run, force },
                     merge
                 }
-            ),
+            )),
         (odd_path(), any::<bool>(), any::<bool>()).prop_map(|(dir, dry_run, force)| {
-            Request::Redo {
+            Request::Redo(ckpt_proto::Redo {
                 dir,
-                dry_run,
-                force,
-            }
+                flags: ckpt_proto::RewindFlags { dry_run, force },
+            })
         }),
         Just(Request::Status),
         odd_path().prop_map(|dir| Request::Fsck { dir }),
@@ -464,7 +466,7 @@ fn ledger_request() -> impl Strategy<Value = Request> {
         )
             .prop_map(
                 |((dir, path, span), (bucket, severity, confidence), (owner, user, note))| {
-                    Request::LedgerAdd {
+                    Request::LedgerAdd(ckpt_proto::LedgerAdd {
                         dir,
                         path,
                         span,
@@ -474,7 +476,7 @@ fn ledger_request() -> impl Strategy<Value = Request> {
                         owner,
                         user,
                         note,
-                    }
+                    })
                 }
             ),
         (
@@ -514,19 +516,20 @@ fn ledger_request() -> impl Strategy<Value = Request> {
             ),
         (odd_path(), any::<i64>()).prop_map(|(dir, id)| Request::LedgerShow { dir, id }),
         (odd_path(), any::<i64>(), ledger_word(), opt(), ".{0,16}").prop_map(
-            |(dir, id, status, who, why)| Request::LedgerSetStatus {
+            |(dir, id, status, who, why)| Request::LedgerSetStatus(ckpt_proto::LedgerSetStatus {
                 dir,
                 id,
                 status,
                 who,
                 why
-            }
+            })
         ),
         (odd_path(), proptest::collection::vec(ledger_record(), 0..3))
             .prop_map(|(dir, entries)| Request::LedgerImport { dir, entries }),
         (odd_path(), odd_path()).prop_map(|(dir, path)| Request::Blame { dir, path }),
-        (odd_path(), any::<i64>(), any::<i64>(), odd_path())
-            .prop_map(|(dir, from, to, out)| Request::Export { dir, from, to, out }),
+        (odd_path(), any::<i64>(), any::<i64>(), odd_path()).prop_map(|(dir, from, to, out)| {
+            Request::Export(ckpt_proto::Export { dir, from, to, out })
+        }),
         (
             odd_path(),
             odd_path(),
@@ -536,14 +539,14 @@ fn ledger_request() -> impl Strategy<Value = Request> {
             opt()
         )
             .prop_map(
-                |(dir, source, paths, label, agent, session)| Request::CopyIn {
+                |(dir, source, paths, label, agent, session)| Request::CopyIn(ckpt_proto::CopyIn {
                     dir,
                     source,
                     paths,
                     label,
                     agent,
                     session,
-                }
+                })
             ),
         (odd_path(), opt()).prop_map(|(dir, session)| Request::ToolStart { dir, session }),
         (odd_path(), opt()).prop_map(|(dir, session)| Request::ToolEnd { dir, session }),

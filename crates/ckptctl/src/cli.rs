@@ -172,39 +172,7 @@ pub enum Command {
         file: PathBuf,
     },
     /// Restore the state from just before TURN, undoing it and every later turn.
-    Rewind {
-        /// The oldest turn to undo: it and every later live turn of its
-        /// session are undone.
-        #[arg(required_unless_present = "last", conflicts_with = "last", value_parser = turn_id)]
-        turn: Option<i64>,
-        /// Rewind the newest live turn of --session (without it, of the
-        /// default session: turns opened without one).
-        #[arg(long)]
-        last: bool,
-        /// With --last: whose newest turn.
-        #[arg(long, requires = "last")]
-        session: Option<String>,
-        /// Only these paths (and what is below them); repeatable.
-        #[arg(long = "path", value_name = "PATH")]
-        paths: Vec<PathBuf>,
-        /// Show what would change; change nothing.
-        #[arg(long)]
-        dry_run: bool,
-        /// Overwrite paths edited after the agent (or by another session).
-        #[arg(long)]
-        force: bool,
-        /// Merge text files edited after the agent instead of refusing:
-        /// clean hunks are written (the agent's change undone, the later
-        /// edit kept); a file whose changes overlap is left as it is, or
-        /// with --merge=markers (or --merge markers) written with conflict
-        /// markers labelled `current`, `agent (turn N)` and `before turn N`.
-        #[arg(long, value_enum, num_args = 0..=1, require_equals = true, default_missing_value = "clean")]
-        merge: Option<MergeArg>,
-        /// Fork the agent's conversation back to before the turn too (a new
-        /// session next to the original; prints the command that resumes it).
-        #[arg(long)]
-        conversation: bool,
-    },
+    Rewind(crate::commands::rewind::RewindArgs),
     /// Past rewinds and redos, newest first: when, which turns, whole or
     /// partial, and which paths were left as they were.
     Rewinds {
@@ -217,18 +185,8 @@ pub enum Command {
         all: bool,
     },
     /// Undo the last rewind exactly.
-    Redo {
-        /// Show what would change; change nothing.
-        #[arg(long)]
-        dry_run: bool,
-        /// Overwrite paths edited since the rewind.
-        #[arg(long)]
-        force: bool,
-        /// Name the conversation that matches the files again (the original
-        /// session, which a rewind never changes).
-        #[arg(long)]
-        conversation: bool,
-    },
+    #[command(mut_arg("force", |a| a.help("Overwrite paths edited since the rewind")))]
+    Redo(crate::commands::rewind::RedoArgs),
     /// The daemon and every project.
     Status,
     /// Check the project's store, read-only (blobs, references to them, the
@@ -364,7 +322,7 @@ impl Global {
 }
 
 /// A turn id: 1 or more.
-fn turn_id(s: &str) -> Result<i64, String> {
+pub(crate) fn turn_id(s: &str) -> Result<i64, String> {
     match s.parse::<i64>() {
         Ok(t) if t >= 1 => Ok(t),
         _ => Err("a turn id is a number from 1, as `ckptctl log` lists them".into()),
@@ -439,13 +397,6 @@ pub fn args_with_merge_mode_joined(
         }
     }
     out
-}
-
-/// `rewind --merge[=clean|markers]`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum MergeArg {
-    Clean,
-    Markers,
 }
 
 /// Who opens a turn and why.

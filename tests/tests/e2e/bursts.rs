@@ -146,13 +146,17 @@ fn an_older_daemon_is_named_before_the_command_runs() {
             write_frame(&mut conn, &Response::Hello(hello)).unwrap();
             let req: Request = ckpt_proto::read_frame(&mut conn).unwrap();
             let reply = match &req {
-                Request::TurnStart { dir, .. } => Response::TurnStarted(ckpt_proto::TurnStarted {
-                    project: dir.clone(),
-                    turn: 1,
-                    watched_now: false,
-                    closed_turn: None,
-                    degraded: None,
-                }),
+                Request::TurnStart(ckpt_proto::TurnStart { dir, .. }) => {
+                    Response::TurnStarted(ckpt_proto::TurnStarted {
+                        project: dir.clone(),
+                        body: ckpt_proto::TurnStartedBody {
+                            turn: 1,
+                            watched_now: false,
+                            closed_turn: None,
+                        },
+                        degraded: None,
+                    })
+                }
                 // What an older daemon says to a request it cannot decode.
                 Request::Activity { .. } => Response::Error {
                     kind: ErrorKind::BadFrame,
@@ -165,8 +169,8 @@ fn an_older_daemon_is_named_before_the_command_runs() {
             };
             write_frame(&mut conn, &reply).unwrap();
             let name = format!("{req:?}");
-            seen.push(name.split([' ', '{']).next().unwrap().to_string());
-            if matches!(req, Request::TurnEnd { .. }) {
+            seen.push(name.split([' ', '{', '(']).next().unwrap().to_string());
+            if matches!(req, Request::TurnEnd(ckpt_proto::TurnEnd { .. })) {
                 return seen;
             }
         }

@@ -237,48 +237,54 @@ fn concrete(proj: &Path, g: &Gen) -> Request {
             dir: p(s),
             drop_data: *drop_data,
         },
-        Gen::TurnStart(s, label, auto_watch, conversation) => Request::TurnStart {
+        Gen::TurnStart(s, label, auto_watch, conversation) => {
+            Request::TurnStart(ckpt_proto::TurnStart {
+                dir: p(s),
+                label: label.clone(),
+                agent: None,
+                session: None,
+                transcript: None,
+                auto_watch: *auto_watch,
+                conversation: conversation.clone(),
+            })
+        }
+        Gen::TurnEnd(s) => Request::TurnEnd(ckpt_proto::TurnEnd {
             dir: p(s),
-            label: label.clone(),
-            agent: None,
             session: None,
             transcript: None,
-            auto_watch: *auto_watch,
-            conversation: conversation.clone(),
-        },
-        Gen::TurnEnd(s) => Request::TurnEnd {
-            dir: p(s),
-            session: None,
-            transcript: None,
-        },
+        }),
         Gen::Sync(s) => Request::Sync { dir: p(s) },
-        Gen::Log(s, limit) => Request::Log {
+        Gen::Log(s, limit) => Request::Log(ckpt_proto::Log {
             dir: p(s),
             limit: *limit,
             session: None,
-        },
+        }),
         Gen::Show(s, turn) => Request::Show {
             dir: p(s),
             turn: *turn,
         },
-        Gen::Diff(s, turn, paths) => Request::Diff {
+        Gen::Diff(s, turn, paths) => Request::Diff(ckpt_proto::Diff {
             dir: p(s),
             turn: *turn,
             paths: ps(paths),
-        },
-        Gen::Rewind(s, turn, paths, dry_run, force) => Request::Rewind {
+        }),
+        Gen::Rewind(s, turn, paths, dry_run, force) => Request::Rewind(ckpt_proto::Rewind {
             dir: p(s),
             turn: *turn,
             paths: ps(paths),
-            dry_run: *dry_run,
-            force: *force,
+            flags: ckpt_proto::RewindFlags {
+                dry_run: *dry_run,
+                force: *force,
+            },
             merge: force.then_some(ckpt_proto::MergeMode::Markers),
-        },
-        Gen::Redo(s, dry_run, force) => Request::Redo {
+        }),
+        Gen::Redo(s, dry_run, force) => Request::Redo(ckpt_proto::Redo {
             dir: p(s),
-            dry_run: *dry_run,
-            force: *force,
-        },
+            flags: ckpt_proto::RewindFlags {
+                dry_run: *dry_run,
+                force: *force,
+            },
+        }),
         Gen::Hello(v) => Request::Hello {
             version: *v,
             client: String::new(),
@@ -286,17 +292,19 @@ fn concrete(proj: &Path, g: &Gen) -> Request {
         Gen::Status => Request::Status,
         Gen::Projects => Request::Projects,
         Gen::Activity(s) => Request::Activity { dir: p(s) },
-        Gen::LedgerAdd(s, path, span, word, confidence) => Request::LedgerAdd {
-            dir: p(s),
-            path: p(path),
-            span: span.map(|(start, end)| LineSpan { start, end }),
-            bucket: word.clone(),
-            severity: "low".into(),
-            confidence: *confidence,
-            owner: None,
-            user: None,
-            note: "generated".into(),
-        },
+        Gen::LedgerAdd(s, path, span, word, confidence) => {
+            Request::LedgerAdd(ckpt_proto::LedgerAdd {
+                dir: p(s),
+                path: p(path),
+                span: span.map(|(start, end)| LineSpan { start, end }),
+                bucket: word.clone(),
+                severity: "low".into(),
+                confidence: *confidence,
+                owner: None,
+                user: None,
+                note: "generated".into(),
+            })
+        }
         Gen::LedgerList(s, path, word) => Request::LedgerList {
             dir: p(s),
             filter: LedgerFilter {
@@ -306,13 +314,15 @@ fn concrete(proj: &Path, g: &Gen) -> Request {
             },
         },
         Gen::LedgerShow(s, id) => Request::LedgerShow { dir: p(s), id: *id },
-        Gen::LedgerSetStatus(s, id, word) => Request::LedgerSetStatus {
-            dir: p(s),
-            id: *id,
-            status: word.clone(),
-            who: None,
-            why: "generated".into(),
-        },
+        Gen::LedgerSetStatus(s, id, word) => {
+            Request::LedgerSetStatus(ckpt_proto::LedgerSetStatus {
+                dir: p(s),
+                id: *id,
+                status: word.clone(),
+                who: None,
+                why: "generated".into(),
+            })
+        }
         Gen::LedgerImport(s, entries) => Request::LedgerImport {
             dir: p(s),
             entries: entries
@@ -337,12 +347,12 @@ fn concrete(proj: &Path, g: &Gen) -> Request {
             dir: p(s),
             path: p(f),
         },
-        Gen::Export(s, from, to, out) => Request::Export {
+        Gen::Export(s, from, to, out) => Request::Export(ckpt_proto::Export {
             dir: p(s),
             from: *from,
             to: *to,
             out: p(out),
-        },
+        }),
         Gen::CopyIn(s, src, paths) => {
             let file = |yes: bool| {
                 yes.then(|| ckpt_proto::PathEntry {
@@ -351,7 +361,7 @@ fn concrete(proj: &Path, g: &Gen) -> Request {
                     sha256: "ab".repeat(32),
                 })
             };
-            Request::CopyIn {
+            Request::CopyIn(ckpt_proto::CopyIn {
                 dir: p(s),
                 source: p(src),
                 paths: paths
@@ -365,7 +375,7 @@ fn concrete(proj: &Path, g: &Gen) -> Request {
                 label: None,
                 agent: None,
                 session: None,
-            }
+            })
         }
         Gen::Tool(s, start, named) => {
             let session = named.then(|| "s1".to_string());

@@ -317,7 +317,10 @@ mod tests {
         let user = BASE.replace("two", "TWO (user)");
         let (_tmp, root, mut p, turn) = agent_then_user(&user);
         let dry = RewindOptions {
-            dry_run: true,
+            flags: crate::model::RewindFlags {
+                dry_run: true,
+                ..Default::default()
+            },
             ..merge(MergeMode::Markers)
         };
         let RewindOutcome::DryRun(plan) = p.rewind(turn, dry).unwrap() else {

@@ -121,14 +121,21 @@ impl Project {
                 })
                 .collect::<Result<Vec<_>>>()?;
             let turns = undone.clone();
-            plan::plan(&self.tree(), Kind::Rewind, turn, turns, wanted, opts.force)
+            plan::plan(
+                &self.tree(),
+                Kind::Rewind,
+                turn,
+                turns,
+                wanted,
+                opts.flags.force,
+            )
         })?;
         name_other_sessions(&mut plan, others);
         let merged = match opts.merge {
-            Some(mode) => self.merge_conflicts(&mut plan, mode, opts.dry_run)?,
+            Some(mode) => self.merge_conflicts(&mut plan, mode, opts.flags.dry_run)?,
             None => Vec::new(),
         };
-        if !opts.dry_run && !plan.refused(opts.force) && !merged.is_empty() {
+        if !opts.flags.dry_run && !plan.refused(opts.flags) && !merged.is_empty() {
             let tx = self.conn.transaction()?;
             for blob in &merged {
                 self.store.insert(&tx, blob)?;
@@ -208,7 +215,14 @@ impl Project {
                     })
                 })
                 .collect::<Result<Vec<_>>>()?;
-            plan::plan(&self.tree(), Kind::Redo, turn, turns, wanted, opts.force)
+            plan::plan(
+                &self.tree(),
+                Kind::Redo,
+                turn,
+                turns,
+                wanted,
+                opts.flags.force,
+            )
         })?;
         plan.continued = continued(open);
         let note = JournalNote {
@@ -237,10 +251,10 @@ impl Project {
         redoes: Option<i64>,
         note: JournalNote,
     ) -> Result<RewindOutcome> {
-        if opts.dry_run {
+        if opts.flags.dry_run {
             return Ok(RewindOutcome::DryRun(plan));
         }
-        if plan.refused(opts.force) {
+        if plan.refused(opts.flags) {
             return Ok(RewindOutcome::Refused(plan));
         }
         let journaled = Journaled::write(&mut self.conn, &mut plan, marked, redoes, &note)?;
@@ -618,7 +632,10 @@ mod tests {
         assert_eq!(conflicts, [("c.txt".to_string(), Some(by_b))]);
 
         let forced = RewindOptions {
-            force: true,
+            flags: crate::model::RewindFlags {
+                force: true,
+                ..Default::default()
+            },
             ..RewindOptions::default()
         };
         let out = p.rewind(ta, forced).unwrap();

@@ -27,8 +27,8 @@ pub(crate) mod tests;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Mutex;
-use std::time::{SystemTime, UNIX_EPOCH};
 
+use ckpt_types::now_ns;
 use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::error::{Error, IoContext, Result};
@@ -259,10 +259,4 @@ fn freshen(conn: &Connection, hash: &Hash, now: i64) -> Result<()> {
     conn.prepare_cached("UPDATE blobs SET created_ns = ?2 WHERE hash = ?1 AND created_ns < ?2")?
         .execute(params![&hash.0[..], now])?;
     Ok(())
-}
-
-fn now_ns() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
 }

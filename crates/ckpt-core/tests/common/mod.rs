@@ -372,7 +372,10 @@ pub fn rewind(p: &mut Project, turn: i64) -> RewindPlan {
 pub fn rewind_forced(p: &mut Project, turn: i64) -> RewindPlan {
     sync(p);
     let opts = RewindOptions {
-        force: true,
+        flags: ckpt_core::RewindFlags {
+            force: true,
+            ..Default::default()
+        },
         ..Default::default()
     };
     applied(p.rewind(turn, opts).expect("forced rewind"))
@@ -404,7 +407,10 @@ pub fn refused(o: RewindOutcome) -> RewindPlan {
 /// The plan a rewind of `turn` would apply (a dry run).
 pub fn planned(p: &mut Project, turn: i64) -> RewindPlan {
     let opts = RewindOptions {
-        dry_run: true,
+        flags: ckpt_core::RewindFlags {
+            dry_run: true,
+            ..Default::default()
+        },
         ..Default::default()
     };
     match p.rewind(turn, opts).expect("dry run") {

@@ -198,7 +198,7 @@ impl Seq<'_> {
             return mismatch(format!("show {id} failed: {}", c.describe()));
         }
         let r: ckpt_proto::ShowReply = c.parse()?;
-        let diffs = entry_diffs(want, r.turn.entries);
+        let diffs = entry_diffs(want, r.body.turn.entries);
         if !diffs.is_empty() {
             return mismatch(format!(
                 "capture: turn {id}'s recorded changes differ from what was done:\n  {}",

@@ -94,7 +94,7 @@ impl Seq<'_> {
         }
         let ended: TurnEnded = c.parse()?;
         let touched = rules::touched(&start, &self.proj.tree);
-        let diffs = entry_diffs(&touched, ended.turn.entries);
+        let diffs = entry_diffs(&touched, ended.body.turn.entries);
         if !diffs.is_empty() {
             return mismatch(format!(
                 "capture: turn {}'s recorded changes differ from what was done:\n  {}",

@@ -282,7 +282,7 @@ impl<'a> Seq<'a> {
             ));
         }
         let touched = rules::touched(&start, &self.proj.tree);
-        let diffs = entry_diffs(&touched, ended.turn.entries);
+        let diffs = entry_diffs(&touched, ended.body.turn.entries);
         if !diffs.is_empty() {
             return mismatch(format!(
                 "capture: turn {}'s recorded changes differ from what was done:\n  {}",
@@ -427,7 +427,7 @@ impl<'a> Seq<'a> {
         }
         // The daemon's pre/post images must be exactly the model's.
         let want = rules::touched(&start, &self.proj.tree);
-        let diffs = entry_diffs(&want, t.turn.entries);
+        let diffs = entry_diffs(&want, t.body.turn.entries);
         if !diffs.is_empty() {
             return mismatch(format!(
                 "capture: turn {id}'s recorded changes differ from what was done:\n  {}",

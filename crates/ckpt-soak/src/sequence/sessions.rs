@@ -302,7 +302,7 @@ impl Seq<'_> {
                 shared_diffs.join("\n  ")
             ));
         }
-        let diffs = entry_diffs(&touched, ended.turn.entries);
+        let diffs = entry_diffs(&touched, ended.body.turn.entries);
         if !diffs.is_empty() {
             return mismatch(format!(
                 "capture: session {}'s turn {}'s recorded changes differ from the model's:\n  {}",

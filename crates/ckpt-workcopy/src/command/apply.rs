@@ -91,7 +91,7 @@ pub fn apply_cmd(ctx: &Ctx, store: &Store, wc: WorkCopy) -> anyhow::Result<u8> {
         turn: None,
         started: now_secs(),
     };
-    let request = Request::CopyIn {
+    let request = Request::CopyIn(ckpt_proto::CopyIn {
         dir: wc.original.as_path().into(),
         source: wc.copy.as_path().into(),
         paths: rec
@@ -106,7 +106,7 @@ pub fn apply_cmd(ctx: &Ctx, store: &Store, wc: WorkCopy) -> anyhow::Result<u8> {
         label: Some(format!("workcopy apply {}", wc.name)),
         agent: Some(crate::apply::AGENT.into()),
         session: Some(rec.session.clone()),
-    };
+    });
     // The apply is a turn of the original's history: watch it (its baseline
     // taken now) before any state says an apply is under way.
     match ctx.request(&Request::Watch {
@@ -340,11 +340,11 @@ pub fn settle(ctx: &Ctx, store: &Store, mut wc: WorkCopy) -> anyhow::Result<Work
 
 /// The apply's turn in the original, found by its session.
 fn find_turn(ctx: &Ctx, dir: &WirePath, session: &str) -> anyhow::Result<Option<i64>> {
-    match ctx.request(&Request::Log {
+    match ctx.request(&Request::Log(ckpt_proto::Log {
         dir: dir.clone(),
         limit: Some(1),
         session: Some(session.to_string()),
-    })? {
+    }))? {
         Response::Log(log) => Ok(log
             .turns
             .iter()

@@ -10,11 +10,11 @@ use crate::output;
 
 /// The diff of a turn (only `paths`, when given): the document `--json` prints.
 pub fn query(ctx: &Ctx, turn: i64, paths: Vec<WirePath>) -> anyhow::Result<DiffReply> {
-    match ctx.request(&Request::Diff {
+    match ctx.request(&Request::Diff(ckpt_proto::Diff {
         dir: ctx.wire_dir(),
         turn,
         paths,
-    })? {
+    }))? {
         Response::Diff(d) => Ok(d),
         other => Err(unexpected(other)),
     }

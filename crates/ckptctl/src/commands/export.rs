@@ -11,12 +11,12 @@ use crate::output;
 
 /// Exports turns `from..=to` into `out` (absolute, existing, empty).
 pub fn query(ctx: &Ctx, from: i64, to: i64, out: &Path) -> anyhow::Result<ExportReply> {
-    match ctx.request(&Request::Export {
+    match ctx.request(&Request::Export(ckpt_proto::Export {
         dir: ctx.wire_dir(),
         from,
         to,
         out: WirePath::from(out),
-    })? {
+    }))? {
         Response::Export(r) => Ok(r),
         other => Err(unexpected(other)),
     }
@@ -47,7 +47,7 @@ pub fn run(ctx: &Ctx, (from, to): (i64, i64), out: &Path) -> anyhow::Result<u8> 
             "out".into(),
             serde_json::Value::from(out.display().to_string()),
         );
-        if let serde_json::Value::Object(m) = reply.manifest {
+        if let serde_json::Value::Object(m) = reply.body.manifest {
             doc.extend(m);
         }
         output::json(&doc)?;

@@ -157,7 +157,7 @@ pub struct NewEntry {
 }
 
 pub fn request_add(ctx: &Ctx, e: NewEntry) -> anyhow::Result<LedgerAdded> {
-    match ctx.request(&Request::LedgerAdd {
+    match ctx.request(&Request::LedgerAdd(ckpt_proto::LedgerAdd {
         dir: ctx.wire_dir(),
         path: e.path,
         span: e.span,
@@ -167,7 +167,7 @@ pub fn request_add(ctx: &Ctx, e: NewEntry) -> anyhow::Result<LedgerAdded> {
         owner: e.owner,
         user: user(),
         note: e.note,
-    })? {
+    }))? {
         Response::LedgerAdded(a) => Ok(a),
         other => Err(unexpected(other)),
     }
@@ -298,13 +298,13 @@ fn set_status(
     who: Option<String>,
     why: String,
 ) -> anyhow::Result<u8> {
-    let r = match ctx.request(&Request::LedgerSetStatus {
+    let r = match ctx.request(&Request::LedgerSetStatus(ckpt_proto::LedgerSetStatus {
         dir: ctx.wire_dir(),
         id,
         status: status.to_string(),
         who: who.or_else(user),
         why,
-    })? {
+    }))? {
         Response::LedgerEntry(r) => r,
         other => return Err(unexpected(other)),
     };

@@ -8,11 +8,11 @@ use crate::output;
 /// The newest `limit` turns (of `session`, if given): the document
 /// `--json` prints.
 pub fn query(ctx: &Ctx, limit: usize, session: Option<String>) -> anyhow::Result<LogReply> {
-    match ctx.request(&Request::Log {
+    match ctx.request(&Request::Log(ckpt_proto::Log {
         dir: ctx.wire_dir(),
         limit: Some(limit),
         session,
-    })? {
+    }))? {
         Response::Log(l) => Ok(l),
         other => Err(unexpected(other)),
     }

@@ -110,32 +110,9 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Diff { turn, paths } => diff::run(&ctx, turn, &paths),
         Command::Export { range, out } => export::run(&ctx, range, &out),
         Command::Blame { file } => blame::run(&ctx, &file),
-        Command::Rewind {
-            turn,
-            last,
-            session,
-            paths,
-            dry_run,
-            force,
-            merge,
-            conversation,
-        } => {
-            let turn = match turn {
-                Some(t) => t,
-                None => rewind::last_turn(&ctx, session.as_deref(), last)?,
-            };
-            let merge = merge.map(|m| match m {
-                crate::cli::MergeArg::Clean => ckpt_proto::MergeMode::Clean,
-                crate::cli::MergeArg::Markers => ckpt_proto::MergeMode::Markers,
-            });
-            rewind::rewind(&ctx, turn, &paths, dry_run, force, merge, conversation)
-        }
+        Command::Rewind(args) => rewind::rewind(&ctx, args),
         Command::Rewinds { limit, all } => rewinds::run(&ctx, (!all).then_some(limit as usize)),
-        Command::Redo {
-            dry_run,
-            force,
-            conversation,
-        } => rewind::redo(&ctx, dry_run, force, conversation),
+        Command::Redo(args) => rewind::redo(&ctx, args),
         Command::Status => status::run(&ctx),
         Command::Fsck => fsck::run(&ctx),
         Command::Run {

@@ -9,9 +9,10 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 
 use ckpt_proto::{
-    ActionKind, MergeMode, MergeOutcome, Outcome, Request, Response, RewindReply, State,
-    TurnStatus, WirePath,
+    ActionKind, MergeMode, MergeOutcome, Outcome, Redo, Request, Response, Rewind, RewindFlags,
+    RewindReply, State, TurnStatus,
 };
+use clap::Args;
 use serde::Serialize;
 
 use super::{log, unexpected, Ctx};
@@ -29,22 +30,71 @@ pub struct RewindDoc {
     pub conversation: Option<conversation::Report>,
 }
 
-pub fn rewind(
-    ctx: &Ctx,
-    turn: i64,
-    paths: &[PathBuf],
-    dry_run: bool,
-    force: bool,
-    merge: Option<MergeMode>,
-    with_conversation: bool,
-) -> anyhow::Result<u8> {
-    let paths = paths
+/// `ckptctl rewind`'s arguments.
+#[derive(Args, Debug)]
+pub struct RewindArgs {
+    /// The oldest turn to undo: it and every later live turn of its
+    /// session are undone.
+    #[arg(required_unless_present = "last", conflicts_with = "last", value_parser = crate::cli::turn_id)]
+    pub turn: Option<i64>,
+    /// Rewind the newest live turn of --session (without it, of the
+    /// default session: turns opened without one).
+    #[arg(long)]
+    pub last: bool,
+    /// With --last: whose newest turn.
+    #[arg(long, requires = "last")]
+    pub session: Option<String>,
+    /// Only these paths (and what is below them); repeatable.
+    #[arg(long = "path", value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+    #[command(flatten)]
+    pub flags: RewindFlags,
+    /// Merge text files edited after the agent instead of refusing:
+    /// clean hunks are written (the agent's change undone, the later
+    /// edit kept); a file whose changes overlap is left as it is, or
+    /// with --merge=markers (or --merge markers) written with conflict
+    /// markers labelled `current`, `agent (turn N)` and `before turn N`.
+    #[arg(long, value_enum, num_args = 0..=1, require_equals = true, default_missing_value = "clean")]
+    pub merge: Option<MergeMode>,
+    /// Fork the agent's conversation back to before the turn too (a new
+    /// session next to the original; prints the command that resumes it).
+    #[arg(long)]
+    pub conversation: bool,
+}
+
+/// `ckptctl redo`'s arguments.
+#[derive(Args, Debug)]
+pub struct RedoArgs {
+    #[command(flatten)]
+    pub flags: RewindFlags,
+    /// Name the conversation that matches the files again (the original
+    /// session, which a rewind never changes).
+    #[arg(long)]
+    pub conversation: bool,
+}
+
+pub fn rewind(ctx: &Ctx, args: RewindArgs) -> anyhow::Result<u8> {
+    let turn = match args.turn {
+        Some(t) => t,
+        None => last_turn(ctx, args.session.as_deref(), args.last)?,
+    };
+    let paths = args
+        .paths
         .iter()
         .map(|p| ctx.wire_path(p))
         .collect::<anyhow::Result<Vec<_>>>()?;
     let partial = !paths.is_empty();
-    let r = request_rewind(ctx, turn, paths, dry_run, force, merge)?;
-    finish(ctx, with(ctx, r, with_conversation, partial), force)
+    let r = request_rewind(
+        ctx,
+        Rewind {
+            dir: ctx.wire_dir(),
+            turn,
+            paths,
+            flags: args.flags,
+            merge: args.merge,
+        },
+    )?;
+    finish(ctx, with(ctx, r, args.conversation, partial), args.flags)
 }
 
 /// `rewind --last [--session S]`: the newest live turn of `session`;
@@ -71,9 +121,9 @@ pub fn last_turn(ctx: &Ctx, session: Option<&str>, last: bool) -> anyhow::Result
         })
 }
 
-pub fn redo(ctx: &Ctx, dry_run: bool, force: bool, with_conversation: bool) -> anyhow::Result<u8> {
-    let r = request_redo(ctx, dry_run, force)?;
-    finish(ctx, with(ctx, r, with_conversation, false), force)
+pub fn redo(ctx: &Ctx, args: RedoArgs) -> anyhow::Result<u8> {
+    let r = request_redo(ctx, args.flags)?;
+    finish(ctx, with(ctx, r, args.conversation, false), args.flags)
 }
 
 /// The reply, and when asked for (and the files were or would be
@@ -149,35 +199,20 @@ fn turns_since(ctx: &Ctx, from: i64) -> anyhow::Result<Vec<ckpt_proto::TurnInfo>
         .first()
         .map_or(from, |t| t.id);
     let count = usize::try_from(newest - from + 1).unwrap_or(1).max(1);
-    Ok(log::query(ctx, count, None)?.turns)
+    Ok(log::query(ctx, count, None)?.body.turns)
 }
 
 /// Asks for a rewind (or its plan): the document `--json` prints.
-pub fn request_rewind(
-    ctx: &Ctx,
-    turn: i64,
-    paths: Vec<WirePath>,
-    dry_run: bool,
-    force: bool,
-    merge: Option<MergeMode>,
-) -> anyhow::Result<RewindReply> {
-    reply(ctx.request(&Request::Rewind {
-        dir: ctx.wire_dir(),
-        turn,
-        paths,
-        dry_run,
-        force,
-        merge,
-    })?)
+pub fn request_rewind(ctx: &Ctx, req: Rewind) -> anyhow::Result<RewindReply> {
+    reply(ctx.request(&Request::Rewind(req))?)
 }
 
 /// Asks for a redo (or its plan): the document `--json` prints.
-pub fn request_redo(ctx: &Ctx, dry_run: bool, force: bool) -> anyhow::Result<RewindReply> {
-    reply(ctx.request(&Request::Redo {
+pub fn request_redo(ctx: &Ctx, flags: RewindFlags) -> anyhow::Result<RewindReply> {
+    reply(ctx.request(&Request::Redo(Redo {
         dir: ctx.wire_dir(),
-        dry_run,
-        force,
-    })?)
+        flags,
+    }))?)
 }
 
 fn reply(r: Response) -> anyhow::Result<RewindReply> {
@@ -189,15 +224,15 @@ fn reply(r: Response) -> anyhow::Result<RewindReply> {
 
 /// Exits as the real run would: 3 when it is (or, for a dry run, would
 /// be) refused.
-fn finish(ctx: &Ctx, doc: RewindDoc, force: bool) -> anyhow::Result<u8> {
+fn finish(ctx: &Ctx, doc: RewindDoc, flags: RewindFlags) -> anyhow::Result<u8> {
     let r = &doc.reply;
     let would_refuse = r.outcome == Outcome::DryRun
-        && (!r.blocked.is_empty() || (!force && !r.conflicts.is_empty()));
+        && (!r.blocked.is_empty() || (!flags.force && !r.conflicts.is_empty()));
     output::warn_degraded(&r.project, &r.degraded);
     if ctx.g.json {
         output::json(&doc)?;
     } else if !ctx.g.quiet || r.outcome == Outcome::Refused || would_refuse {
-        print(r, force);
+        print(r, flags);
     }
     if let Some(c) = &doc.conversation {
         print_conversation(ctx, r, c);
@@ -222,7 +257,7 @@ fn turns(list: &[i64]) -> String {
     }
 }
 
-fn print(r: &RewindReply, force: bool) {
+fn print(r: &RewindReply, flags: RewindFlags) {
     let what = if r.redo {
         format!(
             "redo of the rewind to before turn {} ({})",
@@ -363,7 +398,7 @@ fn print(r: &RewindReply, force: bool) {
              rewind other paths only",
             output::count(r.conflicts.len() as u64, "path")
         );
-    } else if !r.conflicts.is_empty() && r.outcome == Outcome::DryRun && !force {
+    } else if !r.conflicts.is_empty() && r.outcome == Outcome::DryRun && !flags.force {
         eprintln!(
             "  ({} in conflict: the rewind is refused without --force)",
             output::count(r.conflicts.len() as u64, "path")

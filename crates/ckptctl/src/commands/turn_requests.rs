@@ -16,7 +16,7 @@ pub fn start(
     args: TurnMeta,
     conversation: Option<String>,
 ) -> anyhow::Result<TurnStarted> {
-    let t = match ctx.request(&Request::TurnStart {
+    let t = match ctx.request(&Request::TurnStart(ckpt_proto::TurnStart {
         dir: ctx.wire_dir(),
         label: args.label,
         agent: args.agent,
@@ -24,7 +24,7 @@ pub fn start(
         transcript: args.transcript,
         auto_watch: true,
         conversation,
-    })? {
+    }))? {
         Response::TurnStarted(t) => t,
         other => return Err(unexpected(other)),
     };
@@ -37,11 +37,11 @@ pub fn end(
     session: Option<String>,
     transcript: Option<String>,
 ) -> anyhow::Result<TurnEnded> {
-    let t = match ctx.request(&Request::TurnEnd {
+    let t = match ctx.request(&Request::TurnEnd(ckpt_proto::TurnEnd {
         dir: ctx.wire_dir(),
         session,
         transcript,
-    })? {
+    }))? {
         Response::TurnEnded(t) => t,
         other => return Err(unexpected(other)),
     };

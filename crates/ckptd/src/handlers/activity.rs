@@ -4,22 +4,21 @@
 
 use std::sync::Arc;
 
-use ckpt_proto::{ActivityReply, WirePath};
+use ckpt_proto::{ActivityBody, WirePath};
 
-use crate::convert;
+use super::About;
 use crate::daemon::Daemon;
 use crate::error::ReqResult;
 use crate::project::now_ns;
 
-pub fn handle(d: &Arc<Daemon>, dir: &WirePath) -> ReqResult<ActivityReply> {
+pub fn handle(d: &Arc<Daemon>, dir: &WirePath) -> ReqResult<About<ActivityBody>> {
     let h = d.project_for(dir)?;
     let open_turn = h.call(|p| p.open_turn())?;
-    Ok(ActivityReply {
-        project: convert::abs(&h.root),
+    let body = ActivityBody {
         open_turn,
         last_change_ns: h.last_change_ns(),
         queued: h.unchecked(),
         now_ns: now_ns(),
-        degraded: h.degraded_reason(),
-    })
+    };
+    Ok((h, body))
 }

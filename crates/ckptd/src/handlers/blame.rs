@@ -6,19 +6,26 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use ckpt_core::LineOrigin;
-use ckpt_proto::{BlameLine, BlameReply, WirePath};
+use ckpt_proto::{BlameBody, BlameLine, WirePath};
 
+use super::gate::Gate;
+use super::About;
 use crate::convert;
-use crate::daemon::{barrier, Daemon};
+use crate::daemon::Daemon;
 use crate::error::ReqResult;
 
-pub fn handle(d: &Arc<Daemon>, dir: &WirePath, path: &WirePath) -> ReqResult<BlameReply> {
+pub fn handle(
+    d: &Arc<Daemon>,
+    g: Gate,
+    dir: &WirePath,
+    path: &WirePath,
+) -> ReqResult<About<BlameBody>> {
     let h = d.project_for(dir)?;
     h.ensure_available()?;
     let rel = Daemon::rel_path(&h, path)?;
     // The current content is the cache's: it must hold every edit made
     // before this request.
-    barrier(d, &h)?;
+    g.pass(d, &h)?;
     let (blame, spans) = h.call(|p| Ok((p.blame(&rel)?, p.open_ledger_spans(&rel)?)))?;
     let turns: HashMap<i64, &ckpt_core::BlameTurn> =
         blame.turns.iter().map(|t| (t.id, t)).collect();
@@ -60,10 +67,9 @@ pub fn handle(d: &Arc<Daemon>, dir: &WirePath, path: &WirePath) -> ReqResult<Bla
             out
         })
         .collect();
-    Ok(BlameReply {
-        project: convert::abs(&h.root),
+    let body = BlameBody {
         path: convert::rel(&blame.path),
         lines,
-        degraded: h.degraded_reason(),
-    })
+    };
+    Ok((h, body))
 }

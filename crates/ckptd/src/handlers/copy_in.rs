@@ -6,21 +6,24 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use ckpt_core::{CopyOutcome, CopyPath, Entry, EntryKind, RelPath, RewindOptions, TurnMeta};
-use ckpt_proto::{self as proto, CopyInReply, WirePath};
+use ckpt_proto::{self as proto, CopyInBody};
 
+use super::gate::Gate;
 use super::rewind::failed;
+use super::About;
 use crate::convert;
-use crate::daemon::{barrier, Daemon};
+use crate::daemon::Daemon;
 use crate::error::{ReqError, ReqResult};
 
-pub fn handle(
-    d: &Arc<Daemon>,
-    dir: &WirePath,
-    source: &WirePath,
-    paths: &[proto::CopyPath],
-    meta: TurnMeta,
-) -> ReqResult<CopyInReply> {
-    let h = d.project_for(dir)?;
+pub fn handle(d: &Arc<Daemon>, g: Gate, r: proto::CopyIn) -> ReqResult<About<CopyInBody>> {
+    let (source, paths) = (&r.source, &r.paths);
+    let meta = TurnMeta {
+        label: r.label,
+        agent: r.agent,
+        session: r.session,
+        ..TurnMeta::default()
+    };
+    let h = d.project_for(&r.dir)?;
     h.ensure_available()?;
     let src = source.as_path();
     if !src.is_absolute() || !src.is_dir() {
@@ -41,7 +44,7 @@ pub fn handle(
     }
     let paths = paths.iter().map(copy_path).collect::<ReqResult<Vec<_>>>()?;
     let start = Instant::now();
-    barrier(d, &h)?;
+    g.pass(d, &h)?;
     let opts = RewindOptions {
         // The barrier above brought the cache up to date.
         after_barrier: true,
@@ -51,8 +54,7 @@ pub fn handle(
     let outcome = h
         .call(|p| p.copy_in(&src, meta, paths, opts))
         .inspect_err(|e| failed(&h, e))?;
-    let mut reply = CopyInReply {
-        project: convert::abs(&h.root),
+    let mut reply = CopyInBody {
         outcome: proto::Outcome::Refused,
         turn: None,
         rewind_id: None,
@@ -60,7 +62,6 @@ pub fn handle(
         conflicts: Vec::new(),
         blocked: Vec::new(),
         elapsed_ms: 0,
-        degraded: h.degraded_reason(),
     };
     match outcome {
         CopyOutcome::Refused { conflicts, blocked } => {
@@ -91,7 +92,7 @@ pub fn handle(
         turn = ?reply.turn, actions = reply.actions.len(), conflicts = reply.conflicts.len(),
         "copy-in"
     );
-    Ok(reply)
+    Ok((h, reply))
 }
 
 fn copy_path(p: &proto::CopyPath) -> ReqResult<CopyPath> {

@@ -3,32 +3,27 @@
 
 use std::sync::Arc;
 
-use ckpt_proto::{DiffReply, WirePath};
+use ckpt_proto::{Diff, DiffBody};
 
+use super::gate::Gate;
+use super::About;
 use crate::convert;
-use crate::daemon::{barrier, Daemon};
+use crate::daemon::Daemon;
 use crate::error::ReqResult;
 
-pub fn handle(
-    d: &Arc<Daemon>,
-    dir: &WirePath,
-    turn: i64,
-    paths: &[WirePath],
-) -> ReqResult<DiffReply> {
-    let h = d.project_for(dir)?;
+pub fn handle(d: &Arc<Daemon>, g: Gate, r: Diff) -> ReqResult<About<DiffBody>> {
+    let (turn, paths) = (r.turn, &r.paths);
+    let h = d.project_for(&r.dir)?;
     h.ensure_available()?;
     let rels = paths
         .iter()
         .map(|p| Daemon::rel_path(&h, p))
         .collect::<Result<Vec<_>, _>>()?;
-    if h.call(|p| p.open_turn())? == Some(turn) {
-        barrier(d, &h)?;
-    }
+    g.pass_if_open(d, &h, turn)?;
     let files = h.call(|p| p.diff(turn, &rels))?;
-    Ok(DiffReply {
-        project: convert::abs(&h.root),
+    let body = DiffBody {
         turn,
         files: files.iter().map(convert::file_diff).collect(),
-        degraded: h.degraded_reason(),
-    })
+    };
+    Ok((h, body))
 }

@@ -4,20 +4,16 @@
 
 use std::sync::Arc;
 
-use ckpt_proto::{ExportReply, WirePath};
+use ckpt_proto::{Export, ExportBody};
 
-use crate::convert;
-use crate::daemon::{barrier, Daemon};
+use super::gate::Gate;
+use super::About;
+use crate::daemon::Daemon;
 use crate::error::{ReqError, ReqResult};
 
-pub fn handle(
-    d: &Arc<Daemon>,
-    dir: &WirePath,
-    from: i64,
-    to: i64,
-    out: &WirePath,
-) -> ReqResult<ExportReply> {
-    let h = d.project_for(dir)?;
+pub fn handle(d: &Arc<Daemon>, g: Gate, r: Export) -> ReqResult<About<ExportBody>> {
+    let (from, to, out) = (r.from, r.to, &r.out);
+    let h = d.project_for(&r.dir)?;
     h.ensure_available()?;
     let out_path = out.as_path();
     if !out_path.is_absolute() {
@@ -26,14 +22,13 @@ pub fn handle(
             out.display()
         )));
     }
-    barrier(d, &h)?;
+    g.pass(d, &h)?;
     let manifest = h.call(|p| p.export(from, to, out_path))?;
     let manifest = serde_json::to_value(&manifest)
         .map_err(|e| ReqError::internal(format!("manifest does not serialize: {e}")))?;
-    Ok(ExportReply {
-        project: convert::abs(&h.root),
+    let body = ExportBody {
         out: out.clone(),
         manifest,
-        degraded: h.degraded_reason(),
-    })
+    };
+    Ok((h, body))
 }

@@ -9,13 +9,13 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use ckpt_core::{Finding, FsckOptions};
-use ckpt_proto::{FsckChecked, FsckFinding, FsckReply, WirePath};
+use ckpt_proto::{FsckBody, FsckChecked, FsckFinding, WirePath};
 
-use crate::convert;
+use super::About;
 use crate::daemon::Daemon;
 use crate::error::{ReqError, ReqResult};
 
-pub fn handle(d: &Arc<Daemon>, dir: &WirePath) -> ReqResult<FsckReply> {
+pub fn handle(d: &Arc<Daemon>, dir: &WirePath) -> ReqResult<About<FsckBody>> {
     let h = d.project_for(dir)?;
     h.ensure_available()?;
     let started = Instant::now();
@@ -30,8 +30,7 @@ pub fn handle(d: &Arc<Daemon>, dir: &WirePath) -> ReqResult<FsckReply> {
         warnings = report.warnings.len() as u64 + report.warnings_unlisted, elapsed_ms, "fsck"
     );
     let c = &report.checked;
-    Ok(FsckReply {
-        project: convert::abs(&h.root),
+    let body = FsckBody {
         ok: report.ok(),
         checked: FsckChecked {
             blobs: c.blobs,
@@ -46,8 +45,8 @@ pub fn handle(d: &Arc<Daemon>, dir: &WirePath) -> ReqResult<FsckReply> {
         problems_unlisted: report.problems_unlisted,
         warnings_unlisted: report.warnings_unlisted,
         elapsed_ms,
-        degraded: h.degraded_reason(),
-    })
+    };
+    Ok((h, body))
 }
 
 fn finding(f: &Finding) -> FsckFinding {

@@ -8,27 +8,21 @@ use ckpt_core as core;
 use ckpt_proto as proto;
 use ckpt_proto::WirePath;
 
+use super::gate::Gate;
+use super::About;
 use crate::convert;
-use crate::daemon::{barrier, Daemon};
+use crate::daemon::Daemon;
 use crate::error::{ReqError, ReqResult};
 use crate::project::ProjectHandle;
 
-/// The fields of `Request::LedgerAdd` past `dir`.
-pub struct Add {
-    pub path: WirePath,
-    pub span: Option<proto::LineSpan>,
-    pub bucket: String,
-    pub severity: String,
-    pub confidence: f64,
-    pub owner: Option<String>,
-    pub user: Option<String>,
-    pub note: String,
-}
-
 /// Records an entry after a barrier, so its span is checked against the
 /// file as it is now.
-pub fn add(d: &Arc<Daemon>, dir: &WirePath, a: Add) -> ReqResult<proto::LedgerAdded> {
-    let h = d.project_for(dir)?;
+pub fn add(
+    d: &Arc<Daemon>,
+    g: Gate,
+    a: proto::LedgerAdd,
+) -> ReqResult<About<proto::LedgerAddedBody>> {
+    let h = d.project_for(&a.dir)?;
     h.ensure_available()?;
     let entry = core::NewLedgerEntry {
         path: Daemon::rel_path(&h, &a.path)?,
@@ -40,20 +34,17 @@ pub fn add(d: &Arc<Daemon>, dir: &WirePath, a: Add) -> ReqResult<proto::LedgerAd
         user: a.user,
         note: a.note,
     };
-    barrier(d, &h)?;
+    g.pass(d, &h)?;
     let id = h.call(|p| p.ledger_add(entry))?;
-    Ok(proto::LedgerAdded {
-        project: convert::abs(&h.root),
-        id,
-        degraded: h.degraded_reason(),
-    })
+    let body = proto::LedgerAddedBody { id };
+    Ok((h, body))
 }
 
 pub fn list(
     d: &Arc<Daemon>,
     dir: &WirePath,
     f: &proto::LedgerFilter,
-) -> ReqResult<proto::LedgerReply> {
+) -> ReqResult<About<proto::LedgerBody>> {
     let h = d.project_for(dir)?;
     h.ensure_available()?;
     let filter = core::LedgerFilter {
@@ -84,11 +75,10 @@ pub fn list(
         history: f.history,
     };
     let entries = h.call(|p| p.ledger_list(&filter))?;
-    Ok(proto::LedgerReply {
-        project: convert::abs(&h.root),
+    let body = proto::LedgerBody {
         entries: entries.iter().map(|e| entry(e, f.history)).collect(),
-        degraded: h.degraded_reason(),
-    })
+    };
+    Ok((h, body))
 }
 
 /// `None` for the project's root itself: every path is below it.
@@ -99,41 +89,36 @@ fn path_prefix(h: &ProjectHandle, p: &WirePath) -> ReqResult<Option<core::RelPat
     Daemon::rel_path(h, p).map(Some)
 }
 
-pub fn show(d: &Arc<Daemon>, dir: &WirePath, id: i64) -> ReqResult<proto::LedgerEntryReply> {
+pub fn show(d: &Arc<Daemon>, dir: &WirePath, id: i64) -> ReqResult<About<proto::LedgerEntryBody>> {
     let h = d.project_for(dir)?;
     h.ensure_available()?;
     let e = h.call(|p| p.ledger_show(id))?;
-    Ok(proto::LedgerEntryReply {
-        project: convert::abs(&h.root),
+    let body = proto::LedgerEntryBody {
         entry: entry(&e, true),
-        degraded: h.degraded_reason(),
-    })
+    };
+    Ok((h, body))
 }
 
 pub fn set_status(
     d: &Arc<Daemon>,
-    dir: &WirePath,
-    id: i64,
-    status: &str,
-    who: Option<String>,
-    why: String,
-) -> ReqResult<proto::LedgerEntryReply> {
-    let h = d.project_for(dir)?;
+    r: proto::LedgerSetStatus,
+) -> ReqResult<About<proto::LedgerEntryBody>> {
+    let (id, who, why) = (r.id, r.who, r.why);
+    let h = d.project_for(&r.dir)?;
     h.ensure_available()?;
-    let status = core::LedgerStatus::parse(status)?;
+    let status = core::LedgerStatus::parse(&r.status)?;
     let e = h.call(|p| p.ledger_set_status(id, status, who, why))?;
-    Ok(proto::LedgerEntryReply {
-        project: convert::abs(&h.root),
+    let body = proto::LedgerEntryBody {
         entry: entry(&e, true),
-        degraded: h.degraded_reason(),
-    })
+    };
+    Ok((h, body))
 }
 
 pub fn import(
     d: &Arc<Daemon>,
     dir: &WirePath,
     records: &[proto::LedgerRecord],
-) -> ReqResult<proto::LedgerImported> {
+) -> ReqResult<About<proto::LedgerImportedBody>> {
     let h = d.project_for(dir)?;
     h.ensure_available()?;
     let records = records
@@ -146,12 +131,11 @@ pub fn import(
         })
         .collect::<ReqResult<Vec<_>>>()?;
     let report = h.call(|p| p.ledger_import(&records))?;
-    Ok(proto::LedgerImported {
-        project: convert::abs(&h.root),
+    let body = proto::LedgerImportedBody {
         added: report.added,
         skipped: report.skipped,
-        degraded: h.degraded_reason(),
-    })
+    };
+    Ok((h, body))
 }
 
 fn record(r: &proto::LedgerRecord) -> ReqResult<core::LedgerRecord> {

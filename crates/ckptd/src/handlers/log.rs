@@ -2,8 +2,9 @@
 
 use std::sync::Arc;
 
-use ckpt_proto::{LogReply, WirePath};
+use ckpt_proto::{Log, LogBody};
 
+use super::About;
 use crate::convert;
 use crate::daemon::Daemon;
 use crate::error::ReqResult;
@@ -11,18 +12,13 @@ use crate::error::ReqResult;
 /// Turns listed when the client gives no limit.
 const DEFAULT_LIMIT: usize = 50;
 
-pub fn handle(
-    d: &Arc<Daemon>,
-    dir: &WirePath,
-    limit: Option<usize>,
-    session: Option<&str>,
-) -> ReqResult<LogReply> {
-    let h = d.project_for(dir)?;
+pub fn handle(d: &Arc<Daemon>, r: Log) -> ReqResult<About<LogBody>> {
+    let (limit, session) = (r.limit, r.session.as_deref());
+    let h = d.project_for(&r.dir)?;
     h.ensure_available()?;
     let turns = h.call(|p| p.log_of(limit.unwrap_or(DEFAULT_LIMIT), session))?;
-    Ok(LogReply {
-        project: convert::abs(&h.root),
+    let body = LogBody {
         turns: turns.iter().map(convert::turn_info).collect(),
-        degraded: h.degraded_reason(),
-    })
+    };
+    Ok((h, body))
 }

@@ -1,13 +1,17 @@
-//! Request handlers, one file each, behind one central `match`. Handlers are
+//! Request handlers, one file each, behind one central `match`: each takes
+//! its request whole, and the barrier its request declares ([`Gate`]). Handlers are
 //! synchronous: the server runs them on the blocking pool, so one project's
 //! long call never holds up another project or `status`.
 
 use std::sync::Arc;
 
-use ckpt_proto::{Request, Response};
+use ckpt_proto::{Reply, Request, Response};
 
+use crate::convert;
 use crate::daemon::Daemon;
 use crate::error::ReqError;
+use crate::project::ProjectHandle;
+use gate::Gate;
 
 mod activity;
 mod blame;
@@ -15,6 +19,7 @@ mod copy_in;
 mod diff;
 mod export;
 mod fsck;
+mod gate;
 mod ledger;
 mod log;
 mod projects;
@@ -30,125 +35,68 @@ mod watch;
 
 pub fn handle(d: &Arc<Daemon>, req: Request) -> Response {
     d.wait_registered();
+    let g = Gate::of(&req);
     let result = match req {
         Request::Hello { .. } => Err(ReqError::bad_request("hello was already exchanged")),
-        Request::Watch { dir, discover } => watch::handle(d, &dir, discover).map(Response::Watched),
+        Request::Watch { dir, discover } => {
+            watch::handle(d, &dir, discover).map(about(Response::Watched))
+        }
         Request::Unwatch { dir, drop_data } => {
-            unwatch::handle(d, &dir, drop_data).map(Response::Unwatched)
+            unwatch::handle(d, g, &dir, drop_data).map(Response::Unwatched)
         }
         Request::Projects => Ok(Response::Projects(projects::handle(d))),
-        Request::TurnStart {
-            dir,
-            label,
-            agent,
-            session,
-            transcript,
-            auto_watch,
-            conversation,
-        } => {
-            let meta = ckpt_core::TurnMeta {
-                label,
-                agent,
-                session,
-                transcript,
-                conversation,
-            };
-            turn_start::handle(d, &dir, meta, auto_watch).map(Response::TurnStarted)
+        Request::TurnStart(r) => turn_start::handle(d, g, r).map(about(Response::TurnStarted)),
+        Request::TurnEnd(r) => turn_end::handle(d, g, r).map(about(Response::TurnEnded)),
+        Request::Sync { dir } => sync::handle(d, g, &dir).map(about(Response::Synced)),
+        Request::Log(r) => log::handle(d, r).map(about(Response::Log)),
+        Request::Show { dir, turn } => show::handle(d, g, &dir, turn).map(about(Response::Show)),
+        Request::Diff(r) => diff::handle(d, g, r).map(about(Response::Diff)),
+        Request::Rewind(r) => rewind::rewind(d, g, r).map(about(Response::Rewind)),
+        Request::Redo(r) => rewind::redo(d, g, r).map(about(Response::Rewind)),
+        Request::Rewinds { dir, limit } => {
+            rewind::list(d, &dir, limit).map(about(Response::Rewinds))
         }
-        Request::TurnEnd {
-            dir,
-            session,
-            transcript,
-        } => turn_end::handle(d, &dir, session.as_deref(), transcript.as_deref())
-            .map(Response::TurnEnded),
-        Request::Sync { dir } => sync::handle(d, &dir).map(Response::Synced),
-        Request::Log {
-            dir,
-            limit,
-            session,
-        } => log::handle(d, &dir, limit, session.as_deref()).map(Response::Log),
-        Request::Show { dir, turn } => show::handle(d, &dir, turn).map(Response::Show),
-        Request::Diff { dir, turn, paths } => {
-            diff::handle(d, &dir, turn, &paths).map(Response::Diff)
-        }
-        Request::Rewind {
-            dir,
-            turn,
-            paths,
-            dry_run,
-            force,
-            merge,
-        } => rewind::rewind(d, &dir, turn, &paths, dry_run, force, merge).map(Response::Rewind),
-        Request::Redo {
-            dir,
-            dry_run,
-            force,
-        } => rewind::redo(d, &dir, dry_run, force).map(Response::Rewind),
-        Request::Rewinds { dir, limit } => rewind::list(d, &dir, limit).map(Response::Rewinds),
         Request::Status => Ok(Response::Status(status::handle(d))),
-        Request::Fsck { dir } => fsck::handle(d, &dir).map(Response::Fsck),
-        Request::Activity { dir } => activity::handle(d, &dir).map(Response::Activity),
-        Request::LedgerAdd {
-            dir,
-            path,
-            span,
-            bucket,
-            severity,
-            confidence,
-            owner,
-            user,
-            note,
-        } => {
-            let add = ledger::Add {
-                path,
-                span,
-                bucket,
-                severity,
-                confidence,
-                owner,
-                user,
-                note,
-            };
-            ledger::add(d, &dir, add).map(Response::LedgerAdded)
+        Request::Fsck { dir } => fsck::handle(d, &dir).map(about(Response::Fsck)),
+        Request::Activity { dir } => activity::handle(d, &dir).map(about(Response::Activity)),
+        Request::LedgerAdd(r) => ledger::add(d, g, r).map(about(Response::LedgerAdded)),
+        Request::LedgerList { dir, filter } => {
+            ledger::list(d, &dir, &filter).map(about(Response::Ledger))
         }
-        Request::LedgerList { dir, filter } => ledger::list(d, &dir, &filter).map(Response::Ledger),
-        Request::LedgerShow { dir, id } => ledger::show(d, &dir, id).map(Response::LedgerEntry),
-        Request::LedgerSetStatus {
-            dir,
-            id,
-            status,
-            who,
-            why,
-        } => ledger::set_status(d, &dir, id, &status, who, why).map(Response::LedgerEntry),
+        Request::LedgerShow { dir, id } => {
+            ledger::show(d, &dir, id).map(about(Response::LedgerEntry))
+        }
+        Request::LedgerSetStatus(r) => ledger::set_status(d, r).map(about(Response::LedgerEntry)),
         Request::LedgerImport { dir, entries } => {
-            ledger::import(d, &dir, &entries).map(Response::LedgerImported)
+            ledger::import(d, &dir, &entries).map(about(Response::LedgerImported))
         }
-        Request::Blame { dir, path } => blame::handle(d, &dir, &path).map(Response::Blame),
-        Request::Export { dir, from, to, out } => {
-            export::handle(d, &dir, from, to, &out).map(Response::Export)
+        Request::Blame { dir, path } => {
+            blame::handle(d, g, &dir, &path).map(about(Response::Blame))
         }
-        Request::CopyIn {
-            dir,
-            source,
-            paths,
-            label,
-            agent,
-            session,
-        } => {
-            let meta = ckpt_core::TurnMeta {
-                label,
-                agent,
-                session,
-                ..ckpt_core::TurnMeta::default()
-            };
-            copy_in::handle(d, &dir, &source, &paths, meta).map(Response::CopyIn)
-        }
+        Request::Export(r) => export::handle(d, g, r).map(about(Response::Export)),
+        Request::CopyIn(r) => copy_in::handle(d, g, r).map(about(Response::CopyIn)),
         Request::ToolStart { dir, session } => {
-            tool::handle(d, &dir, session.as_deref(), true).map(Response::Tool)
+            tool::handle(d, g, &dir, session, true).map(about(Response::Tool))
         }
         Request::ToolEnd { dir, session } => {
-            tool::handle(d, &dir, session.as_deref(), false).map(Response::Tool)
+            tool::handle(d, g, &dir, session, false).map(about(Response::Tool))
         }
     };
     result.unwrap_or_else(Response::from)
+}
+
+/// What a handler of a project's request returns: the project, and the
+/// body of its reply.
+pub type About<T> = (Arc<ProjectHandle>, T);
+
+/// The reply about a project: the one place that names it and says
+/// whether its capture is degraded (read once the request is done).
+fn about<T>(variant: fn(Reply<T>) -> Response) -> impl FnOnce(About<T>) -> Response {
+    move |(h, body)| {
+        variant(Reply {
+            project: convert::abs(&h.root),
+            body,
+            degraded: h.degraded_reason(),
+        })
+    }
 }

@@ -6,87 +6,83 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use ckpt_core::{RewindOptions, RewindOutcome};
-use ckpt_proto::{ErrorKind, RewindReply, RewindsReply, WirePath};
+use ckpt_proto::{ErrorKind, Redo, Rewind, RewindBody, RewindsBody, WirePath};
 
+use super::gate::Gate;
+use super::About;
 use crate::convert;
-use crate::daemon::{barrier, Daemon};
+use crate::daemon::Daemon;
 use crate::error::{ReqError, ReqResult};
 use crate::project::ProjectHandle;
 
-pub fn rewind(
-    d: &Arc<Daemon>,
-    dir: &WirePath,
-    turn: i64,
-    paths: &[WirePath],
-    dry_run: bool,
-    force: bool,
-    merge: Option<ckpt_proto::MergeMode>,
-) -> ReqResult<RewindReply> {
-    let h = d.project_for_rewind(dir, dry_run)?;
+pub fn rewind(d: &Arc<Daemon>, g: Gate, r: Rewind) -> ReqResult<About<RewindBody>> {
+    let h = d.project_for_rewind(&r.dir, r.flags.dry_run)?;
     // A path outside the project is refused before the barrier's work.
-    let rels = paths
+    let paths = r
+        .paths
         .iter()
         .map(|p| Daemon::rel_path(&h, p))
         .collect::<Result<Vec<_>, _>>()?;
+    let opts = || RewindOptions {
+        paths: paths.clone(),
+        flags: r.flags,
+        merge: r.merge,
+        ..RewindOptions::default()
+    };
     let start = Instant::now();
-    let outcome = d.with_reserve(crate::reserve::For::Rewind, || {
-        barrier(d, &h)?;
-        // (The update sets `before_op` when ckpt-core has its test hooks.)
-        #[allow(clippy::needless_update)]
-        let opts = RewindOptions {
-            paths: rels.clone(),
-            dry_run,
-            force,
-            merge: merge.map(|m| match m {
-                ckpt_proto::MergeMode::Clean => ckpt_core::MergeMode::Clean,
-                ckpt_proto::MergeMode::Markers => ckpt_core::MergeMode::Markers,
-            }),
-            // The barrier above brought the cache up to date.
-            after_barrier: true,
-            ..RewindOptions::default()
-        };
-        let opts = d.config.hooks.arm(opts);
-        h.call(|p| p.rewind(turn, opts))
-            .inspect_err(|e| failed(&h, e))
-    })?;
-    Ok(reply(&h, false, &outcome, start))
+    let outcome = apply(d, g, &h, opts, |p, opts| p.rewind(r.turn, opts))?;
+    let body = reply(&h, false, &outcome, start);
+    Ok((h, body))
 }
 
-pub fn redo(d: &Arc<Daemon>, dir: &WirePath, dry_run: bool, force: bool) -> ReqResult<RewindReply> {
-    let h = d.project_for(dir)?;
+pub fn redo(d: &Arc<Daemon>, g: Gate, r: Redo) -> ReqResult<About<RewindBody>> {
+    let h = d.project_for(&r.dir)?;
+    let opts = || RewindOptions {
+        flags: r.flags,
+        ..RewindOptions::default()
+    };
     let start = Instant::now();
-    let outcome = d.with_reserve(crate::reserve::For::Rewind, || {
-        barrier(d, &h)?;
-        // (The update sets `before_op` when ckpt-core has its test hooks.)
-        #[allow(clippy::needless_update)]
-        #[allow(clippy::needless_update)] // as in `rewind`
+    let outcome = apply(d, g, &h, opts, |p, opts| p.redo(opts))?;
+    let body = reply(&h, true, &outcome, start);
+    Ok((h, body))
+}
+
+/// Barrier, then `op` with `opts()`, on the space reserved for rewinds
+/// (tried again, with new options, once the reserve is freed).
+fn apply(
+    d: &Arc<Daemon>,
+    g: Gate,
+    h: &ProjectHandle,
+    opts: impl Fn() -> RewindOptions,
+    op: impl Fn(&mut ckpt_core::Project, RewindOptions) -> ckpt_core::Result<RewindOutcome>,
+) -> ReqResult<RewindOutcome> {
+    d.with_reserve(crate::reserve::For::Rewind, || {
+        g.pass(d, h)?;
         let opts = RewindOptions {
-            paths: Vec::new(),
-            dry_run,
-            force,
-            merge: None,
             // The barrier above brought the cache up to date.
             after_barrier: true,
-            ..RewindOptions::default()
+            ..opts()
         };
         let opts = d.config.hooks.arm(opts);
-        h.call(|p| p.redo(opts)).inspect_err(|e| failed(&h, e))
-    })?;
-    Ok(reply(&h, true, &outcome, start))
+        h.call(|p| op(p, opts)).inspect_err(|e| failed(h, e))
+    })
 }
 
 /// The rewinds and redos journaled, newest first (every one without a
 /// limit). No barrier: the journal is the daemon's own.
-pub fn list(d: &Arc<Daemon>, dir: &WirePath, limit: Option<usize>) -> ReqResult<RewindsReply> {
+pub fn list(
+    d: &Arc<Daemon>,
+    dir: &WirePath,
+    limit: Option<usize>,
+) -> ReqResult<About<RewindsBody>> {
     let h = d.project_for(dir)?;
     h.ensure_available()?;
     let limit = limit.unwrap_or(i64::MAX as usize);
     let records = h.call(|p| p.rewinds(limit))?;
-    Ok(RewindsReply {
-        project: convert::abs(&h.root),
+    let body = RewindsBody {
         rewinds: records.iter().map(convert::rewind_record).collect(),
-        degraded: h.degraded_reason(),
-    })
+    };
+    Ok((h, body))
 }
 
 /// A rewind that failed on the filesystem or the store may have left its
@@ -98,14 +94,13 @@ pub(super) fn failed(h: &ProjectHandle, e: &ReqError) {
     }
 }
 
-fn reply(h: &ProjectHandle, redo: bool, outcome: &RewindOutcome, start: Instant) -> RewindReply {
+fn reply(h: &ProjectHandle, redo: bool, outcome: &RewindOutcome, start: Instant) -> RewindBody {
     let (kind, rewind_id, plan) = convert::outcome(outcome);
     tracing::info!(
         root = %h.root.display(), redo, outcome = ?kind, turn = plan.turn,
         actions = plan.actions.len(), conflicts = plan.conflicts.len(), "rewind"
     );
-    RewindReply {
-        project: convert::abs(&h.root),
+    RewindBody {
         redo,
         outcome: kind,
         rewind_id,
@@ -118,6 +113,5 @@ fn reply(h: &ProjectHandle, redo: bool, outcome: &RewindOutcome, start: Instant)
         merged: plan.merged.iter().map(convert::merged).collect(),
         continued: plan.continued.iter().map(convert::continued).collect(),
         elapsed_ms: start.elapsed().as_millis() as u64,
-        degraded: h.degraded_reason(),
     }
 }

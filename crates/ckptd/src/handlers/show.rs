@@ -2,23 +2,21 @@
 
 use std::sync::Arc;
 
-use ckpt_proto::{ShowReply, WirePath};
+use ckpt_proto::{ShowBody, WirePath};
 
+use super::gate::Gate;
+use super::About;
 use crate::convert;
-use crate::daemon::{barrier, Daemon};
+use crate::daemon::Daemon;
 use crate::error::ReqResult;
 
-pub fn handle(d: &Arc<Daemon>, dir: &WirePath, turn: i64) -> ReqResult<ShowReply> {
+pub fn handle(d: &Arc<Daemon>, g: Gate, dir: &WirePath, turn: i64) -> ReqResult<About<ShowBody>> {
     let h = d.project_for(dir)?;
     h.ensure_available()?;
-    // An open turn is still growing: see everything up to now.
-    if h.call(|p| p.open_turn())? == Some(turn) {
-        barrier(d, &h)?;
-    }
+    g.pass_if_open(d, &h, turn)?;
     let detail = h.call(|p| p.show(turn))?;
-    Ok(ShowReply {
-        project: convert::abs(&h.root),
+    let body = ShowBody {
         turn: convert::turn_detail(&detail),
-        degraded: h.degraded_reason(),
-    })
+    };
+    Ok((h, body))
 }

@@ -2,19 +2,19 @@
 
 use std::sync::Arc;
 
-use ckpt_proto::{Synced, WirePath};
+use ckpt_proto::{SyncedBody, WirePath};
 
-use crate::convert;
-use crate::daemon::{barrier, Daemon};
+use super::gate::Gate;
+use super::About;
+use crate::daemon::Daemon;
 use crate::error::ReqResult;
 
-pub fn handle(d: &Arc<Daemon>, dir: &WirePath) -> ReqResult<Synced> {
+pub fn handle(d: &Arc<Daemon>, g: Gate, dir: &WirePath) -> ReqResult<About<SyncedBody>> {
     let h = d.project_for(dir)?;
-    let out = barrier(d, &h)?;
-    Ok(Synced {
-        project: convert::abs(&h.root),
+    let out = g.pass(d, &h)?;
+    let body = SyncedBody {
         method: out.method,
         elapsed_ms: out.elapsed.as_millis() as u64,
-        degraded: h.degraded_reason(),
-    })
+    };
+    Ok((h, body))
 }

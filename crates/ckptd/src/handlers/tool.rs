@@ -6,20 +6,23 @@
 
 use std::sync::Arc;
 
-use ckpt_proto::{ToolReply, WirePath};
+use ckpt_proto::{ToolBody, WirePath};
 
-use crate::convert;
-use crate::daemon::{barrier, Daemon};
+use super::gate::Gate;
+use super::About;
+use crate::daemon::Daemon;
 use crate::error::ReqResult;
 
 pub fn handle(
     d: &Arc<Daemon>,
+    g: Gate,
     dir: &WirePath,
-    session: Option<&str>,
+    session: Option<String>,
     start: bool,
-) -> ReqResult<ToolReply> {
+) -> ReqResult<About<ToolBody>> {
     let h = d.project_for(dir)?;
-    barrier(d, &h)?;
+    let session = session.as_deref();
+    g.pass(d, &h)?;
     let (running, turn) = h.call(|p| {
         let running = if start {
             p.tool_start(session)?
@@ -29,10 +32,6 @@ pub fn handle(
         Ok((running, p.open_turn_of(session)?))
     })?;
     tracing::debug!(root = %h.root.display(), session, start, running, "tool window");
-    Ok(ToolReply {
-        project: convert::abs(&h.root),
-        running,
-        turn,
-        degraded: h.degraded_reason(),
-    })
+    let body = ToolBody { running, turn };
+    Ok((h, body))
 }

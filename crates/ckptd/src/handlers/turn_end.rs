@@ -5,21 +5,19 @@
 
 use std::sync::Arc;
 
-use ckpt_proto::{TurnEnded, WirePath};
+use ckpt_proto::{TurnEnd, TurnEndedBody};
 
+use super::gate::Gate;
+use super::About;
 use crate::convert;
-use crate::daemon::{barrier, Daemon};
+use crate::daemon::Daemon;
 use crate::error::ReqResult;
 
-pub fn handle(
-    d: &Arc<Daemon>,
-    dir: &WirePath,
-    session: Option<&str>,
-    transcript: Option<&str>,
-) -> ReqResult<TurnEnded> {
-    let h = d.project_for(dir)?;
+pub fn handle(d: &Arc<Daemon>, g: Gate, r: TurnEnd) -> ReqResult<About<TurnEndedBody>> {
+    let (session, transcript) = (r.session.as_deref(), r.transcript.as_deref());
+    let h = d.project_for(&r.dir)?;
     let (detail, left_open) = d.with_reserve(crate::reserve::For::TurnBoundary, || {
-        barrier(d, &h)?;
+        g.pass(d, &h)?;
         h.call(|p| match p.turn_end_of(session, transcript) {
             // Only other sessions' turns are open: left open, and named.
             Err(ckpt_core::Error::NoOpenTurn) if session.is_some() => match p.open_turn()? {
@@ -34,10 +32,9 @@ pub fn handle(
     } else {
         tracing::info!(root = %h.root.display(), turn = detail.info.id, paths = detail.entries.len(), "turn ended");
     }
-    Ok(TurnEnded {
-        project: convert::abs(&h.root),
+    let body = TurnEndedBody {
         turn: convert::turn_detail(&detail),
         left_open,
-        degraded: h.degraded_reason(),
-    })
+    };
+    Ok((h, body))
 }

@@ -4,23 +4,27 @@
 use std::sync::Arc;
 
 use ckpt_core::TurnMeta;
-use ckpt_proto::{ErrorKind, TurnStarted, WirePath};
+use ckpt_proto::{ErrorKind, TurnStart, TurnStartedBody};
 
-use crate::convert;
 use ckpt_proto::paths::discover_root;
 
-use crate::daemon::{barrier, Daemon};
+use super::gate::Gate;
+use super::About;
+use crate::daemon::Daemon;
 use crate::error::ReqResult;
 
-pub fn handle(
-    d: &Arc<Daemon>,
-    dir: &WirePath,
-    meta: TurnMeta,
-    auto_watch: bool,
-) -> ReqResult<TurnStarted> {
+pub fn handle(d: &Arc<Daemon>, g: Gate, r: TurnStart) -> ReqResult<About<TurnStartedBody>> {
+    let dir = &r.dir;
+    let meta = TurnMeta {
+        label: r.label,
+        agent: r.agent,
+        session: r.session,
+        transcript: r.transcript,
+        conversation: r.conversation,
+    };
     let (h, watched_now) = match d.project_for(dir) {
         Ok(h) => (h, false),
-        Err(e) if e.kind == ErrorKind::NotWatched && auto_watch => {
+        Err(e) if e.kind == ErrorKind::NotWatched && r.auto_watch => {
             let canonical = Daemon::canonical_dir(dir)?;
             let (h, report) = d.watch(&discover_root(&canonical))?;
             (h, report.is_some())
@@ -28,15 +32,14 @@ pub fn handle(
         Err(e) => return Err(e),
     };
     let (closed_turn, turn) = d.with_reserve(crate::reserve::For::TurnBoundary, || {
-        barrier(d, &h)?;
+        g.pass(d, &h)?;
         h.call(|p| p.turn_start_closing(meta.clone()))
     })?;
     tracing::info!(root = %h.root.display(), turn, "turn started");
-    Ok(TurnStarted {
-        project: convert::abs(&h.root),
+    let body = TurnStartedBody {
         turn,
         watched_now,
         closed_turn,
-        degraded: h.degraded_reason(),
-    })
+    };
+    Ok((h, body))
 }

@@ -4,11 +4,12 @@ use std::sync::Arc;
 
 use ckpt_proto::{ErrorKind, Unwatched, WirePath};
 
+use super::gate::Gate;
 use crate::convert;
 use crate::daemon::Daemon;
 use crate::error::ReqResult;
 
-pub fn handle(d: &Arc<Daemon>, dir: &WirePath, drop_data: bool) -> ReqResult<Unwatched> {
+pub fn handle(d: &Arc<Daemon>, g: Gate, dir: &WirePath, drop_data: bool) -> ReqResult<Unwatched> {
     let h = match d.project_for(dir) {
         Ok(h) => h,
         Err(e) if e.kind == ErrorKind::NotWatched => {
@@ -36,7 +37,7 @@ pub fn handle(d: &Arc<Daemon>, dir: &WirePath, drop_data: bool) -> ReqResult<Unw
     if h.ensure_available().is_ok() {
         let open = h.call(|p| p.open_turn()).ok().flatten();
         if open.is_some() {
-            if let Err(e) = crate::daemon::barrier(d, &h) {
+            if let Err(e) = g.pass(d, &h) {
                 tracing::warn!(root = %h.root.display(), error = %e, "barrier before unwatch");
             }
             if let Err(e) = h.call(|p| p.close_open_turns()) {

@@ -3,15 +3,16 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use ckpt_proto::{ScanSummary, Watched, WirePath};
+use ckpt_proto::{ScanSummary, WatchedBody, WirePath};
 
 use crate::convert;
 use ckpt_proto::paths::discover_root;
 
+use super::About;
 use crate::daemon::Daemon;
 use crate::error::ReqResult;
 
-pub fn handle(d: &Arc<Daemon>, dir: &WirePath, discover: bool) -> ReqResult<Watched> {
+pub fn handle(d: &Arc<Daemon>, dir: &WirePath, discover: bool) -> ReqResult<About<WatchedBody>> {
     let start = Instant::now();
     let dir = Daemon::canonical_dir(dir)?;
     let root = if discover { discover_root(&dir) } else { dir };
@@ -25,12 +26,11 @@ pub fn handle(d: &Arc<Daemon>, dir: &WirePath, discover: bool) -> ReqResult<Watc
         // scan's own list misses what the worker captured before it.
         scan.skipped = convert::skipped(&h.call(|p| p.not_captured())?);
     }
-    Ok(Watched {
-        project: convert::abs(&h.root),
+    let body = WatchedBody {
         id: h.id.clone(),
         already: report.is_none(),
         scan,
         elapsed_ms: start.elapsed().as_millis() as u64,
-        degraded: h.degraded_reason(),
-    })
+    };
+    Ok((h, body))
 }

@@ -132,12 +132,7 @@ impl ProjectHandle {
     }
 }
 
-/// The wall clock in unix ns.
-pub fn now_ns() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
-}
+pub use ckpt_types::now_ns;
 
 /// A project on a new, empty tree at `dir/root`, for unit tests.
 #[cfg(test)]

@@ -47,12 +47,7 @@ pub fn burst_over(
     now_ns.saturating_sub(latest) >= quiet_ns
 }
 
-/// The wall clock in unix ns.
-pub fn now_ns() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
-}
+pub use ckpt_types::now_ns;
 
 /// One `Activity` request; an older daemon's refusal becomes advice.
 pub fn activity(ctx: &Ctx, client: &mut Option<Client>) -> anyhow::Result<ActivityReply> {

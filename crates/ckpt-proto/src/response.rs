@@ -1,0 +1,118 @@
+//! What the daemon answers: one variant per reply, and the error kinds.
+
+use std::ops::{Deref, DerefMut};
+
+use serde::{Deserialize, Serialize};
+
+use crate::{
+    ActivityReply, BlameReply, CopyInReply, DiffReply, ExportReply, FsckReply, LedgerAdded,
+    LedgerEntryReply, LedgerImported, LedgerReply, LogReply, ProjectList, RewindReply,
+    RewindsReply, ShowReply, StatusReply, Synced, ToolReply, TurnEnded, TurnStarted, Unwatched,
+    Watched, WirePath,
+};
+
+/// What the daemon answers: exactly one response per request.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub enum Response {
+    Hello(HelloReply),
+    Error {
+        kind: ErrorKind,
+        message: String,
+    },
+    Watched(Watched),
+    Unwatched(Unwatched),
+    Projects(ProjectList),
+    TurnStarted(TurnStarted),
+    TurnEnded(TurnEnded),
+    Synced(Synced),
+    Log(LogReply),
+    Show(ShowReply),
+    Diff(DiffReply),
+    /// A rewind or a redo, planned, refused or applied.
+    Rewind(RewindReply),
+    Rewinds(RewindsReply),
+    Status(StatusReply),
+    Fsck(FsckReply),
+    Activity(ActivityReply),
+    LedgerAdded(LedgerAdded),
+    /// `LedgerList`.
+    Ledger(LedgerReply),
+    /// `LedgerShow` and `LedgerSetStatus`: the entry, with its history.
+    LedgerEntry(LedgerEntryReply),
+    LedgerImported(LedgerImported),
+    Blame(BlameReply),
+    Export(ExportReply),
+    CopyIn(CopyInReply),
+    /// `ToolStart` and `ToolEnd`.
+    Tool(ToolReply),
+}
+
+/// A reply about one project: its root, what the operation answered, and
+/// why capture for it cannot be fully trusted, if so. The daemon sets
+/// `project` and `degraded` in one place for every such reply, so a client
+/// can warn on every command. On the wire the body's fields sit between
+/// the two, as if the reply were one struct.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Reply<T> {
+    pub project: WirePath,
+    #[serde(flatten)]
+    pub body: T,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub degraded: Option<String>,
+}
+
+impl<T> Deref for Reply<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.body
+    }
+}
+
+impl<T> DerefMut for Reply<T> {
+    fn deref_mut(&mut self) -> &mut T {
+        &mut self.body
+    }
+}
+
+/// Kinds of failure; `ckptctl` maps them to exit codes (1, or 3 for
+/// [`ErrorKind::Conflicts`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    /// The frame could not be read (too large, not JSON, not a request).
+    BadFrame,
+    /// The request is well-formed but not acceptable (bad path, bad order).
+    BadRequest,
+    /// Client and daemon speak different protocol versions.
+    Version,
+    /// No watched project contains the directory.
+    NotWatched,
+    UnknownTurn,
+    TurnRewound,
+    NoOpenTurn,
+    NothingToRedo,
+    /// Paths were edited after the agent; refused.
+    Conflicts,
+    /// The project's root is gone or its store cannot be opened.
+    ProjectUnavailable,
+    /// A filesystem or store failure.
+    Io,
+    /// A filesystem ran out of room (ENOSPC, EDQUOT): ckpt's data disk or
+    /// the project's. Nothing captured before is lost; free space and retry.
+    DiskFull,
+    /// A bug or an unexpected state in the daemon.
+    Internal,
+    /// A kind this client does not know (from a newer daemon).
+    #[serde(other)]
+    Other,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct HelloReply {
+    pub version: u32,
+    /// The daemon's package version.
+    #[serde(default)]
+    pub daemon_version: String,
+    #[serde(default)]
+    pub pid: u32,
+}
