@@ -56,8 +56,8 @@ pub fn bin(name: &str) -> PathBuf {
     path
 }
 
-/// Builds `ckptd` (with its `test-hooks` feature) and the ckptctl package's every executable (`ckptctl`,
-/// and `ckpt-mcp` and `ckpt-hooks`, which it execs from next to itself) with `cargo`
+/// Builds `ckptd` (with its `test-hooks` feature), `ckptctl` and the executables it
+/// execs from next to itself (`ckpt-mcp`, `ckpt-hooks`, `ckpt-workcopy`) with `cargo`
 /// into the target dir and profile of `profile_dir`. `Ok(false)`: no cargo
 /// target dir above it, nothing built.
 pub fn build_binaries(cargo: &std::ffi::OsStr, profile_dir: &Path) -> Result<bool, String> {
@@ -82,6 +82,13 @@ pub fn build_binaries(cargo: &std::ffi::OsStr, profile_dir: &Path) -> Result<boo
         "ckptd",
         "-p",
         "ckptctl",
+        // The executables `ckptctl` execs from next to itself.
+        "-p",
+        "ckpt-mcp",
+        "-p",
+        "ckpt-hooks",
+        "-p",
+        "ckpt-workcopy",
         // The `CKPT_TEST_*` hooks some tests set; a plain build has none.
         "--features",
         "ckptd/test-hooks",

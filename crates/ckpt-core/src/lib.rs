@@ -19,6 +19,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod atomic;
 mod blame;
 mod cache;
 mod capture;

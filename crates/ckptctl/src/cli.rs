@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::agents::Agent;
+use ckpt_agents::Agent;
 
 /// Rewind what an AI coding agent did to your project, turn by turn.
 #[derive(Parser, Debug)]
@@ -58,14 +58,12 @@ impl Global {
 
     /// `--data-dir`, else the default data dir.
     pub fn data_dir(&self) -> anyhow::Result<PathBuf> {
-        match &self.data_dir {
-            Some(d) => Ok(d.clone()),
-            None => ckpt_proto::paths::default_data_dir().ok_or_else(|| {
-                anyhow::anyhow!(
-                    "cannot tell the data directory (no home directory); pass --data-dir"
-                )
-            }),
-        }
+        crate::client::data_dir_or_default(self.data_dir.as_deref())
+    }
+
+    /// What the transport needs of these flags.
+    pub fn connection(&self) -> crate::client::Connection {
+        crate::client::Connection::new(self.socket.clone(), self.data_dir.clone())
     }
 }
 
@@ -279,21 +277,24 @@ pub trait FamilyCli: Parser {
     fn split(self) -> (Global, Self::Action);
 }
 
+/// A family's parser (`ckpt-workcopy` and `ckpt-hooks` declare theirs
+/// beside their commands).
+#[macro_export]
 macro_rules! family_cli {
     ($name:ident, $bin:literal, $action:ty, $about:literal) => {
         #[doc = $about]
-        #[derive(Parser, Debug)]
+        #[derive(clap::Parser, Debug)]
         #[command(name = $bin, bin_name = $bin, version, about = $about)]
         pub struct $name {
             #[command(flatten)]
-            pub global: Global,
+            pub global: $crate::cli::Global,
             #[command(subcommand)]
             pub action: $action,
         }
 
-        impl FamilyCli for $name {
+        impl $crate::cli::FamilyCli for $name {
             type Action = $action;
-            fn split(self) -> (Global, $action) {
+            fn split(self) -> ($crate::cli::Global, $action) {
                 (self.global, self.action)
             }
         }
@@ -305,18 +306,6 @@ family_cli!(
     "ckptctl ledger",
     LedgerAction,
     "The slop ledger: residue a turn left, recorded so nobody mistakes it for design."
-);
-family_cli!(
-    WorkcopyCli,
-    "ckptctl workcopy",
-    WorkcopyAction,
-    "Work copies: an independent copy of the project for an agent to work in."
-);
-family_cli!(
-    HooksCli,
-    "ckptctl hooks",
-    HooksAction,
-    "Wire ckpt into coding agents: their turn hooks and MCP server."
 );
 
 impl Global {
@@ -479,37 +468,6 @@ fn tool_hook_agent() -> impl clap::builder::TypedValueParser<Value = Agent> {
 }
 
 #[derive(Subcommand, Debug)]
-pub enum HooksAction {
-    /// Add ckpt's hooks (turn-start before the agent acts on a prompt,
-    /// turn-end after it finishes) and its MCP server to each agent's own
-    /// config, keeping everything else in it. Without AGENT: the agents
-    /// found on this machine.
-    Install(HooksArgs),
-    /// Take out exactly what install added.
-    Uninstall(HooksArgs),
-    /// Per agent: found or not, installed at user and project level, and
-    /// its hooks' last call.
-    Status,
-}
-
-#[derive(Args, Debug)]
-pub struct HooksArgs {
-    /// The agents to act on [default: install, every agent found on this
-    /// machine; uninstall, every agent].
-    pub agents: Vec<Agent>,
-    /// The project's config (the git top level of -C's or the current
-    /// directory) instead of the user's.
-    #[arg(long, conflicts_with = "user")]
-    pub project: bool,
-    /// The user's config, for every project [the default].
-    #[arg(long)]
-    pub user: bool,
-    /// Show each file's change; write nothing.
-    #[arg(long)]
-    pub dry_run: bool,
-}
-
-#[derive(Subcommand, Debug)]
 pub enum LedgerAction {
     /// Record residue at PATH (the whole file), PATH:LINE or PATH:START-END,
     /// in the open turn if there is one.
@@ -619,90 +577,6 @@ pub struct LedgerListArgs {
 }
 
 #[derive(Subcommand, Debug)]
-pub enum WorkcopyAction {
-    /// Copy the project (-C's, else the current directory's git top level)
-    /// into an independent copy and watch it.
-    Create {
-        /// HEAD: a clone at the commit (refused with uncommitted changes);
-        /// current: the tree as ckpt captures it, untracked and ignored
-        /// files too, but not what ckpt excludes (node_modules, target,
-        /// .ckptignore) or files over its size cap.
-        #[arg(long, value_enum, default_value = "HEAD")]
-        base: crate::workcopy::state::BaseKind,
-        /// [default: <project's name>-<n>]
-        #[arg(long)]
-        name: Option<String>,
-        /// Where the copy goes [default: <data dir>-workcopies/NAME].
-        #[arg(long, value_name = "DIR")]
-        path: Option<PathBuf>,
-    },
-    /// Every work copy: name, state, base, path, original.
-    List,
-    /// State, base, paths changed, conflicts with the original.
-    Status {
-        /// The work copy [default: the one holding the current directory, else the only one].
-        name: Option<String>,
-    },
-    /// Unified diff of the copy against its base.
-    Diff {
-        /// The work copy [default: the one holding the current directory, else the only one].
-        name: Option<String>,
-    },
-    /// What applying would change in the original; exits 3 on conflicts.
-    /// Writes nothing.
-    Preview {
-        /// The work copy [default: the one holding the current directory, else the only one].
-        name: Option<String>,
-    },
-    /// Write the copy's changes into the original as one ckpt turn there
-    /// (`ckptctl rewind` undoes it); refused on conflicts (exit 3).
-    Apply {
-        /// The work copy [default: the one holding the current directory, else the only one].
-        name: Option<String>,
-    },
-    /// Commit exactly the applied paths in the original's repository, with
-    /// your git config and hooks; refused if its HEAD or those paths moved
-    /// since the apply. Pushing stays yours.
-    Commit {
-        /// The work copy [default: the one holding the current directory, else the only one].
-        name: Option<String>,
-        /// The commit message [default: "Apply work copy NAME (ckpt turn N)"].
-        #[arg(short, long)]
-        message: Option<String>,
-    },
-    /// Freeze the copy's changes against its base: changes.patch,
-    /// files.zip, report.md and manifest.json in DIR.
-    Export {
-        /// The work copy [default: the one holding the current directory, else the only one].
-        name: Option<String>,
-        /// A directory outside the original and the copy: created if
-        /// missing, else it must be empty.
-        #[arg(long, value_name = "DIR")]
-        out: PathBuf,
-    },
-    /// Run a check in the copy (no shell, stdin closed, output to a log).
-    Run {
-        /// The work copy [default: the one holding -C's or the current
-        /// directory, else the only one].
-        name: Option<String>,
-        /// Kill the command's whole process group after SECS seconds.
-        #[arg(long, value_name = "SECS")]
-        timeout: Option<u64>,
-        /// The program and its arguments (after `--`).
-        #[arg(required = true, last = true)]
-        command: Vec<std::ffi::OsString>,
-    },
-    /// Stop watching the copy and delete it and its state.
-    Remove {
-        /// The work copy [default: the one holding the current directory, else the only one].
-        name: Option<String>,
-        /// Even if it holds changes not applied.
-        #[arg(long)]
-        force: bool,
-    },
-}
-
-#[derive(Subcommand, Debug)]
 pub enum ServiceAction {
     /// Write the unit (or plist) and enable it.
     Install {
@@ -725,6 +599,26 @@ pub fn quiet_secs(text: &str) -> Result<Duration, String> {
         return Err(bad());
     }
     Ok(quiet)
+}
+
+/// The arguments of `cmd` and its subcommands that have no `--help` text
+/// (a family's `args` are its own parser's, checked by its own crate).
+pub fn args_without_help(cmd: &clap::Command) -> Vec<String> {
+    fn walk(cmd: &clap::Command, path: &str, missing: &mut Vec<String>) {
+        let path = format!("{path} {}", cmd.get_name());
+        for arg in cmd.get_arguments() {
+            let builtin = matches!(arg.get_id().as_str(), "help" | "version" | "args");
+            if !builtin && !arg.is_hide_set() && arg.get_help().is_none() {
+                missing.push(format!("{path} {}", arg.get_id()));
+            }
+        }
+        for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
+            walk(sub, &path, missing);
+        }
+    }
+    let mut missing = Vec::new();
+    walk(cmd, "", &mut missing);
+    missing
 }
 
 #[cfg(test)]
@@ -758,24 +652,8 @@ mod tests {
     #[test]
     fn every_argument_has_help() {
         use clap::CommandFactory;
-        fn walk(cmd: &clap::Command, path: &str, missing: &mut Vec<String>) {
-            let path = format!("{path} {}", cmd.get_name());
-            for arg in cmd.get_arguments() {
-                // A family's `args` are its own parser's, walked below.
-                let builtin = matches!(arg.get_id().as_str(), "help" | "version" | "args");
-                if !builtin && !arg.is_hide_set() && arg.get_help().is_none() {
-                    missing.push(format!("{path} {}", arg.get_id()));
-                }
-            }
-            for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
-                walk(sub, &path, missing);
-            }
-        }
-        let mut missing = Vec::new();
-        walk(&Cli::command(), "", &mut missing);
-        walk(&LedgerCli::command(), "", &mut missing);
-        walk(&WorkcopyCli::command(), "", &mut missing);
-        walk(&HooksCli::command(), "", &mut missing);
+        let mut missing = args_without_help(&Cli::command());
+        missing.extend(args_without_help(&LedgerCli::command()));
         assert!(missing.is_empty(), "arguments without help: {missing:#?}");
     }
 }

@@ -14,7 +14,40 @@ use ckpt_proto::{
 };
 use interprocess::local_socket::{prelude::*, GenericFilePath, Stream};
 
-use crate::cli::Global;
+/// Where the daemon answers, and where one this client starts keeps its
+/// data: all the transport needs (the command line fills it in).
+#[derive(Clone, Debug)]
+pub struct Connection {
+    /// The daemon's socket.
+    pub socket: PathBuf,
+    /// The data dir given to a daemon this client starts; None: the default.
+    pub data_dir: Option<PathBuf>,
+}
+
+impl Connection {
+    /// `socket`, else the default socket; `data_dir` as given.
+    pub fn new(socket: Option<PathBuf>, data_dir: Option<PathBuf>) -> Connection {
+        Connection {
+            socket: socket.unwrap_or_else(ckpt_proto::paths::default_socket),
+            data_dir,
+        }
+    }
+
+    /// The data dir given, else the default one.
+    pub fn data_dir(&self) -> anyhow::Result<PathBuf> {
+        data_dir_or_default(self.data_dir.as_deref())
+    }
+}
+
+/// `given`, else the default data dir.
+pub fn data_dir_or_default(given: Option<&Path>) -> anyhow::Result<PathBuf> {
+    match given {
+        Some(d) => Ok(d.to_path_buf()),
+        None => ckpt_proto::paths::default_data_dir().ok_or_else(|| {
+            anyhow!("cannot tell the data directory (no home directory); pass --data-dir")
+        }),
+    }
+}
 
 /// How long to wait for a freshly started daemon to answer.
 const START_TIMEOUT: Duration = Duration::from_secs(15);
@@ -46,18 +79,12 @@ pub struct Client {
     hello_pending: bool,
 }
 
-pub fn socket_path(g: &Global) -> PathBuf {
-    g.socket
-        .clone()
-        .unwrap_or_else(ckpt_proto::paths::default_socket)
-}
-
 impl Client {
     /// Connects and sends the hello (its reply is checked with the first
     /// request's); starts a daemon first if none answers (unless
     /// `CKPT_NO_AUTOSTART=1`).
-    pub fn connect(g: &Global) -> anyhow::Result<Client> {
-        let socket = socket_path(g);
+    pub fn connect(conn: &Connection) -> anyhow::Result<Client> {
+        let socket = conn.socket.clone();
         let stream = match connect(&socket) {
             Ok(s) => s,
             Err(e)
@@ -72,7 +99,7 @@ impl Client {
                         socket.display()
                     );
                 }
-                start_daemon(g, &socket)?
+                start_daemon(conn, &socket)?
             }
             Err(e) => {
                 return Err(e)
@@ -90,8 +117,8 @@ impl Client {
     }
 
     /// Connects to a running daemon only (never starts one); `None` if none answers.
-    pub fn connect_existing(g: &Global) -> Option<Client> {
-        let socket = socket_path(g);
+    pub fn connect_existing(conn: &Connection) -> Option<Client> {
+        let socket = conn.socket.clone();
         let stream = connect(&socket).ok()?;
         let mut client = Client {
             stream,
@@ -184,9 +211,9 @@ pub fn find_ckptd() -> anyhow::Result<PathBuf> {
 }
 
 /// Starts a detached daemon on `socket` and waits until it answers.
-fn start_daemon(g: &Global, socket: &Path) -> anyhow::Result<Stream> {
+fn start_daemon(conn: &Connection, socket: &Path) -> anyhow::Result<Stream> {
     let exe = find_ckptd()?;
-    let data_dir = g.data_dir()?;
+    let data_dir = conn.data_dir()?;
     std::fs::create_dir_all(&data_dir)
         .with_context(|| format!("creating data directory {}", data_dir.display()))?;
     let log_path = data_dir.join("ckptd.log");

@@ -14,21 +14,18 @@
 //! Exit codes: 0 ok, 1 error, 2 usage, 3 rewind refused because of conflicts
 //! (or a work copy whose preview found conflicts).
 //!
-//! A library with two executables: `ckptctl` (`src/main.rs`) and the MCP
-//! server `ckpt-mcp` (`src/bin/ckpt-mcp.rs`), which `ckptctl mcp` execs. The
-//! server answers through the same command functions and client; only its
-//! executable links rmcp and tokio, so `ckptctl`, which starts on every
-//! agent hook call, stays small. `ckpt-hooks` and `ckpt-workcopy` (in
-//! `src/bin/`) serve `ckptctl hooks` and `ckptctl workcopy` the same way.
+//! `ckptctl` starts on every agent hook call, so this crate holds only the
+//! command line, the commands (the hook path among them), the output and
+//! the transport; Cargo keeps the rest out. Three executables of their own
+//! crates, which `ckptctl` execs from next to itself, use this library:
+//! `ckpt-mcp` (`ckptctl mcp`: rmcp, tokio), `ckpt-hooks` (`ckptctl hooks`:
+//! the config editors) and `ckpt-workcopy` (`ckptctl workcopy`: the core's
+//! walk).
 
-pub mod agents;
 pub mod cli;
 pub mod client;
 pub mod commands;
-pub mod conversation;
-pub mod hooks;
 pub mod output;
-pub mod workcopy;
 
 use std::process::ExitCode;
 

@@ -96,7 +96,7 @@ pub fn turn_state(t: &TurnInfo) -> String {
 /// Who made a turn, in a few characters: its session (shortened), `apply`
 /// for a work copy's apply, `-` for the default session.
 pub fn session_of(t: &TurnInfo) -> String {
-    if crate::workcopy::apply::is_apply(t) {
+    if ckpt_agents::workcopy_turn::is_apply(t) {
         return "apply".to_string();
     }
     match t.session.as_deref() {

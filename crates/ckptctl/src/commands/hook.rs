@@ -10,12 +10,13 @@ use std::io::{IsTerminal, Read};
 
 use anyhow::{bail, Context};
 
-use super::{absolute, tool, turn_end, turn_start, Ctx};
-use crate::agents::{Agent, Event};
+use super::turn_requests as turn;
+use super::{absolute, Ctx};
 use crate::cli::TurnMeta;
-use crate::conversation;
-use crate::hooks::calls;
 use crate::output;
+use ckpt_agents::calls;
+use ckpt_agents::conversation;
+use ckpt_agents::{Agent, Event};
 
 pub fn run(mut ctx: Ctx, agent: Agent, event: Event, meta: TurnMeta) -> anyhow::Result<u8> {
     detach();
@@ -90,21 +91,20 @@ fn call(
                 .transcript
                 .as_deref()
                 .and_then(|t| conversation::record(agent.name(), t));
-            turn_start::start(ctx, meta, conversation)?.project
+            turn::start(ctx, meta, conversation)?.project
         }
         // Copilot CLI names its transcript only when the turn ends. A turn
         // already closed (or a prompt that never opened one) is no failure.
-        Event::TurnEnd => match turn_end::end_unless_none_open(ctx, meta.session, meta.transcript)?
-        {
+        Event::TurnEnd => match turn::end_unless_none_open(ctx, meta.session, meta.transcript)? {
             Some(t) => t.project,
             None => return Ok(Some(nothing_to_close(ctx))),
         },
-        Event::SessionEnd => match turn_end::end_if_open(ctx, meta.session, meta.transcript)? {
+        Event::SessionEnd => match turn::end_if_open(ctx, meta.session, meta.transcript)? {
             Some(t) => t.project,
             None => return Ok(Some(nothing_to_close(ctx))),
         },
-        Event::ToolStart => tool::window(ctx, meta.session, true)?.project,
-        Event::ToolEnd => tool::window(ctx, meta.session, false)?.project,
+        Event::ToolStart => turn::window(ctx, meta.session, true)?.project,
+        Event::ToolEnd => turn::window(ctx, meta.session, false)?.project,
     };
     Ok(Some(calls::Done {
         project: project.to_string(),

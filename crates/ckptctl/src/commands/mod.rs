@@ -13,7 +13,6 @@ pub mod diff;
 pub mod export;
 mod fsck;
 mod hook;
-pub mod hooks;
 pub mod ledger;
 pub mod log;
 mod mcp;
@@ -28,10 +27,10 @@ pub mod status;
 mod sync;
 mod tool;
 mod turn_end;
+mod turn_requests;
 mod turn_start;
 mod unwatch;
 mod watch;
-pub mod workcopy;
 
 /// What every command gets: the global flags and the directory it acts in.
 pub struct Ctx {
@@ -53,7 +52,7 @@ impl Ctx {
     }
 
     pub fn connect(&self) -> anyhow::Result<Client> {
-        Client::connect(&self.g)
+        Client::connect(&self.g.connection())
     }
 
     /// Connects, sends one request, returns the reply.

@@ -2,7 +2,7 @@
 //! restored, deleted, recreated; exit 3 when conflicts (or, for a redo, a
 //! tree it cannot put back exactly) refused it. With `--conversation`, the
 //! agent's conversation follows the files once they are rewound
-//! (`crate::conversation`); whatever happens to it, the exit status is the
+//! (`ckpt_agents::conversation`); whatever happens to it, the exit status is the
 //! file rewind's.
 
 use std::collections::BTreeSet;
@@ -16,9 +16,9 @@ use clap::Args;
 use serde::Serialize;
 
 use super::{log, unexpected, Ctx};
-use crate::conversation::{self, TurnConversation};
 use crate::output;
 use crate::EXIT_CONFLICTS;
+use ckpt_agents::conversation::{self, TurnConversation};
 
 /// The document `--json` prints: the daemon's reply, and with
 /// `--conversation` what became of the conversation.
@@ -105,7 +105,7 @@ pub fn last_turn(ctx: &Ctx, session: Option<&str>, last: bool) -> anyhow::Result
     let log = super::log::query(ctx, 100_000, session.map(str::to_string))?;
     let mine = |t: &&ckpt_proto::TurnInfo| match session {
         Some(_) => t.session.as_deref() == session,
-        None => t.session.is_none() || crate::workcopy::apply::is_apply(t),
+        None => t.session.is_none() || ckpt_agents::workcopy_turn::is_apply(t),
     };
     log.turns
         .iter()

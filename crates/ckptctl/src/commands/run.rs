@@ -12,7 +12,8 @@ use std::time::Duration;
 
 use anyhow::Context;
 
-use super::{turn_end, turn_start, Ctx};
+use super::turn_requests as turn;
+use super::Ctx;
 use crate::cli::TurnMeta;
 use crate::output;
 
@@ -34,7 +35,7 @@ pub fn run(
     }
     let session = args.session.clone();
     let meta = args.clone();
-    let started = turn_start::start(ctx, args, None)?;
+    let started = turn::start(ctx, args, None)?;
     let opened_ns = bursts::now_ns();
     if !ctx.g.quiet && !ctx.g.json {
         eprintln!("ckptctl: turn {} started", started.turn);
@@ -42,7 +43,7 @@ pub fn run(
     if quiet.is_some() {
         // An older daemon is found before the command runs.
         if let Err(e) = bursts::activity(ctx, &mut None) {
-            let _ = turn_end::end(ctx, session, None);
+            let _ = turn::end(ctx, session, None);
             return Err(e);
         }
     }
@@ -64,7 +65,7 @@ pub fn run(
     };
     // Close the turn whether or not the command could run (with --session,
     // only if no other session's turn has replaced it meanwhile).
-    let ended = turn_end::end(ctx, session, None)?;
+    let ended = turn::end(ctx, session, None)?;
     let status = status.with_context(|| format!("running {}", program.to_string_lossy()))?;
     let code = match (status.code(), status.signal()) {
         (Some(c), _) => c,

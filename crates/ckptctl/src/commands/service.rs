@@ -40,7 +40,7 @@ pub fn run(ctx: &Ctx, action: ServiceAction) -> anyhow::Result<u8> {
                 let enabled = target.enable(&path);
                 if enabled.is_err() && stopped {
                     // Put back what was running; the hooks need a daemon.
-                    let _ = crate::client::Client::connect(&ctx.g);
+                    let _ = crate::client::Client::connect(&ctx.g.connection());
                 }
                 enabled
             });
@@ -69,7 +69,7 @@ pub fn run(ctx: &Ctx, action: ServiceAction) -> anyhow::Result<u8> {
 /// service fail: stop it (cleanly) so the service manager's one takes over.
 /// Returns whether one was stopped.
 fn stop_unmanaged_daemon(ctx: &Ctx) -> bool {
-    let Some(mut client) = crate::client::Client::connect_existing(&ctx.g) else {
+    let Some(mut client) = crate::client::Client::connect_existing(&ctx.g.connection()) else {
         return false;
     };
     let Ok(ckpt_proto::Response::Status(s)) = client.request(&ckpt_proto::Request::Status) else {

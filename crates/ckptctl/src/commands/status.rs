@@ -6,10 +6,10 @@ use ckpt_proto::{Request, Response, StatusReply};
 
 use super::projects::print_project;
 use super::{unexpected, Ctx};
-use crate::agents::{Agent, Home};
-use crate::conversation::{self, AdapterStatus};
-use crate::hooks::calls::{self, Call, Calls};
 use crate::output;
+use ckpt_agents::calls::{self, Call, Calls};
+use ckpt_agents::conversation::{self, AdapterStatus};
+use ckpt_agents::{Agent, Home};
 
 /// The daemon and every project: the document `--json` prints.
 pub fn query(ctx: &Ctx) -> anyhow::Result<StatusReply> {
@@ -56,7 +56,7 @@ pub fn run(ctx: &Ctx) -> anyhow::Result<u8> {
             last_error: Some(call),
             last_ok: None,
         };
-        println!("hook {agent}: {}", super::hooks::last_call(agent, &calls));
+        println!("hook {agent}: {}", last_call(agent, &calls));
     }
     for a in &adapters {
         print_adapter(a);
@@ -90,4 +90,37 @@ fn failing_hooks(ctx: &Ctx) -> Vec<(Agent, Call)> {
         .iter()
         .filter_map(|&a| calls::read(&dir, a).failing().map(|c| (a, c.clone())))
         .collect()
+}
+
+/// "never", "3m ago, turn-end in /src/app", or the failure.
+pub fn last_call(agent: Agent, calls: &Calls) -> String {
+    if agent.payload().is_none() {
+        return "(no hooks; MCP only)".to_string();
+    }
+    let ago = |at_ms: u64| {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
+        format!("{} ago", output::duration(now.saturating_sub(at_ms) / 1000))
+    };
+    if let Some(e) = calls.failing() {
+        return format!(
+            "FAILED {}, {}: {}",
+            ago(e.at_ms),
+            e.event,
+            e.error.as_deref().unwrap_or("?")
+        );
+    }
+    match &calls.last_ok {
+        Some(ok) => format!(
+            "{}, {} in {}{}",
+            ago(ok.at_ms),
+            ok.event,
+            ok.project.as_deref().unwrap_or("?"),
+            ok.note
+                .as_deref()
+                .map_or(String::new(), |n| format!(" (ok: {n})"))
+        ),
+        None => "never".to_string(),
+    }
 }

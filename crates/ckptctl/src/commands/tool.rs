@@ -2,12 +2,11 @@
 //! narrows where the changes seen meanwhile go (docs/architecture.md,
 //! "Sessions").
 
-use ckpt_proto::{Request, Response, ToolReply};
-
-use super::{unexpected, Ctx};
-use crate::agents::Event;
+use super::turn_requests::window;
+use super::Ctx;
 use crate::cli::{FromToolHook, TurnMeta};
 use crate::output;
+use ckpt_agents::Event;
 
 pub fn run(
     ctx: Ctx,
@@ -37,20 +36,4 @@ pub fn run(
         println!("{} tool call(s) running ({turn})", r.running);
     }
     Ok(0)
-}
-
-pub fn window(ctx: &Ctx, session: Option<String>, start: bool) -> anyhow::Result<ToolReply> {
-    let dir = ctx.wire_dir();
-    let req = if start {
-        Request::ToolStart { dir, session }
-    } else {
-        Request::ToolEnd { dir, session }
-    };
-    match ctx.request(&req)? {
-        Response::Tool(r) => {
-            output::warn_degraded(&r.project, &r.degraded);
-            Ok(r)
-        }
-        other => Err(unexpected(other)),
-    }
 }

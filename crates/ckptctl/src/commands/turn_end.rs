@@ -2,13 +2,13 @@
 //! with a session, a turn another session opened stays open. `--if-open`
 //! (a session's end) closes it only if there is one.
 
-use ckpt_proto::{ErrorKind, Request, Response, TurnEnded};
+use ckpt_proto::TurnEnded;
 
-use super::{unexpected, Ctx};
-use crate::agents::Event;
+use super::turn_requests::{end, end_if_open};
+use super::Ctx;
 use crate::cli::{FromHook, TurnMeta};
-use crate::client::DaemonError;
 use crate::output;
+use ckpt_agents::Event;
 
 pub fn run(ctx: Ctx, session: Option<String>, if_open: bool, hook: FromHook) -> anyhow::Result<u8> {
     if let Some(agent) = hook.from_hook {
@@ -44,62 +44,6 @@ pub fn run(ctx: Ctx, session: Option<String>, if_open: bool, hook: FromHook) -> 
         print(&t);
     }
     Ok(0)
-}
-
-pub fn end(
-    ctx: &Ctx,
-    session: Option<String>,
-    transcript: Option<String>,
-) -> anyhow::Result<TurnEnded> {
-    let t = match ctx.request(&Request::TurnEnd(ckpt_proto::TurnEnd {
-        dir: ctx.wire_dir(),
-        session,
-        transcript,
-    }))? {
-        Response::TurnEnded(t) => t,
-        other => return Err(unexpected(other)),
-    };
-    output::warn_degraded(&t.project, &t.degraded);
-    Ok(t)
-}
-
-/// [`end`], but a session (or project) with no turn open is no error: a
-/// session's end, with or without a turn running, closes what is open.
-pub fn end_if_open(
-    ctx: &Ctx,
-    session: Option<String>,
-    transcript: Option<String>,
-) -> anyhow::Result<Option<TurnEnded>> {
-    match end(ctx, session, transcript) {
-        Err(e)
-            if e.downcast_ref::<DaemonError>().is_some_and(|d| {
-                // A folder never watched has no turn either.
-                matches!(d.kind, ErrorKind::NoOpenTurn | ErrorKind::NotWatched)
-            }) =>
-        {
-            Ok(None)
-        }
-        ended => ended.map(Some),
-    }
-}
-
-/// [`end`], but no turn open in a watched project is no error (an agent's
-/// turn-end hook after a prompt that changed nothing, or a second end);
-/// a folder not watched still is.
-pub fn end_unless_none_open(
-    ctx: &Ctx,
-    session: Option<String>,
-    transcript: Option<String>,
-) -> anyhow::Result<Option<TurnEnded>> {
-    match end(ctx, session, transcript) {
-        Err(e)
-            if e.downcast_ref::<DaemonError>()
-                .is_some_and(|d| d.kind == ErrorKind::NoOpenTurn) =>
-        {
-            Ok(None)
-        }
-        ended => ended.map(Some),
-    }
 }
 
 pub fn print(t: &TurnEnded) {

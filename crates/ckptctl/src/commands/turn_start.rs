@@ -1,12 +1,11 @@
 //! `ckptctl turn-start`: barrier, close any open turn, open a new one.
 //! Watches the project first if it is not watched yet.
 
-use ckpt_proto::{Request, Response, TurnStarted};
-
-use super::{unexpected, Ctx};
-use crate::agents::Event;
-use crate::cli::{TurnMeta, TurnStartArgs};
+use super::turn_requests::start;
+use super::Ctx;
+use crate::cli::TurnStartArgs;
 use crate::output;
+use ckpt_agents::Event;
 
 pub fn run(ctx: Ctx, args: TurnStartArgs) -> anyhow::Result<u8> {
     if let Some(agent) = args.hook.from_hook {
@@ -25,27 +24,4 @@ pub fn run(ctx: Ctx, args: TurnStartArgs) -> anyhow::Result<u8> {
         println!("turn {}", t.turn);
     }
     Ok(0)
-}
-
-/// `conversation`: where the agent's conversation stands (a hook call's
-/// session adapter), kept on the turn.
-pub fn start(
-    ctx: &Ctx,
-    args: TurnMeta,
-    conversation: Option<String>,
-) -> anyhow::Result<TurnStarted> {
-    let t = match ctx.request(&Request::TurnStart(ckpt_proto::TurnStart {
-        dir: ctx.wire_dir(),
-        label: args.label,
-        agent: args.agent,
-        session: args.session,
-        transcript: args.transcript,
-        auto_watch: true,
-        conversation,
-    }))? {
-        Response::TurnStarted(t) => t,
-        other => return Err(unexpected(other)),
-    };
-    output::warn_degraded(&t.project, &t.degraded);
-    Ok(t)
 }

@@ -15,7 +15,8 @@ use std::time::Duration;
 use anyhow::anyhow;
 use ckpt_proto::{ActivityReply, ErrorKind, Request, Response, TurnEnded};
 
-use super::super::{turn_end, turn_start, unexpected, Ctx};
+use super::super::turn_requests as turn;
+use super::super::{unexpected, Ctx};
 use crate::cli::TurnMeta;
 use crate::client::{Client, DaemonError};
 
@@ -141,7 +142,7 @@ impl Watch<'_> {
             if !burst_over(opened_ns, a.last_change_ns, busy_ns, a.now_ns, quiet_ns) {
                 continue;
             }
-            let ended = turn_end::end(self.ctx, self.meta.session.clone(), None)?;
+            let ended = turn::end(self.ctx, self.meta.session.clone(), None)?;
             if ended.left_open {
                 anyhow::bail!("turn {turn} belongs to another session now");
             }
@@ -149,7 +150,7 @@ impl Watch<'_> {
             closed.push(ended);
             let mut meta = self.meta.clone();
             meta.label = Some(format!("{base} (burst {})", closed.len() + 1));
-            let started = turn_start::start(self.ctx, meta, None)?;
+            let started = turn::start(self.ctx, meta, None)?;
             opened_ns = now_ns();
             busy_ns = None;
             if say {
