@@ -8,8 +8,7 @@ use std::io::Write as _;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
-/// The start of the temp file's name, in the target's directory.
-pub const TEMP_FILE_PREFIX: &str = ".ckpt-";
+use crate::model::WRITE_TEMP_PREFIX;
 
 /// How the file is written.
 #[derive(Clone, Copy, Debug)]
@@ -40,7 +39,7 @@ pub fn write_file(path: &Path, bytes: &[u8], how: WriteFile) -> std::io::Result<
     };
     std::fs::create_dir_all(dir).map_err(|e| step(e, "creating", dir))?;
     let mut tmp = tempfile::Builder::new()
-        .prefix(TEMP_FILE_PREFIX)
+        .prefix(WRITE_TEMP_PREFIX)
         .tempfile_in(dir)
         .map_err(|e| step(e, "creating a temp file in", dir))?;
     tmp.write_all(bytes)
@@ -69,6 +68,13 @@ fn step(e: std::io::Error, doing: &str, path: &Path) -> std::io::Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_temp_file_is_never_captured_and_never_taken_for_a_rewind_leftover() {
+        let name = format!("{WRITE_TEMP_PREFIX}a1b2c3");
+        assert!(crate::model::is_internal_name(name.as_bytes()));
+        assert!(!name.starts_with(crate::model::TEMP_PREFIX));
+    }
 
     #[test]
     fn write_file_replaces_with_the_mode_and_leaves_no_temp_file() {

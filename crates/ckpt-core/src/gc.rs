@@ -5,12 +5,12 @@ use std::collections::HashSet;
 
 use rusqlite::Connection;
 
-use ckpt_types::now_ns;
 use crate::error::Result;
 use crate::history;
 use crate::model::{GcReport, Retention};
 use crate::state::Hash;
 use crate::store::BlobStore;
+use ckpt_types::now_ns;
 
 /// Drops what `policy` no longer keeps: old turns, then unreferenced blobs.
 pub(crate) fn gc(conn: &mut Connection, store: &BlobStore, policy: &Retention) -> Result<GcReport> {

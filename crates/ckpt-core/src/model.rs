@@ -12,10 +12,17 @@ pub const COOKIE_PREFIX: &str = ".ckpt-cookie-";
 /// Temp files ckpt writes while restoring start with this; never captured.
 pub const TEMP_PREFIX: &str = ".ckpt-tmp-";
 
+/// Temp files of the client's atomic writes ([`crate::atomic`]) start with
+/// this: never captured, and apart from [`TEMP_PREFIX`], whose leftovers a
+/// recovering rewind removes, so a write in flight is never taken away.
+pub const WRITE_TEMP_PREFIX: &str = ".ckpt-write-";
+
 /// Whether a file name is one of ckpt's own (cookie or temp file), which are
 /// never captured or restored. Cheap enough for the event path.
 pub fn is_internal_name(name: &[u8]) -> bool {
-    name.starts_with(COOKIE_PREFIX.as_bytes()) || name.starts_with(TEMP_PREFIX.as_bytes())
+    [COOKIE_PREFIX, TEMP_PREFIX, WRITE_TEMP_PREFIX]
+        .iter()
+        .any(|p| name.starts_with(p.as_bytes()))
 }
 
 /// Directory names never descended into, wherever they are: dependency and

@@ -4,7 +4,6 @@
 use rusqlite::Connection;
 
 use crate::cache;
-use ckpt_types::now_ns;
 use crate::error::{Error, Result};
 use crate::history;
 use crate::model::{
@@ -13,6 +12,7 @@ use crate::model::{
 };
 use crate::relpath::RelPath;
 use crate::state::State;
+use ckpt_types::now_ns;
 
 // Capture asks for the open turn and records pre-images through these.
 pub(crate) use history::{open_turn, record_pre};

@@ -9,7 +9,6 @@ use rusqlite::Connection;
 
 use super::Seen;
 use crate::cache::{self, CacheRow};
-use ckpt_types::now_ns;
 use crate::confined::{Root, Stat, StatKind};
 use crate::db;
 use crate::error::{IoContext, Result};
@@ -17,6 +16,7 @@ use crate::model::ScanReport;
 use crate::project::Project;
 use crate::relpath::RelPath;
 use crate::scan::{self, Excludes, CACHE_TAG, IGNORE_FILE};
+use ckpt_types::now_ns;
 
 impl Project {
     /// Re-checks these paths (and, for a new, replaced or removed directory,

@@ -6,12 +6,12 @@ use rusqlite::Connection;
 
 use super::{Seen, BATCH_BYTES, BATCH_PATHS};
 use crate::cache::{self, CacheRow};
-use ckpt_types::now_ns;
 use crate::error::Result;
 use crate::model::ScanReport;
 use crate::project::Project;
 use crate::relpath::RelPath;
 use crate::scan::{self, Excludes};
+use ckpt_types::now_ns;
 
 /// Cache rows read per query while a full scan merges the cache with the walk.
 const CACHE_PAGE: usize = if cfg!(test) { 3 } else { 1024 };

@@ -13,11 +13,11 @@ use std::path::Path;
 
 use rusqlite::Connection;
 
-use ckpt_types::now_ns;
 use crate::confined::Root;
 use crate::error::{Error, IoContext, Result};
 use crate::model::TurnMeta;
 use crate::relpath::RelPath;
+use ckpt_types::now_ns;
 
 mod sql;
 mod types;

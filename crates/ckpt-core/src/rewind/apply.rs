@@ -3,7 +3,6 @@
 //! the outcome recorded. A failure applies the other side to what was done.
 
 use crate::cache;
-use ckpt_types::now_ns;
 use crate::confined::{sync_while, Dirs, Staged, StatKind, WholeFs};
 use crate::db;
 use crate::error::{Error, IoContext, Result};
@@ -12,6 +11,7 @@ use crate::prefetch;
 use crate::project::Project;
 use crate::relpath::RelPath;
 use crate::state::{Hash, State};
+use ckpt_types::now_ns;
 
 use super::journal::Journaled;
 use super::Side;

@@ -6,10 +6,10 @@
 use rusqlite::Connection;
 
 use super::Side;
-use ckpt_types::now_ns;
 use crate::error::Result;
 use crate::history::{self, JournalNote, RewindStatus};
 use crate::model::{Action, RewindPlan, TurnMeta};
+use ckpt_types::now_ns;
 
 /// One journaled rewind, redo, or write of a new turn.
 pub(super) struct Journaled {
