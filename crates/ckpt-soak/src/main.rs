@@ -103,6 +103,26 @@ fn build_next_to_us(profile_dir: &std::path::Path) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The kills mid-rewind pause the daemon through its test hooks; a plain
+/// build would let every such rewind finish first, and the run would
+/// silently test less.
+fn require_test_hooks(bin: &std::path::Path) -> anyhow::Result<()> {
+    let out = std::process::Command::new(bin.join("ckptd"))
+        .arg("--version")
+        .output()
+        .context("running ckptd --version")?;
+    if String::from_utf8_lossy(&out.stdout).contains("(test hooks)") {
+        return Ok(());
+    }
+    anyhow::bail!(
+        "{} was built without the test-hooks feature, so no rewind could be \
+         paused to kill the daemon mid-way: run the soak with `cargo run \
+         --release -p ckpt-soak`, or build `cargo build --release -p ckptd \
+         --features test-hooks`, or pass --spare-rewinds",
+        bin.join("ckptd").display()
+    )
+}
+
 fn run(args: &Args) -> anyhow::Result<u64> {
     let bin = match &args.bin_dir {
         Some(d) => d.clone(),
@@ -123,6 +143,9 @@ fn run(args: &Args) -> anyhow::Result<u64> {
                 bin.join(b).display()
             );
         }
+    }
+    if !args.spare_rewinds {
+        require_test_hooks(&bin)?;
     }
     if !args.no_fsck {
         // Said once, up front, rather than as a mismatch in every sequence.

@@ -6,9 +6,17 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
+/// `--version`; a build with test hooks says so, so the soak can refuse a
+/// daemon it could not pause mid-rewind.
+const VERSION: &str = if cfg!(feature = "test-hooks") {
+    concat!(env!("CARGO_PKG_VERSION"), " (test hooks)")
+} else {
+    env!("CARGO_PKG_VERSION")
+};
+
 /// The ckpt daemon: watches project folders and rewinds AI agent turns.
 #[derive(Parser, Debug)]
-#[command(name = "ckptd", version)]
+#[command(name = "ckptd", version = VERSION)]
 struct Args {
     /// Socket path [default: $XDG_RUNTIME_DIR/ckpt/ckptd.sock].
     #[arg(long, env = "CKPT_SOCKET", value_name = "PATH")]
