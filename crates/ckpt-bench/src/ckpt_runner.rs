@@ -106,7 +106,7 @@ impl Ckpt {
     fn ctl_cmd(&self, args: &[&str]) -> Command {
         let mut c = Command::new(&self.bins.ctl);
         self.env(&mut c);
-        // `-C`, not a working directory: see `git_snap::git`.
+        // `-C`, not a working directory: see `cmd::git`.
         c.arg("-C").arg(&self.root).args(args);
         c
     }

@@ -156,3 +156,34 @@ pub fn run_ok(cmd: &mut Command, input: Option<&[u8]>, timeout: Duration) -> Res
     }
     Ok(t)
 }
+
+/// A `git` command isolated from the caller's environment and config.
+///
+/// Timed commands of either system take `-C DIR`, not a working directory:
+/// the bench is linked statically, like every binary of the workspace, and
+/// Rust's std then starts a child that changes directory by forking the
+/// whole bench (19 ms at 300 MB resident, against 1 ms with `posix_spawn`).
+pub fn git() -> Command {
+    let mut c = Command::new("git");
+    for v in [
+        "GIT_DIR",
+        "GIT_WORK_TREE",
+        "GIT_INDEX_FILE",
+        "GIT_OBJECT_DIRECTORY",
+        "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+        "GIT_CEILING_DIRECTORIES",
+        "GIT_NAMESPACE",
+    ] {
+        c.env_remove(v);
+    }
+    c.env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .env("GIT_AUTHOR_NAME", "ckpt-bench")
+        .env("GIT_AUTHOR_EMAIL", "bench@localhost")
+        .env("GIT_COMMITTER_NAME", "ckpt-bench")
+        .env("GIT_COMMITTER_EMAIL", "bench@localhost")
+        .env("GIT_AUTHOR_DATE", "2025-01-01T00:00:00Z")
+        .env("GIT_COMMITTER_DATE", "2025-01-01T00:00:00Z");
+    c
+}

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 
-use crate::git_snap::git;
+use crate::cmd::git;
 
 /// The file the "user" edited without committing (relative to the root).
 pub const USER_EDIT_MARK: &str = "\n// the user's own uncommitted edit\n";

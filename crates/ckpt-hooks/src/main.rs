@@ -9,8 +9,8 @@ use std::process::ExitCode;
 
 use ckpt_hooks::cli::HooksCli;
 use ckpt_hooks::command as hooks;
-use ckptctl::cli::{Cli, Command};
 use ckptctl::commands::Ctx;
+use ckptctl::commands::{Cli, Command};
 use clap::Parser;
 
 fn main() -> ExitCode {

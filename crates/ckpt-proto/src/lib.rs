@@ -20,6 +20,7 @@
 //! assert!(matches!(back, Request::Hello { version: PROTOCOL_VERSION, .. }));
 //! ```
 
+mod envelope;
 mod frame;
 pub mod mode;
 pub mod ops;
@@ -30,6 +31,7 @@ mod values;
 mod wirepath;
 
 pub use ckpt_types::{MergeMode, RewindFlags};
+pub use envelope::Reply;
 pub use frame::{
     decode_body, encode, read_frame, read_frame_or_end, write_frame, FrameError, Message,
     MAX_REPLY, MAX_REQUEST, READ_AHEAD,

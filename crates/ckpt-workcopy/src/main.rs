@@ -7,8 +7,8 @@ use std::process::ExitCode;
 
 use ckpt_workcopy::cli::WorkcopyCli;
 use ckpt_workcopy::command as workcopy;
-use ckptctl::cli::{Cli, Command};
 use ckptctl::commands::Ctx;
+use ckptctl::commands::{Cli, Command};
 use clap::Parser;
 
 fn main() -> ExitCode {

@@ -7,16 +7,6 @@ use clap::{Args, Parser, Subcommand};
 
 use ckpt_agents::Agent;
 
-/// Rewind what an AI coding agent did to your project, turn by turn.
-#[derive(Parser, Debug)]
-#[command(name = "ckptctl", version, propagate_version = true)]
-pub struct Cli {
-    #[command(flatten)]
-    pub global: Global,
-    #[command(subcommand)]
-    pub command: Command,
-}
-
 #[derive(Args, Debug, Clone)]
 pub struct Global {
     /// Print one JSON document on stdout instead of text.
@@ -69,184 +59,6 @@ impl Global {
 
 /// How many turns `log` (and the MCP server's list_turns) lists by default.
 pub const LOG_LIMIT: u32 = 20;
-
-#[derive(Subcommand, Debug)]
-pub enum Command {
-    /// Watch a project; returns when the baseline is complete. Without DIR:
-    /// the git top-level containing -C's directory (or the current one),
-    /// else that directory.
-    Watch {
-        /// The directory to watch, exactly (not together with -C).
-        dir: Option<PathBuf>,
-    },
-    /// Stop watching a project; its history is kept unless --drop-data.
-    Unwatch {
-        /// A directory inside the project [default: -C's, else the current
-        /// directory].
-        dir: Option<PathBuf>,
-        /// Delete the project's stored history too.
-        #[arg(long)]
-        drop_data: bool,
-    },
-    /// List watched projects.
-    Projects,
-    /// Barrier, close the session's open turn (--session; without it, the
-    /// default session's), open a new one; prints its id.
-    TurnStart(TurnStartArgs),
-    /// Barrier, close the session's open turn; prints what it changed.
-    TurnEnd {
-        /// The agent's session id: only its turn is closed; with none open,
-        /// another session's turn is left open, and the reply says so.
-        /// Without it, the default session's turn, or else the only open
-        /// turn, is closed.
-        #[arg(long)]
-        session: Option<String>,
-        /// The session ended or was interrupted (agents' session-end
-        /// hooks): close its turn if it has one open; none open is no error.
-        #[arg(long)]
-        if_open: bool,
-        #[command(flatten)]
-        hook: FromHook,
-    },
-    /// A tool call of the session starts (agents' pre-tool hooks): until
-    /// tool-end, a change seen while only this session runs tools goes to
-    /// its turn alone instead of to every open turn.
-    ToolStart {
-        /// The agent's session id.
-        #[arg(long)]
-        session: Option<String>,
-        #[command(flatten)]
-        hook: FromToolHook,
-    },
-    /// The session's tool call ended (agents' post-tool hooks).
-    ToolEnd {
-        /// The agent's session id.
-        #[arg(long)]
-        session: Option<String>,
-        #[command(flatten)]
-        hook: FromToolHook,
-    },
-    /// Wait until every change made so far has been captured.
-    Sync,
-    /// Turns, newest first.
-    Log {
-        /// How many turns to list (1 or more).
-        #[arg(short = 'n', long, default_value_t = LOG_LIMIT,
-              value_parser = clap::value_parser!(u32).range(1..))]
-        limit: u32,
-        /// Every turn (retention keeps the newest 100, up to 14 days old).
-        #[arg(long, conflicts_with = "limit")]
-        all: bool,
-        /// Only this session's turns.
-        #[arg(long)]
-        session: Option<String>,
-    },
-    /// The paths of one turn.
-    Show {
-        /// A turn id, as `ckptctl log` lists them.
-        #[arg(value_parser = turn_id)]
-        turn: i64,
-    },
-    /// Unified diff of a turn (pre-image to post-image, or to now if open).
-    Diff {
-        /// A turn id, as `ckptctl log` lists them.
-        #[arg(value_parser = turn_id)]
-        turn: i64,
-        /// Only these paths (and what is below them).
-        paths: Vec<PathBuf>,
-    },
-    /// Freeze turns as changes.patch (for `git apply`), files.zip,
-    /// report.md and manifest.json, read from the store.
-    Export {
-        /// A turn (`4`) or a range of closed turns (`4..7`, both included).
-        #[arg(value_parser = turn_range, value_name = "TURN[..TURN]")]
-        range: (i64, i64),
-        /// Where to write: a new or empty directory outside the project.
-        #[arg(long)]
-        out: PathBuf,
-    },
-    /// Each line of FILE with the turn that last introduced it (or
-    /// `baseline`, or `user` for an edit made between turns).
-    Blame {
-        /// A text file in the project, as it is now.
-        file: PathBuf,
-    },
-    /// Restore the state from just before TURN, undoing it and every later turn.
-    Rewind(crate::commands::rewind::RewindArgs),
-    /// Past rewinds and redos, newest first: when, which turns, whole or
-    /// partial, and which paths were left as they were.
-    Rewinds {
-        /// How many to list (1 or more).
-        #[arg(short = 'n', long, default_value_t = LOG_LIMIT,
-              value_parser = clap::value_parser!(u32).range(1..))]
-        limit: u32,
-        /// Every one the store keeps.
-        #[arg(long, conflicts_with = "limit")]
-        all: bool,
-    },
-    /// Undo the last rewind exactly.
-    #[command(mut_arg("force", |a| a.help("Overwrite paths edited since the rewind")))]
-    Redo(crate::commands::rewind::RedoArgs),
-    /// The daemon and every project.
-    Status,
-    /// Check the project's store, read-only (blobs, references to them, the
-    /// rewind journal, the database); exits 1 listing any problem. Safe
-    /// while the daemon captures; repairs and deletes nothing.
-    Fsck,
-    /// Run a command as one turn: turn-start, the command, turn-end. Exits
-    /// with the command's status. With --json, stdout holds only the JSON
-    /// document: the command's stdout goes to stderr.
-    Run {
-        #[command(flatten)]
-        turn: TurnMeta,
-        /// Start a new turn whenever the tree has been quiet for SECS
-        /// seconds after a change (for agents without hooks), so a whole
-        /// session is not one turn. Fractions allowed (0.5).
-        #[arg(long, value_name = "SECS", allow_negative_numbers = true, value_parser = quiet_secs)]
-        bursts: Option<Duration>,
-        /// The command and its arguments (after `--`).
-        #[arg(required = true, trailing_var_arg = true)]
-        command: Vec<std::ffi::OsString>,
-    },
-    /// Serve MCP on stdin/stdout (for the agent's model): tools to list,
-    /// show, diff, rewind and redo turns of the project (-C's, else the
-    /// current directory's) and to read the status. A rewind or redo only
-    /// plans unless the tool call confirms it, and is never forced.
-    Mcp,
-    /// The slop ledger: residue a turn left (shims, unmigrated callers,
-    /// dead code…) recorded so nobody mistakes it for design (`ckptctl
-    /// ledger --help`).
-    #[command(disable_help_flag = true)]
-    Ledger(Family),
-    /// Work copies: an independent copy of the project for an agent to work
-    /// in, watched as a project of its own, previewed against the original
-    /// (`ckptctl workcopy --help`).
-    #[command(disable_help_flag = true)]
-    Workcopy(Family),
-    /// Wire ckpt into coding agents: their turn hooks and MCP server
-    /// (`ckptctl hooks --help`).
-    #[command(disable_help_flag = true)]
-    Hooks(Family),
-    /// Start ckptd at login: a systemd user unit (on macOS a launchd agent,
-    /// which no test runs).
-    Service {
-        #[command(subcommand)]
-        action: ServiceAction,
-    },
-}
-
-impl Command {
-    /// The name of a command that acts on no single project, where `-C`
-    /// means nothing.
-    pub fn projectless(&self) -> Option<&'static str> {
-        match self {
-            Command::Projects => Some("projects"),
-            Command::Status => Some("status"),
-            Command::Service { .. } => Some("service"),
-            _ => None,
-        }
-    }
-}
 
 /// The arguments of a family of subcommands (`ledger`, `workcopy`,
 /// `hooks`), parsed only when that family runs ([`Family::parse`]): clap
@@ -330,7 +142,7 @@ pub(crate) fn turn_id(s: &str) -> Result<i64, String> {
 }
 
 /// `4` or `4..7` as (first, last); the daemon judges the order.
-fn turn_range(s: &str) -> Result<(i64, i64), String> {
+pub(crate) fn turn_range(s: &str) -> Result<(i64, i64), String> {
     let range = match s.split_once("..") {
         Some((a, b)) => turn_id(a).and_then(|a| Ok((a, turn_id(b)?))),
         None => turn_id(s).map(|t| (t, t)),
@@ -355,14 +167,6 @@ fn confidence(s: &str) -> Result<f64, String> {
         Ok(c) if (0.0..=1.0).contains(&c) => Ok(c),
         _ => Err("a confidence is a number between 0 and 1".into()),
     }
-}
-
-/// Exits with a usage error (exit 2), as clap does for what it checks.
-pub fn usage_error(message: impl std::fmt::Display) -> ! {
-    use clap::CommandFactory;
-    Cli::command()
-        .error(clap::error::ErrorKind::ArgumentConflict, message)
-        .exit()
 }
 
 /// The command line with `rewind --merge markers` read as
@@ -652,7 +456,7 @@ mod tests {
     #[test]
     fn every_argument_has_help() {
         use clap::CommandFactory;
-        let mut missing = args_without_help(&Cli::command());
+        let mut missing = args_without_help(&crate::commands::Cli::command());
         missing.extend(args_without_help(&LedgerCli::command()));
         assert!(missing.is_empty(), "arguments without help: {missing:#?}");
     }

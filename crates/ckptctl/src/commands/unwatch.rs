@@ -9,7 +9,7 @@ use crate::output;
 
 pub fn run(ctx: &Ctx, dir: Option<&Path>, drop_data: bool) -> anyhow::Result<u8> {
     if dir.is_some() && ctx.g.dir.is_some() {
-        crate::cli::usage_error("give the directory once: `unwatch DIR` or `unwatch -C DIR`");
+        crate::commands::usage_error("give the directory once: `unwatch DIR` or `unwatch -C DIR`");
     }
     let dir = match dir {
         Some(d) => absolute(d)?,

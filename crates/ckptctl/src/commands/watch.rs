@@ -14,7 +14,7 @@ use crate::output;
 
 pub fn run(ctx: &Ctx, dir: Option<&Path>) -> anyhow::Result<u8> {
     if dir.is_some() && ctx.g.dir.is_some() {
-        crate::cli::usage_error("give the directory once: `watch DIR` or `watch -C DIR`");
+        crate::commands::usage_error("give the directory once: `watch DIR` or `watch -C DIR`");
     }
     let (dir, discover) = match dir {
         Some(d) => (absolute(d)?, false),
