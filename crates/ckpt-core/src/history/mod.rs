@@ -349,8 +349,8 @@ pub(crate) fn live_touches(conn: &Connection, path: &RelPath) -> Result<Vec<Path
 
 /// What closing `turn` now makes of each of its entries: its post-image
 /// (`post_of` its path, for an entry that has none yet), or `None` when it
-/// ends as it began and so goes (a path ckpt could not capture never does). A rewind plans the open turn it undoes
-/// through this, without closing it.
+/// ends as it began and so goes (a path ckpt could not capture never does).
+/// A rewind plans the open turn it undoes through this, without closing it.
 pub(crate) fn closing(
     conn: &Connection,
     turn: i64,
