@@ -134,18 +134,17 @@ impl<T: Tree> Planner<'_, T> {
             target,
             expected,
         } = w;
-        if current == target {
-            // The turn changed content ckpt never read (its state records
-            // only why): a rewind cannot give it back, and says so.
-            if let (Kind::Rewind, State::Skipped { reason }) = (self.kind, &target) {
+        if let State::Skipped { reason } = &target {
+            // Even where the state now equals it: that records only why
+            // ckpt never read the content, so a rewind says it cannot give
+            // it back (a redo has nothing to do).
+            if current != target || self.kind == Kind::Rewind {
                 let why = format!("its earlier content was not captured: {reason}");
                 self.notes.push((path, why));
             }
             return;
         }
-        if let State::Skipped { reason } = &target {
-            let why = format!("its earlier content was not captured: {reason}");
-            self.notes.push((path, why));
+        if current == target {
             return;
         }
         // Even with force: overwritten, it could never be given back.
