@@ -579,6 +579,31 @@ fn diff_of_a_current_copy_shows_symlink_targets_and_kept_base_contents() {
 }
 
 #[test]
+fn symlink_loops_inside_the_tree_are_copied_previewed_and_applied() {
+    let env = Env::new();
+    let _d = env.start_daemon();
+    let proj = env.dir("loops");
+    env.ctl_ok(&proj, &["watch"]);
+    // A link to itself, two links to each other, and one through the pair:
+    // the kernel follows none of them (ELOOP), so none reaches out.
+    sh(
+        &proj,
+        "echo 1 > f && ln -s .hidden .hidden && ln -s b a && ln -s a b && ln -s a/x c",
+    );
+    let copy = create(&env, &proj, "w", "current");
+    for (link, to) in [(".hidden", ".hidden"), ("a", "b"), ("b", "a"), ("c", "a/x")] {
+        assert_eq!(std::fs::read_link(copy.join(link)).unwrap(), Path::new(to));
+    }
+    sh(&copy, "ln -s d d && ln -sfn c a && echo 2 > f");
+    let p = env.ctl_json(&proj, &["workcopy", "preview"]);
+    assert_eq!(p["preview"]["leaving_symlinks"], 0, "{p}");
+    env.ctl_ok(&proj, &["workcopy", "apply"]);
+    assert_eq!(std::fs::read_link(proj.join("d")).unwrap(), Path::new("d"));
+    assert_eq!(std::fs::read_link(proj.join("a")).unwrap(), Path::new("c"));
+    assert_eq!(std::fs::read(proj.join("f")).unwrap(), b"2\n");
+}
+
+#[test]
 fn create_path_puts_the_copy_there_and_refuses_overlaps() {
     let env = Env::new();
     let _d = env.start_daemon();
