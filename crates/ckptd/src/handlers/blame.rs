@@ -10,7 +10,6 @@ use ckpt_proto::{BlameBody, BlameLine, WirePath};
 
 use super::gate::Gate;
 use super::About;
-use crate::convert;
 use crate::daemon::Daemon;
 use crate::error::ReqResult;
 
@@ -68,7 +67,7 @@ pub fn handle(
         })
         .collect();
     let body = BlameBody {
-        path: convert::rel(&blame.path),
+        path: WirePath::from(&blame.path),
         lines,
     };
     Ok((h, body))
