@@ -12,6 +12,7 @@ pub use ckpt_types::{
     MergedFile, OtherTurn, PartialRewind, RewindRecord, RewindState, ScanSummary, Skipped,
     TurnDetail, TurnEntry, TurnInfo, TurnStatus,
 };
+pub use ckpt_types::{Blame, BlameLine, LineOrigin};
 
 /// How a project is captured. The defaults suit a source tree.
 #[derive(Clone, Debug)]
@@ -211,40 +212,4 @@ pub struct GcReport {
     pub turns_dropped: u64,
     pub blobs_removed: u64,
     pub bytes_freed: u64,
-}
-
-/// Where a line of a file came from (`blame`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum LineOrigin {
-    /// There before the first live turn that touched the file.
-    Baseline,
-    /// Changed while no turn was open: the user's own edit.
-    BetweenTurns,
-    /// Last introduced by this turn; [`Blame::turns`] holds who ran it.
-    Turn(i64),
-}
-
-/// One line of a file as it is now.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct BlameLine {
-    /// Without its line ending.
-    pub text: String,
-    pub origin: LineOrigin,
-}
-
-/// A turn some line is attributed to.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct BlameTurn {
-    pub id: i64,
-    pub started_ns: i64,
-    pub meta: TurnMeta,
-}
-
-/// Every line of a file with the turn that last introduced it.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Blame {
-    pub path: RelPath,
-    pub lines: Vec<BlameLine>,
-    /// The turns named by `lines`, oldest first.
-    pub turns: Vec<BlameTurn>,
 }

@@ -211,7 +211,8 @@ impl Project {
     /// all baseline. Anything but a captured text file is an
     /// [`Error::BadInput`] that says what it is.
     pub fn blame(&self, path: &RelPath) -> Result<Blame> {
-        blame::blame(&self.conn, &self.store, path)
+        let spans = self.open_ledger_spans(path)?;
+        blame::blame(&self.conn, &self.store, path, &spans)
     }
 
     /// The turn operations over this project's database.

@@ -4,6 +4,7 @@
 //! command line takes them as they are, so a flag is declared in one place
 //! from the command line to the core.
 
+pub mod blame;
 pub mod ledger;
 pub mod mode;
 pub mod names;
@@ -14,6 +15,7 @@ pub mod state;
 pub mod time;
 pub mod turn;
 
+pub use blame::{Blame, BlameLine, LineOrigin};
 pub use ledger::{
     AnchorState, Bucket, EntryBody, LedgerAnchor, LedgerEntry, LedgerEvent, LedgerStatus, LineSpan,
     Severity,
