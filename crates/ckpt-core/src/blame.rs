@@ -1,5 +1,6 @@
 //! Line-level blame: for every line of a file as it is now, the live turn
-//! that last introduced it, or `Baseline` / `BetweenTurns`.
+//! that last introduced it (with who ran it), or `baseline` /
+//! `between-turns`, and the open ledger entries whose span covers it.
 //!
 //! The file is followed through its versions in order: the pre-image of the
 //! first live turn that touched it (the baseline); then for each live turn,
@@ -16,15 +17,29 @@ use crate::cache;
 use crate::diff::is_binary;
 use crate::error::{Error, Result};
 use crate::history;
-use crate::model::{Blame, BlameLine, BlameTurn, LineOrigin};
+use crate::ledger::LineSpan;
+use crate::model::{Blame, BlameLine, LineOrigin};
 use crate::relpath::RelPath;
 use crate::state::{Hash, State};
 use crate::store::BlobStore;
 
 /// Blames every line of the file at `path` as it is now (see
-/// [`crate::Project::blame`]).
-pub(crate) fn blame(conn: &Connection, store: &BlobStore, path: &RelPath) -> Result<Blame> {
-    Sources { conn, store }.blame(path)
+/// [`crate::Project::blame`]); `spans` are the open ledger entries on it.
+pub(crate) fn blame(
+    conn: &Connection,
+    store: &BlobStore,
+    path: &RelPath,
+    spans: &[(i64, LineSpan)],
+) -> Result<Blame> {
+    Sources { conn, store }.blame(path, spans)
+}
+
+/// Where a line came from while the file is followed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Origin {
+    Baseline,
+    BetweenTurns,
+    Turn(i64),
 }
 
 /// What a blame reads: the hash cache and history, and blob contents.
@@ -38,12 +53,12 @@ struct Tracker {
     /// The blob of the content; `None` for no content (absent, or not text).
     hash: Option<Hash>,
     text: String,
-    origins: Vec<LineOrigin>,
+    origins: Vec<Origin>,
 }
 
 impl Tracker {
     /// Moves to the version `state`, attributing what changed to `origin`.
-    fn step(&mut self, p: &Sources, state: &State, origin: LineOrigin) -> Result<()> {
+    fn step(&mut self, p: &Sources, state: &State, origin: Origin) -> Result<()> {
         let hash = state.hash();
         if hash == self.hash {
             return Ok(());
@@ -79,7 +94,7 @@ fn lines(text: &str) -> Vec<&str> {
 }
 
 impl Sources<'_> {
-    fn blame(&self, path: &RelPath) -> Result<Blame> {
+    fn blame(&self, path: &RelPath, spans: &[(i64, LineSpan)]) -> Result<Blame> {
         let current = cache::state(self.conn, path)?;
         let bad = |what: String| Err(Error::BadInput(format!("cannot blame {path}: {what}")));
         let current_text = match &current {
@@ -99,51 +114,66 @@ impl Sources<'_> {
                 let text = self.text_of(&first.pre)?.unwrap_or_default();
                 Tracker {
                     hash: first.pre.hash(),
-                    origins: vec![LineOrigin::Baseline; lines(&text).len()],
+                    origins: vec![Origin::Baseline; lines(&text).len()],
                     text,
                 }
             }
             None => Tracker {
                 hash: current.hash(),
-                origins: vec![LineOrigin::Baseline; lines(&current_text).len()],
+                origins: vec![Origin::Baseline; lines(&current_text).len()],
                 text: current_text,
             },
         };
         for touch in &touches {
-            t.step(self, &touch.pre, LineOrigin::BetweenTurns)?;
+            t.step(self, &touch.pre, Origin::BetweenTurns)?;
             let post = touch.post.as_ref().unwrap_or(&current);
-            t.step(self, post, LineOrigin::Turn(touch.turn))?;
+            t.step(self, post, Origin::Turn(touch.turn))?;
         }
-        t.step(self, &current, LineOrigin::BetweenTurns)?;
+        t.step(self, &current, Origin::BetweenTurns)?;
 
+        let turns: std::collections::HashMap<i64, &history::PathTouch> =
+            touches.iter().map(|touch| (touch.turn, touch)).collect();
         let blamed = lines(&t.text)
             .into_iter()
             .zip(&t.origins)
-            .map(|(l, &origin)| BlameLine {
-                text: l.strip_suffix('\n').unwrap_or(l).to_string(),
-                origin,
-            })
-            .collect::<Vec<_>>();
-        let named: std::collections::HashSet<i64> = blamed
-            .iter()
-            .filter_map(|l| match l.origin {
-                LineOrigin::Turn(t) => Some(t),
-                _ => None,
-            })
-            .collect();
-        let turns = touches
-            .into_iter()
-            .filter(|touch| named.contains(&touch.turn))
-            .map(|touch| BlameTurn {
-                id: touch.turn,
-                started_ns: touch.started_ns,
-                meta: touch.meta,
+            .enumerate()
+            .map(|(i, (l, &origin))| {
+                let line = i as u32 + 1;
+                let mut out = BlameLine {
+                    line: line.into(),
+                    text: l.strip_suffix('\n').unwrap_or(l).to_string(),
+                    origin: LineOrigin::Baseline,
+                    turn: None,
+                    agent: None,
+                    session: None,
+                    label: None,
+                    time_ns: None,
+                    ledger: spans
+                        .iter()
+                        .filter(|(_, s)| s.start <= line && line <= s.end)
+                        .map(|&(id, _)| id)
+                        .collect(),
+                };
+                match origin {
+                    Origin::Baseline => {}
+                    Origin::BetweenTurns => out.origin = LineOrigin::BetweenTurns,
+                    Origin::Turn(id) => {
+                        out.origin = LineOrigin::Turn;
+                        out.turn = Some(id);
+                        if let Some(t) = turns.get(&id) {
+                            out.agent = t.meta.agent.clone();
+                            out.session = t.meta.session.clone();
+                            out.label = t.meta.label.clone();
+                            out.time_ns = Some(t.started_ns);
+                        }
+                    }
+                }
+                out
             })
             .collect();
         Ok(Blame {
             path: path.clone(),
             lines: blamed,
-            turns,
         })
     }
 
@@ -178,8 +208,21 @@ mod tests {
         RelPath::new(s).unwrap()
     }
 
-    fn origins(b: &Blame) -> Vec<(String, LineOrigin)> {
-        b.lines.iter().map(|l| (l.text.clone(), l.origin)).collect()
+    /// Each line's text and origin, its turn folded in.
+    fn origins(b: &Blame) -> Vec<(String, Origin)> {
+        b.lines
+            .iter()
+            .map(|l| (l.text.clone(), origin(l)))
+            .collect()
+    }
+
+    fn origin(l: &BlameLine) -> Origin {
+        match (l.origin, l.turn) {
+            (LineOrigin::Turn, Some(t)) => Origin::Turn(t),
+            (LineOrigin::Baseline, None) => Origin::Baseline,
+            (LineOrigin::BetweenTurns, None) => Origin::BetweenTurns,
+            other => panic!("line {} has origin {other:?}", l.line),
+        }
     }
 
     fn turn(
@@ -203,7 +246,7 @@ mod tests {
 
     #[test]
     fn lines_follow_the_file_across_turns_and_user_edits() {
-        use LineOrigin::*;
+        use Origin::*;
         let (_tmp, root, mut p) = reconciled(&[("f.txt", "a\nb\nc\n")]);
         let t1 = turn(&mut p, &root, "one", |r| {
             fs::write(r.join("f.txt"), "a\nB\nc\n").unwrap()
@@ -215,7 +258,7 @@ mod tests {
             fs::write(r.join("f.txt"), "user\na\nB\nc\nd\n").unwrap()
         });
         let b = p.blame(&rp("f.txt")).unwrap();
-        let want: Vec<(String, LineOrigin)> = [
+        let want: Vec<(String, Origin)> = [
             ("user", BetweenTurns),
             ("a", Baseline),
             ("B", Turn(t1)),
@@ -226,9 +269,12 @@ mod tests {
         .map(|(s, o)| (s.to_string(), *o))
         .collect();
         assert_eq!(origins(&b), want);
-        let ids: Vec<i64> = b.turns.iter().map(|t| t.id).collect();
-        assert_eq!(ids, [t1, t2]);
-        assert_eq!(b.turns[0].meta.label.as_deref(), Some("one"));
+        // Who ran the turn, on its lines; line numbers from 1.
+        let l = &b.lines[2];
+        assert_eq!((l.line, l.label.as_deref()), (3, Some("one")));
+        assert_eq!(l.agent.as_deref(), Some("claude-code"));
+        assert!(l.time_ns.is_some());
+        assert_eq!(b.lines[4].label.as_deref(), Some("two"));
     }
 
     #[test]
@@ -245,8 +291,8 @@ mod tests {
         assert_eq!(
             origins(&b),
             [
-                ("a".to_string(), LineOrigin::Baseline),
-                ("b".to_string(), LineOrigin::Turn(t1))
+                ("a".to_string(), Origin::Baseline),
+                ("b".to_string(), Origin::Turn(t1))
             ]
         );
         // Even when a later turn writes the same line again.
@@ -254,7 +300,7 @@ mod tests {
             fs::write(r.join("f.txt"), "a\nb\nc\n").unwrap()
         });
         let b = p.blame(&rp("f.txt")).unwrap();
-        assert_eq!(b.lines[2].origin, LineOrigin::Turn(t3));
+        assert_eq!(origin(&b.lines[2]), Origin::Turn(t3));
     }
 
     #[test]
@@ -264,8 +310,8 @@ mod tests {
         fs::write(root.join("f.txt"), "a\nmore\n").unwrap();
         p.reconcile().unwrap();
         let b = p.blame(&rp("f.txt")).unwrap();
-        assert_eq!(b.lines[1].origin, LineOrigin::Turn(t));
-        assert_eq!(b.lines[0].origin, LineOrigin::Baseline);
+        assert_eq!(origin(&b.lines[1]), Origin::Turn(t));
+        assert_eq!(origin(&b.lines[0]), Origin::Baseline);
     }
 
     #[test]
@@ -275,8 +321,8 @@ mod tests {
         assert_eq!(
             origins(&b),
             [
-                ("a".to_string(), LineOrigin::Baseline),
-                ("b".to_string(), LineOrigin::Baseline)
+                ("a".to_string(), Origin::Baseline),
+                ("b".to_string(), Origin::Baseline)
             ]
         );
         assert!(p.blame(&rp("empty")).unwrap().lines.is_empty());
@@ -289,7 +335,7 @@ mod tests {
             fs::write(r.join("new.txt"), "1\n2\n").unwrap()
         });
         let b = p.blame(&rp("new.txt")).unwrap();
-        assert!(b.lines.iter().all(|l| l.origin == LineOrigin::Turn(t)));
+        assert!(b.lines.iter().all(|l| origin(l) == Origin::Turn(t)));
         assert_eq!(b.lines.len(), 2);
     }
 

@@ -70,8 +70,10 @@ fn from_row(row: &Row) -> rusqlite::Result<Option<(RelPath, CacheRow)>> {
     };
     let racy: bool = row.get(9)?;
     // A row that does not decode is treated as absent: it is re-captured.
-    let (Ok(path), Some(state)) = (RelPath::new(path), State::decode(kind, mode, data, size))
-    else {
+    let (Ok(path), Some(state)) = (
+        RelPath::new(path),
+        crate::state::decode(kind, mode, data, size),
+    ) else {
         return Ok(None);
     };
     let stat = Stat {
@@ -182,7 +184,7 @@ pub(crate) fn put(
     stat: &Stat,
     scan_start_ns: i64,
 ) -> Result<()> {
-    let (kind, _, data, _) = state.encode();
+    let (kind, _, data, _) = crate::state::encode(state);
     let racy = stat.mtime_ns >= scan_start_ns - RACY_MARGIN_NS;
     conn.prepare_cached(&format!(
         "INSERT OR REPLACE INTO files ({COLS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"

@@ -14,8 +14,8 @@ pub enum Error {
     },
     #[error("database: {0}")]
     Db(#[from] rusqlite::Error),
-    #[error("unsafe path {path:?}: {reason}")]
-    UnsafePath { path: String, reason: &'static str },
+    #[error(transparent)]
+    UnsafePath(#[from] ckpt_types::UnsafePath),
     #[error("blob {hash} is corrupt: {reason}")]
     CorruptBlob { hash: String, reason: String },
     #[error("blob {0} is missing from the store")]
@@ -55,6 +55,13 @@ pub enum Error {
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// A ledger value misspelled by the caller.
+impl From<ckpt_types::ledger::Unknown> for Error {
+    fn from(e: ckpt_types::ledger::Unknown) -> Self {
+        Error::BadInput(e.0)
+    }
+}
+
 /// Who has to act on an [`Error`]: the caller, whoever repairs the store,
 /// whoever fixes the filesystem, or whoever fixes ckpt.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -76,7 +83,7 @@ impl Error {
     pub fn kind(&self) -> ErrorKind {
         match self {
             Error::BadInput(_)
-            | Error::UnsafePath { .. }
+            | Error::UnsafePath(_)
             | Error::UnknownTurn(_)
             | Error::TurnRewound(_)
             | Error::NoOpenTurn

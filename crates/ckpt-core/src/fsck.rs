@@ -332,7 +332,7 @@ impl Checker<'_> {
             self.report.checked.cache_rows += 1;
             let path: Vec<u8> = r.get(0)?;
             let subject = format!("cache {}", lossy(&path));
-            let state = State::from_row(r, 1)?;
+            let state = crate::state::from_row(r, 1)?;
             let missing: bool = r.get(5)?;
             self.row_path(&subject, &path);
             self.named_state(&subject, "cached state", state.as_ref(), missing);

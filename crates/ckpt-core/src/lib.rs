@@ -43,22 +43,24 @@ mod state;
 mod store;
 mod turns;
 
+pub use ckpt_types::names;
+pub use ckpt_types::names::{is_excluded_by_default, CACHE_TAG, IGNORE_FILE};
 pub use error::{Error, ErrorKind, Result};
 pub use export::utc_fields;
 pub use export::{
-    check_out_dir, export_files, fingerprint, fingerprint_lines, frozen_files, manifest_state,
-    write_new_files, Entry, EntryKind, ExportFiles, ExportManifest, ExportRange, FingerprintLine,
-    ManifestPath, ManifestState, RangePath, SkippedPath, MANIFEST_FILE, PATCH_FILE, REPORT_FILE,
-    ZIP_FILE,
+    check_out_dir, entry_of, export_files, fingerprint, fingerprint_lines, frozen_files,
+    manifest_state, state_holds, write_new_files, ExportFiles, ExportManifest, ExportRange,
+    FingerprintLine, ManifestPath, ManifestState, RangePath, SkippedPath, MANIFEST_FILE,
+    PATCH_FILE, REPORT_FILE, ZIP_FILE,
 };
 pub use fsck::{fsck, Finding, FindingKind, FsckCounts, FsckOptions, FsckReport};
 pub use ledger::{
-    Anchor, AnchorState, Bucket, EntryBody, ImportReport, LedgerEntry, LedgerFilter, LedgerRecord,
-    LedgerStatus, NewLedgerEntry, Severity, Span, StatusEvent,
+    AnchorState, Bucket, EntryBody, ImportReport, LedgerAnchor, LedgerEntry, LedgerEvent,
+    LedgerFilter, LedgerRecord, LedgerStatus, LineSpan, NewLedgerEntry, Severity,
 };
 pub use model::*;
 pub use project::{Project, DB_FILE, OBJECTS_DIR};
 pub use relpath::{below_range, RelPath};
-pub use rewind::{CopyConflict, CopyOutcome, CopyPath};
-pub use scan::{captured_paths, is_cache_dir, is_excluded_by_default, CACHE_TAG, IGNORE_FILE};
-pub use state::{Hash, Kind, State};
+pub use rewind::{CopyOutcome, CopyPath};
+pub use scan::{captured_paths, is_cache_dir};
+pub use state::{Entry, EntryKind, Hash, HashOf, State};

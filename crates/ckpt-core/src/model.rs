@@ -3,52 +3,16 @@
 use serde::{Deserialize, Serialize};
 
 use crate::relpath::RelPath;
-use crate::state::State;
 
-/// Barrier cookies left at a project's root by older daemons start with
-/// this: never captured, never restored.
-pub const COOKIE_PREFIX: &str = ".ckpt-cookie-";
-
-/// Temp files ckpt writes while restoring start with this; never captured.
-pub const TEMP_PREFIX: &str = ".ckpt-tmp-";
-
-/// Temp files of the client's atomic writes ([`crate::atomic`]) start with
-/// this: never captured, and apart from [`TEMP_PREFIX`], whose leftovers a
-/// recovering rewind removes, so a write in flight is never taken away.
-pub const WRITE_TEMP_PREFIX: &str = ".ckpt-write-";
-
-/// Whether a file name is one of ckpt's own (cookie or temp file), which are
-/// never captured or restored. Cheap enough for the event path.
-pub fn is_internal_name(name: &[u8]) -> bool {
-    [COOKIE_PREFIX, TEMP_PREFIX, WRITE_TEMP_PREFIX]
-        .iter()
-        .any(|p| name.starts_with(p.as_bytes()))
-}
-
-/// Directory names never descended into, wherever they are: dependency and
-/// build output that tools regenerate. `.git` is handled separately and can
-/// never be configured back in. Build directories with a common name (Cargo's
-/// `target`) are recognized by their `CACHEDIR.TAG` instead, so a source
-/// folder that happens to be called `target` is still captured.
-pub const DEFAULT_EXCLUDES: &[&str] = &[
-    "node_modules",
-    ".venv",
-    "venv",
-    "__pycache__",
-    ".mypy_cache",
-    ".pytest_cache",
-    ".ruff_cache",
-    ".tox",
-    ".gradle",
-    ".next",
-    ".nuxt",
-    ".turbo",
-    ".parcel-cache",
-    ".cache",
-    ".hg",
-    ".svn",
-    ".jj",
-];
+pub use ckpt_types::names::{
+    is_internal_name, COOKIE_PREFIX, DEFAULT_EXCLUDES, TEMP_PREFIX, WRITE_TEMP_PREFIX,
+};
+pub use ckpt_types::{
+    Action, ChangeKind, Conflict, ContinuedTurn, CopyConflict, Counts, FileDiff, MergeOutcome,
+    MergedFile, OtherTurn, PartialRewind, RewindRecord, RewindState, ScanSummary, Skipped,
+    TurnDetail, TurnEntry, TurnInfo, TurnStatus,
+};
+pub use ckpt_types::{Blame, BlameLine, LineOrigin};
 
 /// How a project is captured. The defaults suit a source tree.
 #[derive(Clone, Debug)]
@@ -111,205 +75,7 @@ pub struct TurnMeta {
     pub conversation: Option<String>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum TurnStatus {
-    Open,
-    Closed,
-    Rewound,
-}
-
-/// How a path changed over a turn (or between two states).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum ChangeKind {
-    Added,
-    Modified,
-    Deleted,
-    /// The content on one side could not be captured.
-    Skipped,
-}
-
-impl ChangeKind {
-    pub fn between(before: &State, after: &State) -> ChangeKind {
-        match (before, after) {
-            (State::Skipped { .. }, _) | (_, State::Skipped { .. }) => ChangeKind::Skipped,
-            (State::Absent, _) => ChangeKind::Added,
-            (_, State::Absent) => ChangeKind::Deleted,
-            _ => ChangeKind::Modified,
-        }
-    }
-}
-
-/// One path a turn touched: its state when the turn first changed it, and at
-/// the end of the turn (`None` while the turn is open).
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct TurnEntry {
-    pub path: RelPath,
-    pub pre: State,
-    pub post: Option<State>,
-    /// Changed while other sessions had turns open too: any of them may
-    /// have made the change, so each of their turns records it.
-    #[serde(default)]
-    pub shared: bool,
-}
-
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Counts {
-    pub added: u64,
-    pub modified: u64,
-    pub deleted: u64,
-    pub skipped: u64,
-}
-
-/// A turn as listed by `log`.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct TurnInfo {
-    pub id: i64,
-    pub started_ns: i64,
-    pub ended_ns: Option<i64>,
-    pub meta: TurnMeta,
-    pub status: TurnStatus,
-    pub counts: Counts,
-    /// Slop-ledger entries recorded in the turn.
-    pub ledger_entries: u64,
-    /// What rewinds still applied did to the turn in part; `None` when it
-    /// is live and untouched, or rewound whole.
-    #[serde(default)]
-    pub partial: Option<PartialRewind>,
-}
-
-/// A turn rewound in part: some of its paths restored (`rewind --path`)
-/// while it stays live, or marked rewound with some of its paths left as
-/// they were (skipped, or merged changes that overlap).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PartialRewind {
-    /// The rewinds (journal ids), oldest first.
-    pub rewinds: Vec<i64>,
-    /// Paths of the turn a rewind limited by `--path` restored.
-    pub rewound: Vec<RelPath>,
-    /// Paths of the turn the rewind that marked it left as they were, with why.
-    pub left: Vec<(RelPath, String)>,
-}
-
-/// Where a journaled rewind or redo stands.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum RewindState {
-    /// Journaled, not yet finished (recovery finishes it).
-    Pending,
-    Applied,
-    /// Applying it failed and was rolled back.
-    Failed,
-    /// Undone by a redo.
-    Redone,
-}
-
-/// A rewind or redo as `rewinds` lists it.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct RewindRecord {
-    pub id: i64,
-    pub created_ns: i64,
-    /// For a redo: the rewind it undid.
-    pub redoes: Option<i64>,
-    pub state: RewindState,
-    /// The turn rewound to (for a redo: the undone rewind's).
-    pub turn: i64,
-    /// Turns undone in whole or in part (for a redo: brought back).
-    pub turns: Vec<i64>,
-    /// Paths it was limited to (`--path`); empty for a whole rewind.
-    pub scope: Vec<RelPath>,
-    /// Paths of its turns it left as they were, with why.
-    pub left: Vec<(RelPath, String)>,
-    /// Paths it changed.
-    pub changed: u64,
-}
-
-impl RewindRecord {
-    /// Whether it restored only some of its turns' paths.
-    pub fn partial(&self) -> bool {
-        !self.scope.is_empty() || !self.left.is_empty()
-    }
-}
-
-/// A turn with its entries (`show`, `turn-end`).
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct TurnDetail {
-    pub info: TurnInfo,
-    pub entries: Vec<TurnEntry>,
-}
-
-/// What a scan or a path check found.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
-pub struct ScanReport {
-    /// Entries looked at (files, dirs, links).
-    pub entries: u64,
-    /// Entries whose state changed and were re-captured.
-    pub changed: u64,
-    /// Bytes read and hashed.
-    pub bytes_hashed: u64,
-    /// Paths present but not captured, with the reason.
-    pub skipped: Vec<(RelPath, String)>,
-    /// Directories (and entries) the walk could not read, with the error:
-    /// nothing below them is seen, so they are no store row.
-    #[serde(default)]
-    pub unreadable: Vec<(RelPath, String)>,
-}
-
-/// What a rewind (or redo) does to one path.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Action {
-    pub path: RelPath,
-    /// The path's state now (captured, so the rewind can be redone).
-    pub current: State,
-    /// The state it is given.
-    pub target: State,
-}
-
-/// A path edited after the agent's last turn touched it.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Conflict {
-    pub path: RelPath,
-    /// What the last turn left there.
-    pub expected: State,
-    /// What is there now.
-    pub current: State,
-    /// Another session's turn that changed the path during or after the
-    /// rewound turns.
-    #[serde(default)]
-    pub other: Option<OtherTurn>,
-    /// Under `--merge`: why it could not be merged (a binary file, …).
-    #[serde(default)]
-    pub not_mergeable: Option<String>,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct OtherTurn {
-    pub turn: i64,
-    pub session: Option<String>,
-}
-
 pub use ckpt_types::{MergeMode, RewindFlags};
-
-/// A file `rewind --merge` merged (or could not).
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Merged {
-    pub path: RelPath,
-    pub outcome: MergeOutcome,
-    /// The merged text, in a dry run.
-    pub content: Option<String>,
-    /// In a dry run: the unified hunks the merge would make of the file
-    /// as it is now.
-    #[serde(default)]
-    pub hunks: Option<String>,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum MergeOutcome {
-    /// Every hunk merged: the rewound turns' change undone, the later edit kept.
-    Clean,
-    /// Written with conflict markers where the changes overlap.
-    Markers,
-    /// The changes overlap: left as it is.
-    Overlapping,
-}
 
 /// A rewind or redo, planned or done.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -322,29 +88,19 @@ pub struct RewindPlan {
     pub conflicts: Vec<Conflict>,
     /// Paths left as they are (their target or current content was not
     /// captured, or the tree's shape does not allow it), with the reason.
-    pub skipped: Vec<(RelPath, String)>,
+    pub skipped: Vec<Skipped>,
     /// Why the plan cannot be applied, even with force: a redo that could
     /// not put the tree back exactly.
     #[serde(default)]
-    pub blocked: Vec<(RelPath, String)>,
+    pub blocked: Vec<Skipped>,
     /// Files `--merge` merged instead of reporting a conflict.
     #[serde(default)]
-    pub merged: Vec<Merged>,
+    pub merged: Vec<MergedFile>,
     /// Open turns the rewind or redo ends, each continued by a new turn of
     /// its session (opened once applied), so what the agent does next in
     /// the same prompt is still recorded.
     #[serde(default)]
-    pub continued: Vec<Continued>,
-}
-
-/// An open turn a rewind or redo ended, and the turn that continues it:
-/// same agent, session, label and transcript.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Continued {
-    pub ended: i64,
-    pub session: Option<String>,
-    /// `None` until applied (a dry run or a refusal ends no turn).
-    pub opened: Option<i64>,
+    pub continued: Vec<ContinuedTurn>,
 }
 
 impl RewindPlan {
@@ -428,17 +184,6 @@ pub struct ProjectStatus {
     pub blobs: u64,
 }
 
-/// One path's unified diff within a turn.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct FileDiff {
-    pub path: RelPath,
-    pub kind: ChangeKind,
-    /// Unified diff text; `None` for binary or skipped content.
-    pub unified: Option<String>,
-    /// Why there is no text diff.
-    pub note: Option<String>,
-}
-
 /// How much history a project keeps. Turns beyond both limits are dropped
 /// (oldest first; the open turn never), then blobs nothing refers to.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -467,40 +212,4 @@ pub struct GcReport {
     pub turns_dropped: u64,
     pub blobs_removed: u64,
     pub bytes_freed: u64,
-}
-
-/// Where a line of a file came from (`blame`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum LineOrigin {
-    /// There before the first live turn that touched the file.
-    Baseline,
-    /// Changed while no turn was open: the user's own edit.
-    BetweenTurns,
-    /// Last introduced by this turn; [`Blame::turns`] holds who ran it.
-    Turn(i64),
-}
-
-/// One line of a file as it is now.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct BlameLine {
-    /// Without its line ending.
-    pub text: String,
-    pub origin: LineOrigin,
-}
-
-/// A turn some line is attributed to.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct BlameTurn {
-    pub id: i64,
-    pub started_ns: i64,
-    pub meta: TurnMeta,
-}
-
-/// Every line of a file with the turn that last introduced it.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Blame {
-    pub path: RelPath,
-    pub lines: Vec<BlameLine>,
-    /// The turns named by `lines`, oldest first.
-    pub turns: Vec<BlameTurn>,
 }

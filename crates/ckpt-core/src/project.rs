@@ -34,8 +34,8 @@ use crate::error::{Error, IoContext, Result};
 use crate::gc;
 use crate::history;
 use crate::ledger::{
-    ImportReport, Ledger, LedgerEntry, LedgerFilter, LedgerRecord, LedgerStatus, NewLedgerEntry,
-    Span,
+    ImportReport, Ledger, LedgerEntry, LedgerFilter, LedgerRecord, LedgerStatus, LineSpan,
+    NewLedgerEntry,
 };
 use crate::model::*;
 use crate::relpath::RelPath;
@@ -163,7 +163,7 @@ impl Project {
 
     /// Every path present whose content is not captured (the `skipped`
     /// of [`Project::status`]), with the reason, in path order.
-    pub fn not_captured(&self) -> Result<Vec<(RelPath, String)>> {
+    pub fn not_captured(&self) -> Result<Vec<Skipped>> {
         let mut stmt = self.conn.prepare(
             "SELECT path, kind, mode, data, size FROM files WHERE kind = 4 ORDER BY path",
         )?;
@@ -171,12 +171,12 @@ impl Project {
         let mut out = Vec::new();
         while let Some(r) = rows.next()? {
             let path: Vec<u8> = r.get(0)?;
-            let reason = match crate::state::State::from_row(r, 1)? {
+            let reason = match crate::state::from_row(r, 1)? {
                 Some(crate::state::State::Skipped { reason }) => reason,
                 _ => "not captured".to_string(),
             };
             if let Ok(path) = RelPath::new(path) {
-                out.push((path, reason));
+                out.push(Skipped::new(path, reason));
             }
         }
         Ok(out)
@@ -211,7 +211,8 @@ impl Project {
     /// all baseline. Anything but a captured text file is an
     /// [`Error::BadInput`] that says what it is.
     pub fn blame(&self, path: &RelPath) -> Result<Blame> {
-        blame::blame(&self.conn, &self.store, path)
+        let spans = self.open_ledger_spans(path)?;
+        blame::blame(&self.conn, &self.store, path, &spans)
     }
 
     /// The turn operations over this project's database.
@@ -370,7 +371,7 @@ impl Project {
     /// The open ledger entries about `path` whose lines are still there
     /// (fresh or moved), with their spans now; a whole-file entry spans
     /// every line. For `blame` to mark lines.
-    pub fn open_ledger_spans(&self, path: &RelPath) -> Result<Vec<(i64, Span)>> {
+    pub fn open_ledger_spans(&self, path: &RelPath) -> Result<Vec<(i64, LineSpan)>> {
         self.ledger().open_spans(path)
     }
 

@@ -8,41 +8,14 @@ use std::sync::{Arc, Mutex};
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
 
 use crate::confined::Stat;
-use crate::model::{is_internal_name, DEFAULT_EXCLUDES};
+use crate::model::Skipped;
 use crate::relpath::RelPath;
-
-/// The project's ignore file (gitignore syntax), read from the root only.
-pub const IGNORE_FILE: &str = ".ckptignore";
-
-/// A directory holding this file is a cache or build output
-/// (<https://bford.info/cachedir/>; Cargo tags `target/` with it): excluded.
-pub const CACHE_TAG: &str = "CACHEDIR.TAG";
+use ckpt_types::names::{is_internal_name, CACHE_TAG, DEFAULT_EXCLUDES, GIT_DIR, IGNORE_FILE};
 
 /// Whether the directory at `abs` is tagged with [`CACHE_TAG`].
 pub fn is_cache_dir(abs: &Path) -> bool {
     abs.join(CACHE_TAG).is_file()
 }
-
-/// Whether the rules every project shares exclude `path` (relative, as
-/// bytes): `.git` at any depth, and anything below a [`DEFAULT_EXCLUDES`]
-/// directory. It needs no project, so the daemon can drop events with it
-/// without taking a project's lock; a path *named* like an excluded
-/// directory, and everything else, is left to the project's own rules.
-pub fn is_excluded_by_default(path: &[u8]) -> bool {
-    let mut names = path.split(|&b| b == b'/').peekable();
-    while let Some(name) = names.next() {
-        if name == GIT.as_bytes() {
-            return true;
-        }
-        if names.peek().is_some() && DEFAULT_EXCLUDES.iter().any(|e| e.as_bytes() == name) {
-            return true;
-        }
-    }
-    false
-}
-
-/// Never captured, never read, never configurable back in.
-const GIT: &str = ".git";
 
 /// What is never captured: `.git` (file or directory), built-in dependency and
 /// build directories, ckpt's own cookies and temp files, and `.ckptignore`
@@ -63,7 +36,7 @@ impl Excludes {
             .map(|n| n.as_bytes().to_vec())
             .collect();
         names.extend(extra.iter().map(|n| n.as_bytes().to_vec()));
-        names.insert(GIT.as_bytes().to_vec());
+        names.insert(GIT_DIR.to_vec());
         let file = root.join(IGNORE_FILE);
         let ignore = file.is_file().then(|| {
             let mut b = GitignoreBuilder::new(root);
@@ -126,7 +99,7 @@ impl Excludes {
 /// and `extra` directory names, `CACHEDIR.TAG`-tagged directories,
 /// `.ckptignore` matches, ckpt's cookies and temp files), for clients that
 /// copy what ckpt would capture (`ckptctl workcopy create --base current`).
-pub fn captured_paths(root: &Path, extra: &[String]) -> (Vec<RelPath>, Vec<(RelPath, String)>) {
+pub fn captured_paths(root: &Path, extra: &[String]) -> (Vec<RelPath>, Vec<Skipped>) {
     let w = walk(root, None, &Excludes::load(root, extra));
     (
         w.entries.into_iter().map(|(p, _)| p).collect(),
@@ -139,7 +112,7 @@ pub fn captured_paths(root: &Path, extra: &[String]) -> (Vec<RelPath>, Vec<(RelP
 #[derive(Default)]
 pub(crate) struct Walk {
     pub entries: Vec<(RelPath, Stat)>,
-    pub unreadable: Vec<(RelPath, String)>,
+    pub unreadable: Vec<Skipped>,
 }
 
 /// Walks the tree below `start` (the root when `None`) and collects it; see
@@ -190,7 +163,7 @@ pub(crate) struct SortedWalk {
     excludes: Excludes,
     stack: Vec<Vec<Item>>,
     /// Directories (and entries) that could not be read, so far.
-    pub unreadable: Vec<(RelPath, String)>,
+    pub unreadable: Vec<Skipped>,
 }
 
 impl SortedWalk {
@@ -215,7 +188,8 @@ impl SortedWalk {
             Ok(l) => l,
             Err(err) => {
                 if let Some(rel) = dir {
-                    self.unreadable.push((rel.clone(), err.to_string()));
+                    self.unreadable
+                        .push(Skipped::new(rel.clone(), err.to_string()));
                 }
                 return;
             }
@@ -226,7 +200,8 @@ impl SortedWalk {
                 Ok(e) => e,
                 Err(err) => {
                     if let Some(rel) = dir {
-                        self.unreadable.push((rel.clone(), err.to_string()));
+                        self.unreadable
+                            .push(Skipped::new(rel.clone(), err.to_string()));
                     }
                     continue;
                 }
@@ -241,7 +216,7 @@ impl SortedWalk {
             let md = match entry.metadata() {
                 Ok(md) => md,
                 Err(err) => {
-                    self.unreadable.push((rel, err.to_string()));
+                    self.unreadable.push(Skipped::new(rel, err.to_string()));
                     continue;
                 }
             };
@@ -352,27 +327,5 @@ mod tests {
             excludes.is_excluded(&RelPath::new("t/x").unwrap(), false),
             "tagged dir noted"
         );
-    }
-
-    #[test]
-    fn default_rules_exclude_git_anywhere_and_what_is_below_excluded_dirs() {
-        for excluded in [
-            ".git",
-            ".git/HEAD",
-            "sub/.git",
-            "node_modules/x.js",
-            "a/.venv/b",
-        ] {
-            assert!(is_excluded_by_default(excluded.as_bytes()), "{excluded}");
-        }
-        for kept in [
-            "src/a.rs",
-            "node_modules",
-            "a/.venv",
-            ".gitignore",
-            "node_modules2/x",
-        ] {
-            assert!(!is_excluded_by_default(kept.as_bytes()), "{kept}");
-        }
     }
 }

@@ -1,14 +1,19 @@
-//! What a path is at one moment: the unit that pre-images, post-images and
-//! rewind targets are made of.
+//! Computing a [`Hash`] and keeping a [`State`] in the database: the parts
+//! of the path-state value (defined in `ckpt_types`) that need the core's
+//! hashing and SQL.
 
-use serde::{Deserialize, Serialize};
+pub use ckpt_types::{Entry, EntryKind, Hash, State};
 
-/// SHA-256 of a file's raw bytes; names a blob in the store.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-pub struct Hash(pub [u8; 32]);
+/// SHA-256 as the store names blobs. A trait because `Hash` is defined in
+/// `ckpt_types`, which links no hashing code; bring it into scope to call
+/// `Hash::of`.
+pub trait HashOf {
+    fn of(data: &[u8]) -> Hash;
+    fn of_many(datas: &[&[u8]]) -> Vec<Hash>;
+}
 
-impl Hash {
-    pub fn of(data: &[u8]) -> Hash {
+impl HashOf for Hash {
+    fn of(data: &[u8]) -> Hash {
         // ring: ~1.7x the sha2 crate's speed on CPUs without SHA extensions,
         // and hashing is half of a baseline's CPU time.
         let digest = ring::digest::digest(&ring::digest::SHA256, data);
@@ -28,7 +33,7 @@ impl Hash {
     /// each with the next longest ones, as long as the lanes are on
     /// average a third full (where lanes and one by one break even); a
     /// content much longer than the rest is hashed alone.
-    pub fn of_many(datas: &[&[u8]]) -> Vec<Hash> {
+    fn of_many(datas: &[&[u8]]) -> Vec<Hash> {
         let lanes = tape_sha256::lane_width();
         let mut out = vec![Hash([0; 32]); datas.len()];
         let mut order: Vec<usize> = (0..datas.len()).collect();
@@ -54,123 +59,46 @@ impl Hash {
         }
         out
     }
+}
 
-    pub fn to_hex(&self) -> String {
-        // Not a `format!` per byte: that cost 5 µs per hash.
-        hex::encode(self.0)
-    }
-
-    pub fn from_slice(bytes: &[u8]) -> Option<Hash> {
-        Some(Hash(bytes.try_into().ok()?))
+/// Database encoding: (kind code, mode, data). `data` is the blob hash for
+/// files, the link target for symlinks and the reason for skipped paths.
+pub(crate) fn encode(s: &State) -> (i64, i64, Option<Vec<u8>>, i64) {
+    match s {
+        State::Absent => (0, 0, None, 0),
+        State::File { hash, size, mode } => (1, *mode as i64, Some(hash.0.to_vec()), *size as i64),
+        State::Dir { mode } => (2, *mode as i64, None, 0),
+        State::Symlink { target } => (3, 0, Some(target.clone()), 0),
+        State::Skipped { reason } => (4, 0, Some(reason.clone().into_bytes()), 0),
     }
 }
 
-impl std::fmt::Debug for Hash {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}", &self.to_hex()[..12])
-    }
+/// Reads the four columns (kind, mode, data, size) starting at `at`;
+/// `Ok(None)` when they do not decode (a tampered or damaged row).
+pub(crate) fn from_row(row: &rusqlite::Row, at: usize) -> rusqlite::Result<Option<State>> {
+    Ok(decode(
+        row.get(at)?,
+        row.get(at + 1)?,
+        row.get(at + 2)?,
+        row.get(at + 3)?,
+    ))
 }
 
-impl std::fmt::Display for Hash {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.to_hex())
-    }
-}
-
-/// The content-relevant state of one path.
-#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
-pub enum State {
-    /// Nothing exists at the path.
-    Absent,
-    /// A regular file whose bytes are the blob `hash`; `mode` holds the
-    /// permission bits (`0o7777` mask).
-    File { hash: Hash, size: u64, mode: u32 },
-    /// A directory.
-    Dir { mode: u32 },
-    /// A symbolic link with this (raw, never followed) target.
-    Symlink { target: Vec<u8> },
-    /// Something exists but its content was not captured (too large,
-    /// unreadable, a socket…); it cannot be restored.
-    Skipped { reason: String },
-}
-
-/// Short kind names used in reports and the database.
-#[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, Deserialize)]
-pub enum Kind {
-    Absent,
-    File,
-    Dir,
-    Symlink,
-    Skipped,
-}
-
-impl State {
-    pub fn kind(&self) -> Kind {
-        match self {
-            State::Absent => Kind::Absent,
-            State::File { .. } => Kind::File,
-            State::Dir { .. } => Kind::Dir,
-            State::Symlink { .. } => Kind::Symlink,
-            State::Skipped { .. } => Kind::Skipped,
-        }
-    }
-
-    pub fn is_absent(&self) -> bool {
-        matches!(self, State::Absent)
-    }
-
-    pub fn is_dir(&self) -> bool {
-        matches!(self, State::Dir { .. })
-    }
-
-    pub fn hash(&self) -> Option<Hash> {
-        match self {
-            State::File { hash, .. } => Some(*hash),
-            _ => None,
-        }
-    }
-
-    /// Database encoding: (kind code, mode, data). `data` is the blob hash for
-    /// files, the link target for symlinks and the reason for skipped paths.
-    pub(crate) fn encode(&self) -> (i64, i64, Option<Vec<u8>>, i64) {
-        match self {
-            State::Absent => (0, 0, None, 0),
-            State::File { hash, size, mode } => {
-                (1, *mode as i64, Some(hash.0.to_vec()), *size as i64)
-            }
-            State::Dir { mode } => (2, *mode as i64, None, 0),
-            State::Symlink { target } => (3, 0, Some(target.clone()), 0),
-            State::Skipped { reason } => (4, 0, Some(reason.clone().into_bytes()), 0),
-        }
-    }
-
-    /// Reads the four columns (kind, mode, data, size) starting at `at`;
-    /// `Ok(None)` when they do not decode (a tampered or damaged row).
-    pub(crate) fn from_row(row: &rusqlite::Row, at: usize) -> rusqlite::Result<Option<State>> {
-        Ok(State::decode(
-            row.get(at)?,
-            row.get(at + 1)?,
-            row.get(at + 2)?,
-            row.get(at + 3)?,
-        ))
-    }
-
-    pub(crate) fn decode(kind: i64, mode: i64, data: Option<Vec<u8>>, size: i64) -> Option<State> {
-        Some(match kind {
-            0 => State::Absent,
-            1 => State::File {
-                hash: Hash::from_slice(data.as_deref()?)?,
-                size: size as u64,
-                mode: mode as u32,
-            },
-            2 => State::Dir { mode: mode as u32 },
-            3 => State::Symlink { target: data? },
-            4 => State::Skipped {
-                reason: String::from_utf8_lossy(data.as_deref()?).into_owned(),
-            },
-            _ => return None,
-        })
-    }
+pub(crate) fn decode(kind: i64, mode: i64, data: Option<Vec<u8>>, size: i64) -> Option<State> {
+    Some(match kind {
+        0 => State::Absent,
+        1 => State::File {
+            hash: Hash::from_slice(data.as_deref()?)?,
+            size: size as u64,
+            mode: mode as u32,
+        },
+        2 => State::Dir { mode: mode as u32 },
+        3 => State::Symlink { target: data? },
+        4 => State::Skipped {
+            reason: String::from_utf8_lossy(data.as_deref()?).into_owned(),
+        },
+        _ => return None,
+    })
 }
 
 #[cfg(test)]
@@ -229,10 +157,10 @@ mod tests {
                 reason: "too big".into(),
             },
         ] {
-            let (k, m, d, z) = s.encode();
-            assert_eq!(State::decode(k, m, d, z), Some(s));
+            let (k, m, d, z) = encode(&s);
+            assert_eq!(decode(k, m, d, z), Some(s));
         }
-        assert_eq!(State::decode(9, 0, None, 0), None);
-        assert_eq!(State::decode(1, 0, Some(vec![1, 2]), 0), None, "short hash");
+        assert_eq!(decode(9, 0, None, 0), None);
+        assert_eq!(decode(1, 0, Some(vec![1, 2]), 0), None, "short hash");
     }
 }

@@ -7,12 +7,13 @@ use crate::cache;
 use crate::error::{Error, Result};
 use crate::history;
 use crate::model::{
-    ChangeKind, Continued, Counts, PartialRewind, TurnDetail, TurnEntry, TurnInfo, TurnMeta,
+    ChangeKind, ContinuedTurn, Counts, PartialRewind, TurnDetail, TurnEntry, TurnInfo, TurnMeta,
     TurnStatus,
 };
 use crate::relpath::RelPath;
 use crate::state::State;
 use ckpt_types::now_ns;
+use ckpt_types::turn::conversation_of;
 
 // Capture asks for the open turn and records pre-images through these.
 pub(crate) use history::{open_turn, record_pre};
@@ -43,7 +44,7 @@ fn counts(entries: &[TurnEntry], current: impl Fn(&RelPath) -> Result<State>) ->
 /// conversation: an agent that asked for the rewind in the middle of its
 /// prompt goes on recording, and its turn-end closes the new turn. Call in
 /// the transaction that journals the rewind.
-pub(crate) fn continue_turns(tx: &Connection, continued: &mut [Continued]) -> Result<()> {
+pub(crate) fn continue_turns(tx: &Connection, continued: &mut [ContinuedTurn]) -> Result<()> {
     for c in continued {
         let meta = history::turn(tx, c.ended)?
             .ok_or(Error::UnknownTurn(c.ended))?
@@ -208,10 +209,14 @@ impl Turns<'_> {
                 id: turn,
                 started_ns: row.started_ns,
                 ended_ns: row.ended_ns,
-                meta: row.meta,
+                label: row.meta.label,
+                agent: row.meta.agent,
+                session: row.meta.session,
+                transcript: row.meta.transcript,
                 status: row.status,
                 counts,
                 ledger_entries: crate::ledger::count_for_turn(self.conn, turn)?,
+                conversation: row.meta.conversation.as_deref().map(conversation_of),
                 partial,
             },
             entries,
@@ -246,7 +251,7 @@ fn partly_rewound(
         let mine = r
             .left
             .iter()
-            .filter(|(p, _)| entries.iter().any(|e| &e.path == p))
+            .filter(|s| entries.iter().any(|e| e.path == s.path))
             .cloned();
         out.left.extend(mine);
         if (out.rewound.len(), out.left.len()) != before {

@@ -75,7 +75,7 @@ fn rewinding_a_new_directory_with_excluded_content_inside() {
     // or it stays for its excluded content and the rewind says so.
     if fx.abs("app").exists() {
         assert!(
-            plan.skipped.iter().any(|(p, _)| p == &rp("app")),
+            plan.skipped.iter().any(|s| s.path == rp("app")),
             "app/ left behind silently: {plan:#?}"
         );
     } else {
@@ -133,7 +133,7 @@ fn rewinding_a_new_directory_with_a_nested_git_repository() {
     assert!(
         plan.skipped
             .iter()
-            .any(|(p, _)| p.starts_with(&rp("vendor"))),
+            .any(|s| s.path.starts_with(&rp("vendor"))),
         "the kept directory is reported: {plan:#?}"
     );
 }

@@ -5,6 +5,7 @@
 
 mod common;
 
+use ckpt_core::HashOf;
 use std::path::{Path, PathBuf};
 
 use ckpt_core::{fsck, FindingKind, FsckOptions, FsckReport, Hash};

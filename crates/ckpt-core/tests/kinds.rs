@@ -4,7 +4,7 @@
 
 mod common;
 
-use ckpt_core::{Continued, Options, State};
+use ckpt_core::{ContinuedTurn, Options, State};
 use common::*;
 
 const NON_UTF8: &[u8] = b"\xff\xfe";
@@ -153,14 +153,14 @@ fn files_over_the_size_cap_are_skipped_with_a_reason_and_never_clobbered() {
     fx.write("small.txt", "small\n");
     let mut p = fx.open();
     let report = p.reconcile().expect("baseline");
-    let skipped: Vec<String> = report.skipped.iter().map(|(p, _)| p.display()).collect();
+    let skipped: Vec<String> = report.skipped.iter().map(|s| s.path.display()).collect();
     assert!(
         skipped.contains(&"big.bin".to_string())
             && skipped.contains(&"big-deleted.bin".to_string()),
         "baseline reports the files over the cap: {:?}",
         report.skipped
     );
-    assert!(report.skipped.iter().all(|(_, why)| !why.is_empty()));
+    assert!(report.skipped.iter().all(|s| !s.reason.is_empty()));
     assert!(p.status().expect("status").skipped >= 2);
 
     let before = fx.tree();
@@ -187,14 +187,14 @@ fn files_over_the_size_cap_are_skipped_with_a_reason_and_never_clobbered() {
     assert!(detail.info.counts.skipped >= 1, "{:?}", detail.info.counts);
 
     let plan = rewind(&mut p, t);
-    let skipped: Vec<String> = plan.skipped.iter().map(|(p, _)| p.display()).collect();
+    let skipped: Vec<String> = plan.skipped.iter().map(|s| s.path.display()).collect();
     assert!(
         skipped.contains(&"big.bin".to_string())
             && skipped.contains(&"big-deleted.bin".to_string()),
         "the rewind reports what it cannot restore: {:?}",
         plan.skipped
     );
-    assert!(plan.skipped.iter().all(|(_, why)| !why.is_empty()));
+    assert!(plan.skipped.iter().all(|s| !s.reason.is_empty()));
     assert_eq!(fx.read("big.bin"), agent_big, "big.bin was clobbered");
     assert!(
         !fx.abs("big-deleted.bin").exists(),
@@ -241,7 +241,7 @@ fn a_fifo_is_skipped_with_a_reason_and_never_blocks_capture() {
     }
     let plan = rewind(&mut p, t);
     assert!(!fx.abs("plain.txt").exists(), "the rest is rewound");
-    let skipped: Vec<String> = plan.skipped.iter().map(|(p, _)| p.display()).collect();
+    let skipped: Vec<String> = plan.skipped.iter().map(|s| s.path.display()).collect();
     for name in ["pipe", "new-pipe"] {
         assert!(
             skipped.contains(&name.to_string()),
@@ -277,7 +277,7 @@ fn rewinding_an_open_turn_undoes_it_and_continues_it_in_a_new_turn() {
     assert_eq!(plan.actions.len(), 2, "{plan:#?}");
     assert_tree(&before, &fx.tree(), "rewind of an open turn");
     let next = p.open_turn().unwrap().expect("a turn continues it");
-    let continued = |ended, opened| Continued {
+    let continued = |ended, opened| ContinuedTurn {
         ended,
         session: None,
         opened: Some(opened),

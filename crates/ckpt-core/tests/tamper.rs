@@ -4,6 +4,7 @@
 
 mod common;
 
+use ckpt_core::HashOf;
 use ckpt_core::{Error, Hash, Project, RewindOptions, RewindOutcome, State};
 use common::*;
 use rusqlite::{params, Connection};

@@ -394,7 +394,7 @@ fn reopening_the_store_keeps_turns_and_rewinds_still_work() {
     let log = p.log(10).expect("log");
     assert_eq!(log.len(), 1);
     assert_eq!(log[0].id, t);
-    assert_eq!(log[0].meta.label.as_deref(), Some("one"));
+    assert_eq!(log[0].label.as_deref(), Some("one"));
     assert!(p.open_turn().expect("open_turn").is_none());
     rewind(&mut p, t);
     assert_tree(&before, &fx.tree(), "rewind after reopen");
@@ -529,16 +529,15 @@ fn a_turns_conversation_position_is_kept_as_given() {
     end(&mut p);
     let plain = start(&mut p, "no position");
     end(&mut p);
-    assert_eq!(
-        p.show(t).unwrap().info.meta.conversation.as_deref(),
-        Some(position)
-    );
-    assert_eq!(p.show(plain).unwrap().info.meta.conversation, None);
+    // Kept as the adapter's text, shown as the JSON it holds.
+    let shown = Some(ckpt_types::turn::conversation_of(position));
+    assert_eq!(p.show(t).unwrap().info.conversation, shown);
+    assert_eq!(p.show(plain).unwrap().info.conversation, None);
     rewind(&mut p, t);
     let log = p.log(10).unwrap();
     let info = log.iter().find(|i| i.id == t).unwrap();
     assert_eq!(info.status, TurnStatus::Rewound);
-    assert_eq!(info.meta.conversation.as_deref(), Some(position));
+    assert_eq!(info.conversation, shown);
 }
 
 /// Barrier, then open a turn of `session`.

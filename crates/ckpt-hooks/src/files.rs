@@ -22,7 +22,7 @@ pub fn read(path: &Path) -> anyhow::Result<Option<String>> {
 /// Where a backup of `path` goes.
 pub fn backup_path(path: &Path) -> PathBuf {
     let mut name = path.file_name().unwrap_or_default().to_os_string();
-    name.push(".ckpt-backup");
+    name.push(ckpt_core::names::BACKUP_SUFFIX);
     path.with_file_name(name)
 }
 

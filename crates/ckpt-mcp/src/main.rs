@@ -21,7 +21,9 @@ use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::Context;
-use ckpt_proto::{LedgerFilter, LineSpan, Outcome, RewindFlags, WirePath};
+use ckpt_proto::{
+    Bucket, LedgerFilter, LedgerStatus, LineSpan, Outcome, RewindFlags, Severity, WirePath,
+};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{CallToolResult, ContentBlock, Implementation, ServerCapabilities, ServerConfig};
@@ -302,8 +304,8 @@ impl Ckpt {
             let entry = ledger::NewEntry {
                 path: one_path(ctx, &a.path)?,
                 span,
-                bucket: a.bucket,
-                severity: a.severity,
+                bucket: Bucket::parse(&a.bucket)?,
+                severity: Severity::parse(&a.severity)?,
                 confidence: a.confidence,
                 owner: a.owner,
                 note: a.note,
@@ -322,13 +324,13 @@ impl Ckpt {
     async fn ledger_query(&self, Parameters(a): Parameters<LedgerQuery>) -> CallToolResult {
         self.call(move |ctx| {
             let status = match a.status.as_deref() {
-                None => Some("open".to_string()),
+                None => Some(LedgerStatus::Open),
                 Some("any") => None,
-                Some(s) => Some(s.to_string()),
+                Some(s) => Some(LedgerStatus::parse(s)?),
             };
             let filter = LedgerFilter {
                 path: a.path.as_deref().map(|p| one_path(ctx, p)).transpose()?,
-                bucket: a.bucket,
+                bucket: a.bucket.as_deref().map(Bucket::parse).transpose()?,
                 status,
                 ..LedgerFilter::default()
             };

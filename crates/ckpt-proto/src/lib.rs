@@ -22,15 +22,19 @@
 
 mod envelope;
 mod frame;
-pub mod mode;
 pub mod ops;
 pub mod paths;
 mod request;
 mod response;
-mod values;
-mod wirepath;
 
-pub use ckpt_types::{MergeMode, RewindFlags};
+pub use ckpt_types::{
+    mode, Action, ActionKind, AnchorState, Blame, BlameLine, Bucket, ChangeKind, Conflict,
+    ContinuedTurn, CopyConflict, Counts, Entry, EntryBody, EntryKind, FileDiff, Hash, LedgerAnchor,
+    LedgerEntry, LedgerEvent, LedgerStatus, LineOrigin, LineSpan, MergeMode, MergeOutcome,
+    MergedFile, OtherTurn, PartialRewind, RelPath, RewindFlags, RewindKind, RewindRecord,
+    RewindState, ScanSummary, Severity, Skipped, State, TurnDetail, TurnEntry, TurnInfo,
+    TurnStatus, WirePath,
+};
 pub use envelope::Reply;
 pub use frame::{
     decode_body, encode, read_frame, read_frame_or_end, write_frame, FrameError, Message,
@@ -41,8 +45,6 @@ pub use ops::{
 };
 pub use request::{Barrier, Request};
 pub use response::*;
-pub use values::*;
-pub use wirepath::WirePath;
 
 /// Bumped on every incompatible change of the request or response types.
 /// Fields added with `#[serde(default)]` do not need a bump.

@@ -10,8 +10,9 @@ use std::cell::Cell;
 use std::io::ErrorKind as IoKind;
 
 use ckpt_proto::{
-    decode_body, encode, read_frame, CopyPath, FrameError, LedgerEvent, LedgerFilter, LedgerRecord,
-    LineSpan, MergeMode, PathEntry, Request, Response, WirePath, MAX_REQUEST, READ_AHEAD,
+    decode_body, encode, read_frame, AnchorState, Bucket, CopyPath, Entry, EntryKind, FrameError,
+    LedgerEvent, LedgerFilter, LedgerRecord, LedgerStatus, LineSpan, MergeMode, Request, Response,
+    Severity, WirePath, MAX_REQUEST, READ_AHEAD,
 };
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
@@ -377,23 +378,22 @@ fn request() -> impl Strategy<Value = Request> {
     ]
 }
 
-/// Ledger values: spelled right, misspelled, or empty.
-fn ledger_word() -> impl Strategy<Value = String> {
-    prop_oneof![
-        prop::sample::select(vec![
-            "compat-shim",
-            "tool-gap",
-            "low",
-            "critical",
-            "open",
-            "wont-fix",
-            "rewound",
-            "moved",
-            "",
-        ])
-        .prop_map(str::to_string),
-        ".{0,12}",
-    ]
+/// Ledger values, each of its kind (a misspelled one does not decode:
+/// the mutated-field property covers that).
+fn bucket() -> impl Strategy<Value = Bucket> {
+    prop::sample::select(Bucket::ALL.to_vec())
+}
+
+fn severity() -> impl Strategy<Value = Severity> {
+    prop::sample::select(Severity::ALL.to_vec())
+}
+
+fn status() -> impl Strategy<Value = LedgerStatus> {
+    prop::sample::select(LedgerStatus::ALL.to_vec())
+}
+
+fn anchor() -> impl Strategy<Value = AnchorState> {
+    prop::sample::select(AnchorState::ALL.to_vec())
 }
 
 /// Confidences that survive JSON exactly, in range or not.
@@ -413,16 +413,10 @@ fn line_span() -> impl Strategy<Value = Option<LineSpan>> {
 fn ledger_record() -> impl Strategy<Value = LedgerRecord> {
     let opt = || proptest::option::of(".{0,16}");
     (
-        (
-            ledger_word(),
-            ledger_word(),
-            confidence(),
-            ".{0,12}",
-            odd_path(),
-        ),
+        (bucket(), severity(), confidence(), ".{0,12}", odd_path()),
         (line_span(), opt(), ".{0,16}", opt(), opt(), any::<i64>()),
         proptest::option::of(proptest::collection::vec(
-            (ledger_word(), opt(), opt(), any::<i64>()).prop_map(|(status, who, why, at_ns)| {
+            (status(), opt(), opt(), any::<i64>()).prop_map(|(status, who, why, at_ns)| {
                 LedgerEvent {
                     status,
                     who,
@@ -457,11 +451,10 @@ fn ledger_record() -> impl Strategy<Value = LedgerRecord> {
 
 fn ledger_request() -> impl Strategy<Value = Request> {
     let opt = || proptest::option::of(".{0,16}");
-    let word = || proptest::option::of(ledger_word());
     prop_oneof![
         (
             (odd_path(), odd_path(), line_span()),
-            (ledger_word(), ledger_word(), confidence()),
+            (bucket(), severity(), confidence()),
             (opt(), opt(), ".{0,16}")
         )
             .prop_map(
@@ -481,14 +474,22 @@ fn ledger_request() -> impl Strategy<Value = Request> {
             ),
         (
             odd_path(),
-            (word(), word(), proptest::option::of(confidence())),
+            (
+                proptest::option::of(bucket()),
+                proptest::option::of(severity()),
+                proptest::option::of(confidence())
+            ),
             (
                 proptest::option::of(odd_path()),
                 any::<Option<i64>>(),
                 opt(),
                 opt()
             ),
-            (word(), word(), any::<bool>())
+            (
+                proptest::option::of(status()),
+                proptest::option::of(anchor()),
+                any::<bool>()
+            )
         )
             .prop_map(
                 |(
@@ -515,7 +516,7 @@ fn ledger_request() -> impl Strategy<Value = Request> {
                 }
             ),
         (odd_path(), any::<i64>()).prop_map(|(dir, id)| Request::LedgerShow { dir, id }),
-        (odd_path(), any::<i64>(), ledger_word(), opt(), ".{0,16}").prop_map(
+        (odd_path(), any::<i64>(), status(), opt(), ".{0,16}").prop_map(
             |(dir, id, status, who, why)| Request::LedgerSetStatus(ckpt_proto::LedgerSetStatus {
                 dir,
                 id,
@@ -558,15 +559,11 @@ fn copy_path() -> impl Strategy<Value = CopyPath> {
     let entry = || {
         proptest::option::of(
             (
-                prop::sample::select(vec!["file", "dir", "symlink", "fifo", ""]),
+                prop::sample::select(vec![EntryKind::File, EntryKind::Dir, EntryKind::Symlink]),
                 any::<u32>(),
                 "[0-9a-f]{0,64}",
             )
-                .prop_map(|(kind, mode, sha256)| PathEntry {
-                    kind: kind.to_string(),
-                    mode,
-                    sha256,
-                }),
+                .prop_map(|(kind, mode, sha256)| Entry { kind, mode, sha256 }),
         )
     };
     (odd_path(), entry(), entry()).prop_map(|(path, base, copy)| CopyPath { path, base, copy })

@@ -42,12 +42,12 @@ impl Node {
             None => ckpt_proto::State::Absent,
             Some(Node::Dir { mode }) => ckpt_proto::State::Dir { mode: *mode },
             Some(Node::File { bytes, mode }) => ckpt_proto::State::File {
-                hash: hex::encode(Sha256::digest(bytes)),
+                hash: ckpt_proto::Hash(Sha256::digest(bytes).into()),
                 size: bytes.len() as u64,
                 mode: *mode,
             },
             Some(Node::Symlink { target }) => ckpt_proto::State::Symlink {
-                target: ckpt_proto::WirePath(target.clone()),
+                target: target.clone(),
             },
         }
     }

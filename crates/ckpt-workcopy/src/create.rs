@@ -314,7 +314,11 @@ fn copy_tree(from: &Path, to: &Path) -> anyhow::Result<Vec<(String, String)>> {
     let cap = ckpt_core::Options::default().max_file_size;
     let mut left_out = Vec::new();
     let (paths, unreadable) = ckpt_core::captured_paths(from, &[]);
-    if let Some((p, why)) = unreadable.first() {
+    if let Some(ckpt_core::Skipped {
+        path: p,
+        reason: why,
+    }) = unreadable.first()
+    {
         anyhow::bail!("cannot read {}: {why}", from.join(p.as_path()).display());
     }
     let mut dirs = Vec::new();

@@ -4,6 +4,7 @@
 //! copy holds them), `report.md` and `manifest.json`, with the work copy's
 //! state and its checks (`workcopy run`) in the report and the manifest.
 
+use ckpt_core::HashOf;
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::path::Path;
@@ -67,7 +68,7 @@ pub fn export(store: &Store, wc: &WorkCopy, out: &Path) -> anyhow::Result<Workco
         };
         for (s, e) in [(&pre, &b), (&post, &c)] {
             anyhow::ensure!(
-                ckpt_core::Entry::holds(s, e.as_ref()),
+                ckpt_core::state_holds(s, e.as_ref()),
                 "{} changed while it was exported; export again",
                 wc.copy.join(&path).display()
             );

@@ -2,6 +2,7 @@
 //! their fingerprint, whose text `ckpt_core::fingerprint_lines` writes: the
 //! definition the export uses (docs/export.md).
 
+use ckpt_core::HashOf;
 use std::collections::BTreeMap;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
@@ -68,7 +69,11 @@ pub fn of_manifest(m: &Manifest) -> String {
 /// Every path ckpt captures below `root`, with its entry.
 pub fn manifest(root: &Path) -> anyhow::Result<Manifest> {
     let (paths, unreadable) = ckpt_core::captured_paths(root, &[]);
-    if let Some((p, why)) = unreadable.first() {
+    if let Some(ckpt_core::Skipped {
+        path: p,
+        reason: why,
+    }) = unreadable.first()
+    {
         anyhow::bail!("cannot read {}: {why}", root.join(p.as_path()).display());
     }
     let mut m = Manifest::new();

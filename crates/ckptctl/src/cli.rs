@@ -151,17 +151,6 @@ pub(crate) fn turn_range(s: &str) -> Result<(i64, i64), String> {
 }
 
 /// One of a ledger value's spellings, checked by the core's own list.
-fn spelled<T: 'static>(
-    parse: fn(&str) -> ckpt_core::Result<T>,
-    as_str: fn(T) -> &'static str,
-) -> impl Fn(&str) -> Result<String, String> + Clone + Send + Sync + 'static {
-    move |s| {
-        parse(s)
-            .map(|v| as_str(v).to_string())
-            .map_err(|e| e.to_string())
-    }
-}
-
 fn confidence(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(c) if (0.0..=1.0).contains(&c) => Ok(c),
@@ -280,11 +269,11 @@ pub enum LedgerAction {
         target: String,
         /// compat-shim, unmigrated-callers, duplicate-concept, naming-drift,
         /// stale-docs-tests, suspected-dead-code or tool-gap.
-        #[arg(long, value_parser = spelled(ckpt_core::Bucket::parse, ckpt_core::Bucket::as_str))]
-        bucket: String,
+        #[arg(long, value_parser = ckpt_types::Bucket::parse)]
+        bucket: ckpt_types::Bucket,
         /// low, medium, high or critical.
-        #[arg(long, value_parser = spelled(ckpt_core::Severity::parse, ckpt_core::Severity::as_str))]
-        severity: String,
+        #[arg(long, value_parser = ckpt_types::Severity::parse)]
+        severity: ckpt_types::Severity,
         /// How sure you are, from 0 to 1.
         #[arg(long, value_parser = confidence)]
         confidence: f64,
@@ -352,11 +341,11 @@ pub enum ExportFormat {
 #[derive(Args, Debug, Clone, Default)]
 pub struct LedgerListArgs {
     /// Only this bucket (as `ledger add --bucket` takes).
-    #[arg(long, value_parser = spelled(ckpt_core::Bucket::parse, ckpt_core::Bucket::as_str))]
-    pub bucket: Option<String>,
+    #[arg(long, value_parser = ckpt_types::Bucket::parse)]
+    pub bucket: Option<ckpt_types::Bucket>,
     /// This severity or worse.
-    #[arg(long, value_name = "SEVERITY", value_parser = spelled(ckpt_core::Severity::parse, ckpt_core::Severity::as_str))]
-    pub min_severity: Option<String>,
+    #[arg(long, value_name = "SEVERITY", value_parser = ckpt_types::Severity::parse)]
+    pub min_severity: Option<ckpt_types::Severity>,
     /// This confidence or more, from 0 to 1.
     #[arg(long, value_name = "C", value_parser = confidence)]
     pub min_confidence: Option<f64>,
@@ -373,11 +362,11 @@ pub struct LedgerListArgs {
     #[arg(long)]
     pub owner: Option<String>,
     /// open, resolved, wont-fix or rewound.
-    #[arg(long, value_parser = spelled(ckpt_core::LedgerStatus::parse, ckpt_core::LedgerStatus::as_str))]
-    pub status: Option<String>,
+    #[arg(long, value_parser = ckpt_types::LedgerStatus::parse)]
+    pub status: Option<ckpt_types::LedgerStatus>,
     /// fresh, moved, changed or gone.
-    #[arg(long, value_parser = spelled(ckpt_core::AnchorState::parse, ckpt_core::AnchorState::as_str))]
-    pub anchor: Option<String>,
+    #[arg(long, value_parser = ckpt_types::AnchorState::parse)]
+    pub anchor: Option<ckpt_types::AnchorState>,
 }
 
 #[derive(Subcommand, Debug)]

@@ -1,6 +1,8 @@
 //! Printing: JSON documents, human tables, sizes, times, warnings.
 
-use ckpt_proto::{Counts, PartialRewind, State, TurnEntry, TurnInfo, TurnStatus, WirePath};
+use ckpt_proto::{
+    Counts, PartialRewind, RelPath, State, TurnEntry, TurnInfo, TurnStatus, WirePath,
+};
 use serde::Serialize;
 
 /// Prints one JSON document on stdout.
@@ -118,7 +120,7 @@ pub fn partial(p: &PartialRewind) {
         .collect::<Vec<_>>()
         .join(", ");
     if !p.rewound.is_empty() {
-        let paths: Vec<String> = p.rewound.iter().map(WirePath::quoted).collect();
+        let paths: Vec<String> = p.rewound.iter().map(RelPath::quoted).collect();
         println!(
             "partly rewound by rewind {by} (`ckptctl rewinds`): {} restored; its other paths are as the turn left them",
             paths.join(", ")
@@ -171,10 +173,12 @@ pub fn state(s: &State) -> String {
     match s {
         State::Absent => "absent".into(),
         State::File { size, hash, .. } => {
-            format!("file {} ({})", bytes(*size), &hash[..hash.len().min(12)])
+            format!("file {} ({})", bytes(*size), &hash.to_hex()[..12])
         }
         State::Dir { .. } => "directory".into(),
-        State::Symlink { target } => format!("symlink -> {target}"),
+        State::Symlink { target } => {
+            format!("symlink -> {}", String::from_utf8_lossy(target))
+        }
         State::Skipped { reason } => format!("not captured ({reason})"),
     }
 }
@@ -183,7 +187,7 @@ pub fn state(s: &State) -> String {
 /// whether it is shared with another session's turn.
 pub fn entries(list: &[TurnEntry]) {
     for e in list {
-        let letter = match e.change {
+        let letter = match e.change() {
             Some(ckpt_proto::ChangeKind::Added) => "A",
             Some(ckpt_proto::ChangeKind::Modified) => "M",
             Some(ckpt_proto::ChangeKind::Deleted) => "D",

@@ -376,7 +376,7 @@ impl Daemon {
     pub fn watch(
         self: &Arc<Self>,
         root: &Path,
-    ) -> ReqResult<(Arc<ProjectHandle>, Option<ckpt_core::ScanReport>)> {
+    ) -> ReqResult<(Arc<ProjectHandle>, Option<ckpt_core::ScanSummary>)> {
         let serial = lock(&self.watch_lock);
         if let Some(h) = self.registry.containing(root) {
             drop(serial);

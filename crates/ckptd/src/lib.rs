@@ -16,13 +16,12 @@
 //! ```
 
 // The layers, bottom first; a module uses only modules in layers below its
-// own: (test_hooks, config, convert, error, lock, mutex, pathmap, socket) < cookie <
+// own: (test_hooks, config, error, lock, mutex, pathmap, socket) < cookie <
 // backend < project < registry < router < watcher < barrier < daemon <
 // handlers < server.
 mod backend;
 mod barrier;
 mod config;
-mod convert;
 mod cookie;
 mod daemon;
 mod error;

@@ -11,7 +11,8 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use ckpt_core::{is_excluded_by_default, is_internal_name, RelPath};
+use ckpt_core::names::{is_excluded_by_default, is_internal_name};
+use ckpt_core::RelPath;
 use notify::event::{AccessKind, AccessMode, CreateKind, ModifyKind, RenameMode};
 
 use crate::backend::{self, Event, EventKind};

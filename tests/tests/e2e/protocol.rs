@@ -155,6 +155,57 @@ fn garbage_and_oversized_frames_get_errors_while_others_are_served() {
     assert!(out.status.success(), "{out:?}");
 }
 
+/// Ledger values travel as the enums they are: a raw client's misspelled
+/// one is refused at decoding, naming every accepted value, and the
+/// connection goes on.
+#[test]
+fn a_misspelled_ledger_value_is_refused_naming_every_accepted_one() {
+    let env = Env::new();
+    let _d = env.start_daemon();
+    let proj = env.dir("p");
+    std::fs::write(proj.join("a.rs"), "a\n").unwrap();
+    env.ctl_ok(&proj, &["watch"]);
+    let add = Request::LedgerAdd(ckpt_proto::LedgerAdd {
+        dir: proj.as_path().into(),
+        path: proj.join("a.rs").into(),
+        span: None,
+        bucket: ckpt_proto::Bucket::CompatShim,
+        severity: ckpt_proto::Severity::High,
+        confidence: 0.5,
+        owner: None,
+        user: None,
+        note: "n".into(),
+    });
+    let good = serde_json::to_string(&add).unwrap();
+    assert!(good.contains(r#""bucket":"compat-shim""#), "{good}");
+    let mut conn = hello(&env.socket).unwrap();
+    for (from, to, want) in [
+        (
+            r#""compat-shim""#,
+            r#""shim""#,
+            "unknown bucket 'shim' (one of: compat-shim,",
+        ),
+        (
+            r#""high""#,
+            r#""urgent""#,
+            "unknown severity 'urgent' (one of: low, medium, high, critical)",
+        ),
+    ] {
+        let bad = good.replace(from, to);
+        send_raw(&mut conn, &(bad.len() as u32).to_be_bytes());
+        send_raw(&mut conn, bad.as_bytes());
+        match recv(&mut conn) {
+            Response::Error { kind, message } => {
+                assert_eq!(kind, ErrorKind::BadFrame);
+                assert!(message.contains(want), "{message}");
+            }
+            other => panic!("expected an error, got {other:?}"),
+        }
+    }
+    write_frame(&mut conn, &add).unwrap();
+    assert!(matches!(recv(&mut conn), Response::LedgerAdded(_)));
+}
+
 #[test]
 fn version_mismatch_is_refused_clearly() {
     let env = Env::new();

@@ -12,17 +12,18 @@ use crate::cache::{self, CacheRow};
 use crate::confined::{Root, Stat, StatKind};
 use crate::db;
 use crate::error::{IoContext, Result};
-use crate::model::ScanReport;
+use crate::model::ScanSummary;
 use crate::project::Project;
 use crate::relpath::RelPath;
-use crate::scan::{self, Excludes, CACHE_TAG, IGNORE_FILE};
+use crate::scan::{self, Excludes};
+use ckpt_types::names::{CACHE_TAG, IGNORE_FILE};
 use ckpt_types::now_ns;
 
 impl Project {
     /// Re-checks these paths (and, for a new, replaced or removed directory,
     /// everything below it); captures what changed. Excluded paths are
     /// ignored.
-    pub fn check_paths(&mut self, paths: impl IntoIterator<Item = RelPath>) -> Result<ScanReport> {
+    pub fn check_paths(&mut self, paths: impl IntoIterator<Item = RelPath>) -> Result<ScanSummary> {
         let scan_start = now_ns();
         let mut work: Vec<RelPath> = paths.into_iter().collect();
         work.sort();
@@ -35,7 +36,7 @@ impl Project {
             root_fs: &self.root_fs,
             root: &self.root,
             excludes: &self.excludes,
-            report: ScanReport::default(),
+            report: ScanSummary::default(),
             seen: BTreeMap::new(),
             done: HashSet::new(),
             cached_dirs: HashSet::new(),
@@ -75,7 +76,7 @@ struct PathCheck<'a> {
     root_fs: &'a Root,
     root: &'a Path,
     excludes: &'a Excludes,
-    report: ScanReport,
+    report: ScanSummary,
     /// What differs from the cache (or may), by path.
     seen: BTreeMap<RelPath, Seen>,
     /// Paths checked already.

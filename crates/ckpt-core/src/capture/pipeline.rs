@@ -12,7 +12,7 @@ use super::prepare::{pack_small, prepare_one, read_batch, Reader};
 use super::{Captured, Seen, BATCH_BYTES};
 use crate::cache;
 use crate::error::Result;
-use crate::model::ScanReport;
+use crate::model::ScanSummary;
 use crate::par::par_map;
 use crate::project::Project;
 use crate::relpath::RelPath;
@@ -29,7 +29,7 @@ impl Project {
         mut seen: Vec<Seen>,
         gone: Vec<RelPath>,
         scan_start: i64,
-        report: &mut ScanReport,
+        report: &mut ScanSummary,
     ) -> Result<()> {
         let to = self.recipients()?;
         let conn = &mut self.conn;
@@ -122,7 +122,7 @@ fn write_batch(
     gone: Vec<RelPath>,
     to: &(Vec<i64>, bool),
     scan_start: i64,
-    report: &mut ScanReport,
+    report: &mut ScanSummary,
 ) -> Result<()> {
     let tx = conn.transaction()?;
     for path in &gone {
@@ -143,7 +143,9 @@ fn write_batch(
         match &c.new {
             Some((state, stat)) => {
                 if let State::Skipped { reason } = state {
-                    report.skipped.push((c.path.clone(), reason.clone()));
+                    report
+                        .skipped
+                        .push(crate::model::Skipped::new(c.path.clone(), reason.clone()));
                 }
                 cache::put(&tx, &c.path, state, stat, scan_start)?;
             }
@@ -173,6 +175,7 @@ fn skipped_and_rewritten(c: &Captured) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use crate::state::HashOf;
     use std::fs;
 
     use super::super::tests::{large_text, setup};

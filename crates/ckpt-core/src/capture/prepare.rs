@@ -2,6 +2,7 @@
 //! then compress what the store does not have yet (a large file as a delta
 //! from its previous version, new small files together in packs).
 
+use crate::state::HashOf;
 use std::collections::HashSet;
 use std::io;
 use std::path::Path;

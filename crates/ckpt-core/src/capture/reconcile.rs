@@ -7,7 +7,7 @@ use rusqlite::Connection;
 use super::{Seen, BATCH_BYTES, BATCH_PATHS};
 use crate::cache::{self, CacheRow};
 use crate::error::Result;
-use crate::model::ScanReport;
+use crate::model::ScanSummary;
 use crate::project::Project;
 use crate::relpath::RelPath;
 use crate::scan::{self, Excludes};
@@ -49,13 +49,13 @@ impl Project {
     /// The walk and the cache are both read in path order and merged, and
     /// what changed is captured batch by batch as the merge goes, so memory
     /// does not grow with the size of the tree.
-    pub fn reconcile(&mut self) -> Result<ScanReport> {
+    pub fn reconcile(&mut self) -> Result<ScanSummary> {
         use std::cmp::Ordering;
         let scan_start = now_ns();
         self.excludes = Excludes::load(&self.root, &self.opts.extra_excludes);
         let mut walk = scan::SortedWalk::new(&self.root, None, &self.excludes);
         let mut cached = CacheCursor::default();
-        let mut report = ScanReport::default();
+        let mut report = ScanSummary::default();
         let mut seen = Vec::new();
         let mut seen_bytes = 0;
         // Rows of paths that are excluded now: they simply leave the cache
@@ -79,7 +79,7 @@ impl Project {
                 if walk
                     .unreadable
                     .iter()
-                    .any(|(d, _)| path.starts_with(d) && &path != d)
+                    .any(|d| path.starts_with(&d.path) && path != d.path)
                 {
                     continue;
                 }

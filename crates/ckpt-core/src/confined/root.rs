@@ -34,6 +34,11 @@ pub(crate) struct Stat {
     pub nlink: u64,
 }
 
+/// What `stat` says a path is, before anything is read. Not a [`State`]
+/// kind: it has `Other` (never captured) and no absent or not-captured
+/// path, which capture decides from it.
+///
+/// [`State`]: crate::State
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum StatKind {
     File,

@@ -9,74 +9,33 @@
 //! content (of the target for a symlink, empty for a directory); then a
 //! newline.
 
-use serde::{Deserialize, Serialize};
+use crate::state::HashOf;
 
 use crate::relpath::RelPath;
-use crate::state::{Hash, State};
+use crate::state::{Entry, EntryKind, Hash, State};
 
-/// A present path as a fingerprint names it: what a work copy records of
-/// its base and its result, and checks the original against.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Entry {
-    pub kind: EntryKind,
-    /// Permission bits (`777` for a symlink).
-    pub mode: u32,
-    /// Hex; empty for a directory.
-    pub sha256: String,
+/// The entry of a captured state; `None` for an absent path and for one
+/// whose content was not captured.
+pub fn entry_of(s: &State) -> Option<Entry> {
+    let kind = match s {
+        State::File { .. } => EntryKind::File,
+        State::Dir { .. } => EntryKind::Dir,
+        State::Symlink { .. } => EntryKind::Symlink,
+        State::Absent | State::Skipped { .. } => return None,
+    };
+    Some(Entry {
+        kind,
+        mode: mode_of(s)?,
+        sha256: content_sha256(s)?,
+    })
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum EntryKind {
-    File,
-    Dir,
-    Symlink,
-}
-
-impl EntryKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EntryKind::File => "file",
-            EntryKind::Dir => "dir",
-            EntryKind::Symlink => "symlink",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<EntryKind> {
-        [EntryKind::File, EntryKind::Dir, EntryKind::Symlink]
-            .into_iter()
-            .find(|k| k.as_str() == s)
-    }
-}
-
-impl Entry {
-    /// The entry of a captured state; `None` for an absent path and for one
-    /// whose content was not captured.
-    pub fn of(s: &State) -> Option<Entry> {
-        let kind = match s {
-            State::File { .. } => EntryKind::File,
-            State::Dir { .. } => EntryKind::Dir,
-            State::Symlink { .. } => EntryKind::Symlink,
-            State::Absent | State::Skipped { .. } => return None,
-        };
-        Some(Entry {
-            kind,
-            mode: mode_of(s)?,
-            sha256: content_sha256(s)?,
-        })
-    }
-
-    pub fn is_dir(&self) -> bool {
-        self.kind == EntryKind::Dir
-    }
-
-    /// Whether `s` is exactly `want` (`None`: absent). Content that was not
-    /// captured matches nothing: it cannot be shown to be as wanted.
-    pub fn holds(s: &State, want: Option<&Entry>) -> bool {
-        match s {
-            State::Skipped { .. } => false,
-            _ => Entry::of(s).as_ref() == want,
-        }
+/// Whether `s` is exactly `want` (`None`: absent). Content that was not
+/// captured matches nothing: it cannot be shown to be as wanted.
+pub fn state_holds(s: &State, want: Option<&Entry>) -> bool {
+    match s {
+        State::Skipped { .. } => false,
+        _ => entry_of(s).as_ref() == want,
     }
 }
 

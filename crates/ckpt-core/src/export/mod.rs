@@ -21,6 +21,7 @@ mod fingerprint;
 mod patch;
 mod report;
 
+use crate::state::HashOf;
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
 use std::path::Path;
@@ -35,7 +36,7 @@ use crate::project::Project;
 use crate::relpath::RelPath;
 use crate::state::{Hash, State};
 
-pub use fingerprint::{fingerprint, fingerprint_lines, Entry, EntryKind, FingerprintLine};
+pub use fingerprint::{entry_of, fingerprint, fingerprint_lines, state_holds, FingerprintLine};
 pub use report::utc_fields;
 
 /// The four files an export writes, in the order they are written (the

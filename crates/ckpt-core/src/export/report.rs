@@ -91,9 +91,9 @@ pub(crate) fn render(root: &Path, range: &ExportRange, m: &ExportManifest) -> St
             r,
             "| {} | {} | {} | {} | {} | {} |",
             t.id,
-            opt(&t.meta.label),
-            opt(&t.meta.agent),
-            opt(&t.meta.session),
+            opt(&t.label),
+            opt(&t.agent),
+            opt(&t.session),
             utc(t.started_ns),
             t.ended_ns.map_or("—".into(), utc),
         );

@@ -2,6 +2,7 @@
 //! rows, object files, delta chains) and the object directory. Streams:
 //! one pack or one blob in memory at a time.
 
+use crate::state::HashOf;
 use std::fs;
 use std::io::ErrorKind;
 

@@ -66,13 +66,13 @@ pub(crate) fn audit_entries(conn: &Connection, mut f: impl FnMut(EntryAudit)) ->
     let mut rows = stmt.query([])?;
     while let Some(r) = rows.next()? {
         let post = match r.get::<_, Option<i64>>(6)? {
-            Some(_) => Some((State::from_row(r, 6)?, r.get(11)?)),
+            Some(_) => Some((crate::state::from_row(r, 6)?, r.get(11)?)),
             None => None,
         };
         f(EntryAudit {
             turn: r.get(0)?,
             path: r.get(1)?,
-            pre: State::from_row(r, 2)?,
+            pre: crate::state::from_row(r, 2)?,
             pre_missing: r.get(10)?,
             post,
             turn_status: r.get(12)?,
@@ -138,9 +138,9 @@ pub(crate) fn audit_actions(conn: &Connection, mut f: impl FnMut(ActionAudit)) -
             rewind: r.get(0)?,
             seq: r.get(1)?,
             path: r.get(2)?,
-            current: State::from_row(r, 3)?,
+            current: crate::state::from_row(r, 3)?,
             current_missing: r.get(11)?,
-            target: State::from_row(r, 7)?,
+            target: crate::state::from_row(r, 7)?,
             target_missing: r.get(12)?,
             orphan: r.get(13)?,
         });

@@ -10,7 +10,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::db;
 use crate::error::{Error, Result};
-use crate::model::{Action, RewindRecord, RewindState, TurnEntry, TurnMeta, TurnStatus};
+use crate::model::{Action, RewindRecord, RewindState, Skipped, TurnEntry, TurnMeta, TurnStatus};
 use crate::relpath::RelPath;
 use crate::state::{Hash, State};
 
@@ -18,33 +18,10 @@ mod audit;
 
 pub(crate) use audit::{audit_actions, audit_entries, audit_rewinds, audit_turns};
 
-impl TurnStatus {
-    const ALL: [TurnStatus; 3] = [TurnStatus::Open, TurnStatus::Closed, TurnStatus::Rewound];
-
-    /// As stored in `turns.status`.
-    pub(crate) const fn as_str(self) -> &'static str {
-        match self {
-            TurnStatus::Open => "open",
-            TurnStatus::Closed => "closed",
-            TurnStatus::Rewound => "rewound",
-        }
-    }
-
-    /// `None` for a status ckpt never writes (a tampered row).
-    pub(crate) fn parse(s: &str) -> Option<TurnStatus> {
-        Self::ALL.into_iter().find(|t| t.as_str() == s)
-    }
-
-    /// An unknown status reads as closed (fsck reports it).
-    fn read(s: &str) -> TurnStatus {
-        Self::parse(s).unwrap_or(TurnStatus::Closed)
-    }
-}
-
-impl ToSql for TurnStatus {
-    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
-        Ok(ToSqlOutput::from(self.as_str()))
-    }
+/// A turn's status as `turns.status` holds it; an unknown one reads as
+/// closed (fsck reports it).
+fn read_status(s: &str) -> TurnStatus {
+    TurnStatus::parse(s).unwrap_or(TurnStatus::Closed)
 }
 
 /// A rewind's status in the journal (`rewinds.status`).
@@ -213,7 +190,7 @@ pub(crate) fn insert_turn(conn: &Connection, meta: &TurnMeta, started_ns: i64) -
         meta.session,
         meta.transcript,
         meta.conversation,
-        TurnStatus::Open
+        TurnStatus::Open.as_str()
     ])?;
     Ok(conn.last_insert_rowid())
 }
@@ -229,7 +206,7 @@ pub(crate) fn record_pre(
     pre: &State,
     shared: bool,
 ) -> Result<()> {
-    let (kind, mode, data, size) = pre.encode();
+    let (kind, mode, data, size) = crate::state::encode(pre);
     conn.prepare_cached(
         "INSERT INTO turn_entries (turn, path, pre_kind, pre_mode, pre_data, pre_size, shared)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
@@ -257,12 +234,12 @@ pub(crate) fn entries(conn: &Connection, turn: i64) -> Result<Vec<TurnEntry>> {
     )?;
     let rows = stmt.query_map([turn], |r| {
         let post = match r.get::<_, Option<i64>>(5)? {
-            Some(_) => Some(State::from_row(r, 5)?),
+            Some(_) => Some(crate::state::from_row(r, 5)?),
             None => None,
         };
         Ok((
             r.get::<_, Vec<u8>>(0)?,
-            State::from_row(r, 1)?,
+            crate::state::from_row(r, 1)?,
             post,
             r.get::<_, bool>(9)?,
         ))
@@ -270,7 +247,7 @@ pub(crate) fn entries(conn: &Connection, turn: i64) -> Result<Vec<TurnEntry>> {
     let mut out = Vec::new();
     for row in rows {
         let (path, pre, post, shared) = row?;
-        let path = RelPath::stored(path)?;
+        let path = crate::relpath::stored(path)?;
         let bad = || Error::Corrupt(format!("turn {turn}: undecodable entry for {path}"));
         let pre = pre.ok_or_else(bad)?;
         let post = match post {
@@ -307,26 +284,29 @@ pub(crate) fn live_touches(conn: &Connection, path: &RelPath) -> Result<Vec<Path
          FROM turn_entries e JOIN turns t ON t.id = e.turn
          WHERE e.path = ?1 AND t.status <> ?2 ORDER BY e.turn",
     )?;
-    let rows = stmt.query_map(params![path.as_bytes(), TurnStatus::Rewound], |r| {
-        let post = match r.get::<_, Option<i64>>(9)? {
-            Some(_) => Some(State::from_row(r, 9)?),
-            None => None,
-        };
-        let meta = TurnMeta {
-            label: r.get(2)?,
-            agent: r.get(3)?,
-            session: r.get(4)?,
-            transcript: None,
-            conversation: None,
-        };
-        Ok((
-            r.get::<_, i64>(0)?,
-            r.get(1)?,
-            meta,
-            State::from_row(r, 5)?,
-            post,
-        ))
-    })?;
+    let rows = stmt.query_map(
+        params![path.as_bytes(), TurnStatus::Rewound.as_str()],
+        |r| {
+            let post = match r.get::<_, Option<i64>>(9)? {
+                Some(_) => Some(crate::state::from_row(r, 9)?),
+                None => None,
+            };
+            let meta = TurnMeta {
+                label: r.get(2)?,
+                agent: r.get(3)?,
+                session: r.get(4)?,
+                transcript: None,
+                conversation: None,
+            };
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get(1)?,
+                meta,
+                crate::state::from_row(r, 5)?,
+                post,
+            ))
+        },
+    )?;
     let mut out = Vec::new();
     for row in rows {
         let (turn, started_ns, meta, pre, post) = row?;
@@ -392,13 +372,13 @@ pub(crate) fn close_turn(
                 drop_entry.execute(params![turn, e.path.as_bytes()])?;
                 continue;
             };
-            let (kind, mode, data, size) = post.encode();
+            let (kind, mode, data, size) = crate::state::encode(&post);
             set_post.execute(params![turn, e.path.as_bytes(), kind, mode, data, size])?;
         }
     }
     // A closed turn's session runs no tool call: its windows end with it.
     tx.prepare_cached("UPDATE turns SET status = ?3, ended_ns = ?2, tools = 0 WHERE id = ?1")?
-        .execute(params![turn, ended_ns, TurnStatus::Closed])?;
+        .execute(params![turn, ended_ns, TurnStatus::Closed.as_str()])?;
     Ok(())
 }
 
@@ -427,7 +407,7 @@ pub(crate) fn turn(conn: &Connection, id: i64) -> Result<Option<TurnRow>> {
                     transcript: r.get(5)?,
                     conversation: r.get(7)?,
                 },
-                status: TurnStatus::read(&r.get::<_, String>(6)?),
+                status: read_status(&r.get::<_, String>(6)?),
             })
         })
         .optional()?)
@@ -471,7 +451,9 @@ pub(crate) fn live_turns_from(
         .prepare(
             "SELECT id FROM turns WHERE id >= ?1 AND status = ?2 AND session IS ?3 ORDER BY id",
         )?
-        .query_map(params![turn, TurnStatus::Closed, session], |r| r.get(0))?
+        .query_map(params![turn, TurnStatus::Closed.as_str(), session], |r| {
+            r.get(0)
+        })?
         .collect::<rusqlite::Result<_>>()?)
 }
 
@@ -493,7 +475,7 @@ pub(crate) fn other_sessions_turns(
     Ok(conn
         .prepare(OTHER_SESSIONS_TURNS)?
         .query_map(
-            params![TurnStatus::Rewound, session, turn, started_ns],
+            params![TurnStatus::Rewound.as_str(), session, turn, started_ns],
             |r| Ok((r.get(0)?, r.get(1)?)),
         )?
         .collect::<rusqlite::Result<Vec<_>>>()
@@ -516,7 +498,7 @@ pub(crate) fn mark_rewound(conn: &Connection, turns: &[i64], by: i64) -> Result<
     for &t in turns {
         conn.execute(
             "UPDATE turns SET status = ?3, rewound_by = ?2 WHERE id = ?1",
-            params![t, by, TurnStatus::Rewound],
+            params![t, by, TurnStatus::Rewound.as_str()],
         )?;
     }
     Ok(())
@@ -526,7 +508,7 @@ pub(crate) fn mark_rewound(conn: &Connection, turns: &[i64], by: i64) -> Result<
 pub(crate) fn bring_back(conn: &Connection, id: i64) -> Result<()> {
     conn.execute(
         "UPDATE turns SET status = ?2, rewound_by = NULL WHERE rewound_by = ?1",
-        params![id, TurnStatus::Closed],
+        params![id, TurnStatus::Closed.as_str()],
     )?;
     set_rewind_status(conn, id, RewindStatus::Redone)
 }
@@ -565,11 +547,16 @@ pub(crate) struct JournalNote {
     /// Paths it was limited to (`--path`).
     pub scope: Vec<RelPath>,
     /// Paths of its turns it left as they were, with why.
-    pub left: Vec<(RelPath, String)>,
+    pub left: Vec<Skipped>,
 }
 
 fn json_text<T: serde::Serialize>(value: &T) -> String {
     serde_json::to_string(value).expect("ids, paths and strings serialize")
+}
+
+/// `rewinds.left` holds `[path, why]` pairs (migration 12's form).
+fn left_pairs(left: &[Skipped]) -> Vec<(&RelPath, &str)> {
+    left.iter().map(|s| (&s.path, s.reason.as_str())).collect()
 }
 
 fn note_journal(tx: &Connection, id: i64, note: &JournalNote) -> Result<()> {
@@ -580,7 +567,7 @@ fn note_journal(tx: &Connection, id: i64, note: &JournalNote) -> Result<()> {
             id,
             json_text(&note.undone),
             optional(note.scope.is_empty(), json_text(&note.scope)),
-            optional(note.left.is_empty(), json_text(&note.left)),
+            optional(note.left.is_empty(), json_text(&left_pairs(&note.left))),
         ],
     )?;
     Ok(())
@@ -620,7 +607,10 @@ fn rewind_record(r: &rusqlite::Row<'_>) -> rusqlite::Result<RewindRecord> {
             .or_else(|| serde_json::from_str(&marked).ok())
             .unwrap_or_default(),
         scope: from_json_column(r.get(7)?),
-        left: from_json_column(r.get(8)?),
+        left: from_json_column::<(RelPath, String)>(r.get(8)?)
+            .into_iter()
+            .map(|(path, reason)| Skipped { path, reason })
+            .collect(),
         changed: r.get::<_, i64>(9)? as u64,
     })
 }
@@ -670,7 +660,7 @@ pub(crate) fn journal_new_turn(
         let turn = insert_turn(tx, meta, created_ns)?;
         tx.execute(
             "UPDATE turns SET status = ?2 WHERE id = ?1",
-            params![turn, TurnStatus::Closed],
+            params![turn, TurnStatus::Closed.as_str()],
         )?;
         let id = insert_journal(tx, turn, actions, &[], None, Some(turn), created_ns)?;
         Ok((id, turn))
@@ -705,8 +695,8 @@ fn insert_journal(
          tgt_kind, tgt_mode, tgt_data, tgt_size) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
     )?;
     for (seq, a) in actions.iter().enumerate() {
-        let (ck, cm, cd, cs) = a.current.encode();
-        let (tk, tm, td, ts) = a.target.encode();
+        let (ck, cm, cd, cs) = crate::state::encode(&a.current);
+        let (tk, tm, td, ts) = crate::state::encode(&a.target);
         insert.execute(params![
             id,
             seq as i64,
@@ -739,8 +729,8 @@ pub(crate) fn record_applied_turn(
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
     )?;
     for a in actions {
-        let (pk, pm, pd, ps) = a.current.encode();
-        let (tk, tm, td, ts) = a.target.encode();
+        let (pk, pm, pd, ps) = crate::state::encode(&a.current);
+        let (tk, tm, td, ts) = crate::state::encode(&a.target);
         insert.execute(params![
             turn,
             a.path.as_bytes(),
@@ -777,14 +767,14 @@ pub(crate) fn actions(conn: &Connection, id: i64) -> Result<Vec<Action>> {
     let rows = stmt.query_map([id], |r| {
         Ok((
             r.get::<_, Vec<u8>>(0)?,
-            State::from_row(r, 1)?,
-            State::from_row(r, 5)?,
+            crate::state::from_row(r, 1)?,
+            crate::state::from_row(r, 5)?,
         ))
     })?;
     let mut out = Vec::new();
     for row in rows {
         let (path, current, target) = row?;
-        let path = RelPath::stored(path)?;
+        let path = crate::relpath::stored(path)?;
         let (Some(current), Some(target)) = (current, target) else {
             return Err(Error::Corrupt(format!(
                 "rewind {id}: undecodable action for {path}"
@@ -866,7 +856,7 @@ pub(crate) fn newest_expired_turn(
     Ok(conn.query_row(
         "SELECT max(id) FROM turns WHERE status != ?3 AND started_ns < ?1
          AND id NOT IN (SELECT id FROM turns ORDER BY id DESC LIMIT ?2)",
-        params![cutoff, keep as i64, TurnStatus::Open],
+        params![cutoff, keep as i64, TurnStatus::Open.as_str()],
         |r| r.get(0),
     )?)
 }

@@ -40,7 +40,7 @@ fn check_text(what: &str, s: &str) -> Result<()> {
     Ok(())
 }
 
-fn check_span(span: Span) -> Result<()> {
+fn check_span(span: LineSpan) -> Result<()> {
     if span.start == 0 {
         return Err(Error::BadInput("lines are numbered from 1, not 0".into()));
     }
@@ -54,7 +54,7 @@ fn check_span(span: Span) -> Result<()> {
 }
 
 /// The lines of `span` in `text`; an error past the file's end.
-fn span_text(path: &RelPath, text: &str, span: Span) -> Result<String> {
+fn span_text(path: &RelPath, text: &str, span: LineSpan) -> Result<String> {
     check_span(span)?;
     let lines: Vec<&str> = text.lines().collect();
     if span.end as usize > lines.len() {
@@ -70,14 +70,14 @@ fn span_text(path: &RelPath, text: &str, span: Span) -> Result<String> {
 }
 
 /// Where `span` (which held `was`) is in `now`. Pure, for the tests.
-pub(crate) fn anchor(span: Option<Span>, was: Option<&str>, now: Option<&str>) -> Anchor {
-    let gone = Anchor {
+pub(crate) fn anchor(span: Option<LineSpan>, was: Option<&str>, now: Option<&str>) -> LedgerAnchor {
+    let gone = LedgerAnchor {
         state: AnchorState::Gone,
         span: None,
     };
     let Some(now) = now else { return gone };
     let (Some(span), Some(was)) = (span, was) else {
-        return Anchor {
+        return LedgerAnchor {
             state: AnchorState::Fresh,
             span: None,
         };
@@ -92,7 +92,7 @@ pub(crate) fn anchor(span: Option<Span>, was: Option<&str>, now: Option<&str>) -
     }
     let at = |i: usize| have.get(i..i + len) == Some(&want[..]);
     if at(start) {
-        return Anchor {
+        return LedgerAnchor {
             state: AnchorState::Fresh,
             span: Some(span),
         };
@@ -102,9 +102,9 @@ pub(crate) fn anchor(span: Option<Span>, was: Option<&str>, now: Option<&str>) -
         .filter(|&i| at(i))
         .min_by_key(|&i| i.abs_diff(start));
     if let Some(i) = found {
-        return Anchor {
+        return LedgerAnchor {
             state: AnchorState::Moved,
-            span: Some(Span {
+            span: Some(LineSpan {
                 start: i as u32 + 1,
                 end: (i + len) as u32,
             }),
@@ -116,7 +116,7 @@ pub(crate) fn anchor(span: Option<Span>, was: Option<&str>, now: Option<&str>) -
         .map(|l| l.trim())
         .any(|l| !l.is_empty() && left.contains(l))
     {
-        return Anchor {
+        return LedgerAnchor {
             state: AnchorState::Changed,
             span: None,
         };
@@ -218,7 +218,7 @@ impl Ledger<'_> {
         sql::insert_event(
             &tx,
             id,
-            &StatusEvent {
+            &LedgerEvent {
                 status: LedgerStatus::Open,
                 who: Some(owner.clone()),
                 why: Some("added".into()),
@@ -274,9 +274,9 @@ impl Ledger<'_> {
             None => (row.latest, None),
         };
         let history = if history {
-            sql::events(self.conn, row.id)?
+            Some(sql::events(self.conn, row.id)?)
         } else {
-            Vec::new()
+            None
         };
         Ok(LedgerEntry {
             id: row.id,
@@ -319,7 +319,7 @@ impl Ledger<'_> {
         sql::insert_event(
             self.conn,
             id,
-            &StatusEvent {
+            &LedgerEvent {
                 status,
                 who: who.filter(|w| !w.trim().is_empty()),
                 why: Some(why),
@@ -366,7 +366,7 @@ impl Ledger<'_> {
                 continue;
             }
             let id = sql::insert_entry(&tx, r, None)?;
-            let imported = StatusEvent {
+            let imported = LedgerEvent {
                 status: LedgerStatus::Open,
                 who: Some(r.owner.clone()),
                 why: Some("imported".into()),
@@ -394,7 +394,7 @@ impl Ledger<'_> {
     /// The open entries about `path` whose lines are still there (fresh or
     /// moved), with their spans now; a whole-file entry spans every line.
     /// For `blame` to mark lines.
-    pub(crate) fn open_spans(&self, path: &RelPath) -> Result<Vec<(i64, Span)>> {
+    pub(crate) fn open_spans(&self, path: &RelPath) -> Result<Vec<(i64, LineSpan)>> {
         let mut texts = HashMap::new();
         let mut out = Vec::new();
         for row in sql::entries_for_path(self.conn, path)? {
@@ -413,7 +413,7 @@ impl Ledger<'_> {
                     if n > 0 {
                         out.push((
                             e.id,
-                            Span {
+                            LineSpan {
                                 start: 1,
                                 end: n as u32,
                             },

@@ -5,7 +5,7 @@
 
 use rusqlite::{params, Connection, OptionalExtension, Row};
 
-use super::{Bucket, EntryBody, LedgerStatus, Severity, Span, StatusEvent};
+use super::{Bucket, EntryBody, LedgerEvent, LedgerStatus, LineSpan, Severity};
 use crate::error::{Error, Result};
 use crate::model::TurnStatus;
 use crate::relpath::RelPath;
@@ -47,7 +47,7 @@ pub(crate) fn insert_entry(conn: &Connection, b: &EntryBody, turn: Option<i64>) 
     Ok(conn.last_insert_rowid())
 }
 
-pub(crate) fn insert_event(conn: &Connection, entry: i64, e: &StatusEvent) -> Result<()> {
+pub(crate) fn insert_event(conn: &Connection, entry: i64, e: &LedgerEvent) -> Result<()> {
     conn.prepare_cached(
         "INSERT INTO ledger_events (entry, status, who, why, at_ns) VALUES (?1, ?2, ?3, ?4, ?5)",
     )?
@@ -84,7 +84,7 @@ fn decode(r: &Row) -> rusqlite::Result<Result<EntryRow>> {
     Ok((|| {
         let bad = |what: &str| Error::Corrupt(format!("ledger entry {id}: undecodable {what}"));
         let span = match (start, end) {
-            (Some(start), Some(end)) => Some(Span { start, end }),
+            (Some(start), Some(end)) => Some(LineSpan { start, end }),
             (None, None) => None,
             _ => return Err(bad("span")),
         };
@@ -95,7 +95,7 @@ fn decode(r: &Row) -> rusqlite::Result<Result<EntryRow>> {
                 severity: Severity::parse(&severity).map_err(|_| bad("severity"))?,
                 confidence,
                 owner,
-                path: RelPath::stored(path)?,
+                path: crate::relpath::stored(path)?,
                 span,
                 span_text,
                 note,
@@ -146,7 +146,7 @@ pub(crate) fn entry(conn: &Connection, id: i64) -> Result<Option<EntryRow>> {
 }
 
 /// An entry's status changes, oldest first.
-pub(crate) fn events(conn: &Connection, entry: i64) -> Result<Vec<StatusEvent>> {
+pub(crate) fn events(conn: &Connection, entry: i64) -> Result<Vec<LedgerEvent>> {
     let mut stmt = conn.prepare_cached(
         "SELECT status, who, why, at_ns FROM ledger_events WHERE entry = ?1 ORDER BY id",
     )?;
@@ -158,7 +158,7 @@ pub(crate) fn events(conn: &Connection, entry: i64) -> Result<Vec<StatusEvent>> 
         let (status, who, why, at_ns) = r?;
         let status = LedgerStatus::parse(&status)
             .map_err(|_| Error::Corrupt(format!("ledger entry {entry}: undecodable event")))?;
-        out.push(StatusEvent {
+        out.push(LedgerEvent {
             status,
             who,
             why,

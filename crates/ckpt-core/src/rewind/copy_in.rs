@@ -5,6 +5,7 @@
 //! so `rewind` undoes it and `redo` brings it back. A crash part way is
 //! finished (or rolled back) by `recover` like any rewind.
 
+use crate::state::HashOf;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
@@ -12,11 +13,11 @@ use std::sync::Arc;
 use crate::confined::{Dirs, Root, StatKind};
 use crate::db;
 use crate::error::{Error, IoContext, Result};
-use crate::export::Entry;
-use crate::model::{Action, RewindOptions, TurnMeta};
+use crate::export::state_holds;
+use crate::model::{Action, CopyConflict, RewindOptions, Skipped, TurnMeta};
 use crate::project::Project;
 use crate::relpath::RelPath;
-use crate::state::{Hash, State};
+use crate::state::{Entry, Hash, State};
 use crate::store::Prepared;
 
 use super::journal::Journaled;
@@ -34,21 +35,13 @@ pub struct CopyPath {
     pub copy: Option<Entry>,
 }
 
-/// A path the project no longer holds as it was at the base.
-#[derive(Clone, Debug)]
-pub struct CopyConflict {
-    pub path: RelPath,
-    pub base: Option<Entry>,
-    pub current: State,
-}
-
 #[derive(Clone, Debug)]
 pub enum CopyOutcome {
     /// Nothing was written.
     Refused {
         conflicts: Vec<CopyConflict>,
         /// Paths that cannot be written exactly, with why.
-        blocked: Vec<(RelPath, String)>,
+        blocked: Vec<Skipped>,
     },
     Applied {
         turn: i64,
@@ -79,11 +72,11 @@ impl Project {
             let is_dir = |e: &Option<Entry>| e.as_ref().is_some_and(|e| e.is_dir());
             if self.is_excluded(&cp.path, is_dir(&cp.copy) || is_dir(&cp.base)) {
                 let why = "excluded from capture here, so writing it could not be rewound";
-                blocked.push((cp.path.clone(), why.to_string()));
+                blocked.push(Skipped::new(cp.path.clone(), why));
                 continue;
             }
             let target = self.read_source(&src, &cp.path, &mut blobs)?;
-            if !Entry::holds(&target, cp.copy.as_ref()) {
+            if !state_holds(&target, cp.copy.as_ref()) {
                 return Err(Error::BadInput(format!(
                     "{} changed at {} since it was read for this; nothing was written",
                     source.display(),
@@ -113,7 +106,7 @@ impl Project {
             else {
                 return Err(Error::BadInput(format!("{} is listed twice", cp.path)));
             };
-            if now != target && !Entry::holds(&now, cp.base.as_ref()) {
+            if now != target && !state_holds(&now, cp.base.as_ref()) {
                 conflicts.push(CopyConflict {
                     path: cp.path,
                     base: cp.base,
@@ -207,6 +200,7 @@ mod tests {
 
     use super::*;
     use crate::error::Error;
+    use crate::export::entry_of;
     use crate::model::{RewindOutcome, TurnStatus};
     use crate::project::tests::reconciled;
     use crate::rewind::tests::snapshot;
@@ -233,7 +227,7 @@ mod tests {
                 mode: md.permissions().mode() & 0o7777,
             }
         };
-        Entry::of(&state)
+        entry_of(&state)
     }
 
     /// A copy of `root` at `<tmp>/copy`, changed by `edit`; returns it with
@@ -308,7 +302,7 @@ mod tests {
         let detail = p.show(turn).unwrap();
         assert_eq!(detail.info.status, TurnStatus::Closed);
         assert!(detail.info.ended_ns.is_some());
-        assert_eq!(detail.info.meta.label.as_deref(), Some("apply"));
+        assert_eq!(detail.info.label.as_deref(), Some("apply"));
         let c = detail.info.counts;
         assert_eq!((c.added, c.modified, c.deleted), (3, 2, 1), "{c:?}");
         // An apply is not a rewind: there is nothing to redo yet.
@@ -416,7 +410,7 @@ mod tests {
             panic!("not refused: {out:?}");
         };
         assert_eq!(blocked.len(), 1, "{blocked:?}");
-        assert_eq!(blocked[0].0.to_string(), "x.log");
+        assert_eq!(blocked[0].path.to_string(), "x.log");
         assert_eq!(snapshot(&root), before);
     }
 }

@@ -8,9 +8,10 @@
 //! the merge replaced.
 
 use crate::error::Result;
-use crate::model::{Conflict, MergeMode, MergeOutcome, Merged, RewindPlan};
+use crate::model::{Conflict, MergeMode, MergeOutcome, MergedFile, RewindPlan};
 use crate::project::Project;
 use crate::relpath::RelPath;
+use crate::state::HashOf;
 use crate::state::{Hash, State};
 use crate::store::Prepared;
 
@@ -45,7 +46,7 @@ impl Project {
                 Err(text) if mode == MergeMode::Markers => (text, MergeOutcome::Markers),
                 Err(_) => {
                     plan.actions.remove(i);
-                    plan.merged.push(Merged {
+                    plan.merged.push(MergedFile {
                         path: c.path,
                         outcome: MergeOutcome::Overlapping,
                         content: None,
@@ -64,7 +65,7 @@ impl Project {
                 blobs.push(self.store.prepare_hashed(hash, text.as_bytes()));
             }
             let hunks = dry_run.then(|| hunks(&c.path, &sides.current, &text));
-            plan.merged.push(Merged {
+            plan.merged.push(MergedFile {
                 path: c.path,
                 outcome,
                 content: dry_run.then_some(text),

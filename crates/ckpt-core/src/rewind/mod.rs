@@ -19,14 +19,14 @@ use crate::db;
 use crate::error::{Error, IoContext, Result};
 use crate::history::{self, JournalNote, RewindStatus};
 use crate::model::{
-    Conflict, Continued, OtherTurn, RecoveryReport, RewindOptions, RewindOutcome, RewindPlan,
+    Conflict, ContinuedTurn, OtherTurn, RecoveryReport, RewindOptions, RewindOutcome, RewindPlan,
     TurnStatus,
 };
 use crate::project::Project;
 use crate::relpath::RelPath;
 use crate::state::State;
 
-pub use self::copy_in::{CopyConflict, CopyOutcome, CopyPath};
+pub use self::copy_in::{CopyOutcome, CopyPath};
 use self::journal::Journaled;
 use self::plan::{Kind, Wanted};
 
@@ -356,9 +356,9 @@ impl Project {
 
 /// The open turns (with their sessions) a rewind or redo ends and
 /// continues once applied.
-fn continued(open: impl IntoIterator<Item = (i64, Option<String>)>) -> Vec<Continued> {
+fn continued(open: impl IntoIterator<Item = (i64, Option<String>)>) -> Vec<ContinuedTurn> {
     open.into_iter()
-        .map(|(ended, session)| Continued {
+        .map(|(ended, session)| ContinuedTurn {
             ended,
             session,
             opened: None,
@@ -401,14 +401,14 @@ fn refuse_untouched<'a>(
 
 /// The paths of the rewound turns a plan leaves as they are: skipped, or
 /// merged changes that overlap.
-fn left_as_they_were(plan: &RewindPlan) -> Vec<(RelPath, String)> {
+fn left_as_they_were(plan: &RewindPlan) -> Vec<crate::model::Skipped> {
     let overlapping = plan
         .merged
         .iter()
         .filter(|m| m.outcome == crate::model::MergeOutcome::Overlapping)
         .map(|m| {
             let why = "the changes overlap (--merge); left as it was".to_string();
-            (m.path.clone(), why)
+            crate::model::Skipped::new(m.path.clone(), why)
         });
     let mut left: Vec<_> = plan.skipped.iter().cloned().chain(overlapping).collect();
     left.sort();

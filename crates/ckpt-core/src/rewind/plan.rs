@@ -26,7 +26,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use crate::error::Result;
-use crate::model::{Action, Conflict, RewindPlan};
+use crate::model::{Action, Conflict, RewindPlan, Skipped};
 use crate::relpath::RelPath;
 use crate::state::State;
 
@@ -67,7 +67,7 @@ struct Planner<'t, T: Tree> {
     actions: BTreeMap<RelPath, Action>,
     conflicts: BTreeMap<RelPath, Conflict>,
     /// Notes on paths left as they are (or given another state than asked).
-    notes: Vec<(RelPath, String)>,
+    notes: Vec<Skipped>,
     /// Per directory that must end a directory: `None` if it will, else the
     /// non-directory above (or at) it that blocks it.
     dir_ok: HashMap<RelPath, Option<RelPath>>,
@@ -140,7 +140,7 @@ impl<T: Tree> Planner<'_, T> {
             // it back (a redo has nothing to do).
             if current != target || self.kind == Kind::Rewind {
                 let why = format!("its earlier content was not captured: {reason}");
-                self.notes.push((path, why));
+                self.notes.push(Skipped::new(path, why));
             }
             return;
         }
@@ -153,7 +153,7 @@ impl<T: Tree> Planner<'_, T> {
                 "its current content is not captured ({reason}), so it is never \
                  overwritten; left alone (move it away to rewind it)"
             );
-            self.notes.push((path, why));
+            self.notes.push(Skipped::new(path, why));
             return;
         }
         if current != expected {
@@ -223,7 +223,7 @@ impl<T: Tree> Planner<'_, T> {
             if let Some(blocker) = self.make_dir(&parent, &path)? {
                 self.actions.remove(&path);
                 let why = format!("its parent {blocker} is not a directory; left alone");
-                self.notes.push((path, why));
+                self.notes.push(Skipped::new(path, why));
             }
         }
         Ok(())
@@ -245,13 +245,13 @@ impl<T: Tree> Planner<'_, T> {
             Some(a) if a.current.is_dir() => {
                 self.actions.remove(dir);
                 let why = format!("kept: it holds {child}, which this restores");
-                self.notes.push((dir.clone(), why));
+                self.notes.push(Skipped::new(dir.clone(), why));
                 None
             }
             Some(a) => {
                 let why = format!("made a directory: it holds {child}, which this restores");
                 a.target = NEW_DIR;
-                self.notes.push((dir.clone(), why));
+                self.notes.push(Skipped::new(dir.clone(), why));
                 None
             }
             None => match self.tree.state(dir)? {
@@ -297,7 +297,7 @@ impl<T: Tree> Planner<'_, T> {
                 }
                 at = d.parent();
             }
-            self.notes.push((dir, why));
+            self.notes.push(Skipped::new(dir, why));
         }
         Ok(())
     }
@@ -317,6 +317,7 @@ mod tests {
 
     use super::*;
     use crate::state::Hash;
+    use crate::state::HashOf;
 
     /// A tree in memory: every path's state; absent paths have no entry.
     struct Mem(BTreeMap<RelPath, State>);
@@ -470,7 +471,7 @@ mod tests {
             .skipped
             .iter()
             .chain(&plan.blocked)
-            .map(|(p, _)| p)
+            .map(|s| &s.path)
             .collect();
         for (p, target) in &asked {
             let reached = end.get(p).cloned().unwrap_or(State::Absent) == *target;

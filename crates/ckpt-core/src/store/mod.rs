@@ -116,6 +116,7 @@ impl BlobStore {
     /// Hashes and compresses `data`.
     #[cfg(test)]
     pub(crate) fn prepare(&self, data: &[u8]) -> Prepared {
+        use crate::state::HashOf;
         self.prepare_hashed(Hash::of(data), data)
     }
 

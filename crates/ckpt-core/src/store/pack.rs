@@ -269,6 +269,7 @@ mod tests {
     use rusqlite::params;
 
     use super::*;
+    use crate::state::HashOf;
     use crate::store::tests::{
         blob_is, count, fill_a_pack, fixture, put, source_file, PACK_DECODES,
     };

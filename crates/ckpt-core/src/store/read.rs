@@ -2,6 +2,7 @@
 //! their delta bases, each verified against its hash (a blob whose hash
 //! does not match is never written into a project).
 
+use crate::state::HashOf;
 use std::fs;
 use std::io::ErrorKind;
 

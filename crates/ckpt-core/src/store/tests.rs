@@ -1,6 +1,7 @@
 //! The store's test fixture and counters (used by the crate's other tests
 //! too), and tests of the [`BlobStore`] API as a whole.
 
+use crate::state::HashOf;
 use std::collections::HashSet;
 use std::fs;
 use std::path::{Path, PathBuf};

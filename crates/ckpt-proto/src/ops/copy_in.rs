@@ -4,8 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::Reply;
 
-use crate::WirePath;
-use crate::{Action, Outcome, PathEntry, Skipped, State};
+use crate::{Action, CopyConflict, Entry, Outcome, Skipped, WirePath};
 
 /// Write `paths` as `source` (an absolute directory: a work copy) holds
 /// them into the project, as one new turn journaled like a rewind.
@@ -25,21 +24,15 @@ pub struct CopyIn {
     pub session: Option<String>,
 }
 
-/// One path of a `CopyIn`; `None` entries mean absent.
+/// One path of a `CopyIn`; `None` entries mean absent. The path is the
+/// client's, checked by the daemon (its error names the copy-in), so a
+/// `WirePath` here where the core's `CopyPath` holds a `RelPath`.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct CopyPath {
     /// Relative to both the project and the source.
     pub path: WirePath,
-    pub base: Option<PathEntry>,
-    pub copy: Option<PathEntry>,
-}
-
-/// A path the project no longer holds as it was at the base.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct CopyConflict {
-    pub path: WirePath,
-    pub base: Option<PathEntry>,
-    pub current: State,
+    pub base: Option<Entry>,
+    pub copy: Option<Entry>,
 }
 
 pub type CopyInReply = Reply<CopyInBody>;

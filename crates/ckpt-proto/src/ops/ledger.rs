@@ -4,20 +4,21 @@ use serde::{Deserialize, Serialize};
 
 use crate::Reply;
 
-use crate::LineSpan;
-use crate::WirePath;
+use crate::{
+    AnchorState, Bucket, LedgerEntry, LedgerEvent, LedgerStatus, LineSpan, Severity, WirePath,
+};
 
 /// Record residue in the slop ledger; `path` is absolute. The entry
 /// belongs to the open turn, if any.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct LedgerAdd {
     pub dir: WirePath,
     pub path: WirePath,
     /// `None`: the whole file.
     #[serde(default)]
     pub span: Option<LineSpan>,
-    pub bucket: String,
-    pub severity: String,
+    pub bucket: Bucket,
+    pub severity: Severity,
     pub confidence: f64,
     /// Default: `agent:<agent of the open turn>`, else `user`.
     #[serde(default)]
@@ -29,25 +30,26 @@ pub struct LedgerAdd {
 }
 
 /// Append a status change: `open`, `resolved` or `wont-fix`.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct LedgerSetStatus {
     pub dir: WirePath,
     pub id: i64,
-    pub status: String,
+    pub status: LedgerStatus,
     #[serde(default)]
     pub who: Option<String>,
     pub why: String,
 }
 
 /// Which ledger entries to list; each field set must match. Buckets,
-/// severities, statuses and anchor states are spelled as `ckptctl ledger`
-/// takes them (`compat-shim`, `high`, `wont-fix`, `moved`).
+/// severities, statuses and anchor states travel spelled as `ckptctl
+/// ledger` takes them (`compat-shim`, `high`, `wont-fix`, `moved`); a
+/// misspelled one does not decode, and the error names every accepted one.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct LedgerFilter {
     #[serde(default)]
-    pub bucket: Option<String>,
+    pub bucket: Option<Bucket>,
     #[serde(default)]
-    pub min_severity: Option<String>,
+    pub min_severity: Option<Severity>,
     #[serde(default)]
     pub min_confidence: Option<f64>,
     /// Absolute: the entries about this path or below it.
@@ -60,73 +62,20 @@ pub struct LedgerFilter {
     #[serde(default)]
     pub owner: Option<String>,
     #[serde(default)]
-    pub status: Option<String>,
+    pub status: Option<LedgerStatus>,
     #[serde(default)]
-    pub anchor: Option<String>,
+    pub anchor: Option<AnchorState>,
     /// Each entry's history too (for an export).
     #[serde(default)]
     pub history: bool,
-}
-
-/// Where an entry's lines are now: `fresh`, `moved` (with the new span),
-/// `changed` or `gone`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LedgerAnchor {
-    pub state: String,
-    #[serde(default)]
-    pub span: Option<LineSpan>,
-}
-
-/// One change of an entry's status.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LedgerEvent {
-    pub status: String,
-    #[serde(default)]
-    pub who: Option<String>,
-    #[serde(default)]
-    pub why: Option<String>,
-    pub at_ns: i64,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct LedgerEntry {
-    pub id: i64,
-    pub bucket: String,
-    pub severity: String,
-    pub confidence: f64,
-    pub owner: String,
-    /// Relative to the project root.
-    pub path: WirePath,
-    /// `None`: the whole file.
-    pub span: Option<LineSpan>,
-    pub note: String,
-    pub turn: Option<i64>,
-    /// `open`, `resolved`, `wont-fix` or `rewound` (while its turn is).
-    pub status: String,
-    /// The rewind that rewound the entry's turn, while it is rewound.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rewound_by: Option<i64>,
-    pub anchor: LedgerAnchor,
-    #[serde(default)]
-    pub agent: Option<String>,
-    #[serde(default)]
-    pub session: Option<String>,
-    #[serde(default)]
-    pub created_ns: i64,
-    /// The span's text when the entry was added.
-    #[serde(default)]
-    pub span_text: Option<String>,
-    /// Its status changes, oldest first (`show`, and lists that ask).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub history: Option<Vec<LedgerEvent>>,
 }
 
 /// An entry as an export holds it and an import takes it (the fields of
 /// [`LedgerEntry`] that travel between clones; others are ignored).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct LedgerRecord {
-    pub bucket: String,
-    pub severity: String,
+    pub bucket: Bucket,
+    pub severity: Severity,
     pub confidence: f64,
     pub owner: String,
     /// Relative to the project root.

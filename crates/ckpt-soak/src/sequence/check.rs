@@ -104,8 +104,11 @@ impl Seq<'_> {
                 }
                 // The conflicts a user is shown must be the contract's.
                 if !forced && (!redo || e.structural.is_none()) {
-                    let found: BTreeSet<Vec<u8>> =
-                        r.conflicts.iter().map(|x| x.path.0.clone()).collect();
+                    let found: BTreeSet<Vec<u8>> = r
+                        .conflicts
+                        .iter()
+                        .map(|x| x.path.as_bytes().to_vec())
+                        .collect();
                     if found != e.conflicts {
                         return mismatch(format!(
                             "{what}: conflicts [{}], expected [{}]",
@@ -246,7 +249,10 @@ fn reply_summary(c: &Call) -> String {
                 .iter()
                 .map(|x| format!(
                     "{:?} {} ({:?} -> {:?})",
-                    x.action, x.path, x.current, x.target
+                    x.kind(),
+                    x.path,
+                    x.current,
+                    x.target
                 ))
                 .collect()
         ),
@@ -259,7 +265,7 @@ pub(super) fn at_own_target(before: &Tree, disk: &Tree, r: &RewindReply) -> bool
     let acted: BTreeMap<&[u8], &ckpt_proto::State> = r
         .actions
         .iter()
-        .map(|a| (a.path.0.as_slice(), &a.target))
+        .map(|a| (a.path.as_bytes(), &a.target))
         .collect();
     let mut keys: BTreeSet<&Vec<u8>> = before.keys().collect();
     keys.extend(disk.keys());
@@ -278,21 +284,21 @@ pub(super) fn entry_diffs(
     let mut got: BTreeMap<Vec<u8>, (ckpt_proto::State, ckpt_proto::State)> = BTreeMap::new();
     let mut diffs = Vec::new();
     for e in entries {
-        if tree::over_cap(&e.path.0) {
+        if tree::over_cap(e.path.as_bytes()) {
             // Over the size cap: recorded as skipped, never with content.
             let post = e.post.clone().unwrap_or(ckpt_proto::State::Absent);
             let content = |s: &ckpt_proto::State| matches!(s, ckpt_proto::State::File { .. });
             if content(&e.pre) || content(&post) {
                 diffs.push(format!(
                     "{}: over the size cap, yet recorded with content: {:?} -> {post:?}",
-                    show(&e.path.0),
+                    show(e.path.as_bytes()),
                     e.pre
                 ));
             }
             continue;
         }
         got.insert(
-            e.path.0,
+            e.path.as_bytes().to_vec(),
             (e.pre, e.post.unwrap_or(ckpt_proto::State::Absent)),
         );
     }

@@ -127,7 +127,7 @@ impl Seq<'_> {
         self.stats.rewinds += 1;
         self.judge(&format!("rewind {n} --force"), &c, &e, false, false)?;
         if let Ok(r) = c.parse::<ckpt_proto::RewindReply>() {
-            if !r.skipped.iter().any(|s| s.path.0 == big) {
+            if !r.skipped.iter().any(|s| s.path.as_bytes() == big) {
                 return mismatch(format!(
                     "rewind {n} --force: {} (over the size cap) is not reported skipped",
                     show(&big)

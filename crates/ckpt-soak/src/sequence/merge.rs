@@ -176,7 +176,7 @@ impl Seq<'_> {
             let got: Vec<(Vec<u8>, ckpt_proto::MergeOutcome, Option<String>)> = r
                 .merged
                 .iter()
-                .map(|m| (m.path.0.clone(), m.outcome, m.content.clone()))
+                .map(|m| (m.path.as_bytes().to_vec(), m.outcome, m.content.clone()))
                 .collect();
             let found: Vec<_> = got.iter().map(|(p, o, _)| (p.clone(), *o)).collect();
             let expected: Vec<_> = want.iter().map(|(p, (o, _))| (p.clone(), *o)).collect();

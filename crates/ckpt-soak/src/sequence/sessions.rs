@@ -284,9 +284,11 @@ impl Seq<'_> {
             .turn
             .entries
             .iter()
-            .filter(|e| touched.contains_key(&e.path.0))
-            .filter(|e| e.shared != o.shared.contains(&e.path.0))
-            .filter(|e| o.shared.contains(&e.path.0) || !o.maybe_shared.contains(&e.path.0))
+            .filter(|e| touched.contains_key(e.path.as_bytes()))
+            .filter(|e| e.shared != o.shared.contains(e.path.as_bytes()))
+            .filter(|e| {
+                o.shared.contains(e.path.as_bytes()) || !o.maybe_shared.contains(e.path.as_bytes())
+            })
             .map(|e| {
                 format!(
                     "{}: shared {}, the model says {}",

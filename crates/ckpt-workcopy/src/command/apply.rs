@@ -11,7 +11,6 @@ use ckpt_proto::{self as proto, Outcome, Request, Response, TurnStatus, WirePath
 
 use crate::apply::{self, Found};
 use crate::commit::{self, CommitFound};
-use crate::fingerprint::Entry;
 use crate::git;
 use crate::preview;
 use crate::state::{now_secs, ApplyRecord, Phase, Store, WorkCopy};
@@ -99,8 +98,8 @@ pub fn apply_cmd(ctx: &Ctx, store: &Store, wc: WorkCopy) -> anyhow::Result<u8> {
             .iter()
             .map(|p| proto::CopyPath {
                 path: WirePath(p.path.clone().into_bytes()),
-                base: p.before.as_ref().map(wire),
-                copy: p.after.as_ref().map(wire),
+                base: p.before.clone(),
+                copy: p.after.clone(),
             })
             .collect(),
         label: Some(format!("workcopy apply {}", wc.name)),
@@ -367,14 +366,6 @@ pub fn apply_turn_rewound(ctx: &Ctx, wc: &WorkCopy) -> anyhow::Result<bool> {
 
 pub fn applied_turn(wc: &WorkCopy) -> i64 {
     wc.apply.as_ref().and_then(|a| a.turn).unwrap_or(0)
-}
-
-fn wire(e: &Entry) -> proto::PathEntry {
-    proto::PathEntry {
-        kind: e.kind.as_str().to_string(),
-        mode: e.mode,
-        sha256: e.sha256.clone(),
-    }
 }
 
 fn now_nanos() -> u128 {

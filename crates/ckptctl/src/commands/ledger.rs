@@ -1,14 +1,15 @@
 //! `ckptctl ledger add|list|show|resolve|reopen|export|import`: the slop
-//! ledger. The daemon checks every value (buckets, severities, spans); this
-//! file parses the command line and prints.
+//! ledger. Buckets, severities and statuses are `ckpt_types::ledger`'s
+//! values from the command line on; the daemon checks the rest (spans,
+//! paths, notes). This file parses the command line and prints.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
 use ckpt_proto::{
-    LedgerAdded, LedgerEntry, LedgerEntryReply, LedgerFilter, LedgerRecord, LedgerReply, LineSpan,
-    Request, Response, WirePath,
+    AnchorState, Bucket, LedgerAdded, LedgerEntry, LedgerEntryReply, LedgerFilter, LedgerRecord,
+    LedgerReply, LedgerStatus, LineSpan, Request, Response, Severity, WirePath,
 };
 use serde::{Deserialize, Serialize};
 
@@ -52,10 +53,14 @@ pub fn run(ctx: &Ctx, action: LedgerAction) -> anyhow::Result<u8> {
             why,
             who,
         } => {
-            let status = if wont_fix { "wont-fix" } else { "resolved" };
+            let status = if wont_fix {
+                LedgerStatus::WontFix
+            } else {
+                LedgerStatus::Resolved
+            };
             set_status(ctx, id, status, who, why)
         }
-        LedgerAction::Reopen { id, why, who } => set_status(ctx, id, "open", who, why),
+        LedgerAction::Reopen { id, why, who } => set_status(ctx, id, LedgerStatus::Open, who, why),
         LedgerAction::Export { format } => export(ctx, format),
         LedgerAction::Import { file } => import(ctx, &file),
     }
@@ -115,8 +120,8 @@ pub fn parse_target(target: &str) -> anyhow::Result<(PathBuf, Option<LineSpan>)>
 fn add(
     ctx: &Ctx,
     target: &str,
-    bucket: String,
-    severity: String,
+    bucket: Bucket,
+    severity: Severity,
     confidence: f64,
     owner: Option<String>,
     note: String,
@@ -149,8 +154,8 @@ fn add(
 pub struct NewEntry {
     pub path: WirePath,
     pub span: Option<LineSpan>,
-    pub bucket: String,
-    pub severity: String,
+    pub bucket: Bucket,
+    pub severity: Severity,
     pub confidence: f64,
     pub owner: Option<String>,
     pub note: String,
@@ -188,15 +193,15 @@ fn list(ctx: &Ctx, a: &LedgerListArgs) -> anyhow::Result<u8> {
         bail!("--min-confidence takes a number between 0 and 1");
     }
     let filter = LedgerFilter {
-        bucket: a.bucket.clone(),
-        min_severity: a.min_severity.clone(),
+        bucket: a.bucket,
+        min_severity: a.min_severity,
         min_confidence: a.min_confidence,
         path: a.path.as_deref().map(|p| ctx.wire_path(p)).transpose()?,
         turn: a.turn,
         agent: a.agent.clone(),
         owner: a.owner.clone(),
-        status: a.status.clone(),
-        anchor: a.anchor.clone(),
+        status: a.status,
+        anchor: a.anchor,
         history: false,
     };
     let l = query(ctx, filter)?;
@@ -213,11 +218,11 @@ fn list(ctx: &Ctx, a: &LedgerListArgs) -> anyhow::Result<u8> {
             e.id,
             e.status,
             anchor(e),
-            e.severity,
-            e.confidence,
-            e.bucket,
+            e.body.severity,
+            e.body.confidence,
+            e.body.bucket,
             location(e),
-            e.note.lines().next().unwrap_or("")
+            e.body.note.lines().next().unwrap_or("")
         )?;
     }
     Ok(0)
@@ -225,25 +230,25 @@ fn list(ctx: &Ctx, a: &LedgerListArgs) -> anyhow::Result<u8> {
 
 /// `path`, `path:3` or `path:3-5`.
 fn location(e: &LedgerEntry) -> String {
-    match e.span {
-        None => e.path.display(),
-        Some(s) if s.start == s.end => format!("{}:{}", e.path, s.start),
-        Some(s) => format!("{}:{}-{}", e.path, s.start, s.end),
+    match e.body.span {
+        None => e.body.path.display(),
+        Some(s) if s.start == s.end => format!("{}:{}", e.body.path, s.start),
+        Some(s) => format!("{}:{}-{}", e.body.path, s.start, s.end),
     }
 }
 
 /// `fresh`, `moved→7-9`, `changed`, `gone`.
 fn anchor(e: &LedgerEntry) -> String {
-    match (e.anchor.state.as_str(), e.anchor.span) {
-        ("moved", Some(s)) => format!("moved→{}-{}", s.start, s.end),
+    match (e.anchor.state, e.anchor.span) {
+        (AnchorState::Moved, Some(s)) => format!("moved→{}-{}", s.start, s.end),
         (state, _) => state.to_string(),
     }
 }
 
 fn status(e: &LedgerEntry) -> String {
     match e.rewound_by {
-        Some(r) if e.status == "rewound" => format!("rewound by rewind {r}"),
-        _ => e.status.clone(),
+        Some(r) if e.status == LedgerStatus::Rewound => format!("rewound by rewind {r}"),
+        _ => e.status.to_string(),
     }
 }
 
@@ -265,20 +270,23 @@ fn print_entry(ctx: &Ctx, r: &LedgerEntryReply) -> anyhow::Result<u8> {
         return Ok(0);
     }
     let e = &r.entry;
-    println!("ledger entry {}: {} ({})", e.id, e.bucket, status(e));
+    println!("ledger entry {}: {} ({})", e.id, e.body.bucket, status(e));
     println!("at:         {} ({})", location(e), anchor(e));
-    println!("severity:   {}, confidence {:.2}", e.severity, e.confidence);
-    println!("owner:      {}", e.owner);
+    println!(
+        "severity:   {}, confidence {:.2}",
+        e.body.severity, e.body.confidence
+    );
+    println!("owner:      {}", e.body.owner);
     if let Some(t) = e.turn {
         println!("turn:       {t}");
     }
-    if let Some(a) = &e.agent {
+    if let Some(a) = &e.body.agent {
         println!("agent:      {a}");
     }
-    if let Some(s) = &e.session {
+    if let Some(s) = &e.body.session {
         println!("session:    {s}");
     }
-    println!("note:       {}", e.note);
+    println!("note:       {}", e.body.note);
     for h in e.history.iter().flatten() {
         println!(
             "  {}  {:<9} by {}: {}",
@@ -294,14 +302,14 @@ fn print_entry(ctx: &Ctx, r: &LedgerEntryReply) -> anyhow::Result<u8> {
 fn set_status(
     ctx: &Ctx,
     id: i64,
-    status: &str,
+    status: LedgerStatus,
     who: Option<String>,
     why: String,
 ) -> anyhow::Result<u8> {
     let r = match ctx.request(&Request::LedgerSetStatus(ckpt_proto::LedgerSetStatus {
         dir: ctx.wire_dir(),
         id,
-        status: status.to_string(),
+        status,
         who: who.or_else(user),
         why,
     }))? {
@@ -339,17 +347,6 @@ fn export(ctx: &Ctx, format: ExportFormat) -> anyhow::Result<u8> {
     Ok(0)
 }
 
-/// The buckets in the order the markdown groups them.
-const BUCKETS: &[&str] = &[
-    "compat-shim",
-    "unmigrated-callers",
-    "duplicate-concept",
-    "naming-drift",
-    "stale-docs-tests",
-    "suspected-dead-code",
-    "tool-gap",
-];
-
 /// A table per bucket, for a pull-request description.
 pub fn markdown(entries: &[LedgerEntry]) -> String {
     let cell = |s: &str| s.replace('|', "\\|").replace(['\n', '\r'], " ");
@@ -357,28 +354,24 @@ pub fn markdown(entries: &[LedgerEntry]) -> String {
         "## Slop ledger ({})\n",
         output::count(entries.len() as u64, "entry")
     );
-    let rank = |b: &str| {
-        BUCKETS
-            .iter()
-            .position(|x| *x == b)
-            .unwrap_or(BUCKETS.len())
-    };
-    let mut buckets: Vec<&str> = entries.iter().map(|e| e.bucket.as_str()).collect();
-    buckets.sort_by_key(|b| (rank(b), *b));
+    // Grouped in the order the buckets are defined in.
+    let rank = |b: &Bucket| Bucket::ALL.iter().position(|x| x == b);
+    let mut buckets: Vec<Bucket> = entries.iter().map(|e| e.body.bucket).collect();
+    buckets.sort_by_key(rank);
     buckets.dedup();
     for b in buckets {
         out.push_str(&format!(
             "\n### {b}\n\n| # | severity | confidence | where | note | owner | status |\n|---|---|---|---|---|---|---|\n"
         ));
-        for e in entries.iter().filter(|e| e.bucket == b) {
+        for e in entries.iter().filter(|e| e.body.bucket == b) {
             out.push_str(&format!(
                 "| {} | {} | {:.2} | `{}` | {} | {} | {} |\n",
                 e.id,
-                e.severity,
-                e.confidence,
+                e.body.severity,
+                e.body.confidence,
                 cell(&location(e)),
-                cell(&e.note),
-                cell(&e.owner),
+                cell(&e.body.note),
+                cell(&e.body.owner),
                 cell(&status(e))
             ));
         }

@@ -9,8 +9,8 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 
 use ckpt_proto::{
-    ActionKind, MergeMode, MergeOutcome, Outcome, Redo, Request, Response, Rewind, RewindFlags,
-    RewindReply, State, TurnStatus,
+    ActionKind, MergeMode, MergeOutcome, OtherTurn, Outcome, Redo, Request, Response, Rewind,
+    RewindFlags, RewindReply, State, TurnStatus,
 };
 use clap::Args;
 use serde::Serialize;
@@ -184,7 +184,7 @@ fn conversation_of(ctx: &Ctx, r: &RewindReply) -> conversation::Report {
         .chain(
             r.conflicts
                 .iter()
-                .filter_map(|c| c.other_session.as_deref()),
+                .filter_map(|c| c.other.as_ref()?.session.as_deref()),
         )
         .filter(|s| Some(*s) != info.session.as_deref())
         .collect();
@@ -288,7 +288,7 @@ fn print(r: &RewindReply, flags: RewindFlags) {
             .any(|m| m.path == a.path && m.outcome != MergeOutcome::Overlapping)
     };
     for a in r.actions.iter().filter(|a| !merged(a)) {
-        let verb = match (a.action, would) {
+        let verb = match (a.kind(), would) {
             (ActionKind::Restore, false) => "restored ",
             (ActionKind::Delete, false) => "deleted  ",
             (ActionKind::Recreate, false) => "recreated",
@@ -315,8 +315,8 @@ fn print(r: &RewindReply, flags: RewindFlags) {
         eprintln!("  blocked    {}  ({})", b.path.quoted(), b.reason);
     }
     for c in &r.conflicts {
-        match (c.other_turn, &c.other_session) {
-            (Some(t), session) => eprintln!(
+        match &c.other {
+            Some(OtherTurn { turn: t, session }) => eprintln!(
                 "  conflict   {}: also changed by turn {t} of {}",
                 c.path.quoted(),
                 session
@@ -325,13 +325,13 @@ fn print(r: &RewindReply, flags: RewindFlags) {
                         "session {s}"
                     ))
             ),
-            (None, _) if r.redo => eprintln!(
+            None if r.redo => eprintln!(
                 "  conflict   {}: changed since the rewind (expected {}, found {})",
                 c.path.quoted(),
                 output::state(&c.expected),
                 output::state(&c.current)
             ),
-            (None, _) => eprintln!(
+            None => eprintln!(
                 "  conflict   {}: edited after the agent (expected {}, found {})",
                 c.path.quoted(),
                 output::state(&c.expected),

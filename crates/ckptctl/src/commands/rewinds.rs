@@ -54,11 +54,11 @@ fn print_one(r: &RewindRecord) {
         .map(i64::to_string)
         .collect::<Vec<_>>()
         .join(", ");
-    let what = match (r.kind, r.redoes) {
+    let what = match (r.kind(), r.redoes) {
         (RewindKind::Redo, Some(of)) => format!("redo of rewind {of} (turns {turns})"),
         _ => format!("rewind to before turn {} (turns {turns})", r.turn),
     };
-    let whole = if r.partial { "partial" } else { "whole" };
+    let whole = if r.partial() { "partial" } else { "whole" };
     let state = match r.state {
         RewindState::Pending => "pending",
         RewindState::Applied => "applied",

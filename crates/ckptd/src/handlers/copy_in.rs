@@ -5,13 +5,12 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use ckpt_core::{CopyOutcome, CopyPath, Entry, EntryKind, RelPath, RewindOptions, TurnMeta};
+use ckpt_core::{CopyOutcome, CopyPath, RelPath, RewindOptions, TurnMeta};
 use ckpt_proto::{self as proto, CopyInBody};
 
 use super::gate::Gate;
 use super::rewind::failed;
 use super::About;
-use crate::convert;
 use crate::daemon::Daemon;
 use crate::error::{ReqError, ReqResult};
 
@@ -65,15 +64,8 @@ pub fn handle(d: &Arc<Daemon>, g: Gate, r: proto::CopyIn) -> ReqResult<About<Cop
     };
     match outcome {
         CopyOutcome::Refused { conflicts, blocked } => {
-            reply.conflicts = conflicts
-                .iter()
-                .map(|c| proto::CopyConflict {
-                    path: convert::rel(&c.path),
-                    base: c.base.as_ref().map(entry),
-                    current: convert::state(&c.current),
-                })
-                .collect();
-            reply.blocked = convert::skipped(&blocked);
+            reply.conflicts = conflicts;
+            reply.blocked = blocked;
         }
         CopyOutcome::Applied {
             turn,
@@ -83,7 +75,7 @@ pub fn handle(d: &Arc<Daemon>, g: Gate, r: proto::CopyIn) -> ReqResult<About<Cop
             reply.outcome = proto::Outcome::Applied;
             reply.turn = Some(turn);
             reply.rewind_id = Some(rewind_id);
-            reply.actions = actions.iter().map(convert::action).collect();
+            reply.actions = actions;
         }
     }
     reply.elapsed_ms = start.elapsed().as_millis() as u64;
@@ -98,32 +90,9 @@ pub fn handle(d: &Arc<Daemon>, g: Gate, r: proto::CopyIn) -> ReqResult<About<Cop
 fn copy_path(p: &proto::CopyPath) -> ReqResult<CopyPath> {
     let path = RelPath::new(p.path.0.clone())
         .map_err(|e| ReqError::bad_request(format!("copy-in path {}: {e}", p.path.display())))?;
-    let parse = |e: &Option<proto::PathEntry>| -> ReqResult<Option<Entry>> {
-        let Some(e) = e else { return Ok(None) };
-        let kind = EntryKind::parse(&e.kind).ok_or_else(|| {
-            ReqError::bad_request(format!(
-                "copy-in path {}: unknown kind {:?}",
-                p.path.display(),
-                e.kind
-            ))
-        })?;
-        Ok(Some(Entry {
-            kind,
-            mode: e.mode,
-            sha256: e.sha256.clone(),
-        }))
-    };
     Ok(CopyPath {
-        base: parse(&p.base)?,
-        copy: parse(&p.copy)?,
         path,
+        base: p.base.clone(),
+        copy: p.copy.clone(),
     })
-}
-
-fn entry(e: &Entry) -> proto::PathEntry {
-    proto::PathEntry {
-        kind: e.kind.as_str().to_string(),
-        mode: e.mode,
-        sha256: e.sha256.clone(),
-    }
 }

@@ -7,7 +7,6 @@ use ckpt_proto::{Diff, DiffBody};
 
 use super::gate::Gate;
 use super::About;
-use crate::convert;
 use crate::daemon::Daemon;
 use crate::error::ReqResult;
 
@@ -21,9 +20,6 @@ pub fn handle(d: &Arc<Daemon>, g: Gate, r: Diff) -> ReqResult<About<DiffBody>> {
         .collect::<Result<Vec<_>, _>>()?;
     g.pass_if_open(d, &h, turn)?;
     let files = h.call(|p| p.diff(turn, &rels))?;
-    let body = DiffBody {
-        turn,
-        files: files.iter().map(convert::file_diff).collect(),
-    };
+    let body = DiffBody { turn, files };
     Ok((h, body))
 }

@@ -1,6 +1,6 @@
-//! The slop ledger: `ledger add|list|show|resolve|reopen|import`. Spellings
-//! (buckets, severities, statuses, anchor states) are the core's; this file
-//! only carries them across the wire.
+//! The slop ledger: `ledger add|list|show|resolve|reopen|import`. Buckets,
+//! severities, statuses and anchor states arrive as the values they are
+//! (`ckpt_types::ledger`); this file only resolves paths.
 
 use std::sync::Arc;
 
@@ -10,7 +10,6 @@ use ckpt_proto::WirePath;
 
 use super::gate::Gate;
 use super::About;
-use crate::convert;
 use crate::daemon::Daemon;
 use crate::error::{ReqError, ReqResult};
 use crate::project::ProjectHandle;
@@ -26,9 +25,9 @@ pub fn add(
     h.ensure_available()?;
     let entry = core::NewLedgerEntry {
         path: Daemon::rel_path(&h, &a.path)?,
-        span: a.span.map(span),
-        bucket: core::Bucket::parse(&a.bucket)?,
-        severity: core::Severity::parse(&a.severity)?,
+        span: a.span,
+        bucket: a.bucket,
+        severity: a.severity,
         confidence: a.confidence,
         owner: a.owner,
         user: a.user,
@@ -48,12 +47,8 @@ pub fn list(
     let h = d.project_for(dir)?;
     h.ensure_available()?;
     let filter = core::LedgerFilter {
-        bucket: f.bucket.as_deref().map(core::Bucket::parse).transpose()?,
-        min_severity: f
-            .min_severity
-            .as_deref()
-            .map(core::Severity::parse)
-            .transpose()?,
+        bucket: f.bucket,
+        min_severity: f.min_severity,
         min_confidence: f.min_confidence,
         path_prefix: match &f.path {
             Some(p) => path_prefix(&h, p)?,
@@ -62,22 +57,12 @@ pub fn list(
         turn: f.turn,
         agent: f.agent.clone(),
         owner: f.owner.clone(),
-        status: f
-            .status
-            .as_deref()
-            .map(core::LedgerStatus::parse)
-            .transpose()?,
-        anchor: f
-            .anchor
-            .as_deref()
-            .map(core::AnchorState::parse)
-            .transpose()?,
+        status: f.status,
+        anchor: f.anchor,
         history: f.history,
     };
     let entries = h.call(|p| p.ledger_list(&filter))?;
-    let body = proto::LedgerBody {
-        entries: entries.iter().map(|e| entry(e, f.history)).collect(),
-    };
+    let body = proto::LedgerBody { entries };
     Ok((h, body))
 }
 
@@ -93,9 +78,7 @@ pub fn show(d: &Arc<Daemon>, dir: &WirePath, id: i64) -> ReqResult<About<proto::
     let h = d.project_for(dir)?;
     h.ensure_available()?;
     let e = h.call(|p| p.ledger_show(id))?;
-    let body = proto::LedgerEntryBody {
-        entry: entry(&e, true),
-    };
+    let body = proto::LedgerEntryBody { entry: e };
     Ok((h, body))
 }
 
@@ -106,11 +89,8 @@ pub fn set_status(
     let (id, who, why) = (r.id, r.who, r.why);
     let h = d.project_for(&r.dir)?;
     h.ensure_available()?;
-    let status = core::LedgerStatus::parse(&r.status)?;
-    let e = h.call(|p| p.ledger_set_status(id, status, who, why))?;
-    let body = proto::LedgerEntryBody {
-        entry: entry(&e, true),
-    };
+    let e = h.call(|p| p.ledger_set_status(id, r.status, who, why))?;
+    let body = proto::LedgerEntryBody { entry: e };
     Ok((h, body))
 }
 
@@ -141,27 +121,15 @@ pub fn import(
 fn record(r: &proto::LedgerRecord) -> ReqResult<core::LedgerRecord> {
     let path =
         core::RelPath::new(r.path.0.clone()).map_err(|e| ReqError::bad_request(e.to_string()))?;
-    let history = r
-        .history
-        .iter()
-        .flatten()
-        .map(|h| {
-            Ok(core::StatusEvent {
-                status: core::LedgerStatus::parse(&h.status)?,
-                who: h.who.clone(),
-                why: h.why.clone(),
-                at_ns: h.at_ns,
-            })
-        })
-        .collect::<core::Result<Vec<_>>>()?;
+    let history = r.history.clone().unwrap_or_default();
     Ok(core::LedgerRecord {
         body: core::EntryBody {
-            bucket: core::Bucket::parse(&r.bucket)?,
-            severity: core::Severity::parse(&r.severity)?,
+            bucket: r.bucket,
+            severity: r.severity,
             confidence: r.confidence,
             owner: r.owner.clone(),
             path,
-            span: r.span.map(span),
+            span: r.span,
             span_text: r.span_text.clone(),
             note: r.note.clone(),
             agent: r.agent.clone(),
@@ -170,55 +138,4 @@ fn record(r: &proto::LedgerRecord) -> ReqResult<core::LedgerRecord> {
         },
         history,
     })
-}
-
-fn span(s: proto::LineSpan) -> core::Span {
-    core::Span {
-        start: s.start,
-        end: s.end,
-    }
-}
-
-fn line_span(s: core::Span) -> proto::LineSpan {
-    proto::LineSpan {
-        start: s.start,
-        end: s.end,
-    }
-}
-
-fn entry(entry: &core::LedgerEntry, history: bool) -> proto::LedgerEntry {
-    let e = &entry.body;
-    proto::LedgerEntry {
-        id: entry.id,
-        bucket: e.bucket.to_string(),
-        severity: e.severity.to_string(),
-        confidence: e.confidence,
-        owner: e.owner.clone(),
-        path: convert::rel(&e.path),
-        span: e.span.map(line_span),
-        note: e.note.clone(),
-        turn: entry.turn,
-        status: entry.status.to_string(),
-        rewound_by: entry.rewound_by,
-        anchor: proto::LedgerAnchor {
-            state: entry.anchor.state.to_string(),
-            span: entry.anchor.span.map(line_span),
-        },
-        agent: e.agent.clone(),
-        session: e.session.clone(),
-        created_ns: e.created_ns,
-        span_text: e.span_text.clone(),
-        history: history.then(|| {
-            entry
-                .history
-                .iter()
-                .map(|h| proto::LedgerEvent {
-                    status: h.status.to_string(),
-                    who: h.who.clone(),
-                    why: h.why.clone(),
-                    at_ns: h.at_ns,
-                })
-                .collect()
-        }),
-    }
 }

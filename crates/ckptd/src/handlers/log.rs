@@ -5,7 +5,6 @@ use std::sync::Arc;
 use ckpt_proto::{Log, LogBody};
 
 use super::About;
-use crate::convert;
 use crate::daemon::Daemon;
 use crate::error::ReqResult;
 
@@ -17,8 +16,6 @@ pub fn handle(d: &Arc<Daemon>, r: Log) -> ReqResult<About<LogBody>> {
     let h = d.project_for(&r.dir)?;
     h.ensure_available()?;
     let turns = h.call(|p| p.log_of(limit.unwrap_or(DEFAULT_LIMIT), session))?;
-    let body = LogBody {
-        turns: turns.iter().map(convert::turn_info).collect(),
-    };
+    let body = LogBody { turns };
     Ok((h, body))
 }

@@ -5,9 +5,8 @@
 
 use std::sync::Arc;
 
-use ckpt_proto::{Reply, Request, Response};
+use ckpt_proto::{Reply, Request, Response, WirePath};
 
-use crate::convert;
 use crate::daemon::Daemon;
 use crate::error::ReqError;
 use crate::project::ProjectHandle;
@@ -94,7 +93,7 @@ pub type About<T> = (Arc<ProjectHandle>, T);
 fn about<T>(variant: fn(Reply<T>) -> Response) -> impl FnOnce(About<T>) -> Response {
     move |(h, body)| {
         variant(Reply {
-            project: convert::abs(&h.root),
+            project: WirePath::from(h.root.as_path()),
             body,
             degraded: h.degraded_reason(),
         })

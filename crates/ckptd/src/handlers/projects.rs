@@ -4,7 +4,6 @@ use std::sync::Arc;
 
 use ckpt_proto::{Health, ProjectInfo, ProjectList, WirePath};
 
-use crate::convert;
 use crate::daemon::Daemon;
 use crate::project::ProjectHandle;
 
@@ -42,7 +41,7 @@ pub fn project_info(h: &ProjectHandle) -> ProjectInfo {
     let (status, busy) = h.status_nowait();
     let s = status.as_ref();
     ProjectInfo {
-        root: convert::abs(&h.root),
+        root: WirePath::from(h.root.as_path()),
         id: h.id.clone(),
         health: h.health(),
         degraded: h.degraded_reason(),

@@ -6,11 +6,10 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use ckpt_core::{RewindOptions, RewindOutcome};
-use ckpt_proto::{ErrorKind, Redo, Rewind, RewindBody, RewindsBody, WirePath};
+use ckpt_proto::{ErrorKind, Outcome, Redo, Rewind, RewindBody, RewindsBody, WirePath};
 
 use super::gate::Gate;
 use super::About;
-use crate::convert;
 use crate::daemon::Daemon;
 use crate::error::{ReqError, ReqResult};
 use crate::project::{DegradedReason, ProjectHandle};
@@ -31,7 +30,7 @@ pub fn rewind(d: &Arc<Daemon>, g: Gate, r: Rewind) -> ReqResult<About<RewindBody
     };
     let start = Instant::now();
     let outcome = apply(d, g, &h, opts, |p, opts| p.rewind(r.turn, opts))?;
-    let body = reply(&h, false, &outcome, start);
+    let body = reply(&h, false, outcome, start);
     Ok((h, body))
 }
 
@@ -43,7 +42,7 @@ pub fn redo(d: &Arc<Daemon>, g: Gate, r: Redo) -> ReqResult<About<RewindBody>> {
     };
     let start = Instant::now();
     let outcome = apply(d, g, &h, opts, |p, opts| p.redo(opts))?;
-    let body = reply(&h, true, &outcome, start);
+    let body = reply(&h, true, outcome, start);
     Ok((h, body))
 }
 
@@ -79,9 +78,7 @@ pub fn list(
     h.ensure_available()?;
     let limit = limit.unwrap_or(i64::MAX as usize);
     let records = h.call(|p| p.rewinds(limit))?;
-    let body = RewindsBody {
-        rewinds: records.iter().map(convert::rewind_record).collect(),
-    };
+    let body = RewindsBody { rewinds: records };
     Ok((h, body))
 }
 
@@ -94,8 +91,12 @@ pub(super) fn failed(h: &ProjectHandle, e: &ReqError) {
     }
 }
 
-fn reply(h: &ProjectHandle, redo: bool, outcome: &RewindOutcome, start: Instant) -> RewindBody {
-    let (kind, rewind_id, plan) = convert::outcome(outcome);
+fn reply(h: &ProjectHandle, redo: bool, outcome: RewindOutcome, start: Instant) -> RewindBody {
+    let (kind, rewind_id, plan) = match outcome {
+        RewindOutcome::DryRun(plan) => (Outcome::DryRun, None, plan),
+        RewindOutcome::Refused(plan) => (Outcome::Refused, None, plan),
+        RewindOutcome::Applied { rewind_id, plan } => (Outcome::Applied, Some(rewind_id), plan),
+    };
     tracing::info!(
         root = %h.root.display(), redo, outcome = ?kind, turn = plan.turn,
         actions = plan.actions.len(), conflicts = plan.conflicts.len(), "rewind"
@@ -105,13 +106,13 @@ fn reply(h: &ProjectHandle, redo: bool, outcome: &RewindOutcome, start: Instant)
         outcome: kind,
         rewind_id,
         turn: plan.turn,
-        turns: plan.turns.clone(),
-        actions: plan.actions.iter().map(convert::action).collect(),
-        conflicts: plan.conflicts.iter().map(convert::conflict).collect(),
-        skipped: convert::skipped(&plan.skipped),
-        blocked: convert::skipped(&plan.blocked),
-        merged: plan.merged.iter().map(convert::merged).collect(),
-        continued: plan.continued.iter().map(convert::continued).collect(),
+        turns: plan.turns,
+        actions: plan.actions,
+        conflicts: plan.conflicts,
+        skipped: plan.skipped,
+        blocked: plan.blocked,
+        merged: plan.merged,
+        continued: plan.continued,
         elapsed_ms: start.elapsed().as_millis() as u64,
     }
 }

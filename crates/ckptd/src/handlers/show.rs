@@ -6,7 +6,6 @@ use ckpt_proto::{ShowBody, WirePath};
 
 use super::gate::Gate;
 use super::About;
-use crate::convert;
 use crate::daemon::Daemon;
 use crate::error::ReqResult;
 
@@ -15,8 +14,6 @@ pub fn handle(d: &Arc<Daemon>, g: Gate, dir: &WirePath, turn: i64) -> ReqResult<
     h.ensure_available()?;
     g.pass_if_open(d, &h, turn)?;
     let detail = h.call(|p| p.show(turn))?;
-    let body = ShowBody {
-        turn: convert::turn_detail(&detail),
-    };
+    let body = ShowBody { turn: detail };
     Ok((h, body))
 }

@@ -9,7 +9,6 @@ use ckpt_proto::{TurnEnd, TurnEndedBody};
 
 use super::gate::Gate;
 use super::About;
-use crate::convert;
 use crate::daemon::Daemon;
 use crate::error::ReqResult;
 
@@ -33,7 +32,7 @@ pub fn handle(d: &Arc<Daemon>, g: Gate, r: TurnEnd) -> ReqResult<About<TurnEnded
         tracing::info!(root = %h.root.display(), turn = detail.info.id, paths = detail.entries.len(), "turn ended");
     }
     let body = TurnEndedBody {
-        turn: convert::turn_detail(&detail),
+        turn: detail,
         left_open,
     };
     Ok((h, body))

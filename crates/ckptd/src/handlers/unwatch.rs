@@ -5,7 +5,6 @@ use std::sync::Arc;
 use ckpt_proto::{ErrorKind, Unwatched, WirePath};
 
 use super::gate::Gate;
-use crate::convert;
 use crate::daemon::Daemon;
 use crate::error::ReqResult;
 
@@ -26,7 +25,7 @@ pub fn handle(d: &Arc<Daemon>, g: Gate, dir: &WirePath, drop_data: bool) -> ReqR
             d.unwatch_broken(&b, drop_data)?;
             let root = b.root.unwrap_or(b.store_dir);
             return Ok(Unwatched {
-                project: convert::abs(&root),
+                project: WirePath::from(root),
                 dropped_data: drop_data,
             });
         }
@@ -48,7 +47,7 @@ pub fn handle(d: &Arc<Daemon>, g: Gate, dir: &WirePath, drop_data: bool) -> ReqR
     d.unwatch(&h, drop_data)?;
     tracing::info!(root = %h.root.display(), drop_data, "unwatched");
     Ok(Unwatched {
-        project: convert::abs(&h.root),
+        project: WirePath::from(h.root.as_path()),
         dropped_data: drop_data,
     })
 }

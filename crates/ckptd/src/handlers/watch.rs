@@ -3,9 +3,8 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use ckpt_proto::{ScanSummary, WatchedBody, WirePath};
+use ckpt_proto::{WatchedBody, WirePath};
 
-use crate::convert;
 use ckpt_proto::paths::discover_root;
 
 use super::About;
@@ -17,18 +16,16 @@ pub fn handle(d: &Arc<Daemon>, dir: &WirePath, discover: bool) -> ReqResult<Abou
     let dir = Daemon::canonical_dir(dir)?;
     let root = if discover { discover_root(&dir) } else { dir };
     let (h, report) = d.watch(&root)?;
-    let mut scan = report
-        .as_ref()
-        .map(convert::scan)
-        .unwrap_or_else(ScanSummary::default);
-    if report.is_some() {
+    let already = report.is_none();
+    let mut scan = report.unwrap_or_default();
+    if !already {
         // What the store holds as not captured, as `status` counts it: this
         // scan's own list misses what the worker captured before it.
-        scan.skipped = convert::skipped(&h.call(|p| p.not_captured())?);
+        scan.skipped = h.call(|p| p.not_captured())?;
     }
     let body = WatchedBody {
         id: h.id.clone(),
-        already: report.is_none(),
+        already,
         scan,
         elapsed_ms: start.elapsed().as_millis() as u64,
     };

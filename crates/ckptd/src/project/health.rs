@@ -158,7 +158,7 @@ impl ProjectHandle {
     /// opens the root again, drops the old watches, watches the new tree
     /// and rescans it, so what is there now is captured (into the open turn,
     /// if any). Returns the scan, or `None` if nothing was to be done.
-    pub fn reattach_if_back(&self) -> ReqResult<Option<ckpt_core::ScanReport>> {
+    pub fn reattach_if_back(&self) -> ReqResult<Option<ckpt_core::ScanSummary>> {
         let _one = lock(&self.reattaching);
         if self.unavailable().is_none() || !self.root.is_dir() {
             return Ok(None);

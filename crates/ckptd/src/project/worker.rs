@@ -145,7 +145,7 @@ impl ProjectHandle {
 
     /// A full stat-scan of a root that is there; a failure degrades the
     /// project.
-    pub fn full_scan(&self) -> crate::error::ReqResult<ckpt_core::ScanReport> {
+    pub fn full_scan(&self) -> crate::error::ReqResult<ckpt_core::ScanSummary> {
         // Lost events may have hidden new directories: watch them before
         // the scan lists them, so a change made in one after the scan's
         // listing still comes as an event.

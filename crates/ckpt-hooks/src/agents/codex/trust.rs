@@ -14,6 +14,7 @@
 //! unset are left out. Checked against the hashes Codex 0.171.0's
 //! `app-server` lists (`hooks/list`, `currentHash`).
 
+use ckpt_core::HashOf;
 use std::path::Path;
 
 use anyhow::Context;

@@ -24,12 +24,12 @@ pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
 
 #[cfg(test)]
 mod tests {
-    use crate::State;
+    use crate::{Hash, State};
 
     #[test]
     fn modes_are_octal_strings_and_numbers_are_still_read() {
         let s = State::File {
-            hash: "h".into(),
+            hash: Hash([1; 32]),
             size: 1,
             mode: 0o644,
         };
