@@ -179,23 +179,23 @@ impl Client {
     /// Sends one request and takes the reply it calls for (see
     /// [`FromResponse`]); any other reply is an error.
     pub fn reply<T: FromResponse>(&mut self, req: &Request) -> anyhow::Result<T> {
-        T::from_response(self.request(req)?).map_err(unexpected)
+        T::from_response(self.request(req)?)
     }
 }
 
 /// A reply the client reads, and the [`Response`] variant that carries it.
 pub trait FromResponse: Sized {
-    /// The reply, or the response back if it is another one.
-    fn from_response(r: Response) -> Result<Self, Response>;
+    /// The reply; any other response is an error that shows it.
+    fn from_response(r: Response) -> anyhow::Result<Self>;
 }
 
 macro_rules! from_response {
     ($($variant:ident($reply:ty)),* $(,)?) => {$(
         impl FromResponse for $reply {
-            fn from_response(r: Response) -> Result<Self, Response> {
+            fn from_response(r: Response) -> anyhow::Result<Self> {
                 match r {
                     Response::$variant(reply) => Ok(reply),
-                    other => Err(other),
+                    other => Err(unexpected(other)),
                 }
             }
         }
