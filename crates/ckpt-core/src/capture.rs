@@ -8,13 +8,16 @@
 //! hash and compress each file (`prepare.rs`) while the previous batch is
 //! written.
 //!
-//! [`reconcile`]: crate::Project::reconcile
-//! [`check_paths`]: crate::Project::check_paths
+//! Both take the project's [`Parts`](crate::parts::Parts), not the
+//! `Project`.
 
 mod events;
 mod pipeline;
 mod prepare;
 mod reconcile;
+
+pub(crate) use events::check_paths;
+pub(crate) use reconcile::reconcile;
 
 use crate::cache::CacheRow;
 use crate::confined::Stat;

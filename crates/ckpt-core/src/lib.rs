@@ -34,6 +34,7 @@ mod history;
 mod ledger;
 mod model;
 mod par;
+mod parts;
 mod prefetch;
 mod project;
 mod relpath;

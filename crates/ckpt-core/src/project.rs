@@ -6,31 +6,32 @@
 //! | operation | module |
 //! |---|---|
 //! | `open`, `open_existing`, `root`, `root_identity`, `reopen_root`, `is_excluded`, `not_captured`, `status`, `read_blob` | here |
-//! | `check_paths` (events), `reconcile` (full scan) | `capture/` |
+//! | `check_paths` (events), `reconcile` (full scan) | `capture::check_paths`, `capture::reconcile` (here: one line each) |
 //! | `turn_start`, `turn_start_closing`, `turn_end`, `turn_end_of`, `close_open_turns`, `tool_start`, `tool_end`, `open_turn`, `open_turn_of`, `turn_meta`, `log`, `log_of`, `show` | `turns::Turns` (here: one line each) |
 //! | `rewinds` | `history::rewind_records` (here: one line) |
-//! | `rewind`, `redo`, `recover` | `rewind/` |
-//! | `copy_in` (a work copy's changes as a turn) | `rewind/copy_in` |
+//! | `rewind`, `redo`, `recover` | `rewind::rewind`, `rewind::redo`, `rewind::recover` (here: one line each) |
+//! | `copy_in` (a work copy's changes as a turn) | `rewind::copy_in` (here: one line) |
 //! | `diff` | `diff::diff` (here: one line) |
 //! | `blame` | `blame::blame` (here: one line) |
 //! | `ledger_add`, `ledger_list`, `ledger_show`, `ledger_set_status`, `ledger_import`, `ledger_count_for_turn`, `open_ledger_spans` | `ledger::Ledger` (here: one line each) |
-//! | `export_range`, `export` | `export/` |
+//! | `export_range`, `export` | `export::export_range`, `export::export` (here: one line each) |
 //! | `gc` | `gc::gc` (here: one line) |
 //!
-//! The rows marked "here" take only what they need (the connection, the
-//! blob store, the tree), not the whole project; the others are still
-//! `impl Project` blocks in their modules.
-
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+//! Each operation below takes only what it needs (the connection, the blob
+//! store, the tree; capture and rewind take the borrowed [`Parts`]), never
+//! the whole project: `project` calls down into them, and nothing calls
+//! back up.
 
 use rusqlite::{Connection, OptionalExtension};
+use std::path::{Path, PathBuf};
 
 use crate::blame;
+use crate::capture;
 use crate::confined::Root;
 use crate::db;
 use crate::diff;
 use crate::error::{Error, IoContext, Result};
+use crate::export::{self, ExportManifest, ExportRange};
 use crate::gc;
 use crate::history;
 use crate::ledger::{
@@ -38,7 +39,9 @@ use crate::ledger::{
     NewLedgerEntry,
 };
 use crate::model::*;
+use crate::parts::Parts;
 use crate::relpath::RelPath;
+use crate::rewind::{self, CopyOutcome, CopyPath};
 use crate::scan::Excludes;
 use crate::state::Hash;
 use crate::store::BlobStore;
@@ -53,9 +56,7 @@ pub const OBJECTS_DIR: &str = "objects";
 /// serializes access per project).
 pub struct Project {
     pub(crate) root: PathBuf,
-    /// Shared so that a rewind's one tree writer (`Dirs`, which borrows
-    /// it) can outlive calls that take the whole project.
-    pub(crate) root_fs: Arc<Root>,
+    pub(crate) root_fs: Root,
     pub(crate) conn: Connection,
     pub(crate) store: BlobStore,
     pub(crate) opts: Options,
@@ -118,7 +119,7 @@ impl Project {
                 )))
             }
         };
-        let root_fs = Arc::new(Root::open(&root).ctx("open project root", &root)?);
+        let root_fs = Root::open(&root).ctx("open project root", &root)?;
         let store = BlobStore::open(
             &store_dir.join(OBJECTS_DIR),
             opts.compression_level,
@@ -149,7 +150,7 @@ impl Project {
     /// made again at the same path: the old handle names the old directory.
     pub fn reopen_root(&mut self) -> Result<()> {
         let root = &self.root;
-        self.root_fs = Arc::new(Root::open(root).ctx("open project root", root)?);
+        self.root_fs = Root::open(root).ctx("open project root", root)?;
         self.excludes = Excludes::load(root, &self.opts.extra_excludes);
         Ok(())
     }
@@ -206,6 +207,64 @@ impl Project {
         self.store.get(&self.conn, hash)
     }
 
+    /// The parts capture and rewind work on, borrowed apart.
+    fn parts(&mut self) -> Parts<'_> {
+        Parts {
+            root: &self.root,
+            root_fs: &self.root_fs,
+            conn: &mut self.conn,
+            store: &self.store,
+            opts: &self.opts,
+            excludes: &mut self.excludes,
+        }
+    }
+
+    /// Re-checks these paths (and, for a new, replaced or removed
+    /// directory, everything below it); captures what changed. Excluded
+    /// paths are ignored.
+    pub fn check_paths(&mut self, paths: impl IntoIterator<Item = RelPath>) -> Result<ScanSummary> {
+        capture::check_paths(&mut self.parts(), paths)
+    }
+
+    /// Full stat-compare scan of the tree against the hash cache; captures
+    /// every change. The first call is the baseline.
+    pub fn reconcile(&mut self) -> Result<ScanSummary> {
+        capture::reconcile(&mut self.parts())
+    }
+
+    /// Restores the state from just before `turn`, undoing it and every
+    /// later live turn of its session (see `rewind::rewind`). Call after a
+    /// barrier.
+    pub fn rewind(&mut self, turn: i64, opts: RewindOptions) -> Result<RewindOutcome> {
+        rewind::rewind(&mut self.parts(), turn, opts)
+    }
+
+    /// Undoes the last applied rewind exactly (see `rewind::redo`).
+    pub fn redo(&mut self, opts: RewindOptions) -> Result<RewindOutcome> {
+        rewind::redo(&mut self.parts(), opts)
+    }
+
+    /// Finishes a journaled rewind or redo that was interrupted (the
+    /// process died while applying it). Call at start-up, before anything
+    /// else.
+    pub fn recover(&mut self) -> Result<Option<RecoveryReport>> {
+        rewind::recover(&mut self.parts())
+    }
+
+    /// Writes each of `paths` as `source` (a directory outside the
+    /// project) holds it, as one new turn made by `meta`, if the project
+    /// still holds every path as its `base` says (see `rewind::copy_in`).
+    /// Call after a barrier.
+    pub fn copy_in(
+        &mut self,
+        source: &Path,
+        meta: TurnMeta,
+        paths: Vec<CopyPath>,
+        opts: RewindOptions,
+    ) -> Result<CopyOutcome> {
+        rewind::copy_in(&mut self.parts(), source, meta, paths, opts)
+    }
+
     /// Blames every line of the file at `path` as it is now (the hash
     /// cache's state: call after a barrier). A path no live turn touched is
     /// all baseline. Anything but a captured text file is an
@@ -240,11 +299,6 @@ impl Project {
     /// A tool call of `session` ended; returns its tool calls still running.
     pub fn tool_end(&mut self, session: Option<&str>) -> Result<u32> {
         self.turns().tool_end(session)
-    }
-
-    /// The open turns a change seen now goes to, and whether it is shared.
-    pub(crate) fn recipients(&self) -> Result<(Vec<i64>, bool)> {
-        self.turns().recipients()
     }
 
     /// Closes the open turn of the default session, or else the only open
@@ -373,6 +427,19 @@ impl Project {
     /// every line. For `blame` to mark lines.
     pub fn open_ledger_spans(&self, path: &RelPath) -> Result<Vec<(i64, LineSpan)>> {
         self.ledger().open_spans(path)
+    }
+
+    /// The touched paths of turns `from..=to`, each closed and not rewound.
+    pub fn export_range(&self, from: i64, to: i64) -> Result<ExportRange> {
+        export::export_range(&self.turns(), &self.ledger(), from, to)
+    }
+
+    /// Writes `changes.patch`, `files.zip`, `report.md` and `manifest.json`
+    /// for turns `from..=to` into `out`, an existing empty directory outside
+    /// the project.
+    pub fn export(&self, from: i64, to: i64, out: &Path) -> Result<ExportManifest> {
+        let range = self.export_range(from, to)?;
+        export::export(&self.conn, &self.store, &self.root, range, out)
     }
 
     /// Drops turns past the retention policy, then the blobs nothing refers to.

@@ -1,9 +1,8 @@
 //! The command line, as clap derive types.
 
 use std::path::PathBuf;
-use std::time::Duration;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser};
 
 use ckpt_agents::Agent;
 
@@ -113,13 +112,6 @@ macro_rules! family_cli {
     };
 }
 
-family_cli!(
-    LedgerCli,
-    "ckptctl ledger",
-    LedgerAction,
-    "The slop ledger: residue a turn left, recorded so nobody mistakes it for design."
-);
-
 impl Global {
     /// These flags, with `inner`'s (given after a family's name) on top.
     pub fn under(self, inner: Global) -> Global {
@@ -148,14 +140,6 @@ pub(crate) fn turn_range(s: &str) -> Result<(i64, i64), String> {
         None => turn_id(s).map(|t| (t, t)),
     };
     range.map_err(|e| format!("{e}; a range is TURN..TURN"))
-}
-
-/// One of a ledger value's spellings, checked by the core's own list.
-fn confidence(s: &str) -> Result<f64, String> {
-    match s.parse::<f64>() {
-        Ok(c) if (0.0..=1.0).contains(&c) => Ok(c),
-        _ => Err("a confidence is a number between 0 and 1".into()),
-    }
 }
 
 /// The command line with `rewind --merge markers` read as
@@ -210,14 +194,6 @@ pub struct TurnMeta {
 }
 
 #[derive(Args, Debug, Clone, Default)]
-pub struct TurnStartArgs {
-    #[command(flatten)]
-    pub meta: TurnMeta,
-    #[command(flatten)]
-    pub hook: FromHook,
-}
-
-#[derive(Args, Debug, Clone, Default)]
 pub struct FromHook {
     /// Called from AGENT's hook (`ckptctl hooks install` writes these):
     /// read its JSON payload on stdin (prompt → label, session, project
@@ -231,167 +207,6 @@ pub struct FromHook {
         default_missing_value = "claude-code"
     )]
     pub from_hook: Option<Agent>,
-}
-
-/// `--from-hook` of tool-start and tool-end: only the agents that have
-/// tool hooks (`Agent::WITH_TOOL_HOOKS`).
-#[derive(Args, Debug, Clone, Default)]
-pub struct FromToolHook {
-    /// Called from AGENT's tool hook (`ckptctl hooks install` writes
-    /// these): read its JSON payload on stdin and print nothing. It never
-    /// fails the agent: any error is one line on stderr, exit 0, and shows
-    /// in `hooks status`.
-    #[arg(
-        long,
-        value_name = "AGENT",
-        num_args = 0..=1,
-        require_equals = true,
-        default_missing_value = "claude-code",
-        value_parser = tool_hook_agent()
-    )]
-    pub from_hook: Option<Agent>,
-}
-
-fn tool_hook_agent() -> impl clap::builder::TypedValueParser<Value = Agent> {
-    use clap::builder::TypedValueParser;
-    use clap::ValueEnum;
-    let values = Agent::WITH_TOOL_HOOKS.map(|a| a.to_possible_value().expect("not hidden"));
-    clap::builder::PossibleValuesParser::new(values)
-        .map(|name| Agent::from_str(&name, false).expect("one of the possible values"))
-}
-
-#[derive(Subcommand, Debug)]
-pub enum LedgerAction {
-    /// Record residue at PATH (the whole file), PATH:LINE or PATH:START-END,
-    /// in the open turn if there is one.
-    Add {
-        /// PATH[:LINE[-LINE]], PATH relative to the current directory.
-        target: String,
-        /// compat-shim, unmigrated-callers, duplicate-concept, naming-drift,
-        /// stale-docs-tests, suspected-dead-code or tool-gap.
-        #[arg(long, value_parser = ckpt_types::Bucket::parse)]
-        bucket: ckpt_types::Bucket,
-        /// low, medium, high or critical.
-        #[arg(long, value_parser = ckpt_types::Severity::parse)]
-        severity: ckpt_types::Severity,
-        /// How sure you are, from 0 to 1.
-        #[arg(long, value_parser = confidence)]
-        confidence: f64,
-        /// A person, a team or agent:NAME [default: agent:<the open
-        /// turn's agent>, else $USER].
-        #[arg(long)]
-        owner: Option<String>,
-        /// What it is and what should become of it.
-        #[arg(long)]
-        note: String,
-    },
-    /// Entries, oldest first, with where their lines are now.
-    List(LedgerListArgs),
-    /// One entry with its history.
-    Show {
-        /// An entry id, as `ckptctl ledger list` lists them.
-        id: i64,
-    },
-    /// Mark an entry resolved (or won't fix).
-    Resolve {
-        /// An entry id, as `ckptctl ledger list` lists them.
-        id: i64,
-        /// Won't fix rather than resolved.
-        #[arg(long)]
-        wont_fix: bool,
-        /// Why: what fixed it, or why it stays.
-        #[arg(long)]
-        why: String,
-        /// Who decided [default: $USER].
-        #[arg(long)]
-        who: Option<String>,
-    },
-    /// Open a resolved or won't-fix entry again.
-    Reopen {
-        /// An entry id, as `ckptctl ledger list` lists them.
-        id: i64,
-        /// Why it is open again.
-        #[arg(long)]
-        why: String,
-        /// Who decided [default: $USER].
-        #[arg(long)]
-        who: Option<String>,
-    },
-    /// Every entry, with its history: JSON (for `ledger import` in another
-    /// clone) or Markdown (for a pull-request description).
-    Export {
-        /// JSON for `ledger import`, Markdown for people.
-        #[arg(long, value_enum, default_value_t = ExportFormat::Json)]
-        format: ExportFormat,
-    },
-    /// Add the entries of a JSON export from another clone of the project;
-    /// entries already here are skipped.
-    Import {
-        /// A file written by `ckptctl ledger export --format json`.
-        file: PathBuf,
-    },
-}
-
-#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ExportFormat {
-    Json,
-    Markdown,
-}
-
-#[derive(Args, Debug, Clone, Default)]
-pub struct LedgerListArgs {
-    /// Only this bucket (as `ledger add --bucket` takes).
-    #[arg(long, value_parser = ckpt_types::Bucket::parse)]
-    pub bucket: Option<ckpt_types::Bucket>,
-    /// This severity or worse.
-    #[arg(long, value_name = "SEVERITY", value_parser = ckpt_types::Severity::parse)]
-    pub min_severity: Option<ckpt_types::Severity>,
-    /// This confidence or more, from 0 to 1.
-    #[arg(long, value_name = "C", value_parser = confidence)]
-    pub min_confidence: Option<f64>,
-    /// Entries about this path or below it (relative to the current directory).
-    #[arg(long, value_name = "PREFIX")]
-    pub path: Option<PathBuf>,
-    /// Entries recorded in this turn.
-    #[arg(long, value_parser = turn_id)]
-    pub turn: Option<i64>,
-    /// Entries recorded in turns of this agent.
-    #[arg(long)]
-    pub agent: Option<String>,
-    /// Entries owned by this person, team or agent:NAME.
-    #[arg(long)]
-    pub owner: Option<String>,
-    /// open, resolved, wont-fix or rewound.
-    #[arg(long, value_parser = ckpt_types::LedgerStatus::parse)]
-    pub status: Option<ckpt_types::LedgerStatus>,
-    /// fresh, moved, changed or gone.
-    #[arg(long, value_parser = ckpt_types::AnchorState::parse)]
-    pub anchor: Option<ckpt_types::AnchorState>,
-}
-
-#[derive(Subcommand, Debug)]
-pub enum ServiceAction {
-    /// Write the unit (or plist) and enable it.
-    Install {
-        /// Only write the file; do not enable or start the service.
-        #[arg(long)]
-        no_start: bool,
-    },
-    /// Disable and remove it.
-    Uninstall,
-}
-
-/// The quiet time `--bursts` takes: seconds, fractions allowed, above 0.
-pub fn quiet_secs(text: &str) -> Result<Duration, String> {
-    let bad =
-        || format!("--bursts takes a number of seconds above 0 (e.g. 2 or 0.5), not '{text}'");
-    let secs: f64 = text.trim().parse().map_err(|_| bad())?;
-    // Refuses negatives, NaN and infinities; rounds what is below 1 ns to 0.
-    let quiet = Duration::try_from_secs_f64(secs).map_err(|_| bad())?;
-    if quiet.is_zero() {
-        return Err(bad());
-    }
-    Ok(quiet)
 }
 
 /// The arguments of `cmd` and its subcommands that have no `--help` text
@@ -430,23 +245,15 @@ mod tests {
         assert!(turn_range("-1").is_err());
     }
 
-    #[test]
-    fn quiet_times_are_positive_seconds() {
-        assert_eq!(quiet_secs("0.5"), Ok(Duration::from_millis(500)));
-        assert_eq!(quiet_secs("2"), Ok(Duration::from_secs(2)));
-        for bad in ["0", "-1", "0.0", "abc", "", "nan", "inf", "1e300", "1e-12"] {
-            let e = quiet_secs(bad).expect_err(bad);
-            assert!(e.contains("--bursts") && e.contains(bad), "{e}");
-        }
-    }
-
     /// Every argument of every subcommand says what it is in `--help`
     /// (issue 31 item 36 found `show <TURN>` and `--why` with none).
     #[test]
     fn every_argument_has_help() {
         use clap::CommandFactory;
         let mut missing = args_without_help(&crate::commands::Cli::command());
-        missing.extend(args_without_help(&LedgerCli::command()));
+        missing.extend(args_without_help(
+            &crate::commands::ledger::LedgerCli::command(),
+        ));
         assert!(missing.is_empty(), "arguments without help: {missing:#?}");
     }
 }

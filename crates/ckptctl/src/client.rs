@@ -10,7 +10,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context};
 use ckpt_proto::{
-    read_frame, write_frame, ErrorKind, FrameError, Request, Response, PROTOCOL_VERSION,
+    read_frame, write_frame, ActivityReply, BlameReply, CopyInReply, DiffReply, ErrorKind,
+    ExportReply, FrameError, FsckReply, LedgerAdded, LedgerEntryReply, LedgerImported, LedgerReply,
+    LogReply, ProjectList, Request, Response, RewindReply, RewindsReply, ShowReply, StatusReply,
+    Synced, ToolReply, TurnEnded, TurnStarted, Unwatched, Watched, PROTOCOL_VERSION,
 };
 use interprocess::local_socket::{prelude::*, GenericFilePath, Stream};
 
@@ -172,6 +175,61 @@ impl Client {
             Err(e) => Err(e).context("talking to ckptd"),
         }
     }
+
+    /// Sends one request and takes the reply it calls for (see
+    /// [`FromResponse`]); any other reply is an error.
+    pub fn reply<T: FromResponse>(&mut self, req: &Request) -> anyhow::Result<T> {
+        T::from_response(self.request(req)?)
+    }
+}
+
+/// A reply the client reads, and the [`Response`] variant that carries it.
+pub trait FromResponse: Sized {
+    /// The reply; any other response is an error that shows it.
+    fn from_response(r: Response) -> anyhow::Result<Self>;
+}
+
+macro_rules! from_response {
+    ($($variant:ident($reply:ty)),* $(,)?) => {$(
+        impl FromResponse for $reply {
+            fn from_response(r: Response) -> anyhow::Result<Self> {
+                match r {
+                    Response::$variant(reply) => Ok(reply),
+                    other => Err(unexpected(other)),
+                }
+            }
+        }
+    )*};
+}
+
+from_response!(
+    Watched(Watched),
+    Unwatched(Unwatched),
+    Projects(ProjectList),
+    TurnStarted(TurnStarted),
+    TurnEnded(TurnEnded),
+    Synced(Synced),
+    Log(LogReply),
+    Show(ShowReply),
+    Diff(DiffReply),
+    Rewind(RewindReply),
+    Rewinds(RewindsReply),
+    Status(StatusReply),
+    Fsck(FsckReply),
+    Activity(ActivityReply),
+    LedgerAdded(LedgerAdded),
+    Ledger(LedgerReply),
+    LedgerEntry(LedgerEntryReply),
+    LedgerImported(LedgerImported),
+    Blame(BlameReply),
+    Export(ExportReply),
+    CopyIn(CopyInReply),
+    Tool(ToolReply),
+);
+
+/// The reply was not the one the request calls for.
+pub fn unexpected(r: Response) -> anyhow::Error {
+    anyhow!("unexpected reply from ckptd: {r:?}")
 }
 
 /// Connects to the daemon's socket at `path`.

@@ -21,11 +21,11 @@ pub fn error_message(e: &anyhow::Error) -> String {
     format!("{e:#}")
 }
 
-/// Every reply about a project may say capture is degraded: always tell.
-pub fn warn_degraded(project: &WirePath, degraded: &Option<String>) {
-    if let Some(reason) = degraded {
-        eprintln!("ckptctl: warning: capture for {project} is degraded: {reason}");
-    }
+/// The warning that capture for `project` is degraded, on stderr
+/// ([`Ctx::warn_if_degraded`](crate::commands::Ctx::warn_if_degraded)
+/// decides when).
+pub fn warn_degraded(project: &WirePath, reason: &str) {
+    eprintln!("ckptctl: warning: capture for {project} is degraded: {reason}");
 }
 
 pub fn bytes(n: u64) -> String {

@@ -65,6 +65,31 @@ fn watch_limit_degrades_loudly_and_scans_still_capture_everything() {
     assert_same_tree("rewound while degraded", &before, &snapshot_work(&proj));
 }
 
+/// `rewind --last` reads the log, then rewinds: two degraded replies, one
+/// warning, on stderr only (stdout holds the JSON document alone).
+#[test]
+fn a_command_that_asks_twice_warns_once_and_only_on_stderr() {
+    let env = Env::new();
+    let _d = env.start_daemon_with(&[("CKPT_TEST_FAKE_WATCH_LIMIT", "1")]);
+    let proj = env.git_repo("p", &[("a.txt", b"a\n")]);
+    env.ctl_ok(&proj, &["watch"]);
+    env.ctl_ok(&proj, &["turn-start"]);
+    sh(&proj, "echo A > a.txt");
+    env.ctl_ok(&proj, &["turn-end"]);
+
+    let out = env.ctl(&proj, &["--json", "rewind", "--last", "--dry-run"]);
+    assert!(out.status.success(), "{out:?}");
+    let warnings = out.stderr.matches("ckptctl: warning: capture for").count();
+    assert_eq!(warnings, 1, "{}", out.stderr);
+    assert!(out.stderr.contains("is degraded: "), "{}", out.stderr);
+    let doc = out.json();
+    assert!(doc["degraded"]
+        .as_str()
+        .unwrap()
+        .contains("max_user_watches"));
+    assert!(!out.stdout.contains("warning"), "{}", out.stdout);
+}
+
 #[test]
 fn a_project_whose_root_is_deleted_does_not_take_the_daemon_down() {
     let env = Env::new();

@@ -13,61 +13,63 @@ use crate::confined::{Root, Stat, StatKind};
 use crate::db;
 use crate::error::{IoContext, Result};
 use crate::model::ScanSummary;
-use crate::project::Project;
+use crate::parts::Parts;
 use crate::relpath::RelPath;
 use crate::scan::{self, Excludes};
 use ckpt_types::names::{CACHE_TAG, IGNORE_FILE};
 use ckpt_types::now_ns;
 
-impl Project {
-    /// Re-checks these paths (and, for a new, replaced or removed directory,
-    /// everything below it); captures what changed. Excluded paths are
-    /// ignored.
-    pub fn check_paths(&mut self, paths: impl IntoIterator<Item = RelPath>) -> Result<ScanSummary> {
-        let scan_start = now_ns();
-        let mut work: Vec<RelPath> = paths.into_iter().collect();
-        work.sort();
-        work.dedup();
-        if work.iter().any(|p| p.as_bytes() == IGNORE_FILE.as_bytes()) {
-            self.excludes = Excludes::load(&self.root, &self.opts.extra_excludes);
-        }
-        let mut check = PathCheck {
-            conn: &self.conn,
-            root_fs: &self.root_fs,
-            root: &self.root,
-            excludes: &self.excludes,
-            report: ScanSummary::default(),
-            seen: BTreeMap::new(),
-            done: HashSet::new(),
-            cached_dirs: HashSet::new(),
-            work,
-            new_links: HashSet::new(),
-        };
-        // One read transaction for the lookups (thousands after a rewind).
-        db::reading(&self.conn, || {
-            loop {
-                while let Some(path) = check.work.pop() {
-                    check.one(path)?;
-                }
-                if check.new_links.is_empty() {
-                    return Ok(());
-                }
-                // One scan of the cache for every new link of this call.
-                let inodes = std::mem::take(&mut check.new_links);
-                check.work = cache::named_inodes(check.conn, &inodes)?;
-            }
-        })?;
-        let PathCheck {
-            seen, mut report, ..
-        } = check;
-        let seen = seen.into_values().filter(|s| match (&s.stat, &s.old) {
-            (None, None) => false,
-            (Some(st), Some(o)) => !o.unchanged(st),
-            _ => true,
-        });
-        self.capture(seen.collect(), Vec::new(), scan_start, &mut report)?;
-        Ok(report)
+/// Re-checks these paths (and, for a new, replaced or removed directory,
+/// everything below it); captures what changed. Excluded paths are
+/// ignored.
+pub(crate) fn check_paths(
+    parts: &mut Parts<'_>,
+    paths: impl IntoIterator<Item = RelPath>,
+) -> Result<ScanSummary> {
+    let scan_start = now_ns();
+    let mut work: Vec<RelPath> = paths.into_iter().collect();
+    work.sort();
+    work.dedup();
+    if work.iter().any(|p| p.as_bytes() == IGNORE_FILE.as_bytes()) {
+        *parts.excludes = Excludes::load(parts.root, &parts.opts.extra_excludes);
     }
+    let conn: &Connection = parts.conn;
+    let mut check = PathCheck {
+        conn,
+        root_fs: parts.root_fs,
+        root: parts.root,
+        excludes: parts.excludes,
+        report: ScanSummary::default(),
+        seen: BTreeMap::new(),
+        done: HashSet::new(),
+        cached_dirs: HashSet::new(),
+        work,
+        new_links: HashSet::new(),
+    };
+    // One read transaction for the lookups (thousands after a rewind).
+    db::reading(conn, || {
+        loop {
+            while let Some(path) = check.work.pop() {
+                check.one(path)?;
+            }
+            if check.new_links.is_empty() {
+                return Ok(());
+            }
+            // One scan of the cache for every new link of this call.
+            let inodes = std::mem::take(&mut check.new_links);
+            check.work = cache::named_inodes(check.conn, &inodes)?;
+        }
+    })?;
+    let PathCheck {
+        seen, mut report, ..
+    } = check;
+    let seen = seen.into_values().filter(|s| match (&s.stat, &s.old) {
+        (None, None) => false,
+        (Some(st), Some(o)) => !o.unchanged(st),
+        _ => true,
+    });
+    super::pipeline::capture(parts, seen.collect(), Vec::new(), scan_start, &mut report)?;
+    Ok(report)
 }
 
 /// One `check_paths` call's worklist and what it found.

@@ -14,94 +14,92 @@ use crate::cache;
 use crate::error::Result;
 use crate::model::ScanSummary;
 use crate::par::par_map;
-use crate::project::Project;
+use crate::parts::Parts;
 use crate::relpath::RelPath;
 use crate::state::State;
 use crate::store::{BlobStore, PreparedPack};
-use crate::turns;
+use crate::turns::{self, Turns};
 
-impl Project {
-    /// Reads and stores what changed, in batches, each one transaction;
-    /// `gone` leave the cache (in the first batch) without counting as
-    /// changes.
-    pub(super) fn capture(
-        &mut self,
-        mut seen: Vec<Seen>,
-        gone: Vec<RelPath>,
-        scan_start: i64,
-        report: &mut ScanSummary,
-    ) -> Result<()> {
-        let to = self.recipients()?;
-        let conn = &mut self.conn;
-        if seen.is_empty() {
-            if !gone.is_empty() {
-                write_batch(
-                    conn,
-                    &self.store,
-                    Batch::default(),
-                    gone,
-                    &to,
-                    scan_start,
-                    report,
-                )?;
-            }
-            return Ok(());
+/// Reads and stores what changed, in batches, each one transaction;
+/// `gone` leave the cache (in the first batch) without counting as
+/// changes.
+pub(super) fn capture(
+    parts: &mut Parts<'_>,
+    mut seen: Vec<Seen>,
+    gone: Vec<RelPath>,
+    scan_start: i64,
+    report: &mut ScanSummary,
+) -> Result<()> {
+    let to = Turns { conn: parts.conn }.recipients()?;
+    let conn = &mut *parts.conn;
+    if seen.is_empty() {
+        if !gone.is_empty() {
+            write_batch(
+                conn,
+                parts.store,
+                Batch::default(),
+                gone,
+                &to,
+                scan_start,
+                report,
+            )?;
         }
-        seen.sort_by(|a, b| a.path.cmp(&b.path));
-        let mut batches = Vec::new();
-        while !seen.is_empty() {
-            let mut end = 0;
-            let mut bytes = 0;
-            while end < seen.len() && (end == 0 || bytes < BATCH_BYTES) {
-                bytes += seen[end].stat.map_or(0, |s| s.size);
-                end += 1;
-            }
-            batches.push(seen.drain(..end).collect::<Vec<Seen>>());
-        }
-        let (fs, store) = (&self.root_fs, &self.store);
-        let (max, threads) = (self.opts.max_file_size, self.opts.threads);
-        let db_path = conn.path().map(PathBuf::from);
-        // Everything but the write runs on the workers, so no serial step (a
-        // store lookup, reading a delta base) idles a core between reading
-        // and compressing. Each worker reads the store through a read-only
-        // connection of its own (the writer's cannot cross threads); one
-        // preparing while the previous batch is written may miss that
-        // batch's blobs and compress a duplicate, which the writer finds
-        // stored.
-        let prepare = |batch: Vec<Seen>, writer: Option<&Connection>| -> Result<Batch> {
-            // Hashes being compressed in this batch: identical new content
-            // is compressed once.
-            let claimed = Mutex::new(HashSet::new());
-            let own = || Reader::Own(db_path.as_deref(), None);
-            let local = writer.map_or_else(own, Reader::Shared);
-            let read = read_batch(fs, batch, threads, max);
-            let mut captured = par_map(read, threads, 8, local, own, |db, c| {
-                prepare_one(store, db, &claimed, c)
-            })
-            .into_iter()
-            .collect::<Result<Vec<_>>>()?;
-            let packs = pack_small(store, &mut captured, threads);
-            Ok(Batch { captured, packs })
-        };
-        let mut batches = batches.into_iter();
-        let first = batches.next().expect("seen is not empty");
-        let mut ready = prepare(first, Some(conn))?;
-        let mut gone = Some(gone);
-        for next in batches {
-            // Write one batch while the workers prepare the next.
-            let (written, prepared) = std::thread::scope(|scope| {
-                let worker = scope.spawn(|| prepare(next, None));
-                let ready = std::mem::take(&mut ready);
-                let gone = gone.take().unwrap_or_default();
-                let written = write_batch(conn, store, ready, gone, &to, scan_start, report);
-                (written, worker.join().expect("capture worker panicked"))
-            });
-            written?;
-            ready = prepared?;
-        }
-        let gone = gone.take().unwrap_or_default();
-        write_batch(conn, store, ready, gone, &to, scan_start, report)
+        return Ok(());
     }
+    seen.sort_by(|a, b| a.path.cmp(&b.path));
+    let mut batches = Vec::new();
+    while !seen.is_empty() {
+        let mut end = 0;
+        let mut bytes = 0;
+        while end < seen.len() && (end == 0 || bytes < BATCH_BYTES) {
+            bytes += seen[end].stat.map_or(0, |s| s.size);
+            end += 1;
+        }
+        batches.push(seen.drain(..end).collect::<Vec<Seen>>());
+    }
+    let (fs, store) = (parts.root_fs, parts.store);
+    let (max, threads) = (parts.opts.max_file_size, parts.opts.threads);
+    let db_path = conn.path().map(PathBuf::from);
+    // Everything but the write runs on the workers, so no serial step (a
+    // store lookup, reading a delta base) idles a core between reading
+    // and compressing. Each worker reads the store through a read-only
+    // connection of its own (the writer's cannot cross threads); one
+    // preparing while the previous batch is written may miss that
+    // batch's blobs and compress a duplicate, which the writer finds
+    // stored.
+    let prepare = |batch: Vec<Seen>, writer: Option<&Connection>| -> Result<Batch> {
+        // Hashes being compressed in this batch: identical new content
+        // is compressed once.
+        let claimed = Mutex::new(HashSet::new());
+        let own = || Reader::Own(db_path.as_deref(), None);
+        let local = writer.map_or_else(own, Reader::Shared);
+        let read = read_batch(fs, batch, threads, max);
+        let mut captured = par_map(read, threads, 8, local, own, |db, c| {
+            prepare_one(store, db, &claimed, c)
+        })
+        .into_iter()
+        .collect::<Result<Vec<_>>>()?;
+        let packs = pack_small(store, &mut captured, threads);
+        Ok(Batch { captured, packs })
+    };
+    let mut batches = batches.into_iter();
+    let first = batches.next().expect("seen is not empty");
+    let mut ready = prepare(first, Some(conn))?;
+    let mut gone = Some(gone);
+    for next in batches {
+        // Write one batch while the workers prepare the next.
+        let (written, prepared) = std::thread::scope(|scope| {
+            let worker = scope.spawn(|| prepare(next, None));
+            let ready = std::mem::take(&mut ready);
+            let gone = gone.take().unwrap_or_default();
+            let written = write_batch(conn, store, ready, gone, &to, scan_start, report);
+            (written, worker.join().expect("capture worker panicked"))
+        });
+        written?;
+        ready = prepared?;
+    }
+    let gone = gone.take().unwrap_or_default();
+    write_batch(conn, store, ready, gone, &to, scan_start, report)
 }
 
 /// One batch of paths, read and compressed, ready for the writer.

@@ -4,11 +4,12 @@
 
 use rusqlite::Connection;
 
+use super::pipeline::capture;
 use super::{Seen, BATCH_BYTES, BATCH_PATHS};
 use crate::cache::{self, CacheRow};
 use crate::error::Result;
 use crate::model::ScanSummary;
-use crate::project::Project;
+use crate::parts::Parts;
 use crate::relpath::RelPath;
 use crate::scan::{self, Excludes};
 use ckpt_types::now_ns;
@@ -42,87 +43,85 @@ impl CacheCursor {
     }
 }
 
-impl Project {
-    /// Full stat-compare scan of the tree against the hash cache; captures
-    /// every change. The first call is the baseline.
-    ///
-    /// The walk and the cache are both read in path order and merged, and
-    /// what changed is captured batch by batch as the merge goes, so memory
-    /// does not grow with the size of the tree.
-    pub fn reconcile(&mut self) -> Result<ScanSummary> {
-        use std::cmp::Ordering;
-        let scan_start = now_ns();
-        self.excludes = Excludes::load(&self.root, &self.opts.extra_excludes);
-        let mut walk = scan::SortedWalk::new(&self.root, None, &self.excludes);
-        let mut cached = CacheCursor::default();
-        let mut report = ScanSummary::default();
-        let mut seen = Vec::new();
-        let mut seen_bytes = 0;
-        // Rows of paths that are excluded now: they simply leave the cache
-        // (they were not deleted).
-        let mut gone = Vec::new();
-        let mut disk = walk.next();
-        let mut row = cached.next(&self.conn)?;
-        loop {
-            let ord = match (&disk, &row) {
-                (None, None) => break,
-                (Some(_), None) => Ordering::Less,
-                (None, Some(_)) => Ordering::Greater,
-                (Some((d, _)), Some((c, _))) => d.cmp(c),
-            };
-            if ord == Ordering::Greater {
-                // In the cache, not found by the walk: gone, unless it lies
-                // in a directory we could not read (which the walk, being in
-                // the same order, has tried to read by now), or is excluded.
-                let (path, old) = row.take().expect("compared above");
-                row = cached.next(&self.conn)?;
-                if walk
-                    .unreadable
-                    .iter()
-                    .any(|d| path.starts_with(&d.path) && path != d.path)
-                {
-                    continue;
-                }
-                if self.excludes.is_excluded(&path, old.state.is_dir()) {
-                    gone.push(path);
-                } else {
-                    seen.push(Seen {
-                        path,
-                        stat: None,
-                        old: Some(old),
-                    });
-                }
-            } else {
-                let (path, stat) = disk.take().expect("compared above");
-                disk = walk.next();
-                report.entries += 1;
-                let old = match ord {
-                    Ordering::Equal => {
-                        let old = row.take().map(|(_, r)| r);
-                        row = cached.next(&self.conn)?;
-                        old
-                    }
-                    _ => None,
-                };
-                if old.as_ref().is_none_or(|o| !o.unchanged(&stat)) {
-                    seen_bytes += stat.size;
-                    seen.push(Seen {
-                        path,
-                        stat: Some(stat),
-                        old,
-                    });
-                }
+/// Full stat-compare scan of the tree against the hash cache; captures
+/// every change. The first call is the baseline.
+///
+/// The walk and the cache are both read in path order and merged, and
+/// what changed is captured batch by batch as the merge goes, so memory
+/// does not grow with the size of the tree.
+pub(crate) fn reconcile(parts: &mut Parts<'_>) -> Result<ScanSummary> {
+    use std::cmp::Ordering;
+    let scan_start = now_ns();
+    *parts.excludes = Excludes::load(parts.root, &parts.opts.extra_excludes);
+    let mut walk = scan::SortedWalk::new(parts.root, None, parts.excludes);
+    let mut cached = CacheCursor::default();
+    let mut report = ScanSummary::default();
+    let mut seen = Vec::new();
+    let mut seen_bytes = 0;
+    // Rows of paths that are excluded now: they simply leave the cache
+    // (they were not deleted).
+    let mut gone = Vec::new();
+    let mut disk = walk.next();
+    let mut row = cached.next(parts.conn)?;
+    loop {
+        let ord = match (&disk, &row) {
+            (None, None) => break,
+            (Some(_), None) => Ordering::Less,
+            (None, Some(_)) => Ordering::Greater,
+            (Some((d, _)), Some((c, _))) => d.cmp(c),
+        };
+        if ord == Ordering::Greater {
+            // In the cache, not found by the walk: gone, unless it lies
+            // in a directory we could not read (which the walk, being in
+            // the same order, has tried to read by now), or is excluded.
+            let (path, old) = row.take().expect("compared above");
+            row = cached.next(parts.conn)?;
+            if walk
+                .unreadable
+                .iter()
+                .any(|d| path.starts_with(&d.path) && path != d.path)
+            {
+                continue;
             }
-            if seen_bytes >= BATCH_BYTES || seen.len() + gone.len() >= BATCH_PATHS {
-                let (s, g) = (std::mem::take(&mut seen), std::mem::take(&mut gone));
-                self.capture(s, g, scan_start, &mut report)?;
-                seen_bytes = 0;
+            if parts.excludes.is_excluded(&path, old.state.is_dir()) {
+                gone.push(path);
+            } else {
+                seen.push(Seen {
+                    path,
+                    stat: None,
+                    old: Some(old),
+                });
+            }
+        } else {
+            let (path, stat) = disk.take().expect("compared above");
+            disk = walk.next();
+            report.entries += 1;
+            let old = match ord {
+                Ordering::Equal => {
+                    let old = row.take().map(|(_, r)| r);
+                    row = cached.next(parts.conn)?;
+                    old
+                }
+                _ => None,
+            };
+            if old.as_ref().is_none_or(|o| !o.unchanged(&stat)) {
+                seen_bytes += stat.size;
+                seen.push(Seen {
+                    path,
+                    stat: Some(stat),
+                    old,
+                });
             }
         }
-        self.capture(seen, gone, scan_start, &mut report)?;
-        report.unreadable = walk.unreadable;
-        Ok(report)
+        if seen_bytes >= BATCH_BYTES || seen.len() + gone.len() >= BATCH_PATHS {
+            let (s, g) = (std::mem::take(&mut seen), std::mem::take(&mut gone));
+            capture(parts, s, g, scan_start, &mut report)?;
+            seen_bytes = 0;
+        }
     }
+    capture(parts, seen, gone, scan_start, &mut report)?;
+    report.unreadable = walk.unreadable;
+    Ok(report)
 }
 
 #[cfg(test)]

@@ -26,15 +26,17 @@ use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
 use std::path::Path;
 
+use rusqlite::Connection;
 use serde::{Deserialize, Serialize};
 
 use crate::cache;
 use crate::error::{Error, IoContext, Result};
-use crate::ledger::{LedgerEntry, LedgerFilter};
+use crate::ledger::{Ledger, LedgerEntry, LedgerFilter};
 use crate::model::{TurnInfo, TurnStatus};
-use crate::project::Project;
 use crate::relpath::RelPath;
 use crate::state::{Hash, State};
+use crate::store::BlobStore;
+use crate::turns::Turns;
 
 pub use fingerprint::{entry_of, fingerprint, fingerprint_lines, state_holds, FingerprintLine};
 pub use report::utc_fields;
@@ -112,97 +114,105 @@ pub struct RangePath {
     pub post: State,
 }
 
-impl Project {
-    /// The touched paths of turns `from..=to`, each closed and not rewound.
-    pub fn export_range(&self, from: i64, to: i64) -> Result<ExportRange> {
-        if from > to {
-            return Err(Error::BadInput(format!(
-                "bad range {from}..{to}: the first turn comes after the last"
-            )));
-        }
-        let mut turns = Vec::new();
-        let mut paths: BTreeMap<RelPath, (State, State, i64)> = BTreeMap::new();
-        let mut between = Vec::new();
-        for id in from..=to {
-            let detail = self.show(id)?;
-            match detail.info.status {
-                TurnStatus::Open => {
-                    return Err(Error::BadInput(format!(
-                        "turn {id} is still open: end it (`ckptctl turn-end`) before exporting it"
-                    )))
-                }
-                TurnStatus::Rewound => return Err(Error::TurnRewound(id)),
-                TurnStatus::Closed => {}
-            }
-            for e in detail.entries {
-                let post = e.post.ok_or_else(|| {
-                    Error::Corrupt(format!(
-                        "turn {id} is closed but {} has no post-image",
-                        e.path.display()
-                    ))
-                })?;
-                match paths.get_mut(&e.path) {
-                    Some((_, last, last_turn)) => {
-                        if *last != e.pre {
-                            between.push((e.path.clone(), *last_turn, id));
-                        }
-                        *last = post;
-                        *last_turn = id;
-                    }
-                    None => {
-                        paths.insert(e.path, (e.pre, post, id));
-                    }
-                }
-            }
-            turns.push(detail.info);
-        }
-        let mut ledger = Vec::new();
-        for id in from..=to {
-            let filter = LedgerFilter {
-                turn: Some(id),
-                ..LedgerFilter::default()
-            };
-            ledger.extend(self.ledger_list(&filter)?);
-        }
-        Ok(ExportRange {
-            turns,
-            paths: paths
-                .into_iter()
-                .map(|(path, (pre, post, _))| RangePath { path, pre, post })
-                .collect(),
-            between,
-            ledger,
-        })
+/// The touched paths of turns `from..=to`, each closed and not rewound.
+pub(crate) fn export_range(
+    turns: &Turns<'_>,
+    ledger: &Ledger<'_>,
+    from: i64,
+    to: i64,
+) -> Result<ExportRange> {
+    if from > to {
+        return Err(Error::BadInput(format!(
+            "bad range {from}..{to}: the first turn comes after the last"
+        )));
     }
+    let mut infos = Vec::new();
+    let mut paths: BTreeMap<RelPath, (State, State, i64)> = BTreeMap::new();
+    let mut between = Vec::new();
+    for id in from..=to {
+        let detail = turns.show(id)?;
+        match detail.info.status {
+            TurnStatus::Open => {
+                return Err(Error::BadInput(format!(
+                    "turn {id} is still open: end it (`ckptctl turn-end`) before exporting it"
+                )))
+            }
+            TurnStatus::Rewound => return Err(Error::TurnRewound(id)),
+            TurnStatus::Closed => {}
+        }
+        for e in detail.entries {
+            let post = e.post.ok_or_else(|| {
+                Error::Corrupt(format!(
+                    "turn {id} is closed but {} has no post-image",
+                    e.path.display()
+                ))
+            })?;
+            match paths.get_mut(&e.path) {
+                Some((_, last, last_turn)) => {
+                    if *last != e.pre {
+                        between.push((e.path.clone(), *last_turn, id));
+                    }
+                    *last = post;
+                    *last_turn = id;
+                }
+                None => {
+                    paths.insert(e.path, (e.pre, post, id));
+                }
+            }
+        }
+        infos.push(detail.info);
+    }
+    let mut entries = Vec::new();
+    for id in from..=to {
+        let filter = LedgerFilter {
+            turn: Some(id),
+            ..LedgerFilter::default()
+        };
+        entries.extend(ledger.list(&filter)?);
+    }
+    Ok(ExportRange {
+        turns: infos,
+        paths: paths
+            .into_iter()
+            .map(|(path, (pre, post, _))| RangePath { path, pre, post })
+            .collect(),
+        between,
+        ledger: entries,
+    })
+}
 
-    /// Writes `changes.patch`, `files.zip`, `report.md` and `manifest.json`
-    /// for turns `from..=to` into `out`, an existing empty directory outside
-    /// the project.
-    pub fn export(&self, from: i64, to: i64, out: &Path) -> Result<ExportManifest> {
-        let range = self.export_range(from, to)?;
-        check_out_dir(out, &[("the project", self.root())])?;
-        let files = export_files(self, &range)?;
-        let mut live = true;
-        for p in &range.paths {
-            if cache::state(&self.conn, &p.path)? != p.post {
-                live = false;
-            }
+/// Writes `changes.patch`, `files.zip`, `report.md` and `manifest.json`
+/// for `range` of the project at `root` into `out`, an existing empty
+/// directory outside the project.
+pub(crate) fn export(
+    conn: &Connection,
+    store: &BlobStore,
+    root: &Path,
+    range: ExportRange,
+    out: &Path,
+) -> Result<ExportManifest> {
+    check_out_dir(out, &[("the project", root)])?;
+    let files = export_files(&range, |hash| store.get(conn, hash))?;
+    let mut live = true;
+    for p in &range.paths {
+        if cache::state(conn, &p.path)? != p.post {
+            live = false;
         }
-        let manifest = manifest(self, &range, &files, live);
-        let report = report::render(self.root(), &range, &manifest);
-        let json = serde_json::to_vec_pretty(&manifest)
-            .map_err(|e| Error::Invariant(format!("manifest does not serialize: {e}")))?;
-        write_new_files(
-            out,
-            &[
-                (PATCH_FILE, &files.patch[..]),
-                (ZIP_FILE, &files.zip[..]),
-                (REPORT_FILE, report.as_bytes()),
-                (MANIFEST_FILE, &json[..]),
-            ],
-        )?;
-        Ok(manifest)
     }
+    let manifest = manifest(root, &range, &files, live);
+    let report = report::render(root, &range, &manifest);
+    let json = serde_json::to_vec_pretty(&manifest)
+        .map_err(|e| Error::Invariant(format!("manifest does not serialize: {e}")))?;
+    write_new_files(
+        out,
+        &[
+            (PATCH_FILE, &files.patch[..]),
+            (ZIP_FILE, &files.zip[..]),
+            (REPORT_FILE, report.as_bytes()),
+            (MANIFEST_FILE, &json[..]),
+        ],
+    )?;
+    Ok(manifest)
 }
 
 /// The patch and the ZIP of a range, in memory.
@@ -212,14 +222,18 @@ pub struct ExportFiles {
     pub skipped: Vec<SkippedPath>,
 }
 
-/// Builds the patch and the ZIP from the store.
-pub fn export_files(p: &Project, range: &ExportRange) -> Result<ExportFiles> {
+/// Builds the patch and the ZIP from the store (`read_blob`: a stored
+/// blob's bytes).
+pub fn export_files(
+    range: &ExportRange,
+    mut read_blob: impl FnMut(&Hash) -> Result<Vec<u8>>,
+) -> Result<ExportFiles> {
     let mut blobs: HashMap<Hash, Vec<u8>> = HashMap::new();
     for rp in &range.paths {
         for s in [&rp.pre, &rp.post] {
             if let State::File { hash, .. } = s {
                 if !blobs.contains_key(hash) {
-                    blobs.insert(*hash, p.read_blob(hash)?);
+                    blobs.insert(*hash, read_blob(hash)?);
                 }
             }
         }
@@ -304,7 +318,7 @@ pub fn manifest_state(s: &State) -> Option<ManifestState> {
     })
 }
 
-fn manifest(p: &Project, range: &ExportRange, files: &ExportFiles, live: bool) -> ExportManifest {
+fn manifest(root: &Path, range: &ExportRange, files: &ExportFiles, live: bool) -> ExportManifest {
     let (from, to) = (
         range.turns.first().map_or(0, |t| t.id),
         range.turns.last().map_or(0, |t| t.id),
@@ -312,7 +326,7 @@ fn manifest(p: &Project, range: &ExportRange, files: &ExportFiles, live: bool) -
     ExportManifest {
         tool: "ckpt".into(),
         tool_version: env!("CARGO_PKG_VERSION").into(),
-        project: p.root().display().to_string(),
+        project: root.display().to_string(),
         from,
         to,
         turns: range.turns.iter().map(|t| t.id).collect(),
@@ -376,6 +390,7 @@ pub fn write_new_files(out: &Path, files: &[(&str, &[u8])]) -> Result<()> {
 mod tests {
     use super::*;
     use crate::model::{Options, TurnMeta};
+    use crate::project::Project;
 
     fn rel(s: &str) -> RelPath {
         RelPath::new(s).expect("a valid relative path")
@@ -408,7 +423,7 @@ mod tests {
         assert_eq!(a.pre.hash(), Some(Hash::of(b"1\n")));
         assert_eq!(a.post.hash(), Some(Hash::of(b"3\n")));
         assert_eq!(range.between, vec![(rel("a"), t1, t2)]);
-        let files = export_files(&p, &range).unwrap();
+        let files = export_files(&range, |h| p.read_blob(h)).unwrap();
         let patch = String::from_utf8(files.patch).unwrap();
         assert!(patch.contains("-1\n+3\n"), "{patch}");
     }
@@ -429,7 +444,7 @@ mod tests {
             std::fs::write(r.join("small"), "ok\n").unwrap();
         });
         let range = p.export_range(t, t).unwrap();
-        let files = export_files(&p, &range).unwrap();
+        let files = export_files(&range, |h| p.read_blob(h)).unwrap();
         assert_eq!(files.skipped.len(), 1, "{:?}", files.skipped);
         assert_eq!(files.skipped[0].path, "big");
         let patch = String::from_utf8(files.patch).unwrap();

@@ -7,8 +7,8 @@ use crate::confined::{sync_while, Dirs, Staged, StatKind, WholeFs};
 use crate::db;
 use crate::error::{Error, IoContext, Result};
 use crate::model::Action;
+use crate::parts::Parts;
 use crate::prefetch;
-use crate::project::Project;
 use crate::relpath::RelPath;
 use crate::state::{Hash, State};
 use ckpt_types::now_ns;
@@ -32,235 +32,229 @@ const SYNCFS_MIN: usize = 128;
 
 pub(super) type Hook<'a> = &'a mut Option<Box<dyn FnMut(usize) -> Result<()> + Send>>;
 
-impl Project {
-    /// Applies `side` of `actions`, journaled as `journaled`, through
-    /// `dirs` (the rewind's one tree writer), then records the outcome. On
-    /// an ordinary failure the other side is applied to what was done, so
-    /// the tree is left as it was; an injected failure (a test's simulated
-    /// crash) leaves the journal pending for `recover`.
-    pub(super) fn apply(
-        &mut self,
-        dirs: &mut Dirs<'_>,
-        journaled: &Journaled,
-        actions: &[Action],
-        side: Side,
-        hook: Hook<'_>,
-    ) -> Result<()> {
-        let steps = ordered(actions, side);
-        let missing = db::reading(&self.conn, || {
-            for (path, state) in &steps {
-                if let State::File { hash, .. } = state {
-                    if !self.store.contains(&self.conn, hash)? {
-                        return Ok(Some(format!("{hash} (for {path})")));
-                    }
+/// Applies `side` of `actions`, journaled as `journaled`, through
+/// `dirs` (the rewind's one tree writer), then records the outcome. On
+/// an ordinary failure the other side is applied to what was done, so
+/// the tree is left as it was; an injected failure (a test's simulated
+/// crash) leaves the journal pending for `recover`.
+pub(super) fn apply(
+    parts: &mut Parts<'_>,
+    dirs: &mut Dirs<'_>,
+    journaled: &Journaled,
+    actions: &[Action],
+    side: Side,
+    hook: Hook<'_>,
+) -> Result<()> {
+    let steps = ordered(actions, side);
+    let missing = db::reading(parts.conn, || {
+        for (path, state) in &steps {
+            if let State::File { hash, .. } = state {
+                if !parts.store.contains(parts.conn, hash)? {
+                    return Ok(Some(format!("{hash} (for {path})")));
                 }
-            }
-            Ok(None)
-        })?;
-        if let Some(missing) = missing {
-            journaled.failed(&self.conn, side)?;
-            return Err(Error::MissingBlob(missing));
-        }
-        // Written data is durable before the journal says "applied"
-        // (`run_steps` syncs each file and each changed directory).
-        if let Err(e) = self.run_steps(dirs, &steps, hook) {
-            if e.is_injected() {
-                return Err(e);
-            }
-            let back = self.still_to_undo(dirs, ordered(actions, side.other()))?;
-            if let Err(e2) = self.run_steps(dirs, &back, &mut None) {
-                // Marked failed, a half-way tree would stay half-way; pending,
-                // `recover` finishes or rolls it back once it can.
-                tracing::error!(
-                    rewind = journaled.id,
-                    "rolling back a failed rewind failed too, left for recovery: {e2}"
-                );
-                return Err(e);
-            }
-            let tx = self.conn.transaction()?;
-            refresh_cache(&tx, dirs, &back)?;
-            tx.commit()?;
-            journaled.failed(&self.conn, side)?;
-            return Err(e);
-        }
-        let tx = self.conn.transaction()?;
-        refresh_cache(&tx, dirs, &steps)?;
-        journaled.applied(&tx, side, actions)?;
-        tx.commit()?;
-        Ok(())
-    }
-
-    /// Applies `steps` in order. Each file is written whole under a temp
-    /// name and put into place (`Dirs::commit`: an exchange or a rename); a
-    /// few threads fsync the written files meanwhile, and the changed
-    /// directories are synced last, all before the journal says "applied".
-    /// With many files, the project's filesystem is synced once instead
-    /// (`SYNCFS_MIN`).
-    fn run_steps(
-        &self,
-        dirs: &mut Dirs<'_>,
-        steps: &[(RelPath, State)],
-        hook: Hook<'_>,
-    ) -> Result<()> {
-        let mut staged: Vec<Staged> = Vec::new();
-        let mut committed = 0;
-        let mut op = 0;
-        let mut next_op = |hook: Hook<'_>| -> Result<()> {
-            if let Some(h) = hook.as_mut() {
-                h(op)?;
-            }
-            op += 1;
-            Ok(())
-        };
-        let blobs: Vec<(Hash, u64)> = steps
-            .iter()
-            .filter_map(|(_, s)| match s {
-                State::File { hash, size, .. } => Some((*hash, *size)),
-                _ => None,
-            })
-            .collect();
-        let whole = if blobs.len() >= SYNCFS_MIN {
-            WholeFs::open(&self.root_fs).ctx("open", &self.root)?
-        } else {
-            None
-        };
-        let mut write_all = |blob: &mut dyn FnMut(&Hash) -> Result<Vec<u8>>| {
-            sync_while(
-                blobs.len().min(SYNC_THREADS),
-                whole.as_ref(),
-                |queue| -> Result<()> {
-                    for (path, state) in steps {
-                        next_op(hook)?;
-                        if let Some((file, dev)) =
-                            self.ensure(dirs, path, state, blob, &mut staged)?
-                        {
-                            queue
-                                .push(file, dev)
-                                .ctx_in("sync", &self.root, path.as_path())?;
-                        }
-                        // Into place at once: the file is whole (the journal,
-                        // pending until every file is synced, covers a crash
-                        // before its data reaches the disk).
-                        while let Some(s) = staged.get(committed) {
-                            next_op(hook)?;
-                            dirs.commit(s).ctx_in(
-                                "put into place",
-                                &self.root,
-                                s.path.as_path(),
-                            )?;
-                            committed += 1;
-                        }
-                    }
-                    Ok(())
-                },
-            )
-        };
-        let (written, synced) = match self.conn.path() {
-            // (An in-memory database has no path to open again.)
-            Some(db) if !db.is_empty() && blobs.len() >= PREFETCH_MIN => {
-                prefetch::with_blobs(&self.store, db, &blobs, READ_THREADS, write_all)
-            }
-            _ => write_all(&mut |hash: &Hash| self.store.get(&self.conn, hash)),
-        };
-        match written.and_then(|()| synced.ctx("sync", &self.root)) {
-            Ok(()) => {}
-            // A simulated crash leaves everything as a dead process would.
-            Err(e) if e.is_injected() => return Err(e),
-            Err(e) => {
-                for s in &staged[committed..] {
-                    dirs.discard(s);
-                }
-                dirs.free_now();
-                return Err(e);
-            }
-        }
-        dirs.drop_spares();
-        let synced = dirs
-            .sync_touched(SYNC_THREADS, whole.as_ref())
-            .and_then(|()| whole.as_ref().map_or(Ok(()), WholeFs::sync));
-        match steps.first() {
-            Some((p, _)) => synced.ctx_in("sync the directories of", &self.root, p.as_path()),
-            None => synced.ctx("sync", &self.root),
-        }
-    }
-
-    /// Makes `path` be `state`, except that a file is only staged (written
-    /// whole under a temp name and added to `staged`, for the caller to put
-    /// into place). A written file's handle and device are returned for
-    /// syncing. Every file step asks `blob` for its content, in step order.
-    /// Idempotent.
-    fn ensure(
-        &self,
-        dirs: &mut Dirs<'_>,
-        path: &RelPath,
-        state: &State,
-        blob: &mut dyn FnMut(&Hash) -> Result<Vec<u8>>,
-        staged: &mut Vec<Staged>,
-    ) -> Result<Option<(std::fs::File, u64)>> {
-        let (root, rel) = (&self.root, path.as_path());
-        let now = dirs.lstat(path).ctx_in("stat", root, rel)?;
-        let is_dir = now.is_some_and(|s| s.kind == StatKind::Dir);
-        match state {
-            State::Skipped { .. } => {}
-            State::Absent => dirs.remove(path, now).ctx_in("remove", root, rel)?,
-            State::Dir { mode } => {
-                if now.is_some() && !is_dir {
-                    dirs.remove(path, now).ctx_in("remove", root, rel)?;
-                }
-                dirs.make_dir(path, *mode)
-                    .ctx_in("create directory", root, rel)?;
-            }
-            State::File { hash, mode, .. } => {
-                let data = blob(hash)?;
-                if is_dir {
-                    dirs.remove(path, now)
-                        .ctx_in("remove directory", root, rel)?;
-                }
-                let replaces_file = now.is_some_and(|s| s.kind == StatKind::File);
-                let (s, file) = dirs
-                    .stage(path, &data, *mode, replaces_file)
-                    .ctx_in("write", root, rel)?;
-                let dev = s.dev;
-                staged.push(s);
-                return Ok(Some((file, dev)));
-            }
-            State::Symlink { target } => {
-                if is_dir {
-                    dirs.remove(path, now)
-                        .ctx_in("remove directory", root, rel)?;
-                }
-                dirs.symlink(path, target)
-                    .ctx_in("create symlink", root, rel)?;
             }
         }
         Ok(None)
+    })?;
+    if let Some(missing) = missing {
+        journaled.failed(parts.conn, side)?;
+        return Err(Error::MissingBlob(missing));
     }
-
-    /// The rollback steps that still have work to do. A path whose stat
-    /// still equals its cache entry, which holds the state wanted, was never
-    /// reached by the failed pass: rewriting it would need room that a full
-    /// disk does not have, for nothing.
-    fn still_to_undo(
-        &self,
-        dirs: &mut Dirs<'_>,
-        steps: Vec<(RelPath, State)>,
-    ) -> Result<Vec<(RelPath, State)>> {
-        let mut left = Vec::with_capacity(steps.len());
-        for (path, state) in steps {
-            let now = dirs
-                .lstat(&path)
-                .ctx_in("stat", &self.root, path.as_path())?;
-            let untouched = match (cache::get(&self.conn, &path)?, now) {
-                (Some(row), Some(st)) => row.same_stat(&st) && row.state == state,
-                (None, None) => state == State::Absent,
-                _ => false,
-            };
-            if !untouched {
-                left.push((path, state));
-            }
+    // Written data is durable before the journal says "applied"
+    // (`run_steps` syncs each file and each changed directory).
+    if let Err(e) = run_steps(parts, dirs, &steps, hook) {
+        if e.is_injected() {
+            return Err(e);
         }
-        Ok(left)
+        let back = still_to_undo(parts, dirs, ordered(actions, side.other()))?;
+        if let Err(e2) = run_steps(parts, dirs, &back, &mut None) {
+            // Marked failed, a half-way tree would stay half-way; pending,
+            // `recover` finishes or rolls it back once it can.
+            tracing::error!(
+                rewind = journaled.id,
+                "rolling back a failed rewind failed too, left for recovery: {e2}"
+            );
+            return Err(e);
+        }
+        let tx = parts.conn.transaction()?;
+        refresh_cache(&tx, dirs, &back)?;
+        tx.commit()?;
+        journaled.failed(parts.conn, side)?;
+        return Err(e);
     }
+    let tx = parts.conn.transaction()?;
+    refresh_cache(&tx, dirs, &steps)?;
+    journaled.applied(&tx, side, actions)?;
+    tx.commit()?;
+    Ok(())
+}
+
+/// Applies `steps` in order. Each file is written whole under a temp
+/// name and put into place (`Dirs::commit`: an exchange or a rename); a
+/// few threads fsync the written files meanwhile, and the changed
+/// directories are synced last, all before the journal says "applied".
+/// With many files, the project's filesystem is synced once instead
+/// (`SYNCFS_MIN`).
+fn run_steps(
+    parts: &Parts<'_>,
+    dirs: &mut Dirs<'_>,
+    steps: &[(RelPath, State)],
+    hook: Hook<'_>,
+) -> Result<()> {
+    let mut staged: Vec<Staged> = Vec::new();
+    let mut committed = 0;
+    let mut op = 0;
+    let mut next_op = |hook: Hook<'_>| -> Result<()> {
+        if let Some(h) = hook.as_mut() {
+            h(op)?;
+        }
+        op += 1;
+        Ok(())
+    };
+    let blobs: Vec<(Hash, u64)> = steps
+        .iter()
+        .filter_map(|(_, s)| match s {
+            State::File { hash, size, .. } => Some((*hash, *size)),
+            _ => None,
+        })
+        .collect();
+    let whole = if blobs.len() >= SYNCFS_MIN {
+        WholeFs::open(parts.root_fs).ctx("open", parts.root)?
+    } else {
+        None
+    };
+    let mut write_all = |blob: &mut dyn FnMut(&Hash) -> Result<Vec<u8>>| {
+        sync_while(
+            blobs.len().min(SYNC_THREADS),
+            whole.as_ref(),
+            |queue| -> Result<()> {
+                for (path, state) in steps {
+                    next_op(hook)?;
+                    if let Some((file, dev)) = ensure(parts, dirs, path, state, blob, &mut staged)?
+                    {
+                        queue
+                            .push(file, dev)
+                            .ctx_in("sync", parts.root, path.as_path())?;
+                    }
+                    // Into place at once: the file is whole (the journal,
+                    // pending until every file is synced, covers a crash
+                    // before its data reaches the disk).
+                    while let Some(s) = staged.get(committed) {
+                        next_op(hook)?;
+                        dirs.commit(s)
+                            .ctx_in("put into place", parts.root, s.path.as_path())?;
+                        committed += 1;
+                    }
+                }
+                Ok(())
+            },
+        )
+    };
+    let (written, synced) = match parts.conn.path() {
+        // (An in-memory database has no path to open again.)
+        Some(db) if !db.is_empty() && blobs.len() >= PREFETCH_MIN => {
+            prefetch::with_blobs(parts.store, db, &blobs, READ_THREADS, write_all)
+        }
+        _ => write_all(&mut |hash: &Hash| parts.store.get(parts.conn, hash)),
+    };
+    match written.and_then(|()| synced.ctx("sync", parts.root)) {
+        Ok(()) => {}
+        // A simulated crash leaves everything as a dead process would.
+        Err(e) if e.is_injected() => return Err(e),
+        Err(e) => {
+            for s in &staged[committed..] {
+                dirs.discard(s);
+            }
+            dirs.free_now();
+            return Err(e);
+        }
+    }
+    dirs.drop_spares();
+    let synced = dirs
+        .sync_touched(SYNC_THREADS, whole.as_ref())
+        .and_then(|()| whole.as_ref().map_or(Ok(()), WholeFs::sync));
+    match steps.first() {
+        Some((p, _)) => synced.ctx_in("sync the directories of", parts.root, p.as_path()),
+        None => synced.ctx("sync", parts.root),
+    }
+}
+
+/// Makes `path` be `state`, except that a file is only staged (written
+/// whole under a temp name and added to `staged`, for the caller to put
+/// into place). A written file's handle and device are returned for
+/// syncing. Every file step asks `blob` for its content, in step order.
+/// Idempotent.
+fn ensure(
+    parts: &Parts<'_>,
+    dirs: &mut Dirs<'_>,
+    path: &RelPath,
+    state: &State,
+    blob: &mut dyn FnMut(&Hash) -> Result<Vec<u8>>,
+    staged: &mut Vec<Staged>,
+) -> Result<Option<(std::fs::File, u64)>> {
+    let (root, rel) = (parts.root, path.as_path());
+    let now = dirs.lstat(path).ctx_in("stat", root, rel)?;
+    let is_dir = now.is_some_and(|s| s.kind == StatKind::Dir);
+    match state {
+        State::Skipped { .. } => {}
+        State::Absent => dirs.remove(path, now).ctx_in("remove", root, rel)?,
+        State::Dir { mode } => {
+            if now.is_some() && !is_dir {
+                dirs.remove(path, now).ctx_in("remove", root, rel)?;
+            }
+            dirs.make_dir(path, *mode)
+                .ctx_in("create directory", root, rel)?;
+        }
+        State::File { hash, mode, .. } => {
+            let data = blob(hash)?;
+            if is_dir {
+                dirs.remove(path, now)
+                    .ctx_in("remove directory", root, rel)?;
+            }
+            let replaces_file = now.is_some_and(|s| s.kind == StatKind::File);
+            let (s, file) = dirs
+                .stage(path, &data, *mode, replaces_file)
+                .ctx_in("write", root, rel)?;
+            let dev = s.dev;
+            staged.push(s);
+            return Ok(Some((file, dev)));
+        }
+        State::Symlink { target } => {
+            if is_dir {
+                dirs.remove(path, now)
+                    .ctx_in("remove directory", root, rel)?;
+            }
+            dirs.symlink(path, target)
+                .ctx_in("create symlink", root, rel)?;
+        }
+    }
+    Ok(None)
+}
+
+/// The rollback steps that still have work to do. A path whose stat
+/// still equals its cache entry, which holds the state wanted, was never
+/// reached by the failed pass: rewriting it would need room that a full
+/// disk does not have, for nothing.
+fn still_to_undo(
+    parts: &Parts<'_>,
+    dirs: &mut Dirs<'_>,
+    steps: Vec<(RelPath, State)>,
+) -> Result<Vec<(RelPath, State)>> {
+    let mut left = Vec::with_capacity(steps.len());
+    for (path, state) in steps {
+        let now = dirs
+            .lstat(&path)
+            .ctx_in("stat", parts.root, path.as_path())?;
+        let untouched = match (cache::get(parts.conn, &path)?, now) {
+            (Some(row), Some(st)) => row.same_stat(&st) && row.state == state,
+            (None, None) => state == State::Absent,
+            _ => false,
+        };
+        if !untouched {
+            left.push((path, state));
+        }
+    }
+    Ok(left)
 }
 
 /// Records what the rewind wrote, so the watcher's events for it compare

@@ -8,21 +8,21 @@
 use crate::state::HashOf;
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::Arc;
 
-use crate::confined::{Dirs, Root, StatKind};
+use crate::confined::{Root, StatKind};
 use crate::db;
 use crate::error::{Error, IoContext, Result};
 use crate::export::state_holds;
 use crate::model::{Action, CopyConflict, RewindOptions, Skipped, TurnMeta};
-use crate::project::Project;
+use crate::parts::Parts;
 use crate::relpath::RelPath;
 use crate::state::{Entry, Hash, State};
-use crate::store::Prepared;
+use crate::store::{BlobStore, Prepared};
 
+use super::apply::apply;
 use super::journal::Journaled;
 use super::plan::{self, Kind, Wanted};
-use super::Side;
+use super::{current_states, recover, tree, writer, Side};
 
 /// One path to bring over from the source tree.
 #[derive(Clone, Debug)]
@@ -50,146 +50,151 @@ pub enum CopyOutcome {
     },
 }
 
-impl Project {
-    /// Writes each of `paths` as `source` (a directory outside the project)
-    /// holds it, as one new turn made by `meta`, if the project still holds
-    /// every path as its `base` says (a path already as in the source is
-    /// left alone). Other turns stay open: the new turn is closed once
-    /// written. Call after a barrier.
-    pub fn copy_in(
-        &mut self,
-        source: &Path,
-        meta: TurnMeta,
-        paths: Vec<CopyPath>,
-        mut opts: RewindOptions,
-    ) -> Result<CopyOutcome> {
-        self.recover()?;
-        let src = Root::open(source).ctx("open", source)?;
-        let mut blobs = Vec::new();
-        let mut targets = BTreeMap::new();
-        let mut blocked = Vec::new();
-        for cp in &paths {
-            let is_dir = |e: &Option<Entry>| e.as_ref().is_some_and(|e| e.is_dir());
-            if self.is_excluded(&cp.path, is_dir(&cp.copy) || is_dir(&cp.base)) {
-                let why = "excluded from capture here, so writing it could not be rewound";
-                blocked.push(Skipped::new(cp.path.clone(), why));
-                continue;
-            }
-            let target = self.read_source(&src, &cp.path, &mut blobs)?;
-            if !state_holds(&target, cp.copy.as_ref()) {
-                return Err(Error::BadInput(format!(
-                    "{} changed at {} since it was read for this; nothing was written",
-                    source.display(),
-                    cp.path
-                )));
-            }
-            targets.insert(cp.path.clone(), target);
+/// Writes each of `paths` as `source` (a directory outside the project)
+/// holds it, as one new turn made by `meta`, if the project still holds
+/// every path as its `base` says (a path already as in the source is
+/// left alone). Other turns stay open: the new turn is closed once
+/// written. Call after a barrier.
+pub(crate) fn copy_in(
+    parts: &mut Parts<'_>,
+    source: &Path,
+    meta: TurnMeta,
+    paths: Vec<CopyPath>,
+    mut opts: RewindOptions,
+) -> Result<CopyOutcome> {
+    recover(parts)?;
+    let src = Root::open(source).ctx("open", source)?;
+    let mut blobs = Vec::new();
+    let mut targets = BTreeMap::new();
+    let mut blocked = Vec::new();
+    for cp in &paths {
+        let is_dir = |e: &Option<Entry>| e.as_ref().is_some_and(|e| e.is_dir());
+        if parts
+            .excludes
+            .is_excluded(&cp.path, is_dir(&cp.copy) || is_dir(&cp.base))
+        {
+            let why = "excluded from capture here, so writing it could not be rewound";
+            blocked.push(Skipped::new(cp.path.clone(), why));
+            continue;
         }
-        if !blocked.is_empty() {
-            return Ok(CopyOutcome::Refused {
-                conflicts: Vec::new(),
-                blocked,
-            });
+        let target = read_source(parts.store, &src, &cp.path, &mut blobs)?;
+        if !state_holds(&target, cp.copy.as_ref()) {
+            return Err(Error::BadInput(format!(
+                "{} changed at {} since it was read for this; nothing was written",
+                source.display(),
+                cp.path
+            )));
         }
-        let root_fs = Arc::clone(&self.root_fs);
-        let mut dirs =
-            Dirs::new(&root_fs, self.opts.free_removed.clone()).ctx("open", &self.root)?;
-        let mut current = self.current_states(
-            &mut dirs,
-            targets.keys().cloned().collect(),
-            opts.after_barrier,
-        )?;
-        let mut conflicts = Vec::new();
-        let mut wanted = Vec::new();
-        for cp in paths {
-            let (Some(now), Some(target)) = (current.remove(&cp.path), targets.remove(&cp.path))
-            else {
-                return Err(Error::BadInput(format!("{} is listed twice", cp.path)));
-            };
-            if now != target && !state_holds(&now, cp.base.as_ref()) {
-                conflicts.push(CopyConflict {
-                    path: cp.path,
-                    base: cp.base,
-                    current: now,
-                });
-                continue;
-            }
-            wanted.push(Wanted {
-                path: cp.path,
-                expected: now.clone(),
-                current: now,
-                target,
-            });
-        }
-        if !conflicts.is_empty() {
-            return Ok(CopyOutcome::Refused {
-                conflicts,
-                blocked: Vec::new(),
-            });
-        }
-        let plan = db::reading(&self.conn, || {
-            plan::plan(&self.tree(), Kind::Redo, 0, Vec::new(), wanted, false)
-        })?;
-        if !plan.blocked.is_empty() {
-            return Ok(CopyOutcome::Refused {
-                conflicts: Vec::new(),
-                blocked: plan.blocked,
-            });
-        }
-        if plan.actions.is_empty() {
-            return Err(Error::BadInput(
-                "nothing to write: the project already holds every path as the source does".into(),
-            ));
-        }
-        let store = &self.store;
-        let journaled = Journaled::write_new_turn(&mut self.conn, &meta, &plan.actions, |tx| {
-            blobs.iter().try_for_each(|b| store.insert(tx, b))
-        })?;
-        drop(blobs);
-        self.apply(
-            &mut dirs,
-            &journaled,
-            &plan.actions,
-            Side::Target,
-            &mut opts.take_hook(),
-        )?;
-        Ok(CopyOutcome::Applied {
-            turn: journaled.applies.expect("journaled as a new turn"),
-            rewind_id: journaled.id,
-            actions: plan.actions,
-        })
+        targets.insert(cp.path.clone(), target);
     }
-
-    /// The state of `path` in `src` (never through a symlink), with a
-    /// file's content compressed into `blobs` for storing.
-    fn read_source(&self, src: &Root, path: &RelPath, blobs: &mut Vec<Prepared>) -> Result<State> {
-        let (root, rel) = (src.path(), path.as_path());
-        let Some(st) = src.lstat(path).ctx_in("stat", root, rel)? else {
-            return Ok(State::Absent);
+    if !blocked.is_empty() {
+        return Ok(CopyOutcome::Refused {
+            conflicts: Vec::new(),
+            blocked,
+        });
+    }
+    let mut dirs = writer(parts)?;
+    let mut current = current_states(
+        parts,
+        &mut dirs,
+        targets.keys().cloned().collect(),
+        opts.after_barrier,
+    )?;
+    let mut conflicts = Vec::new();
+    let mut wanted = Vec::new();
+    for cp in paths {
+        let (Some(now), Some(target)) = (current.remove(&cp.path), targets.remove(&cp.path)) else {
+            return Err(Error::BadInput(format!("{} is listed twice", cp.path)));
         };
-        Ok(match st.kind {
-            StatKind::File => {
-                let (data, st) = src.read_file(path).ctx_in("read", root, rel)?;
-                let hash = Hash::of(&data);
-                blobs.push(self.store.prepare_hashed(hash, &data));
-                State::File {
-                    hash,
-                    size: data.len() as u64,
-                    mode: st.mode,
-                }
-            }
-            StatKind::Dir => State::Dir { mode: st.mode },
-            StatKind::Symlink => State::Symlink {
-                target: src.read_link(path).ctx_in("read link", root, rel)?,
-            },
-            StatKind::Other => {
-                return Err(Error::BadInput(format!(
-                    "{}: neither a file, a directory nor a symlink",
-                    root.join(rel).display()
-                )))
-            }
-        })
+        if now != target && !state_holds(&now, cp.base.as_ref()) {
+            conflicts.push(CopyConflict {
+                path: cp.path,
+                base: cp.base,
+                current: now,
+            });
+            continue;
+        }
+        wanted.push(Wanted {
+            path: cp.path,
+            expected: now.clone(),
+            current: now,
+            target,
+        });
     }
+    if !conflicts.is_empty() {
+        return Ok(CopyOutcome::Refused {
+            conflicts,
+            blocked: Vec::new(),
+        });
+    }
+    let plan = db::reading(parts.conn, || {
+        plan::plan(&tree(parts), Kind::Redo, 0, Vec::new(), wanted, false)
+    })?;
+    if !plan.blocked.is_empty() {
+        return Ok(CopyOutcome::Refused {
+            conflicts: Vec::new(),
+            blocked: plan.blocked,
+        });
+    }
+    if plan.actions.is_empty() {
+        return Err(Error::BadInput(
+            "nothing to write: the project already holds every path as the source does".into(),
+        ));
+    }
+    let store = parts.store;
+    let journaled = Journaled::write_new_turn(parts.conn, &meta, &plan.actions, |tx| {
+        blobs.iter().try_for_each(|b| store.insert(tx, b))
+    })?;
+    drop(blobs);
+    apply(
+        parts,
+        &mut dirs,
+        &journaled,
+        &plan.actions,
+        Side::Target,
+        &mut opts.take_hook(),
+    )?;
+    Ok(CopyOutcome::Applied {
+        turn: journaled.applies.expect("journaled as a new turn"),
+        rewind_id: journaled.id,
+        actions: plan.actions,
+    })
+}
+
+/// The state of `path` in `src` (never through a symlink), with a
+/// file's content compressed into `blobs` for storing.
+fn read_source(
+    store: &BlobStore,
+    src: &Root,
+    path: &RelPath,
+    blobs: &mut Vec<Prepared>,
+) -> Result<State> {
+    let (root, rel) = (src.path(), path.as_path());
+    let Some(st) = src.lstat(path).ctx_in("stat", root, rel)? else {
+        return Ok(State::Absent);
+    };
+    Ok(match st.kind {
+        StatKind::File => {
+            let (data, st) = src.read_file(path).ctx_in("read", root, rel)?;
+            let hash = Hash::of(&data);
+            blobs.push(store.prepare_hashed(hash, &data));
+            State::File {
+                hash,
+                size: data.len() as u64,
+                mode: st.mode,
+            }
+        }
+        StatKind::Dir => State::Dir { mode: st.mode },
+        StatKind::Symlink => State::Symlink {
+            target: src.read_link(path).ctx_in("read link", root, rel)?,
+        },
+        StatKind::Other => {
+            return Err(Error::BadInput(format!(
+                "{}: neither a file, a directory nor a symlink",
+                root.join(rel).display()
+            )))
+        }
+    })
 }
 
 #[cfg(test)]

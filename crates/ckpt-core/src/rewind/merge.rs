@@ -9,135 +9,133 @@
 
 use crate::error::Result;
 use crate::model::{Conflict, MergeMode, MergeOutcome, MergedFile, RewindPlan};
-use crate::project::Project;
+use crate::parts::Parts;
 use crate::relpath::RelPath;
 use crate::state::HashOf;
 use crate::state::{Hash, State};
 use crate::store::Prepared;
 
-impl Project {
-    /// Turns each mergeable conflict of `plan` into an action writing the
-    /// merge; returns the merged contents to store before the rewind is
-    /// journaled. What cannot be merged stays a conflict, saying why.
-    pub(super) fn merge_conflicts(
-        &self,
-        plan: &mut RewindPlan,
-        mode: MergeMode,
-        dry_run: bool,
-    ) -> Result<Vec<Prepared>> {
-        let labels = Labels::of(plan);
-        let mut blobs = Vec::new();
-        let mut still = Vec::new();
-        for mut c in std::mem::take(&mut plan.conflicts) {
-            let Some(i) = plan.actions.iter().position(|a| a.path == c.path) else {
+/// Turns each mergeable conflict of `plan` into an action writing the
+/// merge; returns the merged contents to store before the rewind is
+/// journaled. What cannot be merged stays a conflict, saying why.
+pub(super) fn merge_conflicts(
+    parts: &Parts<'_>,
+    plan: &mut RewindPlan,
+    mode: MergeMode,
+    dry_run: bool,
+) -> Result<Vec<Prepared>> {
+    let labels = Labels::of(plan);
+    let mut blobs = Vec::new();
+    let mut still = Vec::new();
+    for mut c in std::mem::take(&mut plan.conflicts) {
+        let Some(i) = plan.actions.iter().position(|a| a.path == c.path) else {
+            still.push(c);
+            continue;
+        };
+        let sides = match merge_of(parts, &c, &plan.actions[i].target, &labels)? {
+            Ok(sides) => sides,
+            Err(why) => {
+                c.not_mergeable = Some(why);
                 still.push(c);
                 continue;
-            };
-            let sides = match self.merge_of(&c, &plan.actions[i].target, &labels)? {
-                Ok(sides) => sides,
-                Err(why) => {
-                    c.not_mergeable = Some(why);
-                    still.push(c);
-                    continue;
-                }
-            };
-            let (text, outcome) = match sides.merged {
-                Ok(text) => (text, MergeOutcome::Clean),
-                Err(text) if mode == MergeMode::Markers => (text, MergeOutcome::Markers),
-                Err(_) => {
-                    plan.actions.remove(i);
-                    plan.merged.push(MergedFile {
-                        path: c.path,
-                        outcome: MergeOutcome::Overlapping,
-                        content: None,
-                        hunks: None,
-                    });
-                    continue;
-                }
-            };
-            let hash = Hash::of(text.as_bytes());
-            plan.actions[i].target = State::File {
-                hash,
-                size: text.len() as u64,
-                mode: sides.mode,
-            };
-            if !dry_run {
-                blobs.push(self.store.prepare_hashed(hash, text.as_bytes()));
             }
-            let hunks = dry_run.then(|| hunks(&c.path, &sides.current, &text));
-            plan.merged.push(MergedFile {
-                path: c.path,
-                outcome,
-                content: dry_run.then_some(text),
-                hunks,
-            });
+        };
+        let (text, outcome) = match sides.merged {
+            Ok(text) => (text, MergeOutcome::Clean),
+            Err(text) if mode == MergeMode::Markers => (text, MergeOutcome::Markers),
+            Err(_) => {
+                plan.actions.remove(i);
+                plan.merged.push(MergedFile {
+                    path: c.path,
+                    outcome: MergeOutcome::Overlapping,
+                    content: None,
+                    hunks: None,
+                });
+                continue;
+            }
+        };
+        let hash = Hash::of(text.as_bytes());
+        plan.actions[i].target = State::File {
+            hash,
+            size: text.len() as u64,
+            mode: sides.mode,
+        };
+        if !dry_run {
+            blobs.push(parts.store.prepare_hashed(hash, text.as_bytes()));
         }
-        plan.conflicts = still;
-        Ok(blobs)
+        let hunks = dry_run.then(|| hunks(&c.path, &sides.current, &text));
+        plan.merged.push(MergedFile {
+            path: c.path,
+            outcome,
+            content: dry_run.then_some(text),
+            hunks,
+        });
     }
+    plan.conflicts = still;
+    Ok(blobs)
+}
 
-    /// The three-way merge of conflict `c` towards `target`, or why there
-    /// is none: all three must be text files and the file edited since (a
-    /// path another session claims, unedited since, stays a conflict:
-    /// merging would undo that session's change).
-    fn merge_of(
-        &self,
-        c: &Conflict,
-        target: &State,
-        labels: &Labels,
-    ) -> Result<std::result::Result<Sides, String>> {
-        let (
-            State::File {
-                hash: base,
-                mode: base_mode,
-                ..
-            },
-            State::File {
-                hash: ours,
-                mode: ours_mode,
-                ..
-            },
-            State::File {
-                hash: theirs,
-                mode: theirs_mode,
-                ..
-            },
-        ) = (&c.expected, &c.current, target)
-        else {
-            return Ok(Err(
-                "not a file now, after the agent and before the turn alike (only text files merge)"
-                    .into(),
-            ));
-        };
-        if c.expected == c.current {
-            return Ok(Err(
-                "another session changed it and nobody edited it since: merging would undo that change"
-                    .into(),
-            ));
-        }
-        let (b, o, t) = (
-            self.store.get(&self.conn, base)?,
-            self.store.get(&self.conn, ours)?,
-            self.store.get(&self.conn, theirs)?,
-        );
-        let (Some(b), Some(o), Some(t)) = (text(&b), text(&o), text(&t)) else {
-            return Ok(Err("binary file: it cannot be merged".into()));
-        };
-        // A mode the later edit changed is kept; else the target's.
-        let mode = if ours_mode != base_mode {
-            *ours_mode
-        } else {
-            *theirs_mode
-        };
-        Ok(match merge3(b, o, t) {
-            Some(merged) => Ok(Sides {
-                current: o.to_string(),
-                merged: merged.map_err(|m| labels.rename(&m, [b, o, t])),
-                mode,
-            }),
-            None => Err("a side holds the bytes ckpt marks a file's end with".into()),
-        })
+/// The three-way merge of conflict `c` towards `target`, or why there
+/// is none: all three must be text files and the file edited since (a
+/// path another session claims, unedited since, stays a conflict:
+/// merging would undo that session's change).
+fn merge_of(
+    parts: &Parts<'_>,
+    c: &Conflict,
+    target: &State,
+    labels: &Labels,
+) -> Result<std::result::Result<Sides, String>> {
+    let (
+        State::File {
+            hash: base,
+            mode: base_mode,
+            ..
+        },
+        State::File {
+            hash: ours,
+            mode: ours_mode,
+            ..
+        },
+        State::File {
+            hash: theirs,
+            mode: theirs_mode,
+            ..
+        },
+    ) = (&c.expected, &c.current, target)
+    else {
+        return Ok(Err(
+            "not a file now, after the agent and before the turn alike (only text files merge)"
+                .into(),
+        ));
+    };
+    if c.expected == c.current {
+        return Ok(Err(
+            "another session changed it and nobody edited it since: merging would undo that change"
+                .into(),
+        ));
     }
+    let (b, o, t) = (
+        parts.store.get(parts.conn, base)?,
+        parts.store.get(parts.conn, ours)?,
+        parts.store.get(parts.conn, theirs)?,
+    );
+    let (Some(b), Some(o), Some(t)) = (text(&b), text(&o), text(&t)) else {
+        return Ok(Err("binary file: it cannot be merged".into()));
+    };
+    // A mode the later edit changed is kept; else the target's.
+    let mode = if ours_mode != base_mode {
+        *ours_mode
+    } else {
+        *theirs_mode
+    };
+    Ok(match merge3(b, o, t) {
+        Some(merged) => Ok(Sides {
+            current: o.to_string(),
+            merged: merged.map_err(|m| labels.rename(&m, [b, o, t])),
+            mode,
+        }),
+        None => Err("a side holds the bytes ckpt marks a file's end with".into()),
+    })
 }
 
 /// A mergeable conflict: the file now, the merge (`Err`: with conflict

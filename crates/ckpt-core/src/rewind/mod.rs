@@ -11,9 +11,11 @@
 //! decides what is done, `journal` records it, `apply` writes it.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
-use std::sync::Arc;
+
+use rusqlite::Connection;
 
 use crate::cache;
+use crate::capture;
 use crate::confined::Dirs;
 use crate::db;
 use crate::error::{Error, IoContext, Result};
@@ -22,10 +24,12 @@ use crate::model::{
     Conflict, ContinuedTurn, OtherTurn, RecoveryReport, RewindOptions, RewindOutcome, RewindPlan,
     TurnStatus,
 };
-use crate::project::Project;
+use crate::parts::Parts;
 use crate::relpath::RelPath;
 use crate::state::State;
 
+use self::apply::apply;
+pub(crate) use self::copy_in::copy_in;
 pub use self::copy_in::{CopyOutcome, CopyPath};
 use self::journal::Journaled;
 use self::plan::{Kind, Wanted};
@@ -54,304 +58,316 @@ impl Side {
     }
 }
 
-impl Project {
-    /// Restores the state from just before `turn`, undoing it and every later
-    /// live turn of its session, its open turn included, for every path
-    /// they touched (or only `opts.paths`). A path another session's turn
-    /// changed during or after them is a conflict naming that turn. Once
-    /// applied, the session's open turn is ended and continued by a new
-    /// one (`RewindPlan::continued`); a dry run or a refusal changes no
-    /// turn. Call after a barrier.
-    pub fn rewind(&mut self, turn: i64, mut opts: RewindOptions) -> Result<RewindOutcome> {
-        self.recover()?;
-        let row = history::turn(&self.conn, turn)?.ok_or(Error::UnknownTurn(turn))?;
-        if row.status == TurnStatus::Rewound {
-            return Err(Error::TurnRewound(turn));
-        }
-        let session = row.meta.session.as_deref();
-        let open = history::open_turn_of(&self.conn, session)?;
-        let mut live = history::live_turns_from(&self.conn, turn, session)?;
-        live.extend(open);
-        live.sort_unstable();
-        // Per path: the pre-image of the oldest turn that touched it (the
-        // target) and the post-image of the newest (what the agent left;
-        // for the open turn, what ending it now would record).
-        let mut touched: BTreeMap<RelPath, (State, State)> = BTreeMap::new();
-        let mut touched_by: BTreeMap<RelPath, Vec<i64>> = BTreeMap::new();
-        for &t in &live {
-            for (e, post) in history::closing(&self.conn, t, |p| cache::state(&self.conn, p))? {
-                if let Some(post) = post {
-                    touched_by.entry(e.path.clone()).or_default().push(t);
-                    touched.entry(e.path).or_insert((e.pre, State::Absent)).1 = post;
-                }
+/// Restores the state from just before `turn`, undoing it and every later
+/// live turn of its session, its open turn included, for every path
+/// they touched (or only `opts.paths`). A path another session's turn
+/// changed during or after them is a conflict naming that turn. Once
+/// applied, the session's open turn is ended and continued by a new
+/// one (`RewindPlan::continued`); a dry run or a refusal changes no
+/// turn. Call after a barrier.
+pub(crate) fn rewind(
+    parts: &mut Parts<'_>,
+    turn: i64,
+    mut opts: RewindOptions,
+) -> Result<RewindOutcome> {
+    recover(parts)?;
+    let row = history::turn(parts.conn, turn)?.ok_or(Error::UnknownTurn(turn))?;
+    if row.status == TurnStatus::Rewound {
+        return Err(Error::TurnRewound(turn));
+    }
+    let session = row.meta.session.as_deref();
+    let open = history::open_turn_of(parts.conn, session)?;
+    let mut live = history::live_turns_from(parts.conn, turn, session)?;
+    live.extend(open);
+    live.sort_unstable();
+    // Per path: the pre-image of the oldest turn that touched it (the
+    // target) and the post-image of the newest (what the agent left;
+    // for the open turn, what ending it now would record).
+    let mut touched: BTreeMap<RelPath, (State, State)> = BTreeMap::new();
+    let mut touched_by: BTreeMap<RelPath, Vec<i64>> = BTreeMap::new();
+    for &t in &live {
+        for (e, post) in history::closing(parts.conn, t, |p| cache::state(parts.conn, p))? {
+            if let Some(post) = post {
+                touched_by.entry(e.path.clone()).or_default().push(t);
+                touched.entry(e.path).or_insert((e.pre, State::Absent)).1 = post;
             }
         }
-        let partial = !opts.paths.is_empty();
-        // Only the turns that touched the paths asked for are undone.
-        let mut undone = live.clone();
-        if partial {
-            refuse_untouched(turn, &live, &opts.paths, touched.keys())?;
-            touched.retain(|p, _| opts.paths.iter().any(|want| p.starts_with(want)));
-            let by: BTreeSet<i64> = touched
-                .keys()
-                .flat_map(|p| touched_by[p].iter().copied())
-                .collect();
-            undone = by.into_iter().collect();
-        }
-        let others = self.other_sessions_touching(turn, row.started_ns, session, &touched)?;
-        // One tree writer for the whole rewind: recheck, apply, refresh.
-        let root_fs = Arc::clone(&self.root_fs);
-        let mut dirs =
-            Dirs::new(&root_fs, self.opts.free_removed.clone()).ctx("open", &self.root)?;
-        let mut current = self.current_states(
-            &mut dirs,
-            touched.keys().cloned().collect(),
-            opts.after_barrier,
-        )?;
-        let mut plan = db::reading(&self.conn, || {
-            let wanted = touched
-                .into_iter()
-                .map(|(path, (target, expected))| {
-                    Ok(Wanted {
-                        current: take(&mut current, &path)?,
-                        path,
-                        target,
-                        expected,
-                    })
+    }
+    let partial = !opts.paths.is_empty();
+    // Only the turns that touched the paths asked for are undone.
+    let mut undone = live.clone();
+    if partial {
+        refuse_untouched(turn, &live, &opts.paths, touched.keys())?;
+        touched.retain(|p, _| opts.paths.iter().any(|want| p.starts_with(want)));
+        let by: BTreeSet<i64> = touched
+            .keys()
+            .flat_map(|p| touched_by[p].iter().copied())
+            .collect();
+        undone = by.into_iter().collect();
+    }
+    let others = other_sessions_touching(parts.conn, turn, row.started_ns, session, &touched)?;
+    // One tree writer for the whole rewind: recheck, apply, refresh.
+    let mut dirs = writer(parts)?;
+    let mut current = current_states(
+        parts,
+        &mut dirs,
+        touched.keys().cloned().collect(),
+        opts.after_barrier,
+    )?;
+    let mut plan = db::reading(parts.conn, || {
+        let wanted = touched
+            .into_iter()
+            .map(|(path, (target, expected))| {
+                Ok(Wanted {
+                    current: take(&mut current, &path)?,
+                    path,
+                    target,
+                    expected,
                 })
-                .collect::<Result<Vec<_>>>()?;
-            let turns = undone.clone();
-            plan::plan(
-                &self.tree(),
-                Kind::Rewind,
-                turn,
-                turns,
-                wanted,
-                opts.flags.force,
-            )
-        })?;
-        name_other_sessions(&mut plan, others);
-        let merged = match opts.merge {
-            Some(mode) => self.merge_conflicts(&mut plan, mode, opts.flags.dry_run)?,
-            None => Vec::new(),
-        };
-        if !opts.flags.dry_run && !plan.refused(opts.flags) && !merged.is_empty() {
-            let tx = self.conn.transaction()?;
-            for blob in &merged {
-                self.store.insert(&tx, blob)?;
-            }
-            tx.commit()?;
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let turns = undone.clone();
+        plan::plan(
+            &tree(parts),
+            Kind::Rewind,
+            turn,
+            turns,
+            wanted,
+            opts.flags.force,
+        )
+    })?;
+    name_other_sessions(&mut plan, others);
+    let merged = match opts.merge {
+        Some(mode) => merge::merge_conflicts(parts, &mut plan, mode, opts.flags.dry_run)?,
+        None => Vec::new(),
+    };
+    if !opts.flags.dry_run && !plan.refused(opts.flags) && !merged.is_empty() {
+        let tx = parts.conn.transaction()?;
+        for blob in &merged {
+            parts.store.insert(&tx, blob)?;
         }
-        // A partial rewind leaves the turns live.
-        let marked = if partial { Vec::new() } else { live };
-        plan.continued = continued(open.into_iter().map(|t| (t, row.meta.session.clone())));
-        let note = JournalNote {
-            undone,
-            scope: std::mem::take(&mut opts.paths),
-            left: left_as_they_were(&plan),
-        };
-        self.carry_out(&mut dirs, plan, &mut opts, marked, None, note)
+        tx.commit()?;
     }
+    // A partial rewind leaves the turns live.
+    let marked = if partial { Vec::new() } else { live };
+    plan.continued = continued(open.into_iter().map(|t| (t, row.meta.session.clone())));
+    let note = JournalNote {
+        undone,
+        scope: std::mem::take(&mut opts.paths),
+        left: left_as_they_were(&plan),
+    };
+    carry_out(parts, &mut dirs, plan, &mut opts, marked, None, note)
+}
 
-    /// Every path a turn of another session than `session` changed during
-    /// or after `turn` (started at `started_ns`), with what the rewound
-    /// turns left there (`touched`; none for a path they did not touch,
-    /// such as a parent the plan must create) and the newest such turn.
-    fn other_sessions_touching(
-        &self,
-        turn: i64,
-        started_ns: i64,
-        session: Option<&str>,
-        touched: &BTreeMap<RelPath, (State, State)>,
-    ) -> Result<BTreeMap<RelPath, (Option<State>, OtherTurn)>> {
-        let mut out = BTreeMap::new();
-        for (t, s) in history::other_sessions_turns(&self.conn, turn, started_ns, session)? {
-            for e in history::entries(&self.conn, t)? {
-                let expected = touched.get(&e.path).map(|(_, left)| left.clone());
-                let other = OtherTurn {
-                    turn: t,
-                    session: s.clone(),
-                };
-                out.insert(e.path, (expected, other));
-            }
+/// Every path a turn of another session than `session` changed during
+/// or after `turn` (started at `started_ns`), with what the rewound
+/// turns left there (`touched`; none for a path they did not touch,
+/// such as a parent the plan must create) and the newest such turn.
+fn other_sessions_touching(
+    conn: &Connection,
+    turn: i64,
+    started_ns: i64,
+    session: Option<&str>,
+    touched: &BTreeMap<RelPath, (State, State)>,
+) -> Result<BTreeMap<RelPath, (Option<State>, OtherTurn)>> {
+    let mut out = BTreeMap::new();
+    for (t, s) in history::other_sessions_turns(conn, turn, started_ns, session)? {
+        for e in history::entries(conn, t)? {
+            let expected = touched.get(&e.path).map(|(_, left)| left.clone());
+            let other = OtherTurn {
+                turn: t,
+                session: s.clone(),
+            };
+            out.insert(e.path, (expected, other));
         }
-        Ok(out)
     }
+    Ok(out)
+}
 
-    /// Undoes the last applied rewind exactly: every path it changed gets
-    /// back the state it had before. Refuses on conflicts (a path changed
-    /// since the rewind) unless `force`, and, force or not, when the tree
-    /// could not be put back exactly (`RewindPlan::blocked`). The redo is
-    /// journaled as a plan of its own, so a failed one goes back to the
-    /// states it found. Once applied, every open turn is ended and
-    /// continued by a new one (it puts back a tree no open turn may
-    /// straddle); a dry run or a refusal changes no turn.
-    pub fn redo(&mut self, mut opts: RewindOptions) -> Result<RewindOutcome> {
-        self.recover()?;
-        let (id, turn) = history::last_applied_rewind(&self.conn)?.ok_or(Error::NothingToRedo)?;
-        let open = history::open_turns(&self.conn)?;
-        let actions = history::actions(&self.conn, id)?;
-        let root_fs = Arc::clone(&self.root_fs);
-        let mut dirs =
-            Dirs::new(&root_fs, self.opts.free_removed.clone()).ctx("open", &self.root)?;
-        let mut current = self.current_states(
-            &mut dirs,
-            actions.iter().map(|a| a.path.clone()).collect(),
-            opts.after_barrier,
-        )?;
-        let turns = match history::undone_turns(&self.conn, id)? {
-            Some(turns) => turns,
-            None => history::turns_rewound_by(&self.conn, id)?,
-        };
-        let mut plan = db::reading(&self.conn, || {
-            let wanted = actions
-                .into_iter()
-                .map(|a| {
-                    Ok(Wanted {
-                        current: take(&mut current, &a.path)?,
-                        path: a.path,
-                        target: a.current,
-                        expected: a.target,
-                    })
+/// Undoes the last applied rewind exactly: every path it changed gets
+/// back the state it had before. Refuses on conflicts (a path changed
+/// since the rewind) unless `force`, and, force or not, when the tree
+/// could not be put back exactly (`RewindPlan::blocked`). The redo is
+/// journaled as a plan of its own, so a failed one goes back to the
+/// states it found. Once applied, every open turn is ended and
+/// continued by a new one (it puts back a tree no open turn may
+/// straddle); a dry run or a refusal changes no turn.
+pub(crate) fn redo(parts: &mut Parts<'_>, mut opts: RewindOptions) -> Result<RewindOutcome> {
+    recover(parts)?;
+    let (id, turn) = history::last_applied_rewind(parts.conn)?.ok_or(Error::NothingToRedo)?;
+    let open = history::open_turns(parts.conn)?;
+    let actions = history::actions(parts.conn, id)?;
+    let mut dirs = writer(parts)?;
+    let mut current = current_states(
+        parts,
+        &mut dirs,
+        actions.iter().map(|a| a.path.clone()).collect(),
+        opts.after_barrier,
+    )?;
+    let turns = match history::undone_turns(parts.conn, id)? {
+        Some(turns) => turns,
+        None => history::turns_rewound_by(parts.conn, id)?,
+    };
+    let mut plan = db::reading(parts.conn, || {
+        let wanted = actions
+            .into_iter()
+            .map(|a| {
+                Ok(Wanted {
+                    current: take(&mut current, &a.path)?,
+                    path: a.path,
+                    target: a.current,
+                    expected: a.target,
                 })
-                .collect::<Result<Vec<_>>>()?;
-            plan::plan(
-                &self.tree(),
-                Kind::Redo,
-                turn,
-                turns,
-                wanted,
-                opts.flags.force,
-            )
-        })?;
-        plan.continued = continued(open);
-        let note = JournalNote {
-            undone: plan.turns.clone(),
-            ..JournalNote::default()
-        };
-        self.carry_out(&mut dirs, plan, &mut opts, Vec::new(), Some(id), note)
-    }
+            })
+            .collect::<Result<Vec<_>>>()?;
+        plan::plan(
+            &tree(parts),
+            Kind::Redo,
+            turn,
+            turns,
+            wanted,
+            opts.flags.force,
+        )
+    })?;
+    plan.continued = continued(open);
+    let note = JournalNote {
+        undone: plan.turns.clone(),
+        ..JournalNote::default()
+    };
+    carry_out(
+        parts,
+        &mut dirs,
+        plan,
+        &mut opts,
+        Vec::new(),
+        Some(id),
+        note,
+    )
+}
 
-    /// A plan's end: shown (dry run), refused, or journaled (marking
-    /// `marked` rewound, or redoing `redoes`, and continuing the open turns
-    /// `plan.continued` names) and applied from memory. Only the last
-    /// changes anything, turns included.
-    fn carry_out(
-        &mut self,
-        dirs: &mut Dirs<'_>,
-        mut plan: RewindPlan,
-        opts: &mut RewindOptions,
-        marked: Vec<i64>,
-        redoes: Option<i64>,
-        note: JournalNote,
-    ) -> Result<RewindOutcome> {
-        if opts.flags.dry_run {
-            return Ok(RewindOutcome::DryRun(plan));
+/// A plan's end: shown (dry run), refused, or journaled (marking
+/// `marked` rewound, or redoing `redoes`, and continuing the open turns
+/// `plan.continued` names) and applied from memory. Only the last
+/// changes anything, turns included.
+fn carry_out(
+    parts: &mut Parts<'_>,
+    dirs: &mut Dirs<'_>,
+    mut plan: RewindPlan,
+    opts: &mut RewindOptions,
+    marked: Vec<i64>,
+    redoes: Option<i64>,
+    note: JournalNote,
+) -> Result<RewindOutcome> {
+    if opts.flags.dry_run {
+        return Ok(RewindOutcome::DryRun(plan));
+    }
+    if plan.refused(opts.flags) {
+        return Ok(RewindOutcome::Refused(plan));
+    }
+    let journaled = Journaled::write(parts.conn, &mut plan, marked, redoes, &note)?;
+    apply(
+        parts,
+        dirs,
+        &journaled,
+        &plan.actions,
+        Side::Target,
+        &mut opts.take_hook(),
+    )?;
+    Ok(RewindOutcome::Applied {
+        rewind_id: journaled.id,
+        plan,
+    })
+}
+
+/// Finishes a journaled rewind or redo that was interrupted (the process
+/// died while applying it). Call at start-up, before anything else.
+pub(crate) fn recover(parts: &mut Parts<'_>) -> Result<Option<RecoveryReport>> {
+    let Some((id, status)) = history::unfinished_rewind(parts.conn)? else {
+        return Ok(None);
+    };
+    let side = if status == RewindStatus::Redoing {
+        Side::Current
+    } else {
+        Side::Target
+    };
+    let (journaled, actions) = Journaled::read(parts.conn, id)?;
+    let paths = actions.len();
+    tracing::info!(rewind = id, status = %status.as_str(), paths, "finishing an interrupted rewind");
+    // A write cut short leaves its temp file behind.
+    let dirs: HashSet<Option<RelPath>> = actions.iter().map(|a| a.path.parent()).collect();
+    for dir in dirs {
+        if let Err(e) = parts.root_fs.remove_temp_files(dir.as_ref()) {
+            tracing::warn!("removing temp files after an interrupted rewind: {e}");
         }
-        if plan.refused(opts.flags) {
-            return Ok(RewindOutcome::Refused(plan));
-        }
-        let journaled = Journaled::write(&mut self.conn, &mut plan, marked, redoes, &note)?;
-        self.apply(
-            dirs,
-            &journaled,
-            &plan.actions,
-            Side::Target,
-            &mut opts.take_hook(),
-        )?;
-        Ok(RewindOutcome::Applied {
-            rewind_id: journaled.id,
-            plan,
-        })
     }
+    let mut dirs = writer(parts)?;
+    apply(parts, &mut dirs, &journaled, &actions, side, &mut None)?;
+    Ok(Some(RecoveryReport {
+        rewind_id: id,
+        redo: side == Side::Current || journaled.redoes.is_some(),
+        paths,
+    }))
+}
 
-    /// Finishes a journaled rewind or redo that was interrupted (the process
-    /// died while applying it). Call at start-up, before anything else.
-    pub fn recover(&mut self) -> Result<Option<RecoveryReport>> {
-        let Some((id, status)) = history::unfinished_rewind(&self.conn)? else {
-            return Ok(None);
-        };
-        let side = if status == RewindStatus::Redoing {
-            Side::Current
-        } else {
-            Side::Target
-        };
-        let (journaled, actions) = Journaled::read(&self.conn, id)?;
-        let paths = actions.len();
-        tracing::info!(rewind = id, status = %status.as_str(), paths, "finishing an interrupted rewind");
-        // A write cut short leaves its temp file behind.
-        let dirs: HashSet<Option<RelPath>> = actions.iter().map(|a| a.path.parent()).collect();
-        for dir in dirs {
-            if let Err(e) = self.root_fs.remove_temp_files(dir.as_ref()) {
-                tracing::warn!("removing temp files after an interrupted rewind: {e}");
-            }
-        }
-        let root_fs = Arc::clone(&self.root_fs);
-        let mut dirs =
-            Dirs::new(&root_fs, self.opts.free_removed.clone()).ctx("open", &self.root)?;
-        self.apply(&mut dirs, &journaled, &actions, side, &mut None)?;
-        Ok(Some(RecoveryReport {
-            rewind_id: id,
-            redo: side == Side::Current || journaled.redoes.is_some(),
-            paths,
-        }))
-    }
+/// The project as the planner sees it: the hash cache, and the disk for
+/// what the cache never holds.
+fn tree<'a>(parts: &'a Parts<'a>) -> CacheTree<'a> {
+    CacheTree { parts }
+}
 
-    /// The project as the planner sees it: the hash cache, and the disk for
-    /// what the cache never holds.
-    fn tree(&self) -> CacheTree<'_> {
-        CacheTree { project: self }
-    }
-
-    /// Brings the cache up to date for the paths a rewind will touch, so
-    /// the plan sees a user's late edit as a conflict, and returns each
-    /// path's current state. Right after the daemon's barrier, every change
-    /// made before it has been checked (racy entries re-hashed on their
-    /// events), so only a path whose stat differs from its cache entry (an
-    /// edit since) is checked again; otherwise every path is, racy ones
-    /// re-hashed. `paths` must not repeat.
-    fn current_states(
-        &mut self,
-        dirs: &mut Dirs<'_>,
-        paths: Vec<RelPath>,
-        after_barrier: bool,
-    ) -> Result<HashMap<RelPath, State>> {
-        let mut current = HashMap::with_capacity(paths.len());
-        let changed = if after_barrier {
-            let mut changed = Vec::new();
-            db::reading(&self.conn, || {
-                for path in paths {
-                    let now = dirs
-                        .lstat(&path)
-                        .ctx_in("stat", &self.root, path.as_path())?;
-                    match (cache::get(&self.conn, &path)?, now) {
-                        (Some(row), Some(st)) if row.same_stat(&st) => {
-                            current.insert(path, row.state);
-                        }
-                        (None, None) => {
-                            current.insert(path, State::Absent);
-                        }
-                        _ => changed.push(path),
+/// Brings the cache up to date for the paths a rewind will touch, so
+/// the plan sees a user's late edit as a conflict, and returns each
+/// path's current state. Right after the daemon's barrier, every change
+/// made before it has been checked (racy entries re-hashed on their
+/// events), so only a path whose stat differs from its cache entry (an
+/// edit since) is checked again; otherwise every path is, racy ones
+/// re-hashed. `paths` must not repeat.
+fn current_states(
+    parts: &mut Parts<'_>,
+    dirs: &mut Dirs<'_>,
+    paths: Vec<RelPath>,
+    after_barrier: bool,
+) -> Result<HashMap<RelPath, State>> {
+    let mut current = HashMap::with_capacity(paths.len());
+    let changed = if after_barrier {
+        let mut changed = Vec::new();
+        db::reading(parts.conn, || {
+            for path in paths {
+                let now = dirs
+                    .lstat(&path)
+                    .ctx_in("stat", parts.root, path.as_path())?;
+                match (cache::get(parts.conn, &path)?, now) {
+                    (Some(row), Some(st)) if row.same_stat(&st) => {
+                        current.insert(path, row.state);
                     }
+                    (None, None) => {
+                        current.insert(path, State::Absent);
+                    }
+                    _ => changed.push(path),
                 }
-                Ok(())
-            })?;
-            changed
-        } else {
-            paths
-        };
-        if !changed.is_empty() {
-            self.check_paths(changed.clone())?;
-            db::reading(&self.conn, || {
-                for path in changed {
-                    let state = cache::state(&self.conn, &path)?;
-                    current.insert(path, state);
-                }
-                Ok(())
-            })?;
-        }
-        Ok(current)
+            }
+            Ok(())
+        })?;
+        changed
+    } else {
+        paths
+    };
+    if !changed.is_empty() {
+        capture::check_paths(parts, changed.clone())?;
+        db::reading(parts.conn, || {
+            for path in changed {
+                let state = cache::state(parts.conn, &path)?;
+                current.insert(path, state);
+            }
+            Ok(())
+        })?;
     }
+    Ok(current)
+}
+
+/// The rewind's one tree writer.
+fn writer<'a>(parts: &Parts<'a>) -> Result<Dirs<'a>> {
+    Dirs::new(parts.root_fs, parts.opts.free_removed.clone()).ctx("open", parts.root)
 }
 
 /// The open turns (with their sessions) a rewind or redo ends and
@@ -449,25 +465,25 @@ fn name_other_sessions(
 }
 
 struct CacheTree<'a> {
-    project: &'a Project,
+    parts: &'a Parts<'a>,
 }
 
 impl plan::Tree for CacheTree<'_> {
     fn state(&self, path: &RelPath) -> Result<State> {
-        cache::state(&self.project.conn, path)
+        cache::state(self.parts.conn, path)
     }
 
     fn below(&self, dir: &RelPath) -> Result<Vec<(RelPath, State)>> {
-        let rows = cache::below(&self.project.conn, dir)?;
+        let rows = cache::below(self.parts.conn, dir)?;
         Ok(rows.into_iter().map(|(p, row)| (p, row.state)).collect())
     }
 
     fn holds_uncaptured(&self, dir: &RelPath) -> Result<bool> {
-        let p = self.project;
+        let p = self.parts;
         let names = p
             .root_fs
             .list_dir(dir)
-            .ctx_in("list directory", &p.root, dir.as_path())?;
+            .ctx_in("list directory", p.root, dir.as_path())?;
         Ok(names.iter().any(|name| match dir.join(name) {
             Ok(child) => {
                 p.excludes.is_excluded(&child, false) || p.excludes.is_excluded(&child, true)

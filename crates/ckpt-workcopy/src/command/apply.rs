@@ -129,7 +129,7 @@ pub fn apply_cmd(ctx: &Ctx, store: &Store, wc: WorkCopy) -> anyhow::Result<u8> {
             wc.state = Phase::Applied;
             wc.apply.as_mut().expect("set above").turn = r.turn;
             store.save(&wc)?;
-            output::warn_degraded(&r.project, &r.degraded);
+            ctx.warn_if_degraded(&r);
             report_applied(ctx, &wc, r.actions.len())
         }
         Ok(Response::CopyIn(r)) => {

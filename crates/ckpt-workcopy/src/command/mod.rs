@@ -93,7 +93,7 @@ fn create_cmd(ctx: &Ctx, store: &Store, opts: create::Options) -> anyhow::Result
             )));
         }
     };
-    output::warn_degraded(&watched.project, &watched.degraded);
+    ctx.warn_if_degraded(&watched);
     if ctx.g.json {
         output::json(&wc)?;
     } else if !ctx.g.quiet {

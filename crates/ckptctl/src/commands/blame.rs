@@ -2,11 +2,12 @@
 //! introduced it, like `git blame`.
 
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use ckpt_proto::{BlameLine, BlameReply, LineOrigin, Request, Response};
+use ckpt_proto::{BlameLine, BlameReply, LineOrigin, Request};
+use clap::Args;
 
-use super::{unexpected, Ctx};
+use super::Ctx;
 use crate::output;
 
 /// Agent names and labels are cut to these many characters in text output.
@@ -15,18 +16,21 @@ const LABEL_WIDTH: usize = 20;
 
 /// The blame of `file`: the document `--json` prints.
 pub fn query(ctx: &Ctx, file: &Path) -> anyhow::Result<BlameReply> {
-    match ctx.request(&Request::Blame {
+    ctx.reply(&Request::Blame {
         dir: ctx.wire_dir(),
         path: ctx.wire_path(file)?,
-    })? {
-        Response::Blame(b) => Ok(b),
-        other => Err(unexpected(other)),
-    }
+    })
 }
 
-pub fn run(ctx: &Ctx, file: &Path) -> anyhow::Result<u8> {
-    let b = query(ctx, file)?;
-    output::warn_degraded(&b.project, &b.degraded);
+/// `ckptctl blame`'s arguments.
+#[derive(Args, Debug)]
+pub struct BlameArgs {
+    /// A text file in the project, as it is now.
+    pub file: PathBuf,
+}
+
+pub fn run(ctx: &Ctx, args: BlameArgs) -> anyhow::Result<u8> {
+    let b = query(ctx, &args.file)?;
     if ctx.g.json {
         output::json(&b)?;
         return Ok(0);

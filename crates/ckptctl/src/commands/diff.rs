@@ -3,30 +3,39 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use ckpt_proto::{ChangeKind, DiffReply, Request, Response, WirePath};
+use ckpt_proto::{ChangeKind, DiffReply, Request, WirePath};
+use clap::Args;
 
-use super::{unexpected, Ctx};
+use super::Ctx;
+use crate::cli::turn_id;
 use crate::output;
 
 /// The diff of a turn (only `paths`, when given): the document `--json` prints.
 pub fn query(ctx: &Ctx, turn: i64, paths: Vec<WirePath>) -> anyhow::Result<DiffReply> {
-    match ctx.request(&Request::Diff(ckpt_proto::Diff {
+    ctx.reply(&Request::Diff(ckpt_proto::Diff {
         dir: ctx.wire_dir(),
         turn,
         paths,
-    }))? {
-        Response::Diff(d) => Ok(d),
-        other => Err(unexpected(other)),
-    }
+    }))
 }
 
-pub fn run(ctx: &Ctx, turn: i64, paths: &[PathBuf]) -> anyhow::Result<u8> {
+/// `ckptctl diff`'s arguments.
+#[derive(Args, Debug)]
+pub struct DiffArgs {
+    /// A turn id, as `ckptctl log` lists them.
+    #[arg(value_parser = turn_id)]
+    pub turn: i64,
+    /// Only these paths (and what is below them).
+    pub paths: Vec<PathBuf>,
+}
+
+pub fn run(ctx: &Ctx, args: DiffArgs) -> anyhow::Result<u8> {
+    let DiffArgs { turn, paths } = args;
     let paths = paths
         .iter()
         .map(|p| ctx.wire_path(p))
         .collect::<anyhow::Result<Vec<_>>>()?;
     let d = query(ctx, turn, paths)?;
-    output::warn_degraded(&d.project, &d.degraded);
     if ctx.g.json {
         output::json(&d)?;
         return Ok(0);

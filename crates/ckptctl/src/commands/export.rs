@@ -1,29 +1,40 @@
 //! `ckptctl export TURN[..TURN] --out DIR`: the daemon writes the export of
 //! a range of closed turns into DIR, which this command creates.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use ckpt_proto::{ExportReply, Request, Response, WirePath};
+use ckpt_proto::{ExportReply, Request, WirePath};
+use clap::Args;
 
-use super::{absolute, unexpected, Ctx};
+use super::{absolute, Ctx};
+use crate::cli::turn_range;
 use crate::output;
 
 /// Exports turns `from..=to` into `out` (absolute, existing, empty).
 pub fn query(ctx: &Ctx, from: i64, to: i64, out: &Path) -> anyhow::Result<ExportReply> {
-    match ctx.request(&Request::Export(ckpt_proto::Export {
+    ctx.reply(&Request::Export(ckpt_proto::Export {
         dir: ctx.wire_dir(),
         from,
         to,
         out: WirePath::from(out),
-    }))? {
-        Response::Export(r) => Ok(r),
-        other => Err(unexpected(other)),
-    }
+    }))
 }
 
-pub fn run(ctx: &Ctx, (from, to): (i64, i64), out: &Path) -> anyhow::Result<u8> {
-    let out = absolute(out)?;
+/// `ckptctl export`'s arguments.
+#[derive(Args, Debug)]
+pub struct ExportArgs {
+    /// A turn (`4`) or a range of closed turns (`4..7`, both included).
+    #[arg(value_parser = turn_range, value_name = "TURN[..TURN]")]
+    pub range: (i64, i64),
+    /// Where to write: a new or empty directory outside the project.
+    #[arg(long)]
+    pub out: PathBuf,
+}
+
+pub fn run(ctx: &Ctx, args: ExportArgs) -> anyhow::Result<u8> {
+    let (from, to) = args.range;
+    let out = absolute(&args.out)?;
     let existed = out.exists();
     std::fs::create_dir_all(&out)
         .with_context(|| format!("creating the export directory {}", out.display()))?;
@@ -40,7 +51,6 @@ pub fn run(ctx: &Ctx, (from, to): (i64, i64), out: &Path) -> anyhow::Result<u8> 
             return Err(e);
         }
     };
-    output::warn_degraded(&reply.project, &reply.degraded);
     if ctx.g.json {
         let mut doc = serde_json::Map::new();
         doc.insert(

@@ -1,22 +1,18 @@
 //! `ckptctl fsck`: check the project's store; exit 0 when it is sound, 1
 //! with the list of problems.
 
-use ckpt_proto::{FsckFinding, FsckReply, Request, Response};
+use ckpt_proto::{FsckFinding, FsckReply, Request};
 
-use super::{unexpected, Ctx};
+use super::Ctx;
 use crate::output;
 
 /// Exit code when fsck found problems (the report is still printed).
 const EXIT_PROBLEMS: u8 = 1;
 
 pub fn run(ctx: &Ctx) -> anyhow::Result<u8> {
-    let r = match ctx.request(&Request::Fsck {
+    let r: FsckReply = ctx.reply(&Request::Fsck {
         dir: ctx.wire_dir(),
-    })? {
-        Response::Fsck(r) => r,
-        other => return Err(unexpected(other)),
-    };
-    output::warn_degraded(&r.project, &r.degraded);
+    })?;
     let code = if r.ok { 0 } else { EXIT_PROBLEMS };
     if ctx.g.json {
         output::json(&r)?;

@@ -8,14 +8,138 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
 use ckpt_proto::{
-    AnchorState, Bucket, LedgerAdded, LedgerEntry, LedgerEntryReply, LedgerFilter, LedgerRecord,
-    LedgerReply, LedgerStatus, LineSpan, Request, Response, Severity, WirePath,
+    AnchorState, Bucket, LedgerAdded, LedgerEntry, LedgerEntryReply, LedgerFilter, LedgerImported,
+    LedgerRecord, LedgerReply, LedgerStatus, LineSpan, Request, Severity, WirePath,
 };
+use clap::{Args, Subcommand};
 use serde::{Deserialize, Serialize};
 
-use super::{unexpected, Ctx};
-use crate::cli::{ExportFormat, LedgerAction, LedgerListArgs};
+use super::Ctx;
+use crate::cli::turn_id;
 use crate::output;
+
+crate::family_cli!(
+    LedgerCli,
+    "ckptctl ledger",
+    LedgerAction,
+    "The slop ledger: residue a turn left, recorded so nobody mistakes it for design."
+);
+
+#[derive(Subcommand, Debug)]
+pub enum LedgerAction {
+    /// Record residue at PATH (the whole file), PATH:LINE or PATH:START-END,
+    /// in the open turn if there is one.
+    Add {
+        /// PATH[:LINE[-LINE]], PATH relative to the current directory.
+        target: String,
+        /// compat-shim, unmigrated-callers, duplicate-concept, naming-drift,
+        /// stale-docs-tests, suspected-dead-code or tool-gap.
+        #[arg(long, value_parser = ckpt_types::Bucket::parse)]
+        bucket: ckpt_types::Bucket,
+        /// low, medium, high or critical.
+        #[arg(long, value_parser = ckpt_types::Severity::parse)]
+        severity: ckpt_types::Severity,
+        /// How sure you are, from 0 to 1.
+        #[arg(long, value_parser = confidence)]
+        confidence: f64,
+        /// A person, a team or agent:NAME [default: agent:<the open
+        /// turn's agent>, else $USER].
+        #[arg(long)]
+        owner: Option<String>,
+        /// What it is and what should become of it.
+        #[arg(long)]
+        note: String,
+    },
+    /// Entries, oldest first, with where their lines are now.
+    List(LedgerListArgs),
+    /// One entry with its history.
+    Show {
+        /// An entry id, as `ckptctl ledger list` lists them.
+        id: i64,
+    },
+    /// Mark an entry resolved (or won't fix).
+    Resolve {
+        /// An entry id, as `ckptctl ledger list` lists them.
+        id: i64,
+        /// Won't fix rather than resolved.
+        #[arg(long)]
+        wont_fix: bool,
+        /// Why: what fixed it, or why it stays.
+        #[arg(long)]
+        why: String,
+        /// Who decided [default: $USER].
+        #[arg(long)]
+        who: Option<String>,
+    },
+    /// Open a resolved or won't-fix entry again.
+    Reopen {
+        /// An entry id, as `ckptctl ledger list` lists them.
+        id: i64,
+        /// Why it is open again.
+        #[arg(long)]
+        why: String,
+        /// Who decided [default: $USER].
+        #[arg(long)]
+        who: Option<String>,
+    },
+    /// Every entry, with its history: JSON (for `ledger import` in another
+    /// clone) or Markdown (for a pull-request description).
+    Export {
+        /// JSON for `ledger import`, Markdown for people.
+        #[arg(long, value_enum, default_value_t = ExportFormat::Json)]
+        format: ExportFormat,
+    },
+    /// Add the entries of a JSON export from another clone of the project;
+    /// entries already here are skipped.
+    Import {
+        /// A file written by `ckptctl ledger export --format json`.
+        file: PathBuf,
+    },
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExportFormat {
+    Json,
+    Markdown,
+}
+
+#[derive(Args, Debug, Clone, Default)]
+pub struct LedgerListArgs {
+    /// Only this bucket (as `ledger add --bucket` takes).
+    #[arg(long, value_parser = ckpt_types::Bucket::parse)]
+    pub bucket: Option<ckpt_types::Bucket>,
+    /// This severity or worse.
+    #[arg(long, value_name = "SEVERITY", value_parser = ckpt_types::Severity::parse)]
+    pub min_severity: Option<ckpt_types::Severity>,
+    /// This confidence or more, from 0 to 1.
+    #[arg(long, value_name = "C", value_parser = confidence)]
+    pub min_confidence: Option<f64>,
+    /// Entries about this path or below it (relative to the current directory).
+    #[arg(long, value_name = "PREFIX")]
+    pub path: Option<PathBuf>,
+    /// Entries recorded in this turn.
+    #[arg(long, value_parser = turn_id)]
+    pub turn: Option<i64>,
+    /// Entries recorded in turns of this agent.
+    #[arg(long)]
+    pub agent: Option<String>,
+    /// Entries owned by this person, team or agent:NAME.
+    #[arg(long)]
+    pub owner: Option<String>,
+    /// open, resolved, wont-fix or rewound.
+    #[arg(long, value_parser = ckpt_types::LedgerStatus::parse)]
+    pub status: Option<ckpt_types::LedgerStatus>,
+    /// fresh, moved, changed or gone.
+    #[arg(long, value_parser = ckpt_types::AnchorState::parse)]
+    pub anchor: Option<ckpt_types::AnchorState>,
+}
+
+fn confidence(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(c) if (0.0..=1.0).contains(&c) => Ok(c),
+        _ => Err("a confidence is a number between 0 and 1".into()),
+    }
+}
 
 /// What `export` writes and `import` takes.
 const FORMAT: &str = "ckpt-ledger";
@@ -141,7 +265,6 @@ fn add(
         note,
     };
     let reply = request_add(ctx, entry)?;
-    output::warn_degraded(&reply.project, &reply.degraded);
     if ctx.g.json {
         output::json(&serde_json::json!({ "id": reply.id }))?;
     } else if !ctx.g.quiet {
@@ -162,7 +285,7 @@ pub struct NewEntry {
 }
 
 pub fn request_add(ctx: &Ctx, e: NewEntry) -> anyhow::Result<LedgerAdded> {
-    match ctx.request(&Request::LedgerAdd(ckpt_proto::LedgerAdd {
+    ctx.reply(&Request::LedgerAdd(ckpt_proto::LedgerAdd {
         dir: ctx.wire_dir(),
         path: e.path,
         span: e.span,
@@ -172,20 +295,14 @@ pub fn request_add(ctx: &Ctx, e: NewEntry) -> anyhow::Result<LedgerAdded> {
         owner: e.owner,
         user: user(),
         note: e.note,
-    }))? {
-        Response::LedgerAdded(a) => Ok(a),
-        other => Err(unexpected(other)),
-    }
+    }))
 }
 
 pub fn query(ctx: &Ctx, filter: LedgerFilter) -> anyhow::Result<LedgerReply> {
-    match ctx.request(&Request::LedgerList {
+    ctx.reply(&Request::LedgerList {
         dir: ctx.wire_dir(),
         filter,
-    })? {
-        Response::Ledger(l) => Ok(l),
-        other => Err(unexpected(other)),
-    }
+    })
 }
 
 fn list(ctx: &Ctx, a: &LedgerListArgs) -> anyhow::Result<u8> {
@@ -205,7 +322,6 @@ fn list(ctx: &Ctx, a: &LedgerListArgs) -> anyhow::Result<u8> {
         history: false,
     };
     let l = query(ctx, filter)?;
-    output::warn_degraded(&l.project, &l.degraded);
     if ctx.g.json {
         output::json(&serde_json::json!({ "entries": l.entries }))?;
         return Ok(0);
@@ -253,18 +369,14 @@ fn status(e: &LedgerEntry) -> String {
 }
 
 fn show(ctx: &Ctx, id: i64) -> anyhow::Result<u8> {
-    let r = match ctx.request(&Request::LedgerShow {
+    let r: LedgerEntryReply = ctx.reply(&Request::LedgerShow {
         dir: ctx.wire_dir(),
         id,
-    })? {
-        Response::LedgerEntry(r) => r,
-        other => return Err(unexpected(other)),
-    };
+    })?;
     print_entry(ctx, &r)
 }
 
 fn print_entry(ctx: &Ctx, r: &LedgerEntryReply) -> anyhow::Result<u8> {
-    output::warn_degraded(&r.project, &r.degraded);
     if ctx.g.json {
         output::json(&r.entry)?;
         return Ok(0);
@@ -306,16 +418,14 @@ fn set_status(
     who: Option<String>,
     why: String,
 ) -> anyhow::Result<u8> {
-    let r = match ctx.request(&Request::LedgerSetStatus(ckpt_proto::LedgerSetStatus {
-        dir: ctx.wire_dir(),
-        id,
-        status,
-        who: who.or_else(user),
-        why,
-    }))? {
-        Response::LedgerEntry(r) => r,
-        other => return Err(unexpected(other)),
-    };
+    let r: LedgerEntryReply =
+        ctx.reply(&Request::LedgerSetStatus(ckpt_proto::LedgerSetStatus {
+            dir: ctx.wire_dir(),
+            id,
+            status,
+            who: who.or_else(user),
+            why,
+        }))?;
     if ctx.g.quiet && !ctx.g.json {
         return Ok(0);
     }
@@ -330,7 +440,6 @@ fn export(ctx: &Ctx, format: ExportFormat) -> anyhow::Result<u8> {
             ..LedgerFilter::default()
         },
     )?;
-    output::warn_degraded(&l.project, &l.degraded);
     match format {
         ExportFormat::Json => output::json(&Export {
             format: FORMAT,
@@ -400,14 +509,10 @@ fn import(ctx: &Ctx, file: &Path) -> anyhow::Result<u8> {
             doc.version
         );
     }
-    let r = match ctx.request(&Request::LedgerImport {
+    let r: LedgerImported = ctx.reply(&Request::LedgerImport {
         dir: ctx.wire_dir(),
         entries: doc.entries,
-    })? {
-        Response::LedgerImported(r) => r,
-        other => return Err(unexpected(other)),
-    };
-    output::warn_degraded(&r.project, &r.degraded);
+    })?;
     if ctx.g.json {
         output::json(&serde_json::json!({ "added": r.added, "skipped": r.skipped }))?;
     } else if !ctx.g.quiet {

@@ -1,34 +1,49 @@
 //! `ckptctl log [-n N] [--session S]`: turns, newest first.
 
-use ckpt_proto::{LogReply, Request, Response};
+use ckpt_proto::{LogReply, Request};
+use clap::Args;
 
-use super::{unexpected, Ctx};
+use super::Ctx;
+use crate::cli::LOG_LIMIT;
 use crate::output;
 
 /// The newest `limit` turns (of `session`, if given): the document
 /// `--json` prints.
 pub fn query(ctx: &Ctx, limit: usize, session: Option<String>) -> anyhow::Result<LogReply> {
-    match ctx.request(&Request::Log(ckpt_proto::Log {
+    ctx.reply(&Request::Log(ckpt_proto::Log {
         dir: ctx.wire_dir(),
         limit: Some(limit),
         session,
-    }))? {
-        Response::Log(l) => Ok(l),
-        other => Err(unexpected(other)),
-    }
+    }))
 }
 
 /// Every turn, for `--all` (the store keeps far fewer).
 const ALL: usize = i64::MAX as usize;
 
-/// `limit` `None` lists every turn.
-pub fn run(ctx: &Ctx, limit: Option<usize>, session: Option<String>) -> anyhow::Result<u8> {
+/// `ckptctl log`'s arguments.
+#[derive(Args, Debug)]
+pub struct LogArgs {
+    /// How many turns to list (1 or more).
+    #[arg(short = 'n', long, default_value_t = LOG_LIMIT,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub limit: u32,
+    /// Every turn (retention keeps the newest 100, up to 14 days old).
+    #[arg(long, conflicts_with = "limit")]
+    pub all: bool,
+    /// Only this session's turns.
+    #[arg(long)]
+    pub session: Option<String>,
+}
+
+pub fn run(ctx: &Ctx, args: LogArgs) -> anyhow::Result<u8> {
+    // `None` lists every turn.
+    let limit = (!args.all).then_some(args.limit as usize);
+    let session = args.session;
     let shown = limit.unwrap_or(ALL);
     // One more than shown tells whether older turns were left out.
     let mut l = query(ctx, shown.saturating_add(1), session.clone())?;
     let more = l.turns.len() > shown;
     l.turns.truncate(shown);
-    output::warn_degraded(&l.project, &l.degraded);
     if ctx.g.json {
         output::json(&l)?;
         return Ok(0);

@@ -1,14 +1,16 @@
 //! One file per subcommand, behind one central `match`.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::sync::Mutex;
 
 use anyhow::Context;
-use ckpt_proto::{Request, Response, WirePath};
+use ckpt_proto::{Reply, Request, Response, WirePath};
 use clap::{Parser, Subcommand};
 
-use crate::cli::*;
-use crate::client::Client;
+use crate::cli::{Family, Global};
+pub use crate::client::unexpected;
+use crate::client::{Client, FromResponse};
+use crate::output;
 
 pub mod blame;
 pub mod diff;
@@ -49,115 +51,41 @@ pub enum Command {
     /// Watch a project; returns when the baseline is complete. Without DIR:
     /// the git top-level containing -C's directory (or the current one),
     /// else that directory.
-    Watch {
-        /// The directory to watch, exactly (not together with -C).
-        dir: Option<PathBuf>,
-    },
+    Watch(watch::WatchArgs),
     /// Stop watching a project; its history is kept unless --drop-data.
-    Unwatch {
-        /// A directory inside the project [default: -C's, else the current
-        /// directory].
-        dir: Option<PathBuf>,
-        /// Delete the project's stored history too.
-        #[arg(long)]
-        drop_data: bool,
-    },
+    Unwatch(unwatch::UnwatchArgs),
     /// List watched projects.
     Projects,
     /// Barrier, close the session's open turn (--session; without it, the
     /// default session's), open a new one; prints its id.
-    TurnStart(TurnStartArgs),
+    TurnStart(turn_start::TurnStartArgs),
     /// Barrier, close the session's open turn; prints what it changed.
-    TurnEnd {
-        /// The agent's session id: only its turn is closed; with none open,
-        /// another session's turn is left open, and the reply says so.
-        /// Without it, the default session's turn, or else the only open
-        /// turn, is closed.
-        #[arg(long)]
-        session: Option<String>,
-        /// The session ended or was interrupted (agents' session-end
-        /// hooks): close its turn if it has one open; none open is no error.
-        #[arg(long)]
-        if_open: bool,
-        #[command(flatten)]
-        hook: FromHook,
-    },
+    TurnEnd(turn_end::TurnEndArgs),
     /// A tool call of the session starts (agents' pre-tool hooks): until
     /// tool-end, a change seen while only this session runs tools goes to
     /// its turn alone instead of to every open turn.
-    ToolStart {
-        /// The agent's session id.
-        #[arg(long)]
-        session: Option<String>,
-        #[command(flatten)]
-        hook: FromToolHook,
-    },
+    ToolStart(tool::ToolArgs),
     /// The session's tool call ended (agents' post-tool hooks).
-    ToolEnd {
-        /// The agent's session id.
-        #[arg(long)]
-        session: Option<String>,
-        #[command(flatten)]
-        hook: FromToolHook,
-    },
+    ToolEnd(tool::ToolArgs),
     /// Wait until every change made so far has been captured.
     Sync,
     /// Turns, newest first.
-    Log {
-        /// How many turns to list (1 or more).
-        #[arg(short = 'n', long, default_value_t = LOG_LIMIT,
-              value_parser = clap::value_parser!(u32).range(1..))]
-        limit: u32,
-        /// Every turn (retention keeps the newest 100, up to 14 days old).
-        #[arg(long, conflicts_with = "limit")]
-        all: bool,
-        /// Only this session's turns.
-        #[arg(long)]
-        session: Option<String>,
-    },
+    Log(log::LogArgs),
     /// The paths of one turn.
-    Show {
-        /// A turn id, as `ckptctl log` lists them.
-        #[arg(value_parser = turn_id)]
-        turn: i64,
-    },
+    Show(show::ShowArgs),
     /// Unified diff of a turn (pre-image to post-image, or to now if open).
-    Diff {
-        /// A turn id, as `ckptctl log` lists them.
-        #[arg(value_parser = turn_id)]
-        turn: i64,
-        /// Only these paths (and what is below them).
-        paths: Vec<PathBuf>,
-    },
+    Diff(diff::DiffArgs),
     /// Freeze turns as changes.patch (for `git apply`), files.zip,
     /// report.md and manifest.json, read from the store.
-    Export {
-        /// A turn (`4`) or a range of closed turns (`4..7`, both included).
-        #[arg(value_parser = turn_range, value_name = "TURN[..TURN]")]
-        range: (i64, i64),
-        /// Where to write: a new or empty directory outside the project.
-        #[arg(long)]
-        out: PathBuf,
-    },
+    Export(export::ExportArgs),
     /// Each line of FILE with the turn that last introduced it (or
     /// `baseline`, or `user` for an edit made between turns).
-    Blame {
-        /// A text file in the project, as it is now.
-        file: PathBuf,
-    },
+    Blame(blame::BlameArgs),
     /// Restore the state from just before TURN, undoing it and every later turn.
     Rewind(rewind::RewindArgs),
     /// Past rewinds and redos, newest first: when, which turns, whole or
     /// partial, and which paths were left as they were.
-    Rewinds {
-        /// How many to list (1 or more).
-        #[arg(short = 'n', long, default_value_t = LOG_LIMIT,
-              value_parser = clap::value_parser!(u32).range(1..))]
-        limit: u32,
-        /// Every one the store keeps.
-        #[arg(long, conflicts_with = "limit")]
-        all: bool,
-    },
+    Rewinds(rewinds::RewindsArgs),
     /// Undo the last rewind exactly.
     #[command(mut_arg("force", |a| a.help("Overwrite paths edited since the rewind")))]
     Redo(rewind::RedoArgs),
@@ -170,18 +98,7 @@ pub enum Command {
     /// Run a command as one turn: turn-start, the command, turn-end. Exits
     /// with the command's status. With --json, stdout holds only the JSON
     /// document: the command's stdout goes to stderr.
-    Run {
-        #[command(flatten)]
-        turn: TurnMeta,
-        /// Start a new turn whenever the tree has been quiet for SECS
-        /// seconds after a change (for agents without hooks), so a whole
-        /// session is not one turn. Fractions allowed (0.5).
-        #[arg(long, value_name = "SECS", allow_negative_numbers = true, value_parser = quiet_secs)]
-        bursts: Option<Duration>,
-        /// The command and its arguments (after `--`).
-        #[arg(required = true, trailing_var_arg = true)]
-        command: Vec<std::ffi::OsString>,
-    },
+    Run(run::RunArgs),
     /// Serve MCP on stdin/stdout (for the agent's model): tools to list,
     /// show, diff, rewind and redo turns of the project (-C's, else the
     /// current directory's) and to read the status. A rewind or redo only
@@ -203,10 +120,7 @@ pub enum Command {
     Hooks(Family),
     /// Start ckptd at login: a systemd user unit (on macOS a launchd agent,
     /// which no test runs).
-    Service {
-        #[command(subcommand)]
-        action: ServiceAction,
-    },
+    Service(service::ServiceArgs),
 }
 
 impl Command {
@@ -216,7 +130,7 @@ impl Command {
         match self {
             Command::Projects => Some("projects"),
             Command::Status => Some("status"),
-            Command::Service { .. } => Some("service"),
+            Command::Service(_) => Some("service"),
             _ => None,
         }
     }
@@ -235,6 +149,9 @@ pub struct Ctx {
     pub g: Global,
     /// Absolute: `-C DIR` or the current directory.
     pub dir: PathBuf,
+    /// The projects whose degraded capture was told already: a command
+    /// that asks several times warns once.
+    warned: Mutex<Vec<WirePath>>,
 }
 
 impl Ctx {
@@ -246,7 +163,11 @@ impl Ctx {
             Some(d) => absolute(d)?,
             None => std::env::current_dir().context("reading the current directory")?,
         };
-        Ok(Ctx { g, dir })
+        Ok(Ctx {
+            g,
+            dir,
+            warned: Mutex::default(),
+        })
     }
 
     pub fn connect(&self) -> anyhow::Result<Client> {
@@ -256,6 +177,36 @@ impl Ctx {
     /// Connects, sends one request, returns the reply.
     pub fn request(&self, req: &Request) -> anyhow::Result<Response> {
         self.connect()?.request(req)
+    }
+
+    /// Connects, sends one request, and takes the reply it calls for.
+    pub fn ask<T: FromResponse>(&self, req: &Request) -> anyhow::Result<T> {
+        self.connect()?.reply(req)
+    }
+
+    /// [`Ctx::ask`] for a reply about one project: every command reads
+    /// those through here, so each tells when capture is degraded.
+    pub fn reply<T>(&self, req: &Request) -> anyhow::Result<Reply<T>>
+    where
+        Reply<T>: FromResponse,
+    {
+        let r = self.ask(req)?;
+        self.warn_if_degraded(&r);
+        Ok(r)
+    }
+
+    /// Every reply about a project may say its capture is degraded: warn
+    /// on stderr (never on stdout, where `--json` prints), once per
+    /// project.
+    pub fn warn_if_degraded<T>(&self, r: &Reply<T>) {
+        let Some(reason) = &r.degraded else {
+            return;
+        };
+        let mut warned = self.warned.lock().unwrap_or_else(|e| e.into_inner());
+        if !warned.contains(&r.project) {
+            output::warn_degraded(&r.project, reason);
+            warned.push(r.project.clone());
+        }
     }
 
     pub fn wire_dir(&self) -> WirePath {
@@ -287,41 +238,29 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
     }
     let ctx = Ctx::new(cli.global)?;
     match cli.command {
-        Command::Watch { dir } => watch::run(&ctx, dir.as_deref()),
-        Command::Unwatch { dir, drop_data } => unwatch::run(&ctx, dir.as_deref(), drop_data),
+        Command::Watch(args) => watch::run(&ctx, args),
+        Command::Unwatch(args) => unwatch::run(&ctx, args),
         Command::Projects => projects::run(&ctx),
         Command::TurnStart(args) => turn_start::run(ctx, args),
-        Command::TurnEnd {
-            session,
-            if_open,
-            hook,
-        } => turn_end::run(ctx, session, if_open, hook),
-        Command::ToolStart { session, hook } => tool::run(ctx, session, hook, true),
-        Command::ToolEnd { session, hook } => tool::run(ctx, session, hook, false),
+        Command::TurnEnd(args) => turn_end::run(ctx, args),
+        Command::ToolStart(args) => tool::run(ctx, args, true),
+        Command::ToolEnd(args) => tool::run(ctx, args, false),
         Command::Sync => sync::run(&ctx),
-        Command::Log {
-            limit,
-            all,
-            session,
-        } => log::run(&ctx, (!all).then_some(limit as usize), session),
-        Command::Show { turn } => show::run(&ctx, turn),
-        Command::Diff { turn, paths } => diff::run(&ctx, turn, &paths),
-        Command::Export { range, out } => export::run(&ctx, range, &out),
-        Command::Blame { file } => blame::run(&ctx, &file),
+        Command::Log(args) => log::run(&ctx, args),
+        Command::Show(args) => show::run(&ctx, args),
+        Command::Diff(args) => diff::run(&ctx, args),
+        Command::Export(args) => export::run(&ctx, args),
+        Command::Blame(args) => blame::run(&ctx, args),
         Command::Rewind(args) => rewind::rewind(&ctx, args),
-        Command::Rewinds { limit, all } => rewinds::run(&ctx, (!all).then_some(limit as usize)),
+        Command::Rewinds(args) => rewinds::run(&ctx, args),
         Command::Redo(args) => rewind::redo(&ctx, args),
         Command::Status => status::run(&ctx),
         Command::Fsck => fsck::run(&ctx),
-        Command::Run {
-            turn,
-            bursts,
-            command,
-        } => run::run(&ctx, turn, bursts, &command),
-        Command::Service { action } => service::run(&ctx, action),
+        Command::Run(args) => run::run(&ctx, args),
+        Command::Service(args) => service::run(&ctx, args),
         Command::Mcp => mcp::run(&ctx),
         Command::Ledger(f) => {
-            let (g, action) = f.parse::<LedgerCli>(&ctx.g);
+            let (g, action) = f.parse::<ledger::LedgerCli>(&ctx.g);
             ledger::run(&Ctx::new(g)?, action)
         }
         // Its copy and walk stay out of the hook path: ckpt-workcopy runs it.
@@ -329,9 +268,4 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
         // Its config editors stay out of the hook path: ckpt-hooks runs it.
         Command::Hooks(_) => sibling::forward(sibling::HOOKS, "the hooks installer"),
     }
-}
-
-/// The reply was not the one the request calls for.
-pub fn unexpected(r: Response) -> anyhow::Error {
-    anyhow::anyhow!("unexpected reply from ckptd: {r:?}")
 }

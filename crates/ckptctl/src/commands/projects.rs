@@ -1,15 +1,12 @@
 //! `ckptctl projects`: watched projects with their health.
 
-use ckpt_proto::{Health, ProjectInfo, Request, Response};
+use ckpt_proto::{Health, ProjectInfo, ProjectList, Request};
 
-use super::{unexpected, Ctx};
+use super::Ctx;
 use crate::output;
 
 pub fn run(ctx: &Ctx) -> anyhow::Result<u8> {
-    let list = match ctx.request(&Request::Projects)? {
-        Response::Projects(p) => p,
-        other => return Err(unexpected(other)),
-    };
+    let list: ProjectList = ctx.ask(&Request::Projects)?;
     if ctx.g.json {
         output::json(&list)?;
     } else if list.projects.is_empty() {

@@ -9,13 +9,13 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 
 use ckpt_proto::{
-    ActionKind, MergeMode, MergeOutcome, OtherTurn, Outcome, Redo, Request, Response, Rewind,
-    RewindFlags, RewindReply, State, TurnStatus,
+    ActionKind, MergeMode, MergeOutcome, OtherTurn, Outcome, Redo, Request, Rewind, RewindFlags,
+    RewindReply, State, TurnStatus,
 };
 use clap::Args;
 use serde::Serialize;
 
-use super::{log, unexpected, Ctx};
+use super::{log, Ctx};
 use crate::output;
 use crate::EXIT_CONFLICTS;
 use ckpt_agents::conversation::{self, TurnConversation};
@@ -204,22 +204,15 @@ fn turns_since(ctx: &Ctx, from: i64) -> anyhow::Result<Vec<ckpt_proto::TurnInfo>
 
 /// Asks for a rewind (or its plan): the document `--json` prints.
 pub fn request_rewind(ctx: &Ctx, req: Rewind) -> anyhow::Result<RewindReply> {
-    reply(ctx.request(&Request::Rewind(req))?)
+    ctx.reply(&Request::Rewind(req))
 }
 
 /// Asks for a redo (or its plan): the document `--json` prints.
 pub fn request_redo(ctx: &Ctx, flags: RewindFlags) -> anyhow::Result<RewindReply> {
-    reply(ctx.request(&Request::Redo(Redo {
+    ctx.reply(&Request::Redo(Redo {
         dir: ctx.wire_dir(),
         flags,
-    }))?)
-}
-
-fn reply(r: Response) -> anyhow::Result<RewindReply> {
-    match r {
-        Response::Rewind(r) => Ok(r),
-        other => Err(unexpected(other)),
-    }
+    }))
 }
 
 /// Exits as the real run would: 3 when it is (or, for a dry run, would
@@ -228,7 +221,6 @@ fn finish(ctx: &Ctx, doc: RewindDoc, flags: RewindFlags) -> anyhow::Result<u8> {
     let r = &doc.reply;
     let would_refuse = r.outcome == Outcome::DryRun
         && (!r.blocked.is_empty() || (!flags.force && !r.conflicts.is_empty()));
-    output::warn_degraded(&r.project, &r.degraded);
     if ctx.g.json {
         output::json(&doc)?;
     } else if !ctx.g.quiet || r.outcome == Outcome::Refused || would_refuse {

@@ -1,30 +1,41 @@
 //! `ckptctl rewinds [-n N | --all]`: past rewinds and redos, newest first.
 
-use ckpt_proto::{Request, Response, RewindKind, RewindRecord, RewindState, RewindsReply};
+use ckpt_proto::{Request, RewindKind, RewindRecord, RewindState, RewindsReply};
+use clap::Args;
 
-use super::{unexpected, Ctx};
+use super::Ctx;
+use crate::cli::LOG_LIMIT;
 use crate::output;
 
 /// The newest `limit` rewinds and redos (every one for `None`): the
 /// document `--json` prints.
 pub fn query(ctx: &Ctx, limit: Option<usize>) -> anyhow::Result<RewindsReply> {
-    match ctx.request(&Request::Rewinds {
+    ctx.reply(&Request::Rewinds {
         dir: ctx.wire_dir(),
         limit,
-    })? {
-        Response::Rewinds(r) => Ok(r),
-        other => Err(unexpected(other)),
-    }
+    })
 }
 
-pub fn run(ctx: &Ctx, limit: Option<usize>) -> anyhow::Result<u8> {
+/// `ckptctl rewinds`' arguments.
+#[derive(Args, Debug)]
+pub struct RewindsArgs {
+    /// How many to list (1 or more).
+    #[arg(short = 'n', long, default_value_t = LOG_LIMIT,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub limit: u32,
+    /// Every one the store keeps.
+    #[arg(long, conflicts_with = "limit")]
+    pub all: bool,
+}
+
+pub fn run(ctx: &Ctx, args: RewindsArgs) -> anyhow::Result<u8> {
+    let limit = (!args.all).then_some(args.limit as usize);
     // One more than shown tells whether older ones were left out.
     let mut r = query(ctx, limit.map(|n| n.saturating_add(1)))?;
     let more = limit.is_some_and(|n| r.rewinds.len() > n);
     if let Some(n) = limit {
         r.rewinds.truncate(n);
     }
-    output::warn_degraded(&r.project, &r.degraded);
     if ctx.g.json {
         output::json(&r)?;
         return Ok(0);

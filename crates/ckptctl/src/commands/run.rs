@@ -11,18 +11,48 @@ use std::os::unix::process::ExitStatusExt;
 use std::time::Duration;
 
 use anyhow::Context;
+use clap::Args;
 
 use super::turn_requests as turn;
 use super::Ctx;
 use crate::cli::TurnMeta;
 use crate::output;
 
-pub fn run(
-    ctx: &Ctx,
-    mut args: TurnMeta,
-    quiet: Option<Duration>,
-    command: &[OsString],
-) -> anyhow::Result<u8> {
+/// `ckptctl run`'s arguments.
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub turn: TurnMeta,
+    /// Start a new turn whenever the tree has been quiet for SECS
+    /// seconds after a change (for agents without hooks), so a whole
+    /// session is not one turn. Fractions allowed (0.5).
+    #[arg(long, value_name = "SECS", allow_negative_numbers = true, value_parser = quiet_secs)]
+    pub bursts: Option<Duration>,
+    /// The command and its arguments (after `--`).
+    #[arg(required = true, trailing_var_arg = true)]
+    pub command: Vec<OsString>,
+}
+
+/// The quiet time `--bursts` takes: seconds, fractions allowed, above 0.
+pub fn quiet_secs(text: &str) -> Result<Duration, String> {
+    let bad =
+        || format!("--bursts takes a number of seconds above 0 (e.g. 2 or 0.5), not '{text}'");
+    let secs: f64 = text.trim().parse().map_err(|_| bad())?;
+    // Refuses negatives, NaN and infinities; rounds what is below 1 ns to 0.
+    let quiet = Duration::try_from_secs_f64(secs).map_err(|_| bad())?;
+    if quiet.is_zero() {
+        return Err(bad());
+    }
+    Ok(quiet)
+}
+
+pub fn run(ctx: &Ctx, run_args: RunArgs) -> anyhow::Result<u8> {
+    let RunArgs {
+        turn: mut args,
+        bursts: quiet,
+        command,
+    } = run_args;
+    let command = &command[..];
     let (program, rest) = command
         .split_first()
         .context("no command given (ckptctl run -- CMD ARGS…)")?;
@@ -92,4 +122,19 @@ pub fn run(
         );
     }
     Ok(u8::try_from(code.clamp(0, 255)).unwrap_or(1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quiet_times_are_positive_seconds() {
+        assert_eq!(quiet_secs("0.5"), Ok(Duration::from_millis(500)));
+        assert_eq!(quiet_secs("2"), Ok(Duration::from_secs(2)));
+        for bad in ["0", "-1", "0.0", "abc", "", "nan", "inf", "1e300", "1e-12"] {
+            let e = quiet_secs(bad).expect_err(bad);
+            assert!(e.contains("--bursts") && e.contains(bad), "{e}");
+        }
+    }
 }

@@ -6,9 +6,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{bail, Context};
+use clap::{Args, Subcommand};
 
 use super::Ctx;
-use crate::cli::ServiceAction;
 use crate::client::find_ckptd;
 use crate::output;
 
@@ -16,7 +16,27 @@ const SYSTEMD_TEMPLATE: &str = include_str!("../../../../systemd/ckptd.service")
 const LAUNCHD_TEMPLATE: &str = include_str!("../../../../launchd/dev.ckpt.ckptd.plist");
 const LAUNCHD_LABEL: &str = "dev.ckpt.ckptd";
 
-pub fn run(ctx: &Ctx, action: ServiceAction) -> anyhow::Result<u8> {
+/// `ckptctl service`'s arguments.
+#[derive(Args, Debug)]
+pub struct ServiceArgs {
+    #[command(subcommand)]
+    pub action: ServiceAction,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum ServiceAction {
+    /// Write the unit (or plist) and enable it.
+    Install {
+        /// Only write the file; do not enable or start the service.
+        #[arg(long)]
+        no_start: bool,
+    },
+    /// Disable and remove it.
+    Uninstall,
+}
+
+pub fn run(ctx: &Ctx, args: ServiceArgs) -> anyhow::Result<u8> {
+    let action = args.action;
     let target = Target::detect()?;
     let path = target.path()?;
     match action {

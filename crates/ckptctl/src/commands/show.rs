@@ -1,24 +1,30 @@
 //! `ckptctl show N`: the paths of one turn.
 
-use ckpt_proto::{Request, Response, ShowReply, TurnStatus};
+use ckpt_proto::{Request, ShowReply, TurnStatus};
+use clap::Args;
 
-use super::{unexpected, Ctx};
+use super::Ctx;
+use crate::cli::turn_id;
 use crate::output;
 
 /// One turn and its paths: the document `--json` prints.
 pub fn query(ctx: &Ctx, turn: i64) -> anyhow::Result<ShowReply> {
-    match ctx.request(&Request::Show {
+    ctx.reply(&Request::Show {
         dir: ctx.wire_dir(),
         turn,
-    })? {
-        Response::Show(s) => Ok(s),
-        other => Err(unexpected(other)),
-    }
+    })
 }
 
-pub fn run(ctx: &Ctx, turn: i64) -> anyhow::Result<u8> {
-    let s = query(ctx, turn)?;
-    output::warn_degraded(&s.project, &s.degraded);
+/// `ckptctl show`'s arguments.
+#[derive(Args, Debug)]
+pub struct ShowArgs {
+    /// A turn id, as `ckptctl log` lists them.
+    #[arg(value_parser = turn_id)]
+    pub turn: i64,
+}
+
+pub fn run(ctx: &Ctx, args: ShowArgs) -> anyhow::Result<u8> {
+    let s = query(ctx, args.turn)?;
     if ctx.g.json {
         output::json(&s)?;
         return Ok(0);

@@ -2,10 +2,10 @@
 //! conversation adapters (each agent's session directory and the format
 //! version of its newest transcript).
 
-use ckpt_proto::{Request, Response, StatusReply};
+use ckpt_proto::{Request, StatusReply};
 
 use super::projects::print_project;
-use super::{unexpected, Ctx};
+use super::Ctx;
 use crate::output;
 use ckpt_agents::calls::{self, Call, Calls};
 use ckpt_agents::conversation::{self, AdapterStatus};
@@ -13,10 +13,7 @@ use ckpt_agents::{Agent, Home};
 
 /// The daemon and every project: the document `--json` prints.
 pub fn query(ctx: &Ctx) -> anyhow::Result<StatusReply> {
-    match ctx.request(&Request::Status)? {
-        Response::Status(s) => Ok(s),
-        other => Err(unexpected(other)),
-    }
+    ctx.ask(&Request::Status)
 }
 
 pub fn run(ctx: &Ctx) -> anyhow::Result<u8> {

@@ -1,18 +1,14 @@
 //! `ckptctl sync`: the barrier alone.
 
-use ckpt_proto::{BarrierMethod, Request, Response};
+use ckpt_proto::{BarrierMethod, Request, Synced};
 
-use super::{unexpected, Ctx};
+use super::Ctx;
 use crate::output;
 
 pub fn run(ctx: &Ctx) -> anyhow::Result<u8> {
-    let s = match ctx.request(&Request::Sync {
+    let s: Synced = ctx.reply(&Request::Sync {
         dir: ctx.wire_dir(),
-    })? {
-        Response::Synced(s) => s,
-        other => return Err(unexpected(other)),
-    };
-    output::warn_degraded(&s.project, &s.degraded);
+    })?;
     if ctx.g.json {
         output::json(&s)?;
     } else if !ctx.g.quiet {

@@ -3,6 +3,7 @@
 //! (a session's end) closes it only if there is one.
 
 use ckpt_proto::TurnEnded;
+use clap::Args;
 
 use super::turn_requests::{end, end_if_open};
 use super::Ctx;
@@ -10,7 +11,29 @@ use crate::cli::{FromHook, TurnMeta};
 use crate::output;
 use ckpt_agents::Event;
 
-pub fn run(ctx: Ctx, session: Option<String>, if_open: bool, hook: FromHook) -> anyhow::Result<u8> {
+/// `ckptctl turn-end`'s arguments.
+#[derive(Args, Debug)]
+pub struct TurnEndArgs {
+    /// The agent's session id: only its turn is closed; with none open,
+    /// another session's turn is left open, and the reply says so.
+    /// Without it, the default session's turn, or else the only open
+    /// turn, is closed.
+    #[arg(long)]
+    pub session: Option<String>,
+    /// The session ended or was interrupted (agents' session-end
+    /// hooks): close its turn if it has one open; none open is no error.
+    #[arg(long)]
+    pub if_open: bool,
+    #[command(flatten)]
+    pub hook: FromHook,
+}
+
+pub fn run(ctx: Ctx, args: TurnEndArgs) -> anyhow::Result<u8> {
+    let TurnEndArgs {
+        session,
+        if_open,
+        hook,
+    } = args;
     if let Some(agent) = hook.from_hook {
         let meta = TurnMeta {
             session,

@@ -2,12 +2,11 @@
 //! `turn-start`, `turn-end`, `tool-start` and `tool-end` and by their hook
 //! calls (`hook`), which use them without those commands' printing.
 
-use ckpt_proto::{ErrorKind, Request, Response, ToolReply, TurnEnded, TurnStarted};
+use ckpt_proto::{ErrorKind, Request, ToolReply, TurnEnded, TurnStarted};
 
-use super::{unexpected, Ctx};
+use super::Ctx;
 use crate::cli::TurnMeta;
 use crate::client::DaemonError;
-use crate::output;
 
 /// `conversation`: where the agent's conversation stands (a hook call's
 /// session adapter), kept on the turn.
@@ -16,7 +15,7 @@ pub fn start(
     args: TurnMeta,
     conversation: Option<String>,
 ) -> anyhow::Result<TurnStarted> {
-    let t = match ctx.request(&Request::TurnStart(ckpt_proto::TurnStart {
+    ctx.reply(&Request::TurnStart(ckpt_proto::TurnStart {
         dir: ctx.wire_dir(),
         label: args.label,
         agent: args.agent,
@@ -24,12 +23,7 @@ pub fn start(
         transcript: args.transcript,
         auto_watch: true,
         conversation,
-    }))? {
-        Response::TurnStarted(t) => t,
-        other => return Err(unexpected(other)),
-    };
-    output::warn_degraded(&t.project, &t.degraded);
-    Ok(t)
+    }))
 }
 
 pub fn end(
@@ -37,16 +31,11 @@ pub fn end(
     session: Option<String>,
     transcript: Option<String>,
 ) -> anyhow::Result<TurnEnded> {
-    let t = match ctx.request(&Request::TurnEnd(ckpt_proto::TurnEnd {
+    ctx.reply(&Request::TurnEnd(ckpt_proto::TurnEnd {
         dir: ctx.wire_dir(),
         session,
         transcript,
-    }))? {
-        Response::TurnEnded(t) => t,
-        other => return Err(unexpected(other)),
-    };
-    output::warn_degraded(&t.project, &t.degraded);
-    Ok(t)
+    }))
 }
 
 /// [`end`], but a session (or project) with no turn open is no error: a
@@ -95,11 +84,5 @@ pub fn window(ctx: &Ctx, session: Option<String>, start: bool) -> anyhow::Result
     } else {
         Request::ToolEnd { dir, session }
     };
-    match ctx.request(&req)? {
-        Response::Tool(r) => {
-            output::warn_degraded(&r.project, &r.degraded);
-            Ok(r)
-        }
-        other => Err(unexpected(other)),
-    }
+    ctx.reply(&req)
 }

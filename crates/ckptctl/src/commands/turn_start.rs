@@ -1,11 +1,22 @@
 //! `ckptctl turn-start`: barrier, close any open turn, open a new one.
 //! Watches the project first if it is not watched yet.
 
+use clap::Args;
+
 use super::turn_requests::start;
 use super::Ctx;
-use crate::cli::TurnStartArgs;
+use crate::cli::{FromHook, TurnMeta};
 use crate::output;
 use ckpt_agents::Event;
+
+/// `ckptctl turn-start`'s arguments.
+#[derive(Args, Debug, Clone, Default)]
+pub struct TurnStartArgs {
+    #[command(flatten)]
+    pub meta: TurnMeta,
+    #[command(flatten)]
+    pub hook: FromHook,
+}
 
 pub fn run(ctx: Ctx, args: TurnStartArgs) -> anyhow::Result<u8> {
     if let Some(agent) = args.hook.from_hook {

@@ -1,13 +1,27 @@
 //! `ckptctl unwatch [DIR] [--drop-data]`.
 
-use std::path::Path;
+use std::path::PathBuf;
 
-use ckpt_proto::{Request, Response};
+use ckpt_proto::{Request, Unwatched};
+use clap::Args;
 
-use super::{absolute, unexpected, Ctx};
+use super::{absolute, Ctx};
 use crate::output;
 
-pub fn run(ctx: &Ctx, dir: Option<&Path>, drop_data: bool) -> anyhow::Result<u8> {
+/// `ckptctl unwatch`'s arguments.
+#[derive(Args, Debug)]
+pub struct UnwatchArgs {
+    /// A directory inside the project [default: -C's, else the current
+    /// directory].
+    pub dir: Option<PathBuf>,
+    /// Delete the project's stored history too.
+    #[arg(long)]
+    pub drop_data: bool,
+}
+
+pub fn run(ctx: &Ctx, args: UnwatchArgs) -> anyhow::Result<u8> {
+    let UnwatchArgs { dir, drop_data } = args;
+    let dir = dir.as_deref();
     if dir.is_some() && ctx.g.dir.is_some() {
         crate::commands::usage_error("give the directory once: `unwatch DIR` or `unwatch -C DIR`");
     }
@@ -15,13 +29,10 @@ pub fn run(ctx: &Ctx, dir: Option<&Path>, drop_data: bool) -> anyhow::Result<u8>
         Some(d) => absolute(d)?,
         None => ctx.dir.clone(),
     };
-    let u = match ctx.request(&Request::Unwatch {
+    let u: Unwatched = ctx.ask(&Request::Unwatch {
         dir: dir.as_path().into(),
         drop_data,
-    })? {
-        Response::Unwatched(u) => u,
-        other => return Err(unexpected(other)),
-    };
+    })?;
     if ctx.g.json {
         output::json(&u)?;
     } else if !ctx.g.quiet {

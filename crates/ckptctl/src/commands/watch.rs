@@ -2,17 +2,26 @@
 //! On a terminal, a spinner on stderr shows that the scan is going on.
 
 use std::io::{IsTerminal, Write};
-use std::path::Path;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ckpt_proto::{Request, Response};
+use ckpt_proto::{Request, Watched};
+use clap::Args;
 
-use super::{absolute, unexpected, Ctx};
+use super::{absolute, Ctx};
 use crate::output;
 
-pub fn run(ctx: &Ctx, dir: Option<&Path>) -> anyhow::Result<u8> {
+/// `ckptctl watch`'s arguments.
+#[derive(Args, Debug)]
+pub struct WatchArgs {
+    /// The directory to watch, exactly (not together with -C).
+    pub dir: Option<PathBuf>,
+}
+
+pub fn run(ctx: &Ctx, args: WatchArgs) -> anyhow::Result<u8> {
+    let dir = args.dir.as_deref();
     if dir.is_some() && ctx.g.dir.is_some() {
         crate::commands::usage_error("give the directory once: `watch DIR` or `watch -C DIR`");
     }
@@ -23,18 +32,16 @@ pub fn run(ctx: &Ctx, dir: Option<&Path>) -> anyhow::Result<u8> {
     let mut client = ctx.connect()?;
     let show_progress = !ctx.g.json && !ctx.g.quiet && std::io::stderr().is_terminal();
     let spinner = show_progress.then(|| Spinner::start(format!("scanning {}", dir.display())));
-    let reply = client.request(&Request::Watch {
+    let reply = client.reply::<Watched>(&Request::Watch {
         dir: dir.as_path().into(),
         discover,
     });
     if let Some(s) = spinner {
         s.stop();
     }
-    let w = match reply? {
-        Response::Watched(w) => w,
-        other => return Err(unexpected(other)),
-    };
-    output::warn_degraded(&w.project, &w.degraded);
+    // Warned once the spinner has cleared its line.
+    let w = reply?;
+    ctx.warn_if_degraded(&w);
     if ctx.g.json {
         output::json(&w)?;
     } else if !ctx.g.quiet {

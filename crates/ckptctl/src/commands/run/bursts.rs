@@ -13,10 +13,10 @@ use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::Duration;
 
 use anyhow::anyhow;
-use ckpt_proto::{ActivityReply, ErrorKind, Request, Response, TurnEnded};
+use ckpt_proto::{ActivityReply, ErrorKind, Request, TurnEnded};
 
 use super::super::turn_requests as turn;
-use super::super::{unexpected, Ctx};
+use super::super::Ctx;
 use crate::cli::TurnMeta;
 use crate::client::{Client, DaemonError};
 
@@ -49,18 +49,19 @@ pub fn burst_over(
 
 pub use ckpt_types::now_ns;
 
-/// One `Activity` request; an older daemon's refusal becomes advice.
+/// One `Activity` request; an older daemon's refusal becomes advice. Not
+/// warned about when degraded: it is polled, and the turns' own replies
+/// warn.
 pub fn activity(ctx: &Ctx, client: &mut Option<Client>) -> anyhow::Result<ActivityReply> {
     let c = match client {
         Some(c) => c,
         None => client.insert(ctx.connect()?),
     };
-    let reply = c.request(&Request::Activity {
+    let reply = c.reply(&Request::Activity {
         dir: ctx.wire_dir(),
     });
     match reply {
-        Ok(Response::Activity(a)) => Ok(a),
-        Ok(other) => Err(unexpected(other)),
+        Ok(a) => Ok(a),
         Err(e) => {
             *client = None;
             match e.downcast_ref::<DaemonError>() {

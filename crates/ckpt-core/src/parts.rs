@@ -1,0 +1,26 @@
+//! A project's parts, borrowed apart for one operation: what capture and
+//! rewind take instead of the whole `Project`, so the operations below
+//! `project` never call back up into it (and the borrow checker sees the
+//! database written while the tree and the store are read).
+
+use std::path::Path;
+
+use rusqlite::Connection;
+
+use crate::confined::Root;
+use crate::model::Options;
+use crate::scan::Excludes;
+use crate::store::BlobStore;
+
+pub(crate) struct Parts<'a> {
+    /// The tree's path, for messages and the walk.
+    pub(crate) root: &'a Path,
+    /// The tree's root directory, held open: every read and write goes
+    /// through it.
+    pub(crate) root_fs: &'a Root,
+    pub(crate) conn: &'a mut Connection,
+    pub(crate) store: &'a BlobStore,
+    pub(crate) opts: &'a Options,
+    /// Reloaded when `.ckptignore` changes.
+    pub(crate) excludes: &'a mut Excludes,
+}
