@@ -380,6 +380,15 @@ pub struct LedgerListArgs {
     pub anchor: Option<String>,
 }
 
+/// The service managers `service` writes for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ServiceManager {
+    /// A systemd user unit (`~/.config/systemd/user/ckptd.service`).
+    Systemd,
+    /// A launchd agent (`~/Library/LaunchAgents/dev.ckpt.ckptd.plist`).
+    Launchd,
+}
+
 #[derive(Subcommand, Debug)]
 pub enum ServiceAction {
     /// Write the unit (or plist) and enable it.

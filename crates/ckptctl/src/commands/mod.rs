@@ -201,9 +201,12 @@ pub enum Command {
     /// (`ckptctl hooks --help`).
     #[command(disable_help_flag = true)]
     Hooks(Family),
-    /// Start ckptd at login: a systemd user unit (on macOS a launchd agent,
-    /// which no test runs).
+    /// Start ckptd at login: a systemd user unit (on macOS a launchd agent).
     Service {
+        /// The service manager to write for [default: launchd on macOS,
+        /// systemd elsewhere].
+        #[arg(long, value_enum, global = true)]
+        manager: Option<ServiceManager>,
         #[command(subcommand)]
         action: ServiceAction,
     },
@@ -318,7 +321,7 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
             bursts,
             command,
         } => run::run(&ctx, turn, bursts, &command),
-        Command::Service { action } => service::run(&ctx, action),
+        Command::Service { manager, action } => service::run(&ctx, manager, action),
         Command::Mcp => mcp::run(&ctx),
         Command::Ledger(f) => {
             let (g, action) = f.parse::<LedgerCli>(&ctx.g);

@@ -1,6 +1,8 @@
 //! `ckptctl service install|uninstall`: start ckptd at login, as a systemd
-//! user unit (Linux) or a launchd LaunchAgent (macOS). The templates live in
-//! the repository's `systemd/` and `launchd/` directories.
+//! user unit (Linux) or a launchd LaunchAgent (macOS); `--manager` writes
+//! for either anywhere (so the tests drive the launchd path on Linux, with
+//! a `launchctl` of their own on PATH). The templates live in the
+//! repository's `systemd/` and `launchd/` directories.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -8,7 +10,7 @@ use std::process::Command;
 use anyhow::{bail, Context};
 
 use super::Ctx;
-use crate::cli::ServiceAction;
+use crate::cli::{ServiceAction, ServiceManager as Target};
 use crate::client::find_ckptd;
 use crate::output;
 
@@ -16,15 +18,26 @@ const SYSTEMD_TEMPLATE: &str = include_str!("../../../../systemd/ckptd.service")
 const LAUNCHD_TEMPLATE: &str = include_str!("../../../../launchd/dev.ckpt.ckptd.plist");
 const LAUNCHD_LABEL: &str = "dev.ckpt.ckptd";
 
-pub fn run(ctx: &Ctx, action: ServiceAction) -> anyhow::Result<u8> {
-    let target = Target::detect()?;
-    let path = target.path()?;
+pub fn run(ctx: &Ctx, manager: Option<Target>, action: ServiceAction) -> anyhow::Result<u8> {
+    let target = match manager {
+        Some(m) => m,
+        None => Target::platform()?,
+    };
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .context("HOME is not set")?;
+    let path = target.path(&home);
     match action {
         ServiceAction::Install { no_start } => {
             let ckptd = find_ckptd()?;
             let ckptd = std::fs::canonicalize(&ckptd).unwrap_or(ckptd);
-            let text = target.render(ctx, &ckptd)?;
-            if let Some(dir) = path.parent() {
+            let text = target.render(ctx, &ckptd, &home)?;
+            let log = (target == Target::Launchd).then(|| launchd_log(&home));
+            for dir in path
+                .parent()
+                .into_iter()
+                .chain(log.as_deref().and_then(Path::parent))
+            {
                 std::fs::create_dir_all(dir)
                     .with_context(|| format!("creating {}", dir.display()))?;
             }
@@ -113,14 +126,14 @@ fn report(ctx: &Ctx, what: &str, path: &Path, service: &anyhow::Result<()>) -> a
     Ok(())
 }
 
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Target {
-    Systemd,
-    Launchd,
+/// Where launchd writes ckptd's output: `~/Library/Logs`, where Console
+/// looks for a user's logs.
+fn launchd_log(home: &Path) -> PathBuf {
+    home.join("Library/Logs/ckpt/ckptd.log")
 }
 
 impl Target {
-    fn detect() -> anyhow::Result<Target> {
+    fn platform() -> anyhow::Result<Target> {
         if cfg!(target_os = "macos") {
             Ok(Target::Launchd)
         } else if cfg!(target_os = "linux") {
@@ -130,11 +143,8 @@ impl Target {
         }
     }
 
-    fn path(self) -> anyhow::Result<PathBuf> {
-        let home = std::env::var_os("HOME")
-            .map(PathBuf::from)
-            .context("HOME is not set")?;
-        Ok(match self {
+    fn path(self, home: &Path) -> PathBuf {
+        match self {
             Target::Systemd => std::env::var_os("XDG_CONFIG_HOME")
                 .filter(|v| !v.is_empty())
                 .map(PathBuf::from)
@@ -143,12 +153,12 @@ impl Target {
             Target::Launchd => home
                 .join("Library/LaunchAgents")
                 .join(format!("{LAUNCHD_LABEL}.plist")),
-        })
+        }
     }
 
     /// Explicit `--socket` / `--data-dir` (or their variables) are baked in,
     /// so the service listens where this ckptctl looks.
-    fn render(self, ctx: &Ctx, ckptd: &Path) -> anyhow::Result<String> {
+    fn render(self, ctx: &Ctx, ckptd: &Path, home: &Path) -> anyhow::Result<String> {
         let mut args: Vec<String> = Vec::new();
         if let Some(s) = &ctx.g.socket {
             args.push("--socket".into());
@@ -170,13 +180,7 @@ impl Target {
                     .replace("@ARGS@", &quoted)
             }
             Target::Launchd => {
-                let log = ctx
-                    .g
-                    .data_dir
-                    .clone()
-                    .or_else(ckpt_proto::paths::default_data_dir)
-                    .map(|d| d.join("ckptd.log"))
-                    .unwrap_or_else(|| PathBuf::from("/tmp/ckptd.log"));
+                let log = launchd_log(home);
                 let items: String = args
                     .iter()
                     .map(|a| format!("\n        <string>{}</string>", xml_escape(a)))

@@ -27,6 +27,12 @@ pub struct Queue {
     pub recheck: HashSet<RelPath>,
     /// Rechecks released by a cookie, for the worker's next batch.
     pub released: HashSet<RelPath>,
+    /// Subtrees whose events the watcher lost (FSEvents' MustScanSubDirs):
+    /// everything below each, on disk or in the cache, is checked.
+    pub rescan: HashSet<RelPath>,
+    /// When the router last queued a path here: a barrier on a backend
+    /// that may deliver events after its cookie waits for a quiet spell.
+    pub last_event: Option<Instant>,
     pub cookies_expected: HashSet<OsString>,
     pub cookies_seen: HashMap<OsString, u64>,
     /// Numbers this project's cookies.
@@ -48,10 +54,21 @@ impl ProjectHandle {
         let wake = q.pending.is_empty();
         q.pending.insert(path);
         q.enqueued += 1;
+        q.last_event = Some(Instant::now());
         drop(q);
         if wake {
             self.cond.notify_all();
         }
+    }
+
+    /// The watcher lost events below `dir`: the worker checks the subtree.
+    pub fn rescan_below(&self, dir: RelPath) {
+        let mut q = lock(&self.queue);
+        q.rescan.insert(dir);
+        q.enqueued += 1;
+        q.last_event = Some(Instant::now());
+        drop(q);
+        self.cond.notify_all();
     }
 
     /// Paths to check again at the next cookie.
@@ -120,6 +137,26 @@ impl ProjectHandle {
             }
         })
         .unwrap_or(false)
+    }
+
+    /// Waits until no path has been queued for `quiet` (or `cap` has
+    /// passed); returns the queue position then, for [`Self::wait_processed`].
+    pub fn wait_quiet(&self, quiet: Duration, cap: Duration) -> u64 {
+        let deadline = Instant::now() + cap;
+        let mut q = lock(&self.queue);
+        loop {
+            let now = Instant::now();
+            let calm_at = q.last_event.map_or(now, |t| t + quiet);
+            if calm_at <= now || deadline <= now || q.stop {
+                return q.enqueued;
+            }
+            let wait = calm_at.min(deadline) - now;
+            q = self
+                .cond
+                .wait_timeout(q, wait)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
     }
 
     pub fn request_reconcile(&self) {
