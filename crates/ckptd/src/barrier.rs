@@ -24,8 +24,9 @@ use crate::project::ProjectHandle;
 /// once the cookie has arrived (a big batch may take a while).
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(120);
 
-/// The quiet spell a recursive backend's barrier waits for: XXXMEASURE.
-pub const QUIET_WINDOW: Duration = Duration::from_millis(20);
+/// The quiet spell a recursive backend's barrier waits for: notify's events
+/// came at most 11 ms after their write at p99 (25-172 ms at p99.9 under load).
+pub const QUIET_WINDOW: Duration = Duration::from_millis(50);
 
 /// The longest a barrier waits for that spell while the tree keeps
 /// changing (a build in the background): the cookie's order is all it has.

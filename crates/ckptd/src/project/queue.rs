@@ -181,3 +181,43 @@ impl ProjectHandle {
         lock(&self.queue)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The recursive shape's barrier waits for a quiet spell after the
+    /// last queued path, and no longer than its cap while paths keep coming.
+    #[test]
+    fn wait_quiet_waits_out_the_last_event_and_stops_at_the_cap() {
+        let t = tempfile::tempdir().unwrap();
+        let h = crate::project::for_test(t.path());
+        let quiet = Duration::from_millis(100);
+        let start = Instant::now();
+        assert_eq!(h.wait_quiet(quiet, Duration::from_secs(5)), 0);
+        assert!(start.elapsed() < quiet, "nothing queued: no wait");
+
+        h.enqueue(RelPath::new("a").unwrap(), false);
+        let queued = Instant::now();
+        assert_eq!(h.wait_quiet(quiet, Duration::from_secs(5)), 1);
+        assert!(queued.elapsed() >= quiet);
+
+        let busy = std::sync::Arc::clone(&h);
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stop2 = std::sync::Arc::clone(&stop);
+        let writer = std::thread::spawn(move || {
+            while !stop2.load(std::sync::atomic::Ordering::Relaxed) {
+                busy.enqueue(RelPath::new("b").unwrap(), false);
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        });
+        h.enqueue(RelPath::new("b").unwrap(), false);
+        let start = Instant::now();
+        h.wait_quiet(quiet, Duration::from_millis(400));
+        let waited = start.elapsed();
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        writer.join().unwrap();
+        assert!(waited >= Duration::from_millis(400), "{waited:?}");
+        assert!(waited < Duration::from_secs(3), "{waited:?}");
+    }
+}
