@@ -35,6 +35,16 @@ impl Shape {
     }
 }
 
+/// The shapes this platform has (the per-directory one is Linux's only).
+#[cfg(test)]
+pub fn available() -> Vec<Shape> {
+    if cfg!(target_os = "linux") {
+        vec![Shape::PerDirectory, Shape::Recursive]
+    } else {
+        vec![Shape::Recursive]
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

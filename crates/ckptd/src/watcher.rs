@@ -99,3 +99,31 @@ impl Watcher {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// FSEvents names paths as the OS resolves them (`/tmp` is
+    /// `/private/tmp`): the cookie directory is watched, and compared, by
+    /// its canonical path, here reached through a symlink.
+    #[test]
+    fn the_cookie_directory_is_watched_by_its_canonical_path() {
+        for shape in crate::shape::available() {
+            let t = tempfile::tempdir().unwrap();
+            let real = t.path().join("real");
+            std::fs::create_dir(&real).unwrap();
+            std::os::unix::fs::symlink(&real, t.path().join("link")).unwrap();
+            let w = Watcher::new(
+                Arc::new(Registry::default()),
+                shape,
+                t.path().join("link/cookies"),
+                false,
+            );
+            let expected = real.canonicalize().unwrap().join("cookies");
+            assert_eq!(w.cookie_dir(), Some(expected.as_path()), "{shape:?}");
+            assert_eq!(w.shape(), Some(shape));
+            w.shutdown();
+        }
+    }
+}

@@ -333,7 +333,7 @@ mod tests {
 
     #[test]
     fn one_walk_watches_a_new_directory_and_lists_it_when_released() {
-        for shape in [Shape::PerDirectory, Shape::Recursive] {
+        for shape in crate::shape::available() {
             let t = tempfile::tempdir().unwrap();
             let h = crate::project::for_test(t.path());
             let root = h.root.clone();
