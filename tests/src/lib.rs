@@ -333,6 +333,13 @@ fn describe(n: &(Node, Option<i64>)) -> String {
     }
 }
 
+/// Whether the daemons these tests start watch each project with one
+/// recursive watch: always off Linux; on Linux with `CKPT_WATCHER=notify`
+/// in the environment they inherit (CI runs the suite with each shape).
+pub fn recursive_watcher() -> bool {
+    !cfg!(target_os = "linux") || std::env::var("CKPT_WATCHER").is_ok_and(|v| v == "notify")
+}
+
 /// An isolated ckpt world: socket, data dir, projects, all in one temp dir.
 pub struct Env {
     pub tmp: tempfile::TempDir,
@@ -576,7 +583,7 @@ impl Drop for Daemon {
 
 /// Connects and exchanges hellos over the raw protocol.
 pub fn hello(socket: &Path) -> std::io::Result<UnixStream> {
-    let mut s = UnixStream::connect(socket)?;
+    let mut s = UnixStream::connect(ckpt_proto::paths::socket_address(socket))?;
     s.set_read_timeout(Some(Duration::from_secs(30)))?;
     write_frame(
         &mut s,

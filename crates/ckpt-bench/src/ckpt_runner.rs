@@ -72,6 +72,8 @@ pub struct Ckpt {
     daemon: Option<Daemon>,
     timeout: Duration,
     notes: Vec<String>,
+    /// Variables for the daemons this system starts (`CKPT_WATCHER`).
+    daemon_env: Vec<(String, String)>,
 }
 
 fn log_tail(path: &Path) -> String {
@@ -93,7 +95,14 @@ impl Ckpt {
             daemon: None,
             timeout,
             notes: Vec::new(),
+            daemon_env: Vec::new(),
         })
+    }
+
+    /// Starts its daemons with `name=value` in their environment.
+    pub fn with_daemon_env(mut self, name: &str, value: &str) -> Self {
+        self.daemon_env.push((name.to_string(), value.to_string()));
+        self
     }
 
     fn env(&self, c: &mut Command) {
@@ -165,6 +174,7 @@ impl Ckpt {
         let logf = fs::File::create(&log)?;
         let mut c = Command::new(&self.bins.daemon);
         self.env(&mut c);
+        c.envs(self.daemon_env.iter().map(|(k, v)| (k, v)));
         c.current_dir(&self.work)
             .stdin(Stdio::null())
             .stdout(logf.try_clone()?)

@@ -31,6 +31,7 @@
 //! cargo run --release -p ckpt-bench -- --json bench.json
 //! cargo run --release -p ckpt-bench -- --quick          # CI smoke test, correctness only
 //! cargo run --release -p ckpt-bench -- --tree ~/src/app --scenarios idle,small
+//! cargo run --release -p ckpt-bench -- --watch-shapes 100000  # issue 36's watcher shapes
 //! ```
 //!
 //! Exit status: 0 if every scenario was right, 1 if any was WRONG or failed.
@@ -42,6 +43,7 @@ mod git_snap;
 mod procstat;
 mod report;
 mod scenarios;
+mod shapes;
 mod system;
 mod tree;
 mod verify;
@@ -107,6 +109,11 @@ struct Args {
     /// Keep the temporary directory (trees, stores, daemon logs).
     #[arg(long)]
     keep: bool,
+    /// Only time the first watch of a tree of this many empty directories
+    /// under each watcher shape (ckptd's inotify loop, `CKPT_WATCHER=notify`)
+    /// and print the ratio (issue 36: at most 2x); nothing else runs.
+    #[arg(long, value_name = "DIRS")]
+    watch_shapes: Option<usize>,
     /// Seconds after which a single command is killed and counted as failed.
     #[arg(long, default_value_t = 600)]
     timeout: u64,
@@ -253,6 +260,11 @@ fn real_main() -> Result<bool> {
         });
     eprintln!("[bench] working in {}: {fs_line}", work.display());
 
+    if let Some(dirs) = args.watch_shapes {
+        let bins = Bins::locate(args.bin_dir.as_deref())?;
+        let reps = args.reps.unwrap_or(3).max(1);
+        return shapes::run(&bins, &work, dirs, reps, timeout);
+    }
     let source = match &args.tree {
         Some(d) => tree::dir_source(d)?,
         None => tree::registry_source(args.files.unwrap_or(if quick { 300 } else { 5000 }))?,

@@ -46,7 +46,7 @@ pub struct Results {
     pub notes: Vec<String>,
 }
 
-fn median(mut v: Vec<f64>) -> Option<f64> {
+pub fn median(mut v: Vec<f64>) -> Option<f64> {
     if v.is_empty() {
         return None;
     }

@@ -162,6 +162,16 @@ impl Project {
         self.excludes.is_excluded(path, is_dir)
     }
 
+    /// Every path the cache has strictly below `dir`: with what is on disk
+    /// there, what a rescan of that subtree checks (a watcher that lost its
+    /// events for it says so).
+    pub fn cached_below(&self, dir: &RelPath) -> Result<Vec<RelPath>> {
+        Ok(crate::cache::below(&self.conn, dir)?
+            .into_iter()
+            .map(|(p, _)| p)
+            .collect())
+    }
+
     /// Every path present whose content is not captured (the `skipped`
     /// of [`Project::status`]), with the reason, in path order.
     pub fn not_captured(&self) -> Result<Vec<Skipped>> {

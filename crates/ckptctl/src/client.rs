@@ -232,9 +232,11 @@ pub fn unexpected(r: Response) -> anyhow::Error {
     anyhow!("unexpected reply from ckptd: {r:?}")
 }
 
-/// Connects to the daemon's socket at `path`.
+/// Connects to the daemon's socket at `path` (or at its stand-in, when
+/// `path` is too long for a socket address).
 fn connect(path: &Path) -> std::io::Result<Stream> {
-    Stream::connect(path.to_fs_name::<GenericFilePath>()?)
+    let address = ckpt_proto::paths::socket_address(path);
+    Stream::connect(address.to_fs_name::<GenericFilePath>()?)
 }
 
 fn hello_request() -> Request {

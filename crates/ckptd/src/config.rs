@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 
+use crate::shape::Shape;
 use crate::test_hooks::TestHooks;
 
 /// Everything `ckptd::run` needs.
@@ -15,6 +16,8 @@ pub struct Config {
     pub data_dir: PathBuf,
     /// How long a barrier waits for its cookie before falling back to a full scan.
     pub barrier_timeout: Duration,
+    /// The file watcher's shape (`CKPT_WATCHER`).
+    pub watcher: Shape,
     pub hooks: TestHooks,
 }
 
@@ -32,10 +35,13 @@ impl Config {
             .ok()
             .and_then(|v| v.parse().ok())
             .unwrap_or(2000);
+        let watcher = std::env::var("CKPT_WATCHER").ok();
+        let watcher = Shape::from_setting(watcher.as_deref()).map_err(anyhow::Error::msg)?;
         Ok(Config {
             socket: absolute(socket)?,
             data_dir: absolute(data_dir)?,
             barrier_timeout: Duration::from_millis(timeout_ms),
+            watcher,
             hooks: TestHooks::from_env(),
         })
     }

@@ -10,6 +10,7 @@ use ckpt_core::{Options, Project, RelPath};
 use ckpt_proto::{ErrorKind, WirePath};
 use sha2::Digest;
 
+use crate::backend::Shape;
 use crate::barrier::{self, BarrierConfig, BarrierOutcome};
 use crate::config::Config;
 use crate::cookie;
@@ -75,12 +76,14 @@ impl Daemon {
         let registry = Arc::new(Registry::default());
         let watcher = Watcher::new(
             Arc::clone(&registry),
+            config.watcher,
             cookie::dir_in(&config.data_dir),
             config.hooks.fake_watch_limit(),
         );
         let barrier = BarrierConfig {
             cookie_dir: watcher.cookie_dir().map(Path::to_path_buf),
             timeout: config.barrier_timeout,
+            quiet: (watcher.shape() == Some(Shape::Recursive)).then_some(barrier::QUIET_WINDOW),
         };
         Arc::new(Daemon {
             reserve: Reserve::new(&config.data_dir),

@@ -16,7 +16,7 @@
 //! ```
 
 // The layers, bottom first; a module uses only modules in layers below its
-// own: (test_hooks, config, error, lock, mutex, pathmap, socket) < cookie <
+// own: (test_hooks, shape, config, error, lock, mutex, pathmap, socket) < cookie <
 // backend < project < registry < router < watcher < barrier < daemon <
 // handlers < server.
 mod backend;
@@ -34,6 +34,7 @@ mod registry;
 mod reserve;
 mod router;
 mod server;
+mod shape;
 mod socket;
 mod test_hooks;
 mod watcher;
@@ -125,8 +126,14 @@ pub async fn serve(
         .parent()
         .context("the socket path has no parent directory")?
         .to_path_buf();
-    socket::check_path_length(&config.socket)?;
     socket::prepare_private_dir(&socket_dir)?;
+    // A path too long for a socket address is served at its short stand-in.
+    let address = ckpt_proto::paths::socket_address(&config.socket);
+    if address != config.socket {
+        if let Some(dir) = address.parent() {
+            socket::prepare_private_dir(dir)?;
+        }
+    }
     let mut lock_name = config.socket.as_os_str().to_owned();
     lock_name.push(".lock");
     let _socket_lock = lock::LockFile::acquire(std::path::Path::new(&lock_name))?;
@@ -137,13 +144,13 @@ pub async fn serve(
         .with_context(|| format!("creating data directory {}", config.data_dir.display()))?;
     let _data_lock = lock::LockFile::acquire(&config.data_dir.join("ckptd.lock"))?;
     tracing::debug!(socket_lock = %_socket_lock.path().display(), data_lock = %_data_lock.path().display(), "locked");
-    let listener = socket::listen(&config.socket)?;
+    let listener = socket::listen(&address)?;
     tracing::info!(
-        socket = %config.socket.display(), data = %config.data_dir.display(),
-        pid = std::process::id(), "ckptd listening"
+        socket = %config.socket.display(), address = %address.display(),
+        data = %config.data_dir.display(), pid = std::process::id(), "ckptd listening"
     );
 
-    let socket_path = config.socket.clone();
+    let socket_path = address;
     let d = daemon::Daemon::new(config);
     {
         let d = Arc::clone(&d);

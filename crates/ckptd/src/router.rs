@@ -46,9 +46,7 @@ impl Router {
             }
         };
         if event.need_rescan() {
-            for h in self.targets(&event.paths) {
-                h.mark_degraded(DegradedReason::LostEvents);
-            }
+            self.rescan(&event.paths);
         }
         let recheck = match event.kind {
             EventKind::Access(AccessKind::Close(AccessMode::Write)) => false,
@@ -77,6 +75,31 @@ impl Router {
                 continue;
             }
             self.route(path, recheck, &event.kind);
+        }
+    }
+
+    /// Events were lost: below the paths named (FSEvents' MustScanSubDirs),
+    /// that subtree is checked; with no path (an inotify queue overflow), or
+    /// at a project's root, the project is scanned whole.
+    fn rescan(&self, paths: &[PathBuf]) {
+        if paths.is_empty() {
+            for h in self.registry.all() {
+                h.mark_degraded(DegradedReason::LostEvents);
+            }
+            return;
+        }
+        for p in paths {
+            let Some((h, rel)) = self.registry.containing_rel(p) else {
+                continue;
+            };
+            if is_excluded_by_default(rel) {
+                continue;
+            }
+            match RelPath::new(rel) {
+                Ok(rel) => h.rescan_below(rel),
+                // The root itself.
+                Err(_) => h.mark_degraded(DegradedReason::LostEvents),
+            }
         }
     }
 
@@ -251,6 +274,28 @@ mod tests {
             .add_path(cookies.join(cookie::name("0123456789abcdef", 7)))));
         assert!(h.queue().cookies_seen.len() == 1);
         assert!(pending(&h).is_empty(), "cookies are never project content");
+    }
+
+    #[test]
+    fn a_rescan_for_a_subtree_checks_it_and_one_for_the_root_scans_all() {
+        let (_t, _r, h, router) = setup();
+        let rescan = |rel: &str| {
+            Ok(Event::new(EventKind::Other)
+                .set_flag(Flag::Rescan)
+                .add_path(h.root.join(rel)))
+        };
+        router.handle(rescan("src/deep"));
+        router.handle(rescan("node_modules/x"));
+        let listed: Vec<String> = h.queue().rescan.iter().map(|p| p.display()).collect();
+        assert_eq!(listed, ["src/deep"]);
+        assert!(
+            h.degraded().is_none(),
+            "one subtree is no reason to scan all"
+        );
+        router.handle(Ok(Event::new(EventKind::Other)
+            .set_flag(Flag::Rescan)
+            .add_path(h.root.clone())));
+        assert_eq!(h.degraded(), Some(DegradedReason::LostEvents));
     }
 
     #[test]

@@ -68,10 +68,10 @@ pub async fn accept_loop(
 /// hand-offs (a `ckptctl` call is a few milliseconds, mostly process
 /// start-up, so every hop shows).
 fn serve_connection(mut stream: Stream, d: Arc<Daemon>) {
-    match socket::peer_is_us(&stream) {
-        Ok(true) => {}
-        Ok(false) => {
-            tracing::warn!(peer = ?stream.peer_creds().ok(), "refusing a connection from another user");
+    match socket::peer_uid(&stream) {
+        Ok(uid) if uid == socket::euid() => {}
+        Ok(uid) => {
+            tracing::warn!(peer_uid = uid, "refusing a connection from another user");
             return;
         }
         Err(e) => {

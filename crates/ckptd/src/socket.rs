@@ -2,14 +2,12 @@
 //! live one never stolen, only our own user served. The socket itself is an
 //! `interprocess` local socket, named by its file path.
 
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt, PermissionsExt};
 use std::path::Path;
 
 use anyhow::{bail, Context};
 use interprocess::local_socket::{prelude::*, GenericFilePath, Listener, ListenerOptions, Stream};
-
-/// The longest socket path `sockaddr_un` holds (minus the NUL).
-const MAX_SOCKET_PATH: usize = 103;
 
 pub fn euid() -> u32 {
     // SAFETY: geteuid has no preconditions and cannot fail.
@@ -79,18 +77,6 @@ fn reclaim_stale(path: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Checks what `bind` would reject with a less helpful message.
-pub fn check_path_length(path: &Path) -> anyhow::Result<()> {
-    let len = path.as_os_str().len();
-    if len > MAX_SOCKET_PATH {
-        bail!(
-            "socket path {} is {len} bytes long; Unix sockets allow at most {MAX_SOCKET_PATH}",
-            path.display()
-        );
-    }
-    Ok(())
-}
-
 /// Restricts the socket file itself to its owner.
 fn restrict(path: &Path) -> anyhow::Result<()> {
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
@@ -120,9 +106,48 @@ fn name(path: &Path) -> std::io::Result<interprocess::local_socket::Name<'_>> {
     path.to_fs_name::<GenericFilePath>()
 }
 
-/// Whether the process at the other end of `stream` runs as our user.
-pub fn peer_is_us(stream: &Stream) -> std::io::Result<bool> {
-    Ok(stream.peer_creds()?.euid() == Some(euid()))
+/// The user the process at the other end of `stream` runs as.
+pub fn peer_uid(stream: &Stream) -> std::io::Result<u32> {
+    let Stream::UdSocket(s) = stream;
+    peer_euid(s.inner().as_fd())
+}
+
+/// The effective uid of the process at the other end of a connected Unix
+/// socket: `SO_PEERCRED` on Linux.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+pub fn peer_euid(fd: BorrowedFd<'_>) -> std::io::Result<u32> {
+    let mut cred = libc::ucred {
+        pid: 0,
+        uid: 0,
+        gid: 0,
+    };
+    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: `cred` and `len` are valid for writes of the size given.
+    let rc = unsafe {
+        libc::getsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            (&raw mut cred).cast(),
+            &mut len,
+        )
+    };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(cred.uid)
+}
+
+/// The effective uid of the process at the other end of a connected Unix
+/// socket: `getpeereid` (`LOCAL_PEERCRED` underneath) on macOS and the BSDs.
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+pub fn peer_euid(fd: BorrowedFd<'_>) -> std::io::Result<u32> {
+    let (mut uid, mut gid): (libc::uid_t, libc::gid_t) = (0, 0);
+    // SAFETY: `uid` and `gid` are valid for writes.
+    if unsafe { libc::getpeereid(fd.as_raw_fd(), &mut uid, &mut gid) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(uid)
 }
 
 #[cfg(test)]
@@ -148,13 +173,22 @@ mod tests {
         assert_eq!(mode, 0o600);
         let client = connect(&path).unwrap();
         let served = listener.accept().unwrap();
-        assert!(peer_is_us(&served).unwrap());
-        assert!(peer_is_us(&client).unwrap());
+        assert_eq!(peer_uid(&served).unwrap(), euid());
+        assert_eq!(peer_uid(&client).unwrap(), euid());
         let err = listen(&path).unwrap_err().to_string();
         assert!(err.contains("already listening"), "{err}");
         drop((listener, client, served));
         assert!(path.exists(), "the file is the daemon's to remove");
         let _again = listen(&path).unwrap();
+    }
+
+    #[test]
+    fn peer_credentials_name_the_other_end() {
+        let (a, b) = std::os::unix::net::UnixStream::pair().unwrap();
+        assert_eq!(peer_euid(a.as_fd()).unwrap(), euid());
+        assert_eq!(peer_euid(b.as_fd()).unwrap(), euid());
+        let file = std::fs::File::open("/").unwrap();
+        assert!(peer_euid(file.as_fd()).is_err(), "not a socket");
     }
 
     #[test]

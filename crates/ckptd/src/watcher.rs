@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::backend::{Backend, WatchFailure};
+use crate::backend::{Backend, Shape, WatchFailure};
 use crate::cookie;
 use crate::project::{DegradedReason, ProjectHandle};
 use crate::registry::Registry;
@@ -22,9 +22,19 @@ pub struct Watcher {
 impl Watcher {
     /// Creates the watcher; when the backend cannot start, every project is
     /// degraded and barriers scan.
-    pub fn new(registry: Arc<Registry>, cookie_dir: PathBuf, fake_limit: bool) -> Watcher {
+    pub fn new(
+        registry: Arc<Registry>,
+        shape: Shape,
+        cookie_dir: PathBuf,
+        fake_limit: bool,
+    ) -> Watcher {
+        // Events name the cookie as the OS spells its path (FSEvents:
+        // `/private/tmp`, not `/tmp`): the router compares that spelling.
+        let prepared =
+            cookie::prepare_dir(&cookie_dir).and_then(|()| std::fs::canonicalize(&cookie_dir));
+        let cookie_dir = prepared.as_ref().map_or(cookie_dir, Clone::clone);
         let router = Router::new(registry, cookie_dir.clone());
-        let backend = match Backend::start(move |res| router.handle(res)) {
+        let backend = match Backend::start(shape, move |res| router.handle(res)) {
             Ok(b) => Some(Arc::new(b)),
             Err(e) => {
                 tracing::error!(error = %e, "cannot start the file watcher; capture falls back to scans");
@@ -32,9 +42,10 @@ impl Watcher {
             }
         };
         let cookie_dir = backend.as_ref().and_then(|b| {
-            let watched = cookie::prepare_dir(&cookie_dir)
-                .map_err(anyhow::Error::from)
-                .and_then(|()| Ok(b.watch_dir(&cookie_dir)?));
+            let watched = match &prepared {
+                Ok(_) => b.watch_dir(&cookie_dir).map_err(anyhow::Error::from),
+                Err(e) => Err(anyhow::anyhow!("{e}")),
+            };
             match watched {
                 Ok(()) => Some(cookie_dir),
                 Err(e) => {
@@ -49,6 +60,11 @@ impl Watcher {
             cookie_dir,
             fake_limit,
         }
+    }
+
+    /// The shape of the running backend (`None`: it could not start).
+    pub fn shape(&self) -> Option<Shape> {
+        self.backend.as_ref().map(|b| b.shape())
     }
 
     /// The watched directory where barriers create their cookies.
@@ -80,6 +96,34 @@ impl Watcher {
     pub fn shutdown(&self) {
         if let Some(b) = &self.backend {
             b.shutdown();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// FSEvents names paths as the OS resolves them (`/tmp` is
+    /// `/private/tmp`): the cookie directory is watched, and compared, by
+    /// its canonical path, here reached through a symlink.
+    #[test]
+    fn the_cookie_directory_is_watched_by_its_canonical_path() {
+        for shape in crate::shape::available() {
+            let t = tempfile::tempdir().unwrap();
+            let real = t.path().join("real");
+            std::fs::create_dir(&real).unwrap();
+            std::os::unix::fs::symlink(&real, t.path().join("link")).unwrap();
+            let w = Watcher::new(
+                Arc::new(Registry::default()),
+                shape,
+                t.path().join("link/cookies"),
+                false,
+            );
+            let expected = real.canonicalize().unwrap().join("cookies");
+            assert_eq!(w.cookie_dir(), Some(expected.as_path()), "{shape:?}");
+            assert_eq!(w.shape(), Some(shape));
+            w.shutdown();
         }
     }
 }

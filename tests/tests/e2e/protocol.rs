@@ -40,6 +40,36 @@ fn stale_socket_is_reclaimed() {
     hello(&env.socket).expect("new daemon answers on the reclaimed socket");
 }
 
+/// A runtime and data dir deeper than a socket address holds (macOS's
+/// `~/Library/...` passes its 103 bytes easily) still serve: the daemon
+/// binds a short stand-in that `ckptctl` derives alike, and removes it when
+/// it stops.
+#[test]
+fn a_socket_path_too_long_for_an_address_is_served_at_a_short_stand_in() {
+    let mut env = Env::new();
+    let deep = env.path().join("d".repeat(100)).join("e".repeat(60));
+    env.socket = deep.join("run").join("ckptd.sock");
+    env.data = deep.join("data");
+    assert!(env.socket.as_os_str().len() > ckpt_proto::paths::MAX_SOCKET_PATH);
+    let d = env.start_daemon();
+    let address = ckpt_proto::paths::socket_address(&env.socket);
+    assert_ne!(address, env.socket);
+    assert!(address.as_os_str().len() <= ckpt_proto::paths::MAX_SOCKET_PATH);
+    let mode = std::fs::metadata(address.parent().unwrap())
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o700, "the stand-in's directory is private");
+
+    let proj = env.git_repo("p", &[("a.txt", b"a\n")]);
+    env.ctl_ok(&proj, &["watch"]);
+    let status = env.ctl_json(&proj, &["status"]);
+    assert_eq!(status["daemon"]["socket"], env.socket.to_str().unwrap());
+    assert_eq!(status["daemon"]["data_dir"], env.data.to_str().unwrap());
+    assert!(d.terminate().success());
+    assert!(!address.exists(), "the stand-in is removed at exit");
+}
+
 #[test]
 fn live_socket_is_never_stolen() {
     let env = Env::new();

@@ -124,3 +124,92 @@ fn service_install_whose_service_fails_to_start_brings_a_daemon_back() {
         },
     );
 }
+
+/// A `launchctl` on PATH that logs each call's arguments (one line each)
+/// and fails `load` with `load` as its exit status.
+fn fake_launchctl(env: &Env, load: u8) -> (String, std::path::PathBuf) {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = env.path().join("fakebin");
+    std::fs::create_dir_all(&dir).unwrap();
+    let calls = env.path().join("launchctl.calls");
+    let script = format!(
+        "#!/bin/sh\necho \"$*\" >> '{}'\ncase \"$1\" in\n  load) [ {load} = 0 ] || echo 'Load failed: 5: Input/output error' >&2; exit {load};;\nesac\nexit 0\n",
+        calls.display()
+    );
+    let path = dir.join("launchctl");
+    std::fs::write(&path, script).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let search = format!("{}:{}", dir.display(), std::env::var("PATH").unwrap());
+    (search, calls)
+}
+
+/// macOS's path, driven here: `service install` writes a LaunchAgent plist
+/// that launchd can read (ckptd with this ckptctl's socket and data dir,
+/// started at load, restarted when it fails, logging under
+/// `~/Library/Logs`) and loads it with `launchctl`; `uninstall` unloads
+/// and removes it; a load that fails says so.
+#[test]
+fn service_install_for_launchd_writes_a_launch_agent_and_loads_it() {
+    let env = Env::new();
+    let home = env.dir("home");
+    let (path, calls) = fake_launchctl(&env, 0);
+    let ctl = |args: &[&str]| {
+        run(env
+            .ctl_cmd(env.path(), args)
+            .env("HOME", &home)
+            .env("PATH", &path))
+    };
+    let out = ctl(&["service", "install", "--manager", "launchd"]);
+    assert!(out.status.success(), "{out:?}");
+    let plist_path = home.join("Library/LaunchAgents/dev.ckpt.ckptd.plist");
+    let agent = plist::Value::from_file(&plist_path).expect("a valid plist");
+    let agent = agent.as_dictionary().expect("a dictionary");
+    assert_eq!(agent["Label"].as_string(), Some("dev.ckpt.ckptd"));
+    let args: Vec<&str> = agent["ProgramArguments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_string().unwrap())
+        .collect();
+    let ckptd = std::fs::canonicalize(bin("ckptd")).unwrap();
+    let (socket, data) = (env.socket.to_str().unwrap(), env.data.to_str().unwrap());
+    assert_eq!(
+        args,
+        [
+            ckptd.to_str().unwrap(),
+            "--socket",
+            socket,
+            "--data-dir",
+            data
+        ]
+    );
+    assert_eq!(agent["RunAtLoad"].as_boolean(), Some(true));
+    let keep_alive = agent["KeepAlive"].as_dictionary().expect("KeepAlive rules");
+    assert_eq!(keep_alive["SuccessfulExit"].as_boolean(), Some(false));
+    let log = home.join("Library/Logs/ckpt/ckptd.log");
+    for key in ["StandardOutPath", "StandardErrorPath"] {
+        assert_eq!(agent[key].as_string(), log.to_str(), "{key}");
+    }
+    assert!(log.parent().unwrap().is_dir(), "launchd does not make it");
+    let plist_arg = plist_path.to_str().unwrap();
+    let logged = std::fs::read_to_string(&calls).unwrap();
+    assert_eq!(logged, format!("list\nload -w {plist_arg}\n"));
+
+    let out = ctl(&["service", "uninstall", "--manager", "launchd"]);
+    assert!(out.status.success(), "{out:?}");
+    assert!(!plist_path.exists());
+    let logged = std::fs::read_to_string(&calls).unwrap();
+    assert!(
+        logged.ends_with(&format!("unload -w {plist_arg}\n")),
+        "{logged}"
+    );
+
+    let (path, _) = fake_launchctl(&env, 5);
+    let out = run(env
+        .ctl_cmd(env.path(), &["service", "--manager", "launchd", "install"])
+        .env("HOME", &home)
+        .env("PATH", &path));
+    assert_eq!(out.code(), 1, "{out:?}");
+    assert!(out.stderr.contains("Load failed"), "{out:?}");
+    assert!(plist_path.exists(), "the file is written, not loaded");
+}

@@ -43,6 +43,11 @@ fn settings(env: &Env) -> insta::Settings {
         r"checked \d+ blobs \(\d+ packs, \d+ object files\)",
         "checked [N] blobs ([N] packs, [N] object files)",
     );
+    // The watcher's shape is chosen by CKPT_WATCHER, and CI runs both.
+    s.add_filter(
+        r"watcher: (inotify|notify-recursive)\b",
+        "watcher: [WATCHER]",
+    );
     // The agents' transcript dirs are under the user's HOME, as found there.
     s.add_filter(
         r"(conversation adapter [a-z-]+): \S+ \([^)]*\)",

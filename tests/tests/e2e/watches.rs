@@ -1,6 +1,9 @@
 //! One inotify watch per *captured* directory: excluded trees (`.git`,
 //! `node_modules`, tagged build directories, `.ckptignore` matches) cost no
 //! watch, and capture still follows new, renamed and removed directories.
+//! With one recursive watch per project (`CKPT_WATCHER=notify`, FSEvents'
+//! shape) every directory of the tree is watched and the router drops what
+//! is excluded: the same tests check that shape's count and its capture.
 
 use std::path::Path;
 use std::time::Duration;
@@ -60,11 +63,17 @@ fn inotify_masks(pid: i32) -> Vec<u32> {
 /// The daemon's own watch: its barrier cookie directory.
 const OWN_WATCHES: usize = 1;
 
-/// Waits until the daemon holds `n` watches on projects; panics with the
-/// count seen.
-fn expect_watches(pid: i32, n: usize, what: &str) {
+/// Waits until the daemon holds watches for `captured` directories of
+/// `proj` (0: none), or with the recursive shape for every directory of it;
+/// panics with the count seen.
+fn expect_watches(pid: i32, proj: &Path, captured: usize, what: &str) {
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     loop {
+        let n = if captured > 0 && recursive_watcher() {
+            dirs_below(proj)
+        } else {
+            captured
+        };
         let seen = inotify_watches(pid).saturating_sub(OWN_WATCHES);
         if seen == n {
             return;
@@ -138,30 +147,30 @@ fn only_captured_directories_are_watched() {
     let proj = project_with_excluded_trees(&env);
     let all = dirs_below(&proj);
     env.ctl_ok(&proj, &["watch"]);
-    expect_watches(d.pid(), 5, "after watch");
+    expect_watches(d.pid(), &proj, 5, "after watch");
     assert!(all > 20, "the tree has {all} directories in all");
 
     // New directories get watches, removed and renamed ones lose them.
     env.ctl_ok(&proj, &["turn-start"]);
     sh(&proj, "mkdir -p a/b/c && echo x > a/b/c/f");
     env.ctl_ok(&proj, &["sync"]);
-    expect_watches(d.pid(), 8, "after mkdir -p a/b/c");
+    expect_watches(d.pid(), &proj, 8, "after mkdir -p a/b/c");
     sh(&proj, "mv a z");
     env.ctl_ok(&proj, &["sync"]);
-    expect_watches(d.pid(), 8, "after renaming a to z");
+    expect_watches(d.pid(), &proj, 8, "after renaming a to z");
     sh(&proj, "rm -rf z/b");
     env.ctl_ok(&proj, &["sync"]);
-    expect_watches(d.pid(), 6, "after removing z/b");
+    expect_watches(d.pid(), &proj, 6, "after removing z/b");
     sh(
         &proj,
         "mkdir -p node_modules/new/deeper .git/refs/x scratch/more",
     );
     env.ctl_ok(&proj, &["sync"]);
-    expect_watches(d.pid(), 6, "after making excluded directories");
+    expect_watches(d.pid(), &proj, 6, "after making excluded directories");
     env.ctl_ok(&proj, &["turn-end"]);
 
     env.ctl_ok(&proj, &["unwatch"]);
-    expect_watches(d.pid(), 0, "after unwatch");
+    expect_watches(d.pid(), &proj, 0, "after unwatch");
 }
 
 #[test]
@@ -179,7 +188,7 @@ fn new_nested_tree_is_captured_and_then_watched() {
     for p in ["a", "a/b", "a/b/c", "a/b/c/f"] {
         assert!(paths.iter().any(|e| e == p), "{p} not captured: {paths:?}");
     }
-    expect_watches(d.pid(), 8, "the new tree is watched");
+    expect_watches(d.pid(), &proj, 8, "the new tree is watched");
 
     // Later turns see edits in the new tree through its own watches.
     for i in 2..=3 {
@@ -212,7 +221,7 @@ fn renamed_directory_is_captured_under_its_new_name() {
         ],
     );
     env.ctl_ok(&proj, &["watch"]);
-    expect_watches(d.pid(), 3, "root, src, src/sub");
+    expect_watches(d.pid(), &proj, 3, "root, src, src/sub");
     let before = snapshot_work(&proj);
 
     env.ctl_ok(&proj, &["turn-start"]);
@@ -230,7 +239,7 @@ fn renamed_directory_is_captured_under_its_new_name() {
     ] {
         assert!(paths.iter().any(|e| e == p), "{p} not captured: {paths:?}");
     }
-    expect_watches(d.pid(), 3, "root, lib, lib/sub");
+    expect_watches(d.pid(), &proj, 3, "root, lib, lib/sub");
 
     // The renamed tree's watches report its new paths.
     for i in 2..=3 {
@@ -249,7 +258,7 @@ fn renamed_directory_is_captured_under_its_new_name() {
     env.ctl_ok(&proj, &["rewind", "1"]);
     assert_same_tree("rename rewound", &before, &snapshot_work(&proj));
     // And the restored src is watched again.
-    expect_watches(d.pid(), 3, "root, src, src/sub after the rewind");
+    expect_watches(d.pid(), &proj, 3, "root, src, src/sub after the rewind");
     env.ctl_ok(&proj, &["turn-start"]);
     sh(&proj, "echo again >> src/sub/z");
     env.ctl_json(&proj, &["sync"]);
@@ -274,7 +283,7 @@ fn writes_into_node_modules_are_ignored_without_degrading() {
     assert_eq!(entry_paths(&ended), ["src/a.rs"]);
     let status = env.ctl_json(&proj, &["status"]);
     assert_eq!(status["projects"][0]["health"], "ok", "{status:#}");
-    expect_watches(d.pid(), 5, "no watch for the excluded trees");
+    expect_watches(d.pid(), &proj, 5, "no watch for the excluded trees");
 }
 
 #[test]
@@ -286,13 +295,13 @@ fn tagging_a_watched_directory_drops_its_watches() {
     env.ctl_ok(&proj, &["turn-start"]);
     sh(&proj, "mkdir -p out/x/y");
     env.ctl_ok(&proj, &["sync"]);
-    expect_watches(d.pid(), 4, "root, out, out/x, out/x/y");
+    expect_watches(d.pid(), &proj, 4, "root, out, out/x, out/x/y");
     sh(
         &proj,
         "printf 'Signature: 8a477f597d28d172789f06886806bc55\\n' > out/CACHEDIR.TAG",
     );
     env.ctl_ok(&proj, &["sync"]);
-    expect_watches(d.pid(), 1, "the tagged tree lost its watches");
+    expect_watches(d.pid(), &proj, 1, "the tagged tree lost its watches");
     env.ctl_ok(&proj, &["turn-end"]);
 }
 
@@ -325,7 +334,7 @@ fn renames_and_rebuilds_in_quick_succession_leave_every_directory_watched() {
          done",
     );
     env.ctl_ok(&proj, &["sync"]);
-    expect_watches(d.pid(), captured_dirs(&proj), "after the churn");
+    expect_watches(d.pid(), &proj, captured_dirs(&proj), "after the churn");
     env.ctl_ok(&proj, &["turn-end"]);
 
     // Every directory reports edits under its current name.
@@ -337,7 +346,7 @@ fn renames_and_rebuilds_in_quick_succession_leave_every_directory_watched() {
     assert_eq!(entry_paths(&ended), ["t/a/b/f", "t/a/b/u40/n40/m/g"]);
     env.ctl_ok(&proj, &["rewind", "1"]);
     assert_same_tree("churn rewound", &before, &snapshot_work(&proj));
-    expect_watches(d.pid(), captured_dirs(&proj), "after the rewind");
+    expect_watches(d.pid(), &proj, captured_dirs(&proj), "after the rewind");
 }
 
 /// Reads in a watched tree (a build, `grep -r`, the daemon's own hashing)
@@ -354,9 +363,9 @@ fn watches_ask_for_changes_only() {
     let d = env.start_daemon();
     let proj = project_with_excluded_trees(&env);
     env.ctl_ok(&proj, &["watch"]);
-    expect_watches(d.pid(), 5, "after watch");
+    expect_watches(d.pid(), &proj, 5, "after watch");
     let masks = inotify_masks(d.pid());
-    assert_eq!(masks.len(), 5 + OWN_WATCHES);
+    assert_eq!(masks.len(), inotify_watches(d.pid()));
     for m in masks {
         assert_eq!(
             m & (IN_ACCESS | IN_OPEN | IN_CLOSE_NOWRITE),
@@ -521,4 +530,57 @@ fn rewinding_the_turn_that_deleted_the_root_makes_the_tree_again() {
         st["projects"][0]["degraded"].is_null(),
         "the project is fine again: {st:#}"
     );
+}
+
+/// `status` names the watcher in use: the per-directory inotify loop by
+/// default, one recursive notify watch per project with
+/// `CKPT_WATCHER=notify` (and that shape captures a turn with its cookie
+/// barrier); a watcher the daemon does not know stops it at start-up.
+#[test]
+fn status_names_the_watcher_ckpt_watcher_chooses() {
+    let env = Env::new();
+    let proj = env.git_repo("p", &[("src/a.rs", b"a\n")]);
+    let inherited = if recursive_watcher() {
+        "notify-recursive"
+    } else {
+        "inotify"
+    };
+    let mut settings = vec![(None, inherited), (Some("notify"), "notify-recursive")];
+    if cfg!(target_os = "linux") {
+        settings.push((Some("inotify"), "inotify"));
+    }
+    for (i, (setting, name)) in settings.into_iter().enumerate() {
+        let env_vars: Vec<(&str, &str)> =
+            setting.map(|s| ("CKPT_WATCHER", s)).into_iter().collect();
+        let d = env.start_daemon_with(&env_vars);
+        let status = env.ctl_json(env.path(), &["status"]);
+        assert_eq!(status["daemon"]["watcher"], name, "{setting:?}: {status:#}");
+        let text = env.ctl_ok(env.path(), &["status"]);
+        assert!(text.contains(&format!("\nwatcher: {name}\n")), "{text}");
+
+        env.ctl_ok(&proj, &["watch"]);
+        let ended = turn_seen_by_watches(
+            &env,
+            &proj,
+            &format!("mkdir -p new{i}/deep && echo n > new{i}/deep/f && echo {i} >> src/a.rs"),
+        );
+        let paths = entry_paths(&ended);
+        let new = format!("new{i}");
+        for p in [
+            &new,
+            &format!("{new}/deep"),
+            &format!("{new}/deep/f"),
+            "src/a.rs",
+        ] {
+            assert!(paths.iter().any(|e| e == p), "{name}: {p}: {paths:?}");
+        }
+        env.ctl_ok(&proj, &["unwatch"]);
+        assert!(d.terminate().success());
+    }
+
+    let mut child = env.spawn_daemon(&[("CKPT_WATCHER", "fsevent")]);
+    let status = wait_timeout(&mut child, Duration::from_secs(30)).expect("ckptd exits");
+    assert!(!status.success());
+    let log = std::fs::read_to_string(env.log_path()).unwrap();
+    assert!(log.contains("CKPT_WATCHER=fsevent"), "{log}");
 }

@@ -65,6 +65,11 @@ pub struct DaemonInfo {
     pub uptime_s: u64,
     pub socket: WirePath,
     pub data_dir: WirePath,
+    /// The file watcher in use: `inotify` (one watch per directory),
+    /// `notify-recursive` (one recursive watch per project), or `none`
+    /// (it could not start; every turn boundary scans).
+    #[serde(default)]
+    pub watcher: String,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

@@ -118,8 +118,7 @@ pub enum Command {
     /// (`ckptctl hooks --help`).
     #[command(disable_help_flag = true)]
     Hooks(Family),
-    /// Start ckptd at login: a systemd user unit (on macOS a launchd agent,
-    /// which no test runs).
+    /// Start ckptd at login: a systemd user unit (on macOS a launchd agent).
     Service(service::ServiceArgs),
 }
 

@@ -1,6 +1,8 @@
 //! `ckptctl service install|uninstall`: start ckptd at login, as a systemd
-//! user unit (Linux) or a launchd LaunchAgent (macOS). The templates live in
-//! the repository's `systemd/` and `launchd/` directories.
+//! user unit (Linux) or a launchd LaunchAgent (macOS); `--manager` writes
+//! for either anywhere (so the tests drive the launchd path on Linux, with
+//! a `launchctl` of their own on PATH). The templates live in the
+//! repository's `systemd/` and `launchd/` directories.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -19,6 +21,10 @@ const LAUNCHD_LABEL: &str = "dev.ckpt.ckptd";
 /// `ckptctl service`'s arguments.
 #[derive(Args, Debug)]
 pub struct ServiceArgs {
+    /// The service manager to write for [default: launchd on macOS,
+    /// systemd elsewhere].
+    #[arg(long, value_enum, global = true)]
+    pub manager: Option<Target>,
     #[command(subcommand)]
     pub action: ServiceAction,
 }
@@ -35,16 +41,36 @@ pub enum ServiceAction {
     Uninstall,
 }
 
+/// The service managers `service` writes for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Target {
+    /// A systemd user unit (`~/.config/systemd/user/ckptd.service`).
+    Systemd,
+    /// A launchd agent (`~/Library/LaunchAgents/dev.ckpt.ckptd.plist`).
+    Launchd,
+}
+
 pub fn run(ctx: &Ctx, args: ServiceArgs) -> anyhow::Result<u8> {
     let action = args.action;
-    let target = Target::detect()?;
-    let path = target.path()?;
+    let target = match args.manager {
+        Some(m) => m,
+        None => Target::platform()?,
+    };
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .context("HOME is not set")?;
+    let path = target.path(&home);
     match action {
         ServiceAction::Install { no_start } => {
             let ckptd = find_ckptd()?;
             let ckptd = std::fs::canonicalize(&ckptd).unwrap_or(ckptd);
-            let text = target.render(ctx, &ckptd)?;
-            if let Some(dir) = path.parent() {
+            let text = target.render(ctx, &ckptd, &home)?;
+            let log = (target == Target::Launchd).then(|| launchd_log(&home));
+            for dir in path
+                .parent()
+                .into_iter()
+                .chain(log.as_deref().and_then(Path::parent))
+            {
                 std::fs::create_dir_all(dir)
                     .with_context(|| format!("creating {}", dir.display()))?;
             }
@@ -133,14 +159,14 @@ fn report(ctx: &Ctx, what: &str, path: &Path, service: &anyhow::Result<()>) -> a
     Ok(())
 }
 
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Target {
-    Systemd,
-    Launchd,
+/// Where launchd writes ckptd's output: `~/Library/Logs`, where Console
+/// looks for a user's logs.
+fn launchd_log(home: &Path) -> PathBuf {
+    home.join("Library/Logs/ckpt/ckptd.log")
 }
 
 impl Target {
-    fn detect() -> anyhow::Result<Target> {
+    fn platform() -> anyhow::Result<Target> {
         if cfg!(target_os = "macos") {
             Ok(Target::Launchd)
         } else if cfg!(target_os = "linux") {
@@ -150,11 +176,8 @@ impl Target {
         }
     }
 
-    fn path(self) -> anyhow::Result<PathBuf> {
-        let home = std::env::var_os("HOME")
-            .map(PathBuf::from)
-            .context("HOME is not set")?;
-        Ok(match self {
+    fn path(self, home: &Path) -> PathBuf {
+        match self {
             Target::Systemd => std::env::var_os("XDG_CONFIG_HOME")
                 .filter(|v| !v.is_empty())
                 .map(PathBuf::from)
@@ -163,12 +186,12 @@ impl Target {
             Target::Launchd => home
                 .join("Library/LaunchAgents")
                 .join(format!("{LAUNCHD_LABEL}.plist")),
-        })
+        }
     }
 
     /// Explicit `--socket` / `--data-dir` (or their variables) are baked in,
     /// so the service listens where this ckptctl looks.
-    fn render(self, ctx: &Ctx, ckptd: &Path) -> anyhow::Result<String> {
+    fn render(self, ctx: &Ctx, ckptd: &Path, home: &Path) -> anyhow::Result<String> {
         let mut args: Vec<String> = Vec::new();
         if let Some(s) = &ctx.g.socket {
             args.push("--socket".into());
@@ -190,13 +213,7 @@ impl Target {
                     .replace("@ARGS@", &quoted)
             }
             Target::Launchd => {
-                let log = ctx
-                    .g
-                    .data_dir
-                    .clone()
-                    .or_else(ckpt_proto::paths::default_data_dir)
-                    .map(|d| d.join("ckptd.log"))
-                    .unwrap_or_else(|| PathBuf::from("/tmp/ckptd.log"));
+                let log = launchd_log(home);
                 let items: String = args
                     .iter()
                     .map(|a| format!("\n        <string>{}</string>", xml_escape(a)))

@@ -42,6 +42,7 @@ pub fn run(ctx: &Ctx) -> anyhow::Result<u8> {
     );
     println!("socket: {}", d.socket);
     println!("data:   {}", d.data_dir);
+    println!("watcher: {}", d.watcher);
     if s.projects.is_empty() {
         println!("no watched projects");
     }

@@ -1,7 +1,12 @@
 //! The file-system watcher backend, which knows nothing about projects: it
-//! watches single directories (never recursively) for changes only, and
-//! hands every event, in the kernel's order, to one handler. Our own
-//! inotify loop on Linux, notify's recommended watcher elsewhere.
+//! watches for changes only and hands every event, in the order the OS
+//! gives them, to one handler. Two shapes:
+//!
+//! - [`Shape::PerDirectory`] (Linux's default): our own inotify loop, one
+//!   non-recursive watch per captured directory, added by each project.
+//! - [`Shape::Recursive`] (FSEvents' shape, macOS's only one; on Linux
+//!   `CKPT_WATCHER=notify`): notify's watcher asked for one recursive watch
+//!   per project root; the router filters and routes by path.
 
 #[cfg(target_os = "linux")]
 mod inotify;
@@ -9,68 +14,104 @@ mod inotify;
 use std::path::Path;
 use std::sync::Mutex;
 
-#[cfg(not(target_os = "linux"))]
-use notify::{EventKindMask, RecommendedWatcher, RecursiveMode, Watcher as _};
+use notify::{EventKindMask, RecursiveMode, Watcher as _};
 
 use crate::mutex::lock;
 
+pub use crate::shape::Shape;
 pub use notify::{Error, ErrorKind, Event, EventKind, Result};
 
 /// The advice given when the kernel runs out of inotify watches.
 pub const WATCH_LIMIT_ADVICE: &str = "inotify watch limit reached; raise fs.inotify.max_user_watches \
      (e.g. `sudo sysctl fs.inotify.max_user_watches=524288`); falling back to full scans at turn boundaries";
 
+/// notify's watcher for the recursive shape: its inotify backend on Linux
+/// (so CI runs the code macOS runs), FSEvents on macOS.
+#[cfg(target_os = "linux")]
+type TreeWatcher = notify::INotifyWatcher;
+#[cfg(not(target_os = "linux"))]
+type TreeWatcher = notify::RecommendedWatcher;
+
+enum Imp {
+    #[cfg(target_os = "linux")]
+    Dirs(inotify::Inotify),
+    Tree(TreeWatcher),
+}
+
 /// The watcher, shared by the daemon and every project's worker (which adds
-/// watches for directories that appear).
+/// watches for directories that appear, in the per-directory shape).
 pub struct Backend {
+    shape: Shape,
     inner: Mutex<Option<Imp>>,
 }
 
-#[cfg(target_os = "linux")]
-type Imp = inotify::Inotify;
-#[cfg(not(target_os = "linux"))]
-type Imp = RecommendedWatcher;
-
 impl Backend {
     /// Starts the backend's thread; `handler` gets every event, in order.
-    pub fn start(handler: impl FnMut(Result<Event>) + Send + 'static) -> Result<Backend> {
-        #[cfg(target_os = "linux")]
-        let imp = inotify::Inotify::new(handler).map_err(Error::io)?;
-        #[cfg(not(target_os = "linux"))]
-        let imp = {
-            // No open/close-nowrite events: every read in a watched tree (a
-            // build, a `grep -r`, the daemon's own hashing) would wake us and
-            // could overflow the kernel queue. Close-after-write stays: it is
-            // the only event an mmap write produces.
-            let config = notify::Config::default()
-                .with_follow_symlinks(false)
-                .with_event_kinds(EventKindMask::CORE | EventKindMask::ACCESS_CLOSE);
-            RecommendedWatcher::new(handler, config)?
+    pub fn start(
+        shape: Shape,
+        handler: impl FnMut(Result<Event>) + Send + 'static,
+    ) -> Result<Backend> {
+        let imp = match shape {
+            #[cfg(target_os = "linux")]
+            Shape::PerDirectory => Imp::Dirs(inotify::Inotify::new(handler).map_err(Error::io)?),
+            #[cfg(not(target_os = "linux"))]
+            Shape::PerDirectory => return Err(Error::generic("no per-directory watcher here")),
+            Shape::Recursive => {
+                // No open/close-nowrite events: every read in a watched tree
+                // (a build, a `grep -r`, the daemon's own hashing) would wake
+                // us and could overflow the kernel queue. Close-after-write
+                // stays where it exists (inotify: an mmap write sends nothing
+                // else); FSEvents has none, and a modify event is enough.
+                let config = notify::Config::default()
+                    .with_follow_symlinks(false)
+                    .with_event_kinds(EventKindMask::CORE | EventKindMask::ACCESS_CLOSE);
+                Imp::Tree(TreeWatcher::new(handler, config)?)
+            }
         };
         Ok(Backend {
+            shape,
             inner: Mutex::new(Some(imp)),
         })
+    }
+
+    pub fn shape(&self) -> Shape {
+        self.shape
     }
 
     /// Watches one directory (not its subdirectories).
     pub fn watch_dir(&self, abs: &Path) -> Result<()> {
         match lock(&self.inner).as_mut() {
             #[cfg(target_os = "linux")]
-            Some(w) => w.watch_dir(abs),
-            #[cfg(not(target_os = "linux"))]
-            Some(w) => w.watch(abs, RecursiveMode::NonRecursive),
-            None => Err(Error::generic("the file watcher has stopped")),
+            Some(Imp::Dirs(w)) => w.watch_dir(abs),
+            Some(Imp::Tree(w)) => w.watch(abs, RecursiveMode::NonRecursive),
+            None => Err(stopped()),
         }
     }
 
-    pub fn unwatch_dir(&self, abs: &Path) {
-        if let Some(w) = lock(&self.inner).as_mut() {
+    /// Watches a directory and everything below it, with one watch (the
+    /// recursive shape only).
+    pub fn watch_tree(&self, abs: &Path) -> Result<()> {
+        match lock(&self.inner).as_mut() {
+            Some(Imp::Tree(w)) => w.watch(abs, RecursiveMode::Recursive),
             #[cfg(target_os = "linux")]
-            w.unwatch_dir(abs);
-            #[cfg(not(target_os = "linux"))]
-            if let Err(e) = w.unwatch(abs) {
-                tracing::trace!(dir = %abs.display(), error = %e, "unwatch");
+            Some(Imp::Dirs(_)) => Err(Error::generic(
+                "the per-directory watcher has no recursive watches",
+            )),
+            None => Err(stopped()),
+        }
+    }
+
+    /// Drops the watch of a directory (in the recursive shape, of a tree).
+    pub fn unwatch_dir(&self, abs: &Path) {
+        match lock(&self.inner).as_mut() {
+            #[cfg(target_os = "linux")]
+            Some(Imp::Dirs(w)) => w.unwatch_dir(abs),
+            Some(Imp::Tree(w)) => {
+                if let Err(e) = w.unwatch(abs) {
+                    tracing::trace!(dir = %abs.display(), error = %e, "unwatch");
+                }
             }
+            None => {}
         }
     }
 
@@ -78,6 +119,10 @@ impl Backend {
     pub fn shutdown(&self) {
         lock(&self.inner).take();
     }
+}
+
+fn stopped() -> Error {
+    Error::generic("the file watcher has stopped")
 }
 
 /// Whether a failed watch only means there is nothing to watch (the

@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use ckpt_proto::{DaemonInfo, StatusReply, WirePath, PROTOCOL_VERSION};
 
+use crate::backend::Shape;
 use crate::daemon::Daemon;
 
 pub fn handle(d: &Arc<Daemon>) -> StatusReply {
@@ -15,6 +16,7 @@ pub fn handle(d: &Arc<Daemon>) -> StatusReply {
             uptime_s: d.started.elapsed().as_secs(),
             socket: WirePath::from(d.config.socket.as_path()),
             data_dir: WirePath::from(d.config.data_dir.as_path()),
+            watcher: d.watcher.shape().map_or("none", Shape::name).to_string(),
         },
         projects: super::projects::all(d),
     }

@@ -27,6 +27,12 @@ pub struct Queue {
     pub recheck: HashSet<RelPath>,
     /// Rechecks released by a cookie, for the worker's next batch.
     pub released: HashSet<RelPath>,
+    /// Subtrees whose events the watcher lost (FSEvents' MustScanSubDirs):
+    /// everything below each, on disk or in the cache, is checked.
+    pub rescan: HashSet<RelPath>,
+    /// When the router last queued a path here: a barrier on a backend
+    /// that may deliver events after its cookie waits for a quiet spell.
+    pub last_event: Option<Instant>,
     pub cookies_expected: HashSet<OsString>,
     pub cookies_seen: HashMap<OsString, u64>,
     /// Numbers this project's cookies.
@@ -48,10 +54,21 @@ impl ProjectHandle {
         let wake = q.pending.is_empty();
         q.pending.insert(path);
         q.enqueued += 1;
+        q.last_event = Some(Instant::now());
         drop(q);
         if wake {
             self.cond.notify_all();
         }
+    }
+
+    /// The watcher lost events below `dir`: the worker checks the subtree.
+    pub fn rescan_below(&self, dir: RelPath) {
+        let mut q = lock(&self.queue);
+        q.rescan.insert(dir);
+        q.enqueued += 1;
+        q.last_event = Some(Instant::now());
+        drop(q);
+        self.cond.notify_all();
     }
 
     /// Paths to check again at the next cookie.
@@ -122,6 +139,26 @@ impl ProjectHandle {
         .unwrap_or(false)
     }
 
+    /// Waits until no path has been queued for `quiet` (or `cap` has
+    /// passed); returns the queue position then, for [`Self::wait_processed`].
+    pub fn wait_quiet(&self, quiet: Duration, cap: Duration) -> u64 {
+        let deadline = Instant::now() + cap;
+        let mut q = lock(&self.queue);
+        loop {
+            let now = Instant::now();
+            let calm_at = q.last_event.map_or(now, |t| t + quiet);
+            if calm_at <= now || deadline <= now || q.stop {
+                return q.enqueued;
+            }
+            let wait = calm_at.min(deadline) - now;
+            q = self
+                .cond
+                .wait_timeout(q, wait)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+    }
+
     pub fn request_reconcile(&self) {
         lock(&self.queue).reconcile_needed = true;
         self.cond.notify_all();
@@ -142,5 +179,45 @@ impl ProjectHandle {
     #[cfg(test)]
     pub fn queue(&self) -> std::sync::MutexGuard<'_, Queue> {
         lock(&self.queue)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The recursive shape's barrier waits for a quiet spell after the
+    /// last queued path, and no longer than its cap while paths keep coming.
+    #[test]
+    fn wait_quiet_waits_out_the_last_event_and_stops_at_the_cap() {
+        let t = tempfile::tempdir().unwrap();
+        let h = crate::project::for_test(t.path());
+        let quiet = Duration::from_millis(100);
+        let start = Instant::now();
+        assert_eq!(h.wait_quiet(quiet, Duration::from_secs(5)), 0);
+        assert!(start.elapsed() < quiet, "nothing queued: no wait");
+
+        h.enqueue(RelPath::new("a").unwrap(), false);
+        let queued = Instant::now();
+        assert_eq!(h.wait_quiet(quiet, Duration::from_secs(5)), 1);
+        assert!(queued.elapsed() >= quiet);
+
+        let busy = std::sync::Arc::clone(&h);
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stop2 = std::sync::Arc::clone(&stop);
+        let writer = std::thread::spawn(move || {
+            while !stop2.load(std::sync::atomic::Ordering::Relaxed) {
+                busy.enqueue(RelPath::new("b").unwrap(), false);
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        });
+        h.enqueue(RelPath::new("b").unwrap(), false);
+        let start = Instant::now();
+        h.wait_quiet(quiet, Duration::from_millis(400));
+        let waited = start.elapsed();
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        writer.join().unwrap();
+        assert!(waited >= Duration::from_millis(400), "{waited:?}");
+        assert!(waited < Duration::from_secs(3), "{waited:?}");
     }
 }

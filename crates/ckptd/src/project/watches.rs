@@ -1,9 +1,11 @@
-//! The directories watched for a project: one non-recursive watch per
-//! captured directory, so excluded trees (`.git`, `node_modules`, tagged
-//! build directories, `.ckptignore` matches) cost no watch and send no
-//! events. One walk, [`ProjectHandle::walk_below`], both adds the watches
-//! of a new directory and, when its recheck is released by the next
-//! cookie, lists what is in it then.
+//! The directories watched for a project. In the per-directory shape, one
+//! non-recursive watch per captured directory, so excluded trees (`.git`,
+//! `node_modules`, tagged build directories, `.ckptignore` matches) cost no
+//! watch and send no events. One walk, [`ProjectHandle::walk_below`], both
+//! adds the watches of a new directory and, when its recheck is released
+//! by the next cookie, lists what is in it then. In the recursive shape,
+//! one watch on the root covers the tree (the router drops what is
+//! excluded); the walk only lists.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -11,7 +13,7 @@ use std::sync::Arc;
 use ckpt_core::{is_cache_dir, RelPath, CACHE_TAG};
 
 use super::{DegradedReason, ProjectHandle};
-use crate::backend::{self, Backend};
+use crate::backend::{self, Backend, Shape};
 use crate::mutex::lock;
 use crate::pathmap::PathMap;
 
@@ -42,6 +44,10 @@ impl ProjectHandle {
     pub fn start_watching(&self, backend: &Arc<Backend>) {
         lock(&self.watches).backend = Some(Arc::clone(backend));
         let root = self.root.clone();
+        if backend.shape() == Shape::Recursive {
+            self.watch_tree(backend);
+            return;
+        }
         if let Err(e) = self.add_dir(backend, &root, Again::No) {
             self.mark_degraded(DegradedReason::Watcher(backend::describe(&e)));
             return;
@@ -78,6 +84,17 @@ impl ProjectHandle {
     /// renamed in); the worker watches what is there again.
     pub fn forget_watches_below(&self, dir: &Path) {
         lock(&self.watches).dirs.remove_below(dir);
+    }
+
+    /// The recursive shape's one watch, on the root.
+    fn watch_tree(&self, backend: &Backend) {
+        lock(&self.watches).dirs.insert(&self.root, ());
+        if let Err(e) = backend.watch_tree(&self.root) {
+            lock(&self.watches).dirs.remove(&self.root);
+            if !backend::nothing_to_watch(&e) {
+                self.watch_failed(&e);
+            }
+        }
     }
 
     /// Adds one directory's watch unless it has one; true if it is new. A
@@ -180,7 +197,7 @@ impl ProjectHandle {
         let Some(backend) = lock(&self.watches).backend.clone() else {
             return Vec::new();
         };
-        if self.scans_only() {
+        if self.scans_only() || backend.shape() == Shape::Recursive {
             return Vec::new();
         }
         let mut fresh = Vec::new();
@@ -264,6 +281,17 @@ impl ProjectHandle {
         if !lock(&self.watches).dirs.contains(&root) {
             return;
         }
+        if backend.shape() == Shape::Recursive {
+            if self.degraded() != Some(DegradedReason::LostEvents) {
+                return;
+            }
+            // Lost events may have hidden new directories from the
+            // backend's own walk, and watching a watched root again adds
+            // nothing: watching it afresh walks the tree again.
+            backend.unwatch_dir(&root);
+            self.watch_tree(&backend);
+            return;
+        }
         let added = self.walk_below(Some(&backend), &root, Again::Yes, None);
         if added > 0 {
             tracing::debug!(root = %root.display(), added, "watches added after a full scan");
@@ -305,52 +333,57 @@ mod tests {
 
     #[test]
     fn one_walk_watches_a_new_directory_and_lists_it_when_released() {
-        let t = tempfile::tempdir().unwrap();
-        let h = crate::project::for_test(t.path());
-        let root = h.root.clone();
-        let backend = Arc::new(Backend::start(|_| {}).unwrap());
-        h.start_watching(&backend);
-        for d in ["new/sub", "new/node_modules/m", "new/tagged/in"] {
-            std::fs::create_dir_all(root.join(d)).unwrap();
-        }
-        for f in [
-            "new/a",
-            "new/sub/b",
-            "new/node_modules/m/c",
-            "new/tagged/CACHEDIR.TAG",
-        ] {
-            std::fs::write(root.join(f), f).unwrap();
-        }
-
-        let new = RelPath::new("new").unwrap();
-        let fresh = h.sync_dirs(&[new]);
-        assert_eq!(
-            fresh.iter().map(|p| p.display()).collect::<Vec<_>>(),
-            ["new"]
-        );
-        std::fs::write(root.join("new/sub/late"), "made after the watch walk").unwrap();
-        let mut found: Vec<String> = h
-            .below_released(fresh)
-            .iter()
-            .map(|p| p.display())
-            .collect();
-        found.sort();
-        assert_eq!(
-            found,
-            [
-                "new",
+        for shape in crate::shape::available() {
+            let t = tempfile::tempdir().unwrap();
+            let h = crate::project::for_test(t.path());
+            let root = h.root.clone();
+            let backend = Arc::new(Backend::start(shape, |_| {}).unwrap());
+            h.start_watching(&backend);
+            for d in ["new/sub", "new/node_modules/m", "new/tagged/in"] {
+                std::fs::create_dir_all(root.join(d)).unwrap();
+            }
+            for f in [
                 "new/a",
-                "new/sub",
                 "new/sub/b",
-                "new/sub/late",
-                "new/tagged"
-            ]
-        );
-        let watched: Vec<PathBuf> = ["", "new", "new/sub"]
-            .iter()
-            .map(|d| root.join(d))
-            .collect();
-        assert_eq!(h.watched_dirs(), watched);
-        backend.shutdown();
+                "new/node_modules/m/c",
+                "new/tagged/CACHEDIR.TAG",
+            ] {
+                std::fs::write(root.join(f), f).unwrap();
+            }
+
+            // The recursive shape adds no watch: its one watch covers the
+            // tree; the new directory is listed at the cookie all the same
+            // (the router asks for that on its create event).
+            let new = RelPath::new("new").unwrap();
+            let fresh = h.sync_dirs(std::slice::from_ref(&new));
+            let (fresh, watched) = match shape {
+                Shape::PerDirectory => (fresh, vec!["", "new", "new/sub"]),
+                Shape::Recursive => {
+                    assert!(fresh.is_empty());
+                    (vec![new], vec![""])
+                }
+            };
+            std::fs::write(root.join("new/sub/late"), "made after the watch walk").unwrap();
+            let mut found: Vec<String> = h
+                .below_released(fresh)
+                .iter()
+                .map(|p| p.display())
+                .collect();
+            found.sort();
+            assert_eq!(
+                found,
+                [
+                    "new",
+                    "new/a",
+                    "new/sub",
+                    "new/sub/b",
+                    "new/sub/late",
+                    "new/tagged"
+                ]
+            );
+            let watched: Vec<PathBuf> = watched.iter().map(|d| root.join(d)).collect();
+            assert_eq!(h.watched_dirs(), watched, "{shape:?}");
+            backend.shutdown();
+        }
     }
 }

@@ -51,6 +51,7 @@ impl ProjectHandle {
                 // gone looks for it again, once per ROOT_POLL.
                 while q.pending.is_empty()
                     && q.released.is_empty()
+                    && q.rescan.is_empty()
                     && !q.reconcile_needed
                     && !q.stop
                 {
@@ -70,10 +71,18 @@ impl ProjectHandle {
                 let reconcile = std::mem::take(&mut q.reconcile_needed);
                 let mut batch: Vec<RelPath> = q.pending.drain().collect();
                 let released = std::mem::take(&mut q.released);
+                let rescan = std::mem::take(&mut q.rescan);
                 let seq = q.enqueued;
                 drop(q);
                 if !reconcile {
                     batch.extend(self.below_released(released.into_iter().collect()));
+                    for dir in rescan {
+                        match self.call(|p| p.cached_below(&dir)) {
+                            Ok(cached) => batch.extend(cached),
+                            Err(e) => self.capture_failed(&e),
+                        }
+                        batch.extend(self.below_released(vec![dir]));
+                    }
                 }
                 (batch, seq, reconcile)
             };
@@ -214,6 +223,39 @@ mod tests {
         h.enqueue(f, false);
         settle(&h);
         assert!(h.last_change_ns().expect("noted") > first);
+        h.stop_worker();
+    }
+
+    /// A subtree whose events were lost is checked whole: what appeared on
+    /// disk and what left it, seen by no event.
+    #[test]
+    fn a_rescan_of_a_subtree_finds_what_no_event_told() {
+        let t = tempfile::tempdir().unwrap();
+        let h = crate::project::for_test(t.path());
+        for f in ["sub/old", "sub/deep/kept"] {
+            let p = h.root.join(f);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, f).unwrap();
+        }
+        h.call(|p| p.reconcile()).unwrap();
+        h.spawn_worker();
+        std::fs::remove_file(h.root.join("sub/old")).unwrap();
+        std::fs::write(h.root.join("sub/deep/new"), "n").unwrap();
+        h.rescan_below(RelPath::new("sub").unwrap());
+        let seq = h.queue().enqueued;
+        assert!(h.wait_processed(seq, Duration::from_secs(30)));
+        let below = |dir: &str| -> Vec<String> {
+            let dir = RelPath::new(dir).unwrap();
+            let mut v: Vec<String> = h
+                .call(|p| p.cached_below(&dir))
+                .unwrap()
+                .iter()
+                .map(|p| p.display())
+                .collect();
+            v.sort();
+            v
+        };
+        assert_eq!(below("sub"), ["sub/deep", "sub/deep/kept", "sub/deep/new"]);
         h.stop_worker();
     }
 }
