@@ -34,6 +34,8 @@ pub struct Turn {
 #[derive(Clone, Debug)]
 pub struct Applied {
     pub turns: Vec<i64>,
+    /// Of some paths only (`--path`): its turns stayed live.
+    pub partial: bool,
     /// Every path the rewind changed: (state before it, state it left).
     pub changed: BTreeMap<Vec<u8>, Change>,
 }
@@ -153,6 +155,7 @@ pub fn rewound_items(turns: &[Turn], n: i64) -> BTreeMap<Vec<u8>, Change> {
 pub fn redo(tree: &Tree, last: &Applied, force: bool) -> Expect {
     let mut e = plan(tree, &last.changed, force, true);
     e.turns = last.turns.clone();
+    e.partial = last.partial;
     e
 }
 
@@ -445,6 +448,7 @@ mod tests {
         assert_eq!(e.result, s0);
         let applied = Applied {
             turns: vec![1],
+            partial: false,
             changed: e.changed,
         };
         let later = t(&[("src", d()), ("src/later", f("l"))]);

@@ -325,8 +325,10 @@ impl Seq<'_> {
         let log: LogReply = l.parse()?;
         let status = |id: i64| log.turns.iter().find(|t| t.id == id).map(|t| t.status);
         let disk = tree::read_disk(&self.proj.root)?;
-        // A redo of a `--path` rewind marks no turn: the tree says.
+        // A redo of a `--path` rewind marks no turn (its turns stayed
+        // live): the tree says.
         let done = match e.turns.first() {
+            _ if e.partial => disk == e.result,
             None => disk == e.result,
             Some(t) => {
                 status(*t)

@@ -626,6 +626,7 @@ impl<'a> Seq<'a> {
             // what is live).
             self.applied.push(Applied {
                 turns: e.turns.clone(),
+                partial: e.partial,
                 changed: e.changed.clone(),
             });
             self.just_rewound = true;
