@@ -83,7 +83,7 @@ pub fn apply_cmd(ctx: &Ctx, store: &Store, wc: WorkCopy) -> anyhow::Result<u8> {
         wc.name
     );
     let rec = ApplyRecord {
-        session: crate::apply::session(&wc.name, now_nanos()),
+        session: crate::apply::session(&wc.name, ckpt_types::now_ns().unsigned_abs().into()),
         paths,
         copy_fingerprint: p.copy_fingerprint,
         head: git::head(&wc.original),
@@ -366,11 +366,4 @@ pub fn apply_turn_rewound(ctx: &Ctx, wc: &WorkCopy) -> anyhow::Result<bool> {
 
 pub fn applied_turn(wc: &WorkCopy) -> i64 {
     wc.apply.as_ref().and_then(|a| a.turn).unwrap_or(0)
-}
-
-fn now_nanos() -> u128 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0)
 }
