@@ -15,6 +15,8 @@ use crate::state::HashOf;
 use crate::state::{Hash, State};
 use crate::store::Prepared;
 
+use super::merge_file;
+
 /// Turns each mergeable conflict of `plan` into an action writing the
 /// merge; returns the merged contents to store before the rewind is
 /// journaled. What cannot be merged stays a conflict, saying why.
@@ -128,13 +130,18 @@ fn merge_of(
     } else {
         *theirs_mode
     };
-    Ok(match merge3(b, o, t) {
+    let names = merge_file::Labels {
+        ours: &labels.current,
+        base: &labels.agent,
+        theirs: &labels.before,
+    };
+    Ok(match merge_file::merge(b, o, t, &names) {
         Some(merged) => Ok(Sides {
             current: o.to_string(),
-            merged: merged.map_err(|m| labels.rename(&m, [b, o, t])),
+            merged,
             mode,
         }),
-        None => Err("a side holds the bytes ckpt marks a file's end with".into()),
+        None => Err("the merge failed (out of memory?)".into()),
     })
 }
 
@@ -146,9 +153,8 @@ struct Sides {
     mode: u32,
 }
 
-/// What the conflict markers call each side: diffy writes `ours`,
-/// `original`, `theirs`, which here are the file now, what the agent left
-/// and the file before the rewound turns.
+/// What the conflict markers call each side: the file now, what the agent
+/// left and the file before the rewound turns.
 struct Labels {
     current: String,
     agent: String,
@@ -167,32 +173,6 @@ impl Labels {
             before: format!("before turn {}", plan.turn),
         }
     }
-
-    /// `merged` with diffy's marker lines named for what they are, unless
-    /// a side holds such a line itself (then the markers could not be
-    /// told from it, and stay as diffy wrote them).
-    fn rename(&self, merged: &str, sides: [&str; 3]) -> String {
-        const DIFFY: [&str; 3] = ["<<<<<<< ours", "||||||| original", ">>>>>>> theirs"];
-        if sides.iter().any(|s| s.lines().any(|l| DIFFY.contains(&l))) {
-            return merged.to_string();
-        }
-        let mut out = String::with_capacity(merged.len());
-        for line in merged.split_inclusive('\n') {
-            let (body, end) = match line.strip_suffix('\n') {
-                Some(b) => (b, "\n"),
-                None => (line, ""),
-            };
-            let named = match body {
-                "<<<<<<< ours" => format!("<<<<<<< {}", self.current),
-                "||||||| original" => format!("||||||| {}", self.agent),
-                ">>>>>>> theirs" => format!(">>>>>>> {}", self.before),
-                _ => body.to_string(),
-            };
-            out.push_str(&named);
-            out.push_str(end);
-        }
-        out
-    }
 }
 
 /// The unified hunks turning `current` into `merged` (three lines of
@@ -204,48 +184,6 @@ fn hunks(path: &RelPath, current: &str, merged: &str) -> String {
         .context_radius(3)
         .header(&format!("a/{name}"), &format!("b/{name}"))
         .to_string()
-}
-
-/// Ends every side for a conflict's rendering: no text file holds it (a
-/// NUL, then a name), and it is a line of its own or ends a side's last line.
-const EOF: &str = "\u{0}ckpt:eof\u{0}\n";
-
-/// `diffy`'s three-way merge, with every conflict marker on a line of its
-/// own, as `git merge-file` writes it: a side whose last line has no
-/// newline gets one before the marker that follows it. `None` if a side
-/// holds the end mark (then it stays a conflict).
-fn merge3(base: &str, ours: &str, theirs: &str) -> Option<std::result::Result<String, String>> {
-    let clean = diffy::merge(base, ours, theirs);
-    if clean.is_ok() {
-        return Some(clean);
-    }
-    if [base, ours, theirs].iter().any(|s| s.contains(EOF)) {
-        return None;
-    }
-    // diffy writes a marker right after a side's last line, newline or
-    // not; with every side ending in a line, its markers start lines.
-    let ended = |s: &str| format!("{s}{EOF}");
-    let merged = diffy::merge(&ended(base), &ended(ours), &ended(theirs));
-    Some(merged.map(|t| without_eof(&t)).map_err(|t| without_eof(&t)))
-}
-
-/// Takes the end marks out: one on a line of its own goes whole; one that
-/// ends a line without a newline becomes that newline when a conflict
-/// marker follows, and nothing at the end of the file (it ends as that
-/// side did).
-fn without_eof(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(i) = rest.find(EOF) {
-        out.push_str(&rest[..i]);
-        rest = &rest[i + EOF.len()..];
-        let line_start = out.is_empty() || out.ends_with('\n');
-        if !line_start && !rest.is_empty() {
-            out.push('\n');
-        }
-    }
-    out.push_str(rest);
-    out
 }
 
 /// The content as text, unless it is binary: not UTF-8, or a NUL in its
@@ -342,55 +280,6 @@ mod tests {
         assert_eq!(plan.merged[0].outcome, MergeOutcome::Overlapping);
         assert_eq!(fs::read_to_string(root.join("a.txt")).unwrap(), user);
         assert_eq!(fs::read(root.join("b.bin")).unwrap(), b"\0bin");
-    }
-
-    /// A side whose last line has no newline: the marker after it is a
-    /// line of its own (as `git merge-file` writes it); a clean merge keeps
-    /// the missing newline.
-    #[test]
-    fn conflict_markers_are_lines_of_their_own_when_a_side_has_no_final_newline() {
-        let m = |b, o, t| super::merge3(b, o, t).expect("mergeable");
-        assert_eq!(
-            m("a\nagent\n", "a\nuser\n", "a\nlast"),
-            Err(
-                "a\n<<<<<<< ours\nuser\n||||||| original\nagent\n=======\nlast\n>>>>>>> theirs\n"
-                    .into()
-            )
-        );
-        assert_eq!(
-            m("a\nagent", "a\nuser", "a\nlast"),
-            Err(
-                "a\n<<<<<<< ours\nuser\n||||||| original\nagent\n=======\nlast\n>>>>>>> theirs\n"
-                    .into()
-            )
-        );
-        assert_eq!(
-            m("x\nmid\nz", "x\nOURS\nz", "x\nTHEIRS\nz"),
-            Err(
-                "x\n<<<<<<< ours\nOURS\n||||||| original\nmid\n=======\nTHEIRS\n>>>>>>> theirs\nz"
-                    .into()
-            )
-        );
-        assert_eq!(m("a\nb\nc", "A\nb\nc", "a\nb\nC"), Ok("A\nb\nC".into()));
-    }
-
-    /// Markers name the sides for what they are; a side that holds a line
-    /// such as `<<<<<<< ours` itself keeps diffy's names, so no line of
-    /// the file is renamed.
-    #[test]
-    fn marker_labels_name_the_sides_unless_a_side_holds_a_marker_line() {
-        let labels = super::Labels {
-            current: "current".into(),
-            agent: "agent (turn 2)".into(),
-            before: "before turn 2".into(),
-        };
-        let merged = "<<<<<<< ours\nu\n||||||| original\na\n=======\nb\n>>>>>>> theirs\n";
-        assert_eq!(
-            labels.rename(merged, ["a\n", "u\n", "b\n"]),
-            "<<<<<<< current\nu\n||||||| agent (turn 2)\na\n=======\nb\n>>>>>>> before turn 2\n"
-        );
-        let holds = [">>>>>>> theirs\na\n", "u\n", "b\n"];
-        assert_eq!(labels.rename(merged, holds), merged);
     }
 
     #[test]

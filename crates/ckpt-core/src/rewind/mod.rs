@@ -38,6 +38,7 @@ mod apply;
 mod copy_in;
 mod journal;
 mod merge;
+mod merge_file;
 mod plan;
 
 /// Which side of a journaled action to apply.

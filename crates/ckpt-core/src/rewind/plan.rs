@@ -13,8 +13,9 @@
 //!   redo that must leave one is refused, as for R3-R5).
 //! - R2 a path that differs from what the last turn left is a conflict.
 //! - R3 a path now inside a directory the plan takes away, and not removed
-//!   by it, is a conflict too (someone's file); with force the directory is
-//!   kept instead (R4, R5).
+//!   by it, is a conflict too (someone's file, or an R2 one, reported even
+//!   where R4 or R5 then keep it); with force the directory is kept instead
+//!   (R4, R5).
 //! - R4 every directory above a path the plan makes exist ends a
 //!   directory: one the plan would take away is kept (or, if it is not a
 //!   directory now, becomes one); a missing one is created; a file or
@@ -190,15 +191,19 @@ impl<T: Tree> Planner<'_, T> {
         let mut out: BTreeMap<RelPath, Conflict> = BTreeMap::new();
         for a in self.actions.values().filter(|a| removes_dir(a)) {
             for (child, state) in &self.below[&a.path] {
-                if !self.ends_absent(child) && !self.conflicts.contains_key(child) {
-                    out.entry(child.clone()).or_insert(Conflict {
-                        path: child.clone(),
-                        expected: State::Absent,
-                        current: state.clone(),
-                        other: None,
-                        not_mergeable: None,
-                    });
+                if self.ends_absent(child) {
+                    continue;
                 }
+                // One edited since (R2) is reported as such, even if R4 or
+                // R5 keep it in the end: keeping it is the refusal's doing.
+                let c = self.conflicts.get(child).cloned().unwrap_or(Conflict {
+                    path: child.clone(),
+                    expected: State::Absent,
+                    current: state.clone(),
+                    other: None,
+                    not_mergeable: None,
+                });
+                out.entry(child.clone()).or_insert(c);
             }
         }
         out.into_values().collect()
@@ -503,6 +508,41 @@ mod tests {
             }
         }
         Ok(())
+    }
+
+    /// Soak seed 6667717916080872239: the agent's turns made `d` and
+    /// changed the user's file `d/f`; the user then replaced `d/f` with a
+    /// directory holding `d/f/x`. Rewinding takes `d` away and gives `d/f`
+    /// back as a file: both `d/f` (edited since) and `d/f/x` (someone's
+    /// file in a directory taken away) are conflicts, though R5 keeps
+    /// `d/f` for what it holds.
+    #[test]
+    fn a_file_the_user_made_a_directory_inside_a_directory_taken_away_is_a_conflict() {
+        let dir = State::Dir { mode: 0o755 };
+        let now = [("d", dir.clone()), ("d/f", dir.clone()), ("d/f/x", file(3))];
+        let tree = Mem(now.iter().map(|(p, s)| (rel(p), s.clone())).collect());
+        let wanted = vec![
+            Wanted {
+                path: rel("d"),
+                current: dir.clone(),
+                target: State::Absent,
+                expected: dir.clone(),
+            },
+            Wanted {
+                path: rel("d/f"),
+                current: dir,
+                target: file(1),
+                expected: file(2),
+            },
+        ];
+        let plan = plan(&tree, Kind::Rewind, 1, vec![1], wanted, false).unwrap();
+        let conflicts: Vec<String> = plan.conflicts.iter().map(|c| c.path.to_string()).collect();
+        assert_eq!(conflicts, ["d/f", "d/f/x"]);
+        assert_eq!(
+            plan.conflicts[0].expected,
+            file(2),
+            "reported as edited since"
+        );
     }
 
     proptest! {
