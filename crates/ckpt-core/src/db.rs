@@ -210,6 +210,12 @@ const MIGRATIONS: &[&str] = &[
     "
     ALTER TABLE turns ADD COLUMN tools INTEGER NOT NULL DEFAULT 0;
     ",
+    // 14: a turn the user pinned (`ckptctl pin`) is kept past retention,
+    // and with it every later turn (gc.rs).
+    "
+    ALTER TABLE turns ADD COLUMN pinned INTEGER NOT NULL DEFAULT 0;
+    CREATE INDEX turns_pinned ON turns(id) WHERE pinned = 1;
+    ",
 ];
 
 /// The schema version this build writes and understands.

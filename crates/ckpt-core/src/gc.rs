@@ -1,42 +1,159 @@
-//! Retention and garbage collection: drop turns past the retention policy,
-//! then the blobs that nothing (cache, turns, rewind journal) refers to.
+//! Retention and garbage collection: drop turns past the retention policy
+//! (age and count, then the store's budget), then the blobs that nothing
+//! (cache, turns, rewind journal) refers to.
+//!
+//! Turns go as a prefix, oldest first: dropping turn N drops every older
+//! turn, so each turn that remains can still be rewound exactly (a rewind
+//! to T needs every later turn's pre-images). The first turn that must
+//! stay ([`Hold`]: pinned, open, an open ledger entry, an unfinished
+//! journal) stops the prefix: it and every later turn stay.
 
 use std::collections::HashSet;
 
-use rusqlite::Connection;
+use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::history;
-use crate::model::{GcReport, Retention};
+use crate::model::{GcReport, HeldBy, Hold, NextDrop, Retention, RetentionView};
 use crate::state::Hash;
 use crate::store::BlobStore;
 use ckpt_types::now_ns;
 
-/// Drops what `policy` no longer keeps: old turns, then unreferenced blobs.
-pub(crate) fn gc(conn: &mut Connection, store: &BlobStore, policy: &Retention) -> Result<GcReport> {
-    let now = now_ns();
-    let cutoff = now - (policy.max_age_secs as i64).saturating_mul(1_000_000_000);
-    let tx = conn.transaction()?;
-    // The newest `keep_turns` are kept; older ones go once past the age.
-    // Dropping turn N drops everything older than N too, so the turns
-    // that remain can always be rewound.
-    let mut report = GcReport::default();
-    if let Some(last) = history::newest_expired_turn(&tx, cutoff, policy.keep_turns)? {
-        report.turns_dropped = history::drop_turns_through(&tx, last)?;
-    }
-    tx.commit()?;
+const NS: i64 = 1_000_000_000;
 
-    let mut referenced = HashSet::new();
-    {
-        let mut stmt = conn.prepare("SELECT data FROM files WHERE kind = 1")?;
-        let rows = stmt.query_map([], |r| r.get::<_, Vec<u8>>(0))?;
-        for r in rows {
-            referenced.extend(Hash::from_slice(&r?));
+/// The first turn that must stay, of each [`Hold`], lowest first.
+fn held(conn: &Connection) -> Result<Option<HeldBy>> {
+    let sql: [(Hold, &str); 4] = [
+        (Hold::Pinned, "SELECT min(id) FROM turns WHERE pinned = 1"),
+        (
+            Hold::Open,
+            "SELECT min(id) FROM turns WHERE status = 'open'",
+        ),
+        (
+            Hold::Ledger,
+            "SELECT min(e.turn) FROM ledger_entries e JOIN turns t ON t.id = e.turn
+             WHERE t.status <> 'rewound' AND coalesce((SELECT status FROM ledger_events
+               WHERE entry = e.id ORDER BY id DESC LIMIT 1), 'open') = 'open'",
+        ),
+        (
+            // A journal not yet settled names its turn, the turns it undoes
+            // (all at or after `turn`) and, for an apply, the turn it made.
+            Hold::Apply,
+            "SELECT min(min(turn, coalesce(applies, turn))) FROM rewinds
+             WHERE status NOT IN ('applied', 'redone', 'failed')",
+        ),
+    ];
+    let mut first: Option<HeldBy> = None;
+    for (why, q) in sql {
+        let turn: Option<i64> = conn.query_row(q, [], |r| r.get(0))?;
+        if let Some(turn) = turn {
+            if first.is_none_or(|f| turn < f.turn) {
+                first = Some(HeldBy { turn, why });
+            }
         }
     }
+    Ok(first)
+}
+
+/// The newest turn past the age and count limits, below any held turn:
+/// the next gc drops every turn up to it.
+fn due(
+    conn: &Connection,
+    policy: &Retention,
+    now: i64,
+    held: Option<HeldBy>,
+) -> Result<Option<i64>> {
+    let Some(window) = window_start(conn, policy.keep_turns)? else {
+        return Ok(None);
+    };
+    let cutoff = now - (policy.max_age_secs as i64).saturating_mul(NS);
+    let below = held.map_or(i64::MAX, |h| h.turn);
+    Ok(conn.query_row(
+        "SELECT max(id) FROM turns WHERE started_ns < ?1 AND id < ?2 AND id < ?3",
+        params![cutoff, window, below],
+        |r| r.get(0),
+    )?)
+}
+
+/// The oldest of the newest `keep` turns that changed something: turns
+/// before it are past the count limit. `None`: fewer such turns than that.
+fn window_start(conn: &Connection, keep: usize) -> Result<Option<i64>> {
+    if keep == 0 {
+        return Ok(Some(i64::MAX));
+    }
+    Ok(conn
+        .query_row(
+            "SELECT id FROM turns t WHERE EXISTS (SELECT 1 FROM turn_entries e WHERE e.turn = t.id)
+             ORDER BY id DESC LIMIT 1 OFFSET ?1",
+            [keep as i64 - 1],
+            |r| r.get(0),
+        )
+        .optional()?)
+}
+
+/// Every blob the cache, a turn or the journal names.
+fn referenced(conn: &Connection) -> Result<HashSet<Hash>> {
+    let mut referenced = HashSet::new();
+    let mut stmt = conn.prepare("SELECT data FROM files WHERE kind = 1")?;
+    let rows = stmt.query_map([], |r| r.get::<_, Vec<u8>>(0))?;
+    for r in rows {
+        referenced.extend(Hash::from_slice(&r?));
+    }
     history::blobs_named(conn, &mut referenced)?;
-    let grace = (policy.grace_secs as i64).saturating_mul(1_000_000_000);
-    let (blobs, bytes) = store.gc(conn, &referenced, grace, now)?;
+    Ok(referenced)
+}
+
+/// Drops what `policy` no longer keeps: turns past age and count, then,
+/// while the store is over its budget, the oldest turns that may go; then
+/// unreferenced blobs. With `dry_run`, all of it runs in a transaction
+/// that is rolled back, and no file is removed: the report says what a
+/// real run would drop.
+pub(crate) fn gc(
+    conn: &mut Connection,
+    store: &BlobStore,
+    policy: &Retention,
+    dry_run: bool,
+) -> Result<GcReport> {
+    let now = now_ns();
+    let cutoff = now.saturating_sub((policy.grace_secs as i64).saturating_mul(NS));
+    let mut report = GcReport {
+        dry_run,
+        ..GcReport::default()
+    };
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let held = held(&tx)?;
+    if let Some(last) = due(&tx, policy, now, held)? {
+        report.turns_dropped += history::drop_turns_through(&tx, last)?;
+        report.through = Some(last);
+    }
+    let mut doomed = store.delete_unreferenced(&tx, &referenced(&tx)?, cutoff)?;
+    if let Some(budget) = policy.budget_bytes {
+        let below = held.map_or(i64::MAX, |h| h.turn);
+        // One turn at a time: each re-reads what is referenced, so it costs
+        // a pass over the references per turn, and only when over budget.
+        while store.usage(&tx)?.1 > budget {
+            let next: Option<i64> =
+                tx.query_row("SELECT min(id) FROM turns WHERE id < ?1", [below], |r| {
+                    r.get(0)
+                })?;
+            let Some(next) = next else {
+                report.over_budget = true;
+                break;
+            };
+            report.turns_dropped += history::drop_turns_through(&tx, next)?;
+            report.through = Some(next);
+            doomed.add(store.delete_unreferenced(&tx, &referenced(&tx)?, cutoff)?);
+        }
+    }
+    report.store_bytes = store.usage(&tx)?.1;
+    if dry_run {
+        report.blobs_removed = doomed.blobs;
+        report.bytes_freed = doomed.bytes;
+        tx.rollback()?;
+        return Ok(report);
+    }
+    tx.commit()?;
+    let (blobs, bytes) = store.remove_doomed(conn, doomed, cutoff)?;
     report.blobs_removed = blobs;
     report.bytes_freed = bytes;
     // Give the pages of deleted inline blobs back to the filesystem.
@@ -44,11 +161,69 @@ pub(crate) fn gc(conn: &mut Connection, store: &BlobStore, policy: &Retention) -
     Ok(report)
 }
 
+/// The policy, the pinned turns, and what retention drops next.
+pub(crate) fn view(conn: &Connection, policy: &Retention) -> Result<RetentionView> {
+    let now = now_ns();
+    let pinned = conn
+        .prepare("SELECT id FROM turns WHERE pinned = 1 ORDER BY id")?
+        .query_map([], |r| r.get(0))?
+        .collect::<rusqlite::Result<Vec<i64>>>()?;
+    let held = held(conn)?;
+    let due = due(conn, policy, now, held)?;
+    let below = held.map_or(i64::MAX, |h| h.turn);
+    let next = if due.is_some() {
+        None
+    } else {
+        let first: Option<(i64, i64)> = conn
+            .query_row(
+                "SELECT id, started_ns FROM turns WHERE id < ?1 ORDER BY id LIMIT 1",
+                [below],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()?;
+        match first {
+            None => None,
+            Some((turn, started_ns)) => {
+                let newer: i64 = conn.query_row(
+                    "SELECT count(*) FROM turns t WHERE id > ?1
+                     AND EXISTS (SELECT 1 FROM turn_entries e WHERE e.turn = t.id)",
+                    [turn],
+                    |r| r.get(0),
+                )?;
+                Some(NextDrop {
+                    turn,
+                    at_ns: started_ns + (policy.max_age_secs as i64).saturating_mul(NS),
+                    after_turns: (policy.keep_turns as u64).saturating_sub(newer as u64),
+                })
+            }
+        }
+    };
+    Ok(RetentionView {
+        policy: policy.clone(),
+        pinned,
+        held,
+        due,
+        next,
+    })
+}
+
+/// Pins or unpins `turn`. A rewound turn is pinned too: redo brings it back.
+pub(crate) fn set_pinned(conn: &Connection, turn: i64, pinned: bool) -> Result<()> {
+    let n = conn.execute(
+        "UPDATE turns SET pinned = ?2 WHERE id = ?1",
+        params![turn, pinned],
+    )?;
+    if n == 0 {
+        return Err(Error::UnknownTurn(turn));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use std::fs;
 
-    use crate::model::{Retention, RewindOptions, RewindOutcome, TurnMeta};
+    use crate::model::{Hold, Retention, RewindOptions, RewindOutcome, TurnMeta};
     use crate::project::tests::reconciled;
     use crate::project::Project;
 
@@ -56,6 +231,7 @@ mod tests {
         keep_turns: 1,
         max_age_secs: 0,
         grace_secs: 0,
+        budget_bytes: None,
     };
 
     /// A project whose one file `f` is `v0`, then `v1`..`v3` in three turns.
@@ -76,7 +252,7 @@ mod tests {
         let (_tmp, root, mut p, turns) = three_turns();
         let blobs_before = p.status().unwrap().blobs;
         let policy = KEEP_ONE;
-        let report = p.gc(&policy).unwrap();
+        let report = p.gc(&policy, false).unwrap();
         assert_eq!(report.turns_dropped, 2);
         // v0 and v1 were only pre-images of dropped turns.
         assert_eq!(report.blobs_removed, 2, "{report:?}");
@@ -96,12 +272,203 @@ mod tests {
         let out = p.rewind(turns[1], RewindOptions::default()).unwrap();
         assert!(matches!(out, RewindOutcome::Applied { .. }));
         let policy = KEEP_ONE;
-        assert_eq!(p.gc(&policy).unwrap().turns_dropped, 2);
+        assert_eq!(p.gc(&policy, false).unwrap().turns_dropped, 2);
         let report =
             crate::fsck(&tmp.path().join("store"), &crate::FsckOptions::default()).unwrap();
         assert!(report.problems.is_empty(), "{report:?}");
         let out = p.redo(RewindOptions::default()).unwrap();
         assert!(matches!(out, RewindOutcome::Applied { .. }), "{out:?}");
         assert_eq!(fs::read(root.join("f")).unwrap(), b"v3");
+    }
+
+    fn turn(p: &mut Project, root: &std::path::Path, writes: &[(&str, &str)]) -> i64 {
+        let t = p.turn_start(TurnMeta::default()).unwrap();
+        for (f, v) in writes {
+            fs::write(root.join(f), v).unwrap();
+        }
+        p.reconcile().unwrap();
+        p.turn_end().unwrap();
+        t
+    }
+
+    fn turn_ids(p: &Project) -> Vec<i64> {
+        let mut ids: Vec<i64> = p.log(1000).unwrap().iter().map(|t| t.id).collect();
+        ids.sort();
+        ids
+    }
+
+    #[test]
+    fn a_pinned_turn_and_every_later_one_outlive_retention() {
+        let (_tmp, root, mut p, turns) = three_turns();
+        p.pin(turns[1], true).unwrap();
+        let view = p.retention(&KEEP_ONE).unwrap();
+        assert_eq!(view.pinned, [turns[1]]);
+        assert_eq!(
+            view.held.map(|h| (h.turn, h.why)),
+            Some((turns[1], Hold::Pinned))
+        );
+        assert_eq!(view.due, Some(turns[0]));
+        let report = p.gc(&KEEP_ONE, false).unwrap();
+        assert_eq!((report.turns_dropped, report.through), (1, Some(turns[0])));
+        assert_eq!(turn_ids(&p), turns[1..]);
+        // The pinned turn still rewinds exactly.
+        let out = p.rewind(turns[1], RewindOptions::default()).unwrap();
+        assert!(matches!(out, RewindOutcome::Applied { .. }));
+        assert_eq!(fs::read(root.join("f")).unwrap(), b"v1");
+
+        p.pin(turns[1], false).unwrap();
+        assert!(p.retention(&KEEP_ONE).unwrap().pinned.is_empty());
+        assert!(matches!(
+            p.pin(99, true),
+            Err(crate::Error::UnknownTurn(99))
+        ));
+    }
+
+    #[test]
+    fn empty_turns_do_not_count_against_the_turns_kept() {
+        let (_tmp, root, mut p) = reconciled(&[("f", "v0")]);
+        let changed = turn(&mut p, &root, &[("f", "v1")]);
+        let empty: Vec<i64> = (0..3).map(|_| turn(&mut p, &root, &[])).collect();
+        let keep_one = KEEP_ONE;
+        // The one turn kept is the one that changed something: the empty
+        // turns after it do not push it out.
+        assert_eq!(p.gc(&keep_one, false).unwrap().turns_dropped, 0);
+        assert_eq!(turn_ids(&p), [vec![changed], empty.clone()].concat());
+        let last = turn(&mut p, &root, &[("f", "v2")]);
+        assert_eq!(p.gc(&keep_one, false).unwrap().through, Some(empty[2]));
+        assert_eq!(turn_ids(&p), [last]);
+    }
+
+    #[test]
+    fn a_turn_with_an_open_ledger_entry_stays() {
+        let (_tmp, root, mut p) = reconciled(&[("f", "v0\n")]);
+        let t1 = turn(&mut p, &root, &[("f", "v1\n")]);
+        let t2 = p.turn_start(TurnMeta::default()).unwrap();
+        fs::write(root.join("f"), "v2\n").unwrap();
+        p.reconcile().unwrap();
+        let id = p
+            .ledger_add(crate::ledger::NewLedgerEntry {
+                path: crate::RelPath::new("f").unwrap(),
+                span: None,
+                bucket: ckpt_types::Bucket::CompatShim,
+                severity: ckpt_types::Severity::High,
+                confidence: 0.8,
+                owner: None,
+                user: None,
+                note: "n".into(),
+            })
+            .unwrap();
+        p.turn_end().unwrap();
+        let t3 = turn(&mut p, &root, &[("f", "v3\n")]);
+        let view = p.retention(&KEEP_ONE).unwrap();
+        assert_eq!(view.held.map(|h| (h.turn, h.why)), Some((t2, Hold::Ledger)));
+        assert_eq!(p.gc(&KEEP_ONE, false).unwrap().through, Some(t1));
+        assert_eq!(turn_ids(&p), [t2, t3]);
+        // Resolved, it no longer holds the turn.
+        p.ledger_set_status(
+            id,
+            crate::ledger::LedgerStatus::Resolved,
+            None,
+            "done".into(),
+        )
+        .unwrap();
+        assert_eq!(p.gc(&KEEP_ONE, false).unwrap().through, Some(t2));
+    }
+
+    #[test]
+    fn an_open_turn_of_another_session_is_never_dropped() {
+        let (_tmp, root, mut p) = reconciled(&[("f", "v0")]);
+        let other = p
+            .turn_start(TurnMeta {
+                session: Some("b".into()),
+                ..TurnMeta::default()
+            })
+            .unwrap();
+        let t = turn(&mut p, &root, &[("f", "v1")]);
+        let _ = turn(&mut p, &root, &[("f", "v2")]);
+        let report = p.gc(&KEEP_ONE, false).unwrap();
+        assert_eq!(report.turns_dropped, 0, "{report:?}");
+        assert!(turn_ids(&p).contains(&other) && turn_ids(&p).contains(&t));
+    }
+
+    #[test]
+    fn a_dry_run_reports_what_a_real_run_then_does_and_changes_nothing() {
+        let (_tmp, _root, mut p, turns) = three_turns();
+        let before = p.status().unwrap();
+        let dry = p.gc(&KEEP_ONE, true).unwrap();
+        assert!(dry.dry_run);
+        assert_eq!((dry.turns_dropped, dry.through), (2, Some(turns[1])));
+        assert_eq!(dry.blobs_removed, 2);
+        assert!(dry.bytes_freed > 0);
+        let after = p.status().unwrap();
+        assert_eq!(
+            (after.turns, after.blobs, after.store_bytes),
+            (before.turns, before.blobs, before.store_bytes)
+        );
+        let real = p.gc(&KEEP_ONE, false).unwrap();
+        assert_eq!(
+            (
+                real.turns_dropped,
+                real.blobs_removed,
+                real.bytes_freed,
+                real.store_bytes
+            ),
+            (
+                dry.turns_dropped,
+                dry.blobs_removed,
+                dry.bytes_freed,
+                dry.store_bytes
+            )
+        );
+    }
+
+    #[test]
+    fn over_budget_the_oldest_turns_go_until_the_store_fits() {
+        let (_tmp, root, mut p) = reconciled(&[("f", "v0")]);
+        // Incompressible content, so each version costs its size.
+        let noise = |seed: u8| -> String {
+            let mut x = u32::from(seed).wrapping_mul(2_654_435_761) | 1;
+            (0..40_000)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 17;
+                    x ^= x << 5;
+                    char::from(b'a' + (x % 26) as u8)
+                })
+                .collect()
+        };
+        let turns: Vec<i64> = (1..=4)
+            .map(|v| turn(&mut p, &root, &[("f", &noise(v))]))
+            .collect();
+        let keep_all = Retention {
+            keep_turns: 100,
+            max_age_secs: 1 << 40,
+            grace_secs: 0,
+            budget_bytes: None,
+        };
+        let size = p.status().unwrap().store_bytes;
+        let budget = Retention {
+            // Room for the current version and about one more.
+            budget_bytes: Some(size / 2),
+            ..keep_all.clone()
+        };
+        assert_eq!(p.gc(&keep_all, false).unwrap().turns_dropped, 0);
+        let report = p.gc(&budget, false).unwrap();
+        assert!(!report.over_budget, "{report:?}");
+        assert!(report.store_bytes <= size / 2, "{report:?}");
+        assert!(report.turns_dropped >= 2, "{report:?}");
+        assert_eq!(turn_ids(&p), turns[report.turns_dropped as usize..]);
+
+        // A pin below the budget's reach: over budget, and said so.
+        p.pin(*turn_ids(&p).first().unwrap(), true).unwrap();
+        let tight = Retention {
+            budget_bytes: Some(1),
+            ..keep_all
+        };
+        let report = p.gc(&tight, false).unwrap();
+        assert!(
+            report.over_budget && report.turns_dropped == 0,
+            "{report:?}"
+        );
     }
 }

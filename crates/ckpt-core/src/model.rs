@@ -13,6 +13,7 @@ pub use ckpt_types::{
     TurnDetail, TurnEntry, TurnInfo, TurnStatus,
 };
 pub use ckpt_types::{Blame, BlameLine, LineOrigin};
+pub use ckpt_types::{GcReport, HeldBy, Hold, NextDrop, Retention, RetentionView};
 
 /// How a project is captured. The defaults suit a source tree.
 #[derive(Clone, Debug)]
@@ -26,7 +27,8 @@ pub struct Options {
     pub inline_max: usize,
     /// Worker threads for hashing and compressing (1 = the caller's thread only).
     pub threads: usize,
-    /// Directory names excluded in addition to [`DEFAULT_EXCLUDES`].
+    /// Paths excluded in addition to [`DEFAULT_EXCLUDES`] and
+    /// `.ckptignore`, in gitignore syntax (the `capture.excludes` setting).
     pub extra_excludes: Vec<String>,
     /// Closes what a rewind removed or replaced (see [`FreeRemoved`]);
     /// `None`: closed on the rewinding thread, when the rewind is done.
@@ -182,34 +184,4 @@ pub struct ProjectStatus {
     /// Bytes the blob store takes (compressed, inline and files).
     pub store_bytes: u64,
     pub blobs: u64,
-}
-
-/// How much history a project keeps. Turns beyond both limits are dropped
-/// (oldest first; the open turn never), then blobs nothing refers to.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Retention {
-    /// Always keep at least this many of the newest turns.
-    pub keep_turns: usize,
-    /// Drop older turns once they are older than this many seconds.
-    pub max_age_secs: u64,
-    /// Blobs younger than this are never collected (a capture in flight may
-    /// be about to refer to them).
-    pub grace_secs: u64,
-}
-
-impl Default for Retention {
-    fn default() -> Self {
-        Retention {
-            keep_turns: 100,
-            max_age_secs: 14 * 24 * 3600,
-            grace_secs: 3600,
-        }
-    }
-}
-
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
-pub struct GcReport {
-    pub turns_dropped: u64,
-    pub blobs_removed: u64,
-    pub bytes_freed: u64,
 }

@@ -15,7 +15,8 @@
 //! | `blame` | `blame::blame` (here: one line) |
 //! | `ledger_add`, `ledger_list`, `ledger_show`, `ledger_set_status`, `ledger_import`, `ledger_count_for_turn`, `open_ledger_spans` | `ledger::Ledger` (here: one line each) |
 //! | `export_range`, `export` | `export::export_range`, `export::export` (here: one line each) |
-//! | `gc` | `gc::gc` (here: one line) |
+//! | `gc`, `retention`, `pin` | `gc::gc`, `gc::view`, `gc::set_pinned` (here: one line each) |
+//! | `set_capture` (a changed config) | here |
 //!
 //! Each operation below takes only what it needs (the connection, the blob
 //! store, the tree; capture and rewind take the borrowed [`Parts`]), never
@@ -452,9 +453,34 @@ impl Project {
         export::export(&self.conn, &self.store, &self.root, range, out)
     }
 
-    /// Drops turns past the retention policy, then the blobs nothing refers to.
-    pub fn gc(&mut self, policy: &Retention) -> Result<GcReport> {
-        gc::gc(&mut self.conn, &self.store, policy)
+    /// Drops turns past the retention policy, then the blobs nothing refers
+    /// to; with `dry_run`, only says what it would drop.
+    pub fn gc(&mut self, policy: &Retention, dry_run: bool) -> Result<GcReport> {
+        gc::gc(&mut self.conn, &self.store, policy, dry_run)
+    }
+
+    /// The policy, the pinned turns, and what retention drops next.
+    pub fn retention(&self, policy: &Retention) -> Result<RetentionView> {
+        gc::view(&self.conn, policy)
+    }
+
+    /// Pins `turn` (kept past retention, and every later turn with it) or
+    /// unpins it.
+    pub fn pin(&mut self, turn: i64, pinned: bool) -> Result<()> {
+        gc::set_pinned(&self.conn, turn, pinned)
+    }
+
+    /// Takes a new size cap and extra excludes (a changed config); returns
+    /// whether the excludes changed, after which a full scan finds what
+    /// they no longer exclude.
+    pub fn set_capture(&mut self, max_file_size: u64, extra_excludes: Vec<String>) -> bool {
+        self.opts.max_file_size = max_file_size;
+        if self.opts.extra_excludes == extra_excludes {
+            return false;
+        }
+        self.opts.extra_excludes = extra_excludes;
+        self.excludes = Excludes::load(&self.root, &self.opts.extra_excludes);
+        true
     }
 }
 

@@ -30,18 +30,28 @@ pub(crate) struct Excludes {
 }
 
 impl Excludes {
+    /// The rules for `root`: the built-in names, `extra` (gitignore
+    /// patterns from the settings, as if at the top of `.ckptignore`), and
+    /// `.ckptignore`.
     pub fn load(root: &Path, extra: &[String]) -> Excludes {
         let mut names: HashSet<Vec<u8>> = DEFAULT_EXCLUDES
             .iter()
             .map(|n| n.as_bytes().to_vec())
             .collect();
-        names.extend(extra.iter().map(|n| n.as_bytes().to_vec()));
         names.insert(GIT_DIR.to_vec());
         let file = root.join(IGNORE_FILE);
-        let ignore = file.is_file().then(|| {
+        let has_file = file.is_file();
+        let ignore = (has_file || !extra.is_empty()).then(|| {
             let mut b = GitignoreBuilder::new(root);
-            if let Some(err) = b.add(&file) {
-                tracing::warn!("{}: {err}", file.display());
+            for line in extra {
+                if let Err(err) = b.add_line(None, line) {
+                    tracing::warn!("capture.excludes: {line}: {err}");
+                }
+            }
+            if has_file {
+                if let Some(err) = b.add(&file) {
+                    tracing::warn!("{}: {err}", file.display());
+                }
             }
             b.build().unwrap_or_else(|err| {
                 tracing::warn!("{}: {err}", file.display());
@@ -95,8 +105,8 @@ impl Excludes {
 }
 
 /// Every path ckpt captures below `root`, in byte order, and the paths
-/// that could not be read: the daemon's own rules (`.git`, [`DEFAULT_EXCLUDES`]
-/// and `extra` directory names, `CACHEDIR.TAG`-tagged directories,
+/// that could not be read: the daemon's own rules (`.git`, [`DEFAULT_EXCLUDES`],
+/// `extra` gitignore patterns, `CACHEDIR.TAG`-tagged directories,
 /// `.ckptignore` matches, ckpt's cookies and temp files), for clients that
 /// copy what ckpt would capture (`ckptctl workcopy create --base current`).
 pub fn captured_paths(root: &Path, extra: &[String]) -> (Vec<RelPath>, Vec<Skipped>) {

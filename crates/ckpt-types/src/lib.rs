@@ -9,6 +9,7 @@ pub mod ledger;
 pub mod mode;
 pub mod names;
 pub mod path;
+pub mod retention;
 pub mod rewind;
 pub mod scan;
 pub mod state;
@@ -21,6 +22,7 @@ pub use ledger::{
     Severity,
 };
 pub use path::{below_range, RelPath, UnsafePath, WirePath};
+pub use retention::{GcReport, HeldBy, Hold, NextDrop, Retention, RetentionView};
 pub use rewind::{
     Action, ActionKind, Conflict, ContinuedTurn, CopyConflict, MergeMode, MergeOutcome, MergedFile,
     OtherTurn, RewindFlags, RewindKind, RewindRecord, RewindState,

@@ -846,21 +846,6 @@ pub(crate) fn set_rewind_status(conn: &Connection, id: i64, status: RewindStatus
 
 // ---- retention ----
 
-/// The newest turn past retention: not open, started before `cutoff`, and
-/// not among the newest `keep`.
-pub(crate) fn newest_expired_turn(
-    conn: &Connection,
-    cutoff: i64,
-    keep: usize,
-) -> Result<Option<i64>> {
-    Ok(conn.query_row(
-        "SELECT max(id) FROM turns WHERE status != ?3 AND started_ns < ?1
-         AND id NOT IN (SELECT id FROM turns ORDER BY id DESC LIMIT ?2)",
-        params![cutoff, keep as i64, TurnStatus::Open.as_str()],
-        |r| r.get(0),
-    )?)
-}
-
 /// Drops turn `last` and every older one with their entries, and the
 /// rewinds to them, except a rewind whose turns outlive it (they would stay
 /// rewound for good: it stays as long as they do, so they can be redone).

@@ -6,12 +6,29 @@ use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::io::ErrorKind;
 
-use rusqlite::{Connection, OptionalExtension, TransactionBehavior};
+use rusqlite::{Connection, OptionalExtension};
 
 use super::objects::{hex_hash, is_hex, mtime_ns, TMP_PREFIX};
 use super::BlobStore;
-use crate::error::{Error, IoContext, Result};
+use crate::error::{IoContext, Result};
 use crate::state::Hash;
+
+/// What [`BlobStore::delete_unreferenced`] deleted: blob rows, their
+/// compressed bytes (packs' included), and the object files to remove.
+#[derive(Debug, Default)]
+pub(crate) struct Doomed {
+    pub blobs: u64,
+    pub bytes: u64,
+    files: Vec<Hash>,
+}
+
+impl Doomed {
+    pub fn add(&mut self, more: Doomed) {
+        self.blobs += more.blobs;
+        self.bytes += more.bytes;
+        self.files.extend(more.files);
+    }
+}
 
 impl BlobStore {
     /// Removes every blob that is not in `referenced` and was created (or
@@ -29,6 +46,9 @@ impl BlobStore {
     ///
     /// Bytes freed are compressed sizes; space freed by deleting inline rows
     /// is reused by later inserts but the database file does not shrink.
+    /// (The project's gc runs the two halves itself, around its own
+    /// transaction; this is their plain form, for the store's tests.)
+    #[cfg(test)]
     pub fn gc(
         &self,
         conn: &Connection,
@@ -37,61 +57,89 @@ impl BlobStore {
         now_ns: i64,
     ) -> Result<(u64, u64)> {
         if !conn.is_autocommit() {
-            return Err(Error::Invariant(
+            return Err(crate::error::Error::Invariant(
                 "blob gc must run outside a transaction (it commits before deleting files)".into(),
             ));
         }
         let cutoff = now_ns.saturating_sub(grace_ns);
-        let mut removed = 0u64;
-        let mut freed = 0u64;
-        let mut files = Vec::new();
+        let doomed = {
+            let tx = rusqlite::Transaction::new_unchecked(
+                conn,
+                rusqlite::TransactionBehavior::Immediate,
+            )?;
+            let doomed = self.delete_unreferenced(&tx, referenced, cutoff)?;
+            tx.commit()?;
+            doomed
+        };
+        self.remove_doomed(conn, doomed, cutoff)
+    }
+
+    /// The row half of [`BlobStore::gc`]: deletes, inside the caller's
+    /// transaction, the rows of blobs not in `referenced` created before
+    /// `cutoff`, and the packs left empty. The files they name stay until
+    /// [`BlobStore::remove_doomed`], called once the transaction committed
+    /// (a rolled-back one, as a dry run, removes nothing).
+    pub(crate) fn delete_unreferenced(
+        &self,
+        tx: &Connection,
+        referenced: &HashSet<Hash>,
+        cutoff: i64,
+    ) -> Result<Doomed> {
+        let mut out = Doomed::default();
+        let referenced = &with_delta_bases(tx, referenced)?;
+        let mut doomed = Vec::new();
         {
-            let tx = rusqlite::Transaction::new_unchecked(conn, TransactionBehavior::Immediate)?;
-            let referenced = &with_delta_bases(&tx, referenced)?;
-            let mut doomed = Vec::new();
-            {
-                let mut stmt = tx
-                    .prepare("SELECT hash, csize, data IS NULL AND pack IS NULL FROM blobs WHERE created_ns < ?1")?;
-                let mut rows = stmt.query([cutoff])?;
-                while let Some(row) = rows.next()? {
-                    let raw: Vec<u8> = row.get(0)?;
-                    let Some(hash) = Hash::from_slice(&raw) else {
-                        continue; // not a name we wrote; leave it alone
-                    };
-                    if referenced.contains(&hash) {
-                        continue;
-                    }
-                    let csize: i64 = row.get(1)?;
-                    let is_file: bool = row.get(2)?;
-                    doomed.push(hash);
-                    freed += csize.max(0) as u64;
-                    if is_file {
-                        files.push(hash);
-                    }
-                }
-            }
-            {
-                let mut del = tx.prepare("DELETE FROM blobs WHERE hash = ?1")?;
-                for hash in &doomed {
-                    del.execute([&hash.0[..]])?;
-                }
-            }
-            // A pack goes with the last blob that points into it.
             let mut stmt = tx.prepare(
-                "DELETE FROM packs WHERE created_ns < ?1
-                 AND NOT EXISTS (SELECT 1 FROM blobs WHERE pack = packs.id)
-                 RETURNING csize",
+                "SELECT hash, csize, data IS NULL AND pack IS NULL FROM blobs WHERE created_ns < ?1",
             )?;
             let mut rows = stmt.query([cutoff])?;
             while let Some(row) = rows.next()? {
-                freed += row.get::<_, i64>(0)?.max(0) as u64;
+                let raw: Vec<u8> = row.get(0)?;
+                let Some(hash) = Hash::from_slice(&raw) else {
+                    continue; // not a name we wrote; leave it alone
+                };
+                if referenced.contains(&hash) {
+                    continue;
+                }
+                let csize: i64 = row.get(1)?;
+                let is_file: bool = row.get(2)?;
+                doomed.push(hash);
+                out.bytes += csize.max(0) as u64;
+                if is_file {
+                    out.files.push(hash);
+                }
             }
-            drop(rows);
-            drop(stmt);
-            tx.commit()?;
-            removed += doomed.len() as u64;
         }
-        for hash in files {
+        {
+            let mut del = tx.prepare("DELETE FROM blobs WHERE hash = ?1")?;
+            for hash in &doomed {
+                del.execute([&hash.0[..]])?;
+            }
+        }
+        // A pack goes with the last blob that points into it.
+        let mut stmt = tx.prepare(
+            "DELETE FROM packs WHERE created_ns < ?1
+             AND NOT EXISTS (SELECT 1 FROM blobs WHERE pack = packs.id)
+             RETURNING csize",
+        )?;
+        let mut rows = stmt.query([cutoff])?;
+        while let Some(row) = rows.next()? {
+            out.bytes += row.get::<_, i64>(0)?.max(0) as u64;
+        }
+        out.blobs = doomed.len() as u64;
+        Ok(out)
+    }
+
+    /// The file half of [`BlobStore::gc`], after the rows' deletion
+    /// committed: removes their object files, then unnamed files older than
+    /// `cutoff`; returns (blobs removed, bytes freed), `doomed`'s included.
+    pub(crate) fn remove_doomed(
+        &self,
+        conn: &Connection,
+        doomed: Doomed,
+        cutoff: i64,
+    ) -> Result<(u64, u64)> {
+        for hash in doomed.files {
             let path = self.object_path(&hash);
             match fs::remove_file(&path) {
                 Ok(()) => {}
@@ -100,7 +148,7 @@ impl BlobStore {
             }
         }
         let (n, bytes) = self.sweep_unnamed(conn, cutoff)?;
-        Ok((removed + n, freed + bytes))
+        Ok((doomed.blobs + n, doomed.bytes + bytes))
     }
 
     /// Removes files older than `cutoff_ns` in the object directory that no
@@ -192,6 +240,7 @@ fn with_delta_bases(conn: &Connection, referenced: &HashSet<Hash>) -> Result<Has
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::Error;
     use crate::store::now_ns;
     use crate::store::tests::{
         count, fill_a_pack, fixture, is_inline, noise, object_files, put, HOUR,

@@ -132,7 +132,7 @@ impl ProjectHandle {
             }
             *last = Some(Instant::now());
         }
-        match self.call(|p| p.gc(&Retention::default())) {
+        match self.call(|p| p.gc(&Retention::default(), false)) {
             Ok(r) if r.turns_dropped > 0 || r.blobs_removed > 0 => tracing::info!(
                 root = %self.root.display(), turns = r.turns_dropped, blobs = r.blobs_removed,
                 bytes = r.bytes_freed, "retention applied"
