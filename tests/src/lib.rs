@@ -89,6 +89,8 @@ pub fn build_binaries(cargo: &std::ffi::OsStr, profile_dir: &Path) -> Result<boo
         "ckpt-hooks",
         "-p",
         "ckpt-workcopy",
+        "-p",
+        "ckpt-config",
         // The `CKPT_TEST_*` hooks some tests set; a plain build has none.
         "--features",
         "ckptd/test-hooks",
@@ -445,6 +447,7 @@ impl Env {
             .arg(&self.data)
             .env_remove("CKPT_SOCKET")
             .env_remove("CKPT_DATA_DIR")
+            .envs(self.settings_env())
             .env(
                 "RUST_LOG",
                 std::env::var("RUST_LOG").unwrap_or_else(|_| "debug,notify=info".into()),
@@ -452,6 +455,9 @@ impl Env {
             .stdin(Stdio::null())
             .stdout(log)
             .stderr(log2);
+        for k in ckpt_settings::KEYS {
+            cmd.env_remove(k.env_var());
+        }
         for (k, v) in &self.daemon_env {
             cmd.env(k, v);
         }
@@ -493,8 +499,29 @@ impl Env {
             .current_dir(dir)
             .env("CKPT_SOCKET", &self.socket)
             .env("CKPT_DATA_DIR", &self.data)
-            .env("CKPT_NO_AUTOSTART", "1");
+            .env("CKPT_NO_AUTOSTART", "1")
+            .envs(self.settings_env());
+        for k in ckpt_settings::KEYS {
+            cmd.env_remove(k.env_var());
+        }
         cmd
+    }
+
+    /// This env's own config directory (`XDG_CONFIG_HOME`): the user's
+    /// settings file is `config_home()/ckpt/config.toml`.
+    pub fn config_home(&self) -> PathBuf {
+        self.tmp.path().join("config")
+    }
+
+    /// The user's settings file the daemons and clients of this env read.
+    pub fn user_config(&self) -> PathBuf {
+        self.config_home().join("ckpt").join("config.toml")
+    }
+
+    /// What isolates the settings: this env's config dir (so a developer's
+    /// own `~/.config/ckpt` never leaks in).
+    fn settings_env(&self) -> [(&'static str, PathBuf); 1] {
+        [("XDG_CONFIG_HOME", self.config_home())]
     }
 
     pub fn ctl(&self, dir: &Path, args: &[&str]) -> Out {

@@ -120,31 +120,17 @@ pub(crate) fn gc(
         dry_run,
         ..GcReport::default()
     };
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let mut tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     let held = held(&tx)?;
-    if let Some(last) = due(&tx, policy, now, held)? {
-        report.turns_dropped += history::drop_turns_through(&tx, last)?;
+    let mut through = due(&tx, policy, now, held)?;
+    if let Some(budget) = policy.budget_bytes {
+        (through, report.over_budget) = budget_through(&mut tx, store, budget, through, held, now)?;
+    }
+    if let Some(last) = through {
+        report.turns_dropped = history::drop_turns_through(&tx, last)?;
         report.through = Some(last);
     }
-    let mut doomed = store.delete_unreferenced(&tx, &referenced(&tx)?, cutoff)?;
-    if let Some(budget) = policy.budget_bytes {
-        let below = held.map_or(i64::MAX, |h| h.turn);
-        // One turn at a time: each re-reads what is referenced, so it costs
-        // a pass over the references per turn, and only when over budget.
-        while store.usage(&tx)?.1 > budget {
-            let next: Option<i64> =
-                tx.query_row("SELECT min(id) FROM turns WHERE id < ?1", [below], |r| {
-                    r.get(0)
-                })?;
-            let Some(next) = next else {
-                report.over_budget = true;
-                break;
-            };
-            report.turns_dropped += history::drop_turns_through(&tx, next)?;
-            report.through = Some(next);
-            doomed.add(store.delete_unreferenced(&tx, &referenced(&tx)?, cutoff)?);
-        }
-    }
+    let doomed = store.delete_unreferenced(&tx, &referenced(&tx)?, cutoff)?;
     report.store_bytes = store.usage(&tx)?.1;
     if dry_run {
         report.blobs_removed = doomed.blobs;
@@ -159,6 +145,42 @@ pub(crate) fn gc(
     // Give the pages of deleted inline blobs back to the filesystem.
     conn.execute_batch("PRAGMA incremental_vacuum")?;
     Ok(report)
+}
+
+/// The newest turn to drop so that the store fits `budget`, oldest turns
+/// first from `through` on, never `held` or later; and whether even that
+/// leaves it over. Decided in a savepoint that is rolled back, as if every
+/// unreferenced blob were past its grace period: blobs still in it go at a
+/// later gc, and a fresh capture must not make this drop every turn.
+fn budget_through(
+    tx: &mut rusqlite::Transaction<'_>,
+    store: &BlobStore,
+    budget: u64,
+    mut through: Option<i64>,
+    held: Option<HeldBy>,
+    now: i64,
+) -> Result<(Option<i64>, bool)> {
+    let sp = tx.savepoint()?;
+    if let Some(last) = through {
+        history::drop_turns_through(&sp, last)?;
+    }
+    store.delete_unreferenced(&sp, &referenced(&sp)?, now)?;
+    let below = held.map_or(i64::MAX, |h| h.turn);
+    // One turn at a time: each re-reads what is referenced, so it costs a
+    // pass over the references per turn, and only when over budget.
+    while store.usage(&sp)?.1 > budget {
+        let next: Option<i64> =
+            sp.query_row("SELECT min(id) FROM turns WHERE id < ?1", [below], |r| {
+                r.get(0)
+            })?;
+        let Some(next) = next else {
+            return Ok((through, true));
+        };
+        history::drop_turns_through(&sp, next)?;
+        through = Some(next);
+        store.delete_unreferenced(&sp, &referenced(&sp)?, now)?;
+    }
+    Ok((through, false))
 }
 
 /// The policy, the pinned turns, and what retention drops next.

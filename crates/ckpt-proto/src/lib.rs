@@ -41,7 +41,8 @@ pub use frame::{
     MAX_REPLY, MAX_REQUEST, READ_AHEAD,
 };
 pub use ops::{
-    blame::*, copy_in::*, export::*, ledger::*, rewind::*, status::*, turn::*, watch::*,
+    blame::*, copy_in::*, export::*, ledger::*, retention::*, rewind::*, status::*, turn::*,
+    watch::*,
 };
 pub use request::{Barrier, Request};
 pub use response::*;

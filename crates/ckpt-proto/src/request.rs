@@ -101,6 +101,18 @@ pub enum Request {
         #[serde(default)]
         session: Option<String>,
     },
+    /// Pin `turn` (kept past retention, with every later turn) or unpin it.
+    Pin {
+        dir: WirePath,
+        turn: i64,
+        pinned: bool,
+    },
+    /// Run retention now; with `dry_run`, only say what it would drop.
+    Gc {
+        dir: WirePath,
+        #[serde(default)]
+        dry_run: bool,
+    },
 }
 
 /// When a request passes a barrier (the daemon first captures every change
@@ -145,7 +157,9 @@ impl Request {
             | Request::LedgerList { .. }
             | Request::LedgerShow { .. }
             | Request::LedgerSetStatus(_)
-            | Request::LedgerImport { .. } => Barrier::Never,
+            | Request::LedgerImport { .. }
+            | Request::Pin { .. }
+            | Request::Gc { .. } => Barrier::Never,
         }
     }
 }

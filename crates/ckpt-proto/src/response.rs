@@ -3,10 +3,10 @@
 use serde::{Deserialize, Serialize};
 
 use crate::{
-    ActivityReply, BlameReply, CopyInReply, DiffReply, ExportReply, FsckReply, LedgerAdded,
-    LedgerEntryReply, LedgerImported, LedgerReply, LogReply, ProjectList, RewindReply,
-    RewindsReply, ShowReply, StatusReply, Synced, ToolReply, TurnEnded, TurnStarted, Unwatched,
-    Watched,
+    ActivityReply, BlameReply, CopyInReply, DiffReply, ExportReply, FsckReply, GcReply,
+    LedgerAdded, LedgerEntryReply, LedgerImported, LedgerReply, LogReply, PinReply, ProjectList,
+    RewindReply, RewindsReply, ShowReply, StatusReply, Synced, ToolReply, TurnEnded, TurnStarted,
+    Unwatched, Watched,
 };
 
 /// What the daemon answers: exactly one response per request.
@@ -43,6 +43,9 @@ pub enum Response {
     CopyIn(CopyInReply),
     /// `ToolStart` and `ToolEnd`.
     Tool(ToolReply),
+    /// `Pin`, pinning or unpinning.
+    Pinned(PinReply),
+    Gc(GcReply),
 }
 
 /// Kinds of failure; `ckptctl` maps them to exit codes (1, or 3 for

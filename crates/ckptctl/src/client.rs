@@ -11,9 +11,10 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail, Context};
 use ckpt_proto::{
     read_frame, write_frame, ActivityReply, BlameReply, CopyInReply, DiffReply, ErrorKind,
-    ExportReply, FrameError, FsckReply, LedgerAdded, LedgerEntryReply, LedgerImported, LedgerReply,
-    LogReply, ProjectList, Request, Response, RewindReply, RewindsReply, ShowReply, StatusReply,
-    Synced, ToolReply, TurnEnded, TurnStarted, Unwatched, Watched, PROTOCOL_VERSION,
+    ExportReply, FrameError, FsckReply, GcReply, LedgerAdded, LedgerEntryReply, LedgerImported,
+    LedgerReply, LogReply, PinReply, ProjectList, Request, Response, RewindReply, RewindsReply,
+    ShowReply, StatusReply, Synced, ToolReply, TurnEnded, TurnStarted, Unwatched, Watched,
+    PROTOCOL_VERSION,
 };
 use interprocess::local_socket::{prelude::*, GenericFilePath, Stream};
 
@@ -225,6 +226,8 @@ from_response!(
     Export(ExportReply),
     CopyIn(CopyInReply),
     Tool(ToolReply),
+    Pinned(PinReply),
+    Gc(GcReply),
 );
 
 /// The reply was not the one the request calls for.

@@ -6,6 +6,8 @@ use std::time::Duration;
 
 use anyhow::Context;
 
+use ckpt_settings::{Layer, SettingsError};
+
 use crate::shape::Shape;
 use crate::test_hooks::TestHooks;
 
@@ -14,8 +16,11 @@ use crate::test_hooks::TestHooks;
 pub struct Config {
     pub socket: PathBuf,
     pub data_dir: PathBuf,
-    /// How long a barrier waits for its cookie before falling back to a full scan.
+    /// How long a barrier waits for its cookie before falling back to a
+    /// full scan, unless a project's settings say otherwise.
     pub barrier_timeout: Duration,
+    /// The `CKPT_<KEY>` settings in this process's environment.
+    pub settings_env: Result<Layer, SettingsError>,
     /// The file watcher's shape (`CKPT_WATCHER`).
     pub watcher: Shape,
     pub hooks: TestHooks,
@@ -31,16 +36,16 @@ impl Config {
             None => ckpt_proto::paths::default_data_dir()
                 .context("cannot tell the data directory (no home directory); pass --data-dir")?,
         };
-        let timeout_ms = std::env::var("CKPT_BARRIER_TIMEOUT_MS")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(2000);
+        let settings_env = ckpt_settings::env_layer(|n| std::env::var(n).ok());
+        let barrier_timeout =
+            ckpt_settings::resolve(&settings_env.iter().collect::<Vec<_>>()).barrier_timeout();
         let watcher = std::env::var("CKPT_WATCHER").ok();
         let watcher = Shape::from_setting(watcher.as_deref()).map_err(anyhow::Error::msg)?;
         Ok(Config {
             socket: absolute(socket)?,
             data_dir: absolute(data_dir)?,
-            barrier_timeout: Duration::from_millis(timeout_ms),
+            barrier_timeout,
+            settings_env,
             watcher,
             hooks: TestHooks::from_env(),
         })

@@ -27,6 +27,8 @@ pub struct Daemon {
     pub watcher: Watcher,
     barrier: BarrierConfig,
     pub started: Instant,
+    /// The user's config file and the `CKPT_<KEY>` variables.
+    pub user_settings: crate::settings::UserSettings,
     /// Space set aside in the data dir for turn boundaries and rewinds on
     /// a full disk.
     reserve: Reserve,
@@ -68,7 +70,13 @@ fn close_on_own_thread(fds: Vec<std::os::fd::OwnedFd>) {
 /// Passes the barrier for `h` with this daemon's cookie directory and
 /// timeout.
 pub fn barrier(d: &Daemon, h: &ProjectHandle) -> ReqResult<BarrierOutcome> {
-    barrier::pass(&d.barrier, h)
+    let cfg = BarrierConfig {
+        cookie_dir: d.barrier.cookie_dir.clone(),
+        // The project's `barrier.timeout_ms`.
+        timeout: h.settings().barrier_timeout(),
+        quiet: d.barrier.quiet,
+    };
+    barrier::pass(&cfg, h)
 }
 
 impl Daemon {
@@ -87,6 +95,10 @@ impl Daemon {
         };
         Arc::new(Daemon {
             reserve: Reserve::new(&config.data_dir),
+            user_settings: crate::settings::UserSettings::new(
+                config.settings_env.clone(),
+                config.hooks.gc_grace_secs(),
+            ),
             config,
             registry,
             watcher,
@@ -215,6 +227,7 @@ impl Daemon {
             }
         };
         let h = ProjectHandle::new(id, store_dir, project);
+        crate::settings::refresh(self, &h);
         if !h.root.is_dir() {
             h.set_unavailable(Some(Unavailable::RootGone));
             self.registry.insert(h);
@@ -319,7 +332,10 @@ impl Daemon {
             self.registry.containing(&canonical)
         });
         match found {
-            Some(h) => Ok(h),
+            Some(h) => {
+                crate::settings::refresh(self, &h);
+                Ok(h)
+            }
             None => Err(ReqError::new(
                 ErrorKind::NotWatched,
                 format!(
@@ -411,6 +427,7 @@ impl Daemon {
         self.registry.remove_broken(&id);
         self.write_root_record(&id, root);
         let h = ProjectHandle::new(id, store_dir, project);
+        crate::settings::refresh(self, &h);
         self.registry.insert(Arc::clone(&h));
         // From here on a second request finds the project and waits for the
         // baseline on its lock; other projects need not wait for it.

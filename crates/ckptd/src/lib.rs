@@ -34,6 +34,7 @@ mod registry;
 mod reserve;
 mod router;
 mod server;
+mod settings;
 mod shape;
 mod socket;
 mod test_hooks;

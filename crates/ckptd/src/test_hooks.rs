@@ -23,6 +23,10 @@ pub struct TestHooks {
     /// inotify watch limit had been reached.
     #[cfg(feature = "test-hooks")]
     fake_watch_limit: bool,
+    /// `CKPT_TEST_GC_GRACE_SECS=n`: gc may take unreferenced blobs `n`
+    /// seconds old (not an hour), so a test sees what a gc frees.
+    #[cfg(feature = "test-hooks")]
+    gc_grace_secs: Option<u64>,
 }
 
 impl TestHooks {
@@ -34,6 +38,8 @@ impl TestHooks {
                 .and_then(|v| v.to_str().and_then(|s| s.parse().ok())),
             pause_marker: var("CKPT_TEST_PAUSE_MARKER").map(PathBuf::from),
             fake_watch_limit: var("CKPT_TEST_FAKE_WATCH_LIMIT").is_some(),
+            gc_grace_secs: var("CKPT_TEST_GC_GRACE_SECS")
+                .and_then(|v| v.to_str().and_then(|s| s.parse().ok())),
         }
     }
 
@@ -41,6 +47,17 @@ impl TestHooks {
     #[cfg(not(feature = "test-hooks"))]
     pub fn from_env() -> TestHooks {
         TestHooks::default()
+    }
+
+    /// The grace period gc gives unreferenced blobs, if a test set one.
+    #[cfg(feature = "test-hooks")]
+    pub fn gc_grace_secs(&self) -> Option<u64> {
+        self.gc_grace_secs
+    }
+
+    #[cfg(not(feature = "test-hooks"))]
+    pub fn gc_grace_secs(&self) -> Option<u64> {
+        None
     }
 
     /// Whether every new watch is to fail as if the watch limit were hit.

@@ -22,14 +22,6 @@ pub(crate) struct Doomed {
     files: Vec<Hash>,
 }
 
-impl Doomed {
-    pub fn add(&mut self, more: Doomed) {
-        self.blobs += more.blobs;
-        self.bytes += more.bytes;
-        self.files.extend(more.files);
-    }
-}
-
 impl BlobStore {
     /// Removes every blob that is not in `referenced` and was created (or
     /// last re-inserted) more than `grace_ns` before `now_ns`; returns

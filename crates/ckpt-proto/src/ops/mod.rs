@@ -5,6 +5,7 @@ pub mod blame;
 pub mod copy_in;
 pub mod export;
 pub mod ledger;
+pub mod retention;
 pub mod rewind;
 pub mod status;
 pub mod turn;

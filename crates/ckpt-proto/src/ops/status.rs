@@ -3,7 +3,7 @@
 use crate::WirePath;
 use serde::{Deserialize, Serialize};
 
-use crate::Reply;
+use crate::{Reply, RetentionView};
 
 /// How the daemon stands with one project.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -50,6 +50,14 @@ pub struct ProjectInfo {
     /// the first `status` or `projects` reply after it, once.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recovered: Option<String>,
+    /// What is wrong with a config file (the user's or the project's) or a
+    /// `CKPT_<KEY>` variable: the last good settings stay in force.
+    #[serde(default)]
+    pub config_error: Option<String>,
+    /// The retention policy in force and what it drops next (absent while
+    /// the project is busy or unavailable).
+    #[serde(default)]
+    pub retention: Option<RetentionView>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -70,6 +78,10 @@ pub struct DaemonInfo {
     /// (it could not start; every turn boundary scans).
     #[serde(default)]
     pub watcher: String,
+    /// What is wrong with the user's config file or a `CKPT_<KEY>`
+    /// variable of the daemon's: the last good settings stay in force.
+    #[serde(default)]
+    pub config_error: Option<String>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

@@ -21,6 +21,7 @@ pub mod ledger;
 pub mod log;
 mod mcp;
 mod projects;
+mod retention;
 pub mod rewind;
 mod rewinds;
 mod run;
@@ -120,6 +121,18 @@ pub enum Command {
     Hooks(Family),
     /// Start ckptd at login: a systemd user unit (on macOS a launchd agent).
     Service(service::ServiceArgs),
+    /// Keep TURN, and every later turn, past retention.
+    Pin(retention::PinArgs),
+    /// Let retention drop TURN again.
+    Unpin(retention::PinArgs),
+    /// Run retention now: drop the turns past the policy (and, over the
+    /// store budget, the oldest that may go), then unreferenced blobs;
+    /// says the turns and bytes.
+    Gc(retention::GcArgs),
+    /// Settings: every value and where it comes from; `get`, `set`,
+    /// `unset`, `--edit` (`ckptctl config --help`).
+    #[command(disable_help_flag = true)]
+    Config(Family),
 }
 
 impl Command {
@@ -266,5 +279,10 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Workcopy(_) => sibling::forward(sibling::WORKCOPY, "the work copy tool"),
         // Its config editors stay out of the hook path: ckpt-hooks runs it.
         Command::Hooks(_) => sibling::forward(sibling::HOOKS, "the hooks installer"),
+        Command::Pin(args) => retention::pin(&ctx, args, true),
+        Command::Unpin(args) => retention::pin(&ctx, args, false),
+        Command::Gc(args) => retention::gc(&ctx, args),
+        // TOML editing and the editor stay out of the hook path.
+        Command::Config(_) => sibling::forward(sibling::CONFIG, "the settings tool"),
     }
 }

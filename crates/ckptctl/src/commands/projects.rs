@@ -56,4 +56,49 @@ pub fn print_project(p: &ProjectInfo) {
     if let Some(what) = &p.recovered {
         println!("    recovered: {what}");
     }
+    if let Some(e) = &p.config_error {
+        println!("    config error: {e} (the last good settings stay in force)");
+    }
+    if let Some(r) = &p.retention {
+        println!("    retention: {}", retention(r));
+    }
+}
+
+/// "keep 100 turns, 14 days, no budget; pinned 3; next: turn 1 goes …".
+pub fn retention(r: &ckpt_proto::RetentionView) -> String {
+    let p = &r.policy;
+    let budget = p.budget_bytes.map_or("no budget".to_string(), |b| {
+        format!("budget {}", output::bytes(b))
+    });
+    let mut s = format!(
+        "keep {} turns, {} days, {budget}",
+        p.keep_turns,
+        p.max_age_secs / (24 * 3600)
+    );
+    if !r.pinned.is_empty() {
+        let pinned: Vec<String> = r.pinned.iter().map(i64::to_string).collect();
+        s.push_str(&format!("; pinned {}", pinned.join(", ")));
+    }
+    let next = match (r.due, r.next) {
+        (Some(t), _) => format!("turns up to {t} are past it: the next gc drops them"),
+        (None, Some(n)) if n.after_turns == 0 => {
+            format!("turn {} goes once past {}", n.turn, output::time(n.at_ns))
+        }
+        (None, Some(n)) => format!(
+            "turn {} goes once past {} and after {} more turns",
+            n.turn,
+            output::time(n.at_ns),
+            n.after_turns
+        ),
+        (None, None) => "nothing to drop".to_string(),
+    };
+    s.push_str(&format!("; next: {next}"));
+    if let Some(h) = r.held {
+        s.push_str(&format!(
+            "; kept from turn {} on ({})",
+            h.turn,
+            h.why.describe()
+        ));
+    }
+    s
 }

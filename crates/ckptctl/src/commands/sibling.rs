@@ -42,3 +42,4 @@ pub fn forward(name: &str, what: &str) -> anyhow::Result<u8> {
 
 pub const HOOKS: &str = "ckpt-hooks";
 pub const WORKCOPY: &str = "ckpt-workcopy";
+pub const CONFIG: &str = "ckpt-config";

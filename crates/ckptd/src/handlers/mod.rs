@@ -22,6 +22,7 @@ mod gate;
 mod ledger;
 mod log;
 mod projects;
+mod retention;
 mod rewind;
 mod show;
 mod status;
@@ -80,6 +81,10 @@ pub fn handle(d: &Arc<Daemon>, req: Request) -> Response {
         Request::ToolEnd { dir, session } => {
             tool::handle(d, g, &dir, session, false).map(about(Response::Tool))
         }
+        Request::Pin { dir, turn, pinned } => {
+            retention::pin(d, &dir, turn, pinned).map(about(Response::Pinned))
+        }
+        Request::Gc { dir, dry_run } => retention::gc(d, &dir, dry_run).map(about(Response::Gc)),
     };
     result.unwrap_or_else(Response::from)
 }

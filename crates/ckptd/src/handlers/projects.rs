@@ -13,7 +13,12 @@ pub fn handle(d: &Arc<Daemon>) -> ProjectList {
 
 /// Every project, including stores that could not be opened.
 pub fn all(d: &Arc<Daemon>) -> Vec<ProjectInfo> {
-    let mut out: Vec<ProjectInfo> = d.registry.all().iter().map(|h| project_info(h)).collect();
+    let mut out: Vec<ProjectInfo> = d
+        .registry
+        .all()
+        .iter()
+        .map(|h| project_info(d, h))
+        .collect();
     out.sort_by(|a, b| a.root.cmp(&b.root));
     for b in d.registry.broken() {
         out.push(ProjectInfo {
@@ -30,14 +35,18 @@ pub fn all(d: &Arc<Daemon>) -> Vec<ProjectInfo> {
             backlog: 0,
             busy: false,
             recovered: None,
+            config_error: None,
+            retention: None,
         });
     }
     out
 }
 
 /// One project's line, without waiting for a long operation on it.
-pub fn project_info(h: &ProjectHandle) -> ProjectInfo {
+pub fn project_info(d: &Daemon, h: &ProjectHandle) -> ProjectInfo {
     h.check_root();
+    crate::settings::refresh(d, h);
+    let policy = h.retention_policy();
     let (status, busy) = h.status_nowait();
     let s = status.as_ref();
     ProjectInfo {
@@ -54,5 +63,7 @@ pub fn project_info(h: &ProjectHandle) -> ProjectInfo {
         backlog: h.backlog(),
         busy,
         recovered: h.take_recovered(),
+        config_error: h.config_error(),
+        retention: h.try_call(|p| p.retention(&policy)).and_then(Result::ok),
     }
 }

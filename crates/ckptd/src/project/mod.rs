@@ -50,11 +50,14 @@ pub struct ProjectHandle {
     /// Unix ns when the worker last captured a change (0: none yet); one
     /// store per batch, read by `activity` without any lock.
     last_change_ns: AtomicI64,
+    /// Its config file and the settings in force (settings.rs).
+    pub(crate) settings: crate::settings::ProjectSettings,
 }
 
 impl ProjectHandle {
     pub fn new(id: String, store_dir: PathBuf, project: Project) -> Arc<ProjectHandle> {
         let root_identity = project.root_identity().ok();
+        let settings = crate::settings::ProjectSettings::new(project.root());
         Arc::new(ProjectHandle {
             id,
             root: project.root().to_path_buf(),
@@ -71,6 +74,7 @@ impl ProjectHandle {
             reattaching: Mutex::new(()),
             root_identity: Mutex::new(root_identity),
             last_change_ns: AtomicI64::new(0),
+            settings,
         })
     }
 
@@ -87,6 +91,23 @@ impl ProjectHandle {
                 panic_message(payload.as_ref())
             ))),
         }
+    }
+
+    /// Runs `f` on the core project if no operation holds it (`None`
+    /// otherwise): for `status`, which never waits for a busy project.
+    pub fn try_call<T>(
+        &self,
+        f: impl FnOnce(&mut Project) -> ckpt_core::Result<T>,
+    ) -> Option<ReqResult<T>> {
+        let mut guard = self.core.try_lock().ok()?;
+        let result = std::panic::catch_unwind(AssertUnwindSafe(|| f(&mut guard)));
+        Some(match result {
+            Ok(r) => r.map_err(ReqError::from),
+            Err(payload) => Err(ReqError::internal(format!(
+                "internal error in the capture engine: {}",
+                panic_message(payload.as_ref())
+            ))),
+        })
     }
 
     /// The status without waiting for a long operation: fresh if the project

@@ -14,6 +14,9 @@ use crate::mutex::lock;
 /// changes has been captured, never on a timer).
 const GC_INTERVAL: Duration = Duration::from_secs(3600);
 
+/// How often a project with a store budget compares its store with it.
+const BUDGET_CHECK: Duration = Duration::from_secs(60);
+
 /// How often a project whose root is gone checks whether it is back: one
 /// stat, only for such projects.
 const ROOT_POLL: Duration = Duration::from_secs(1);
@@ -123,16 +126,24 @@ impl ProjectHandle {
     }
 
     /// Applies the retention policy when the project is idle, at most once
-    /// per [`GC_INTERVAL`] (and once soon after start-up).
+    /// per [`GC_INTERVAL`] (and once soon after start-up); with a store
+    /// budget, also when the store is over it (looked at at most once per
+    /// [`BUDGET_CHECK`]).
     fn maybe_gc(&self) {
+        let policy = self.retention_policy();
         {
             let mut last = lock(&self.last_gc);
-            if last.is_some_and(|t| t.elapsed() < GC_INTERVAL) {
+            let since = last.map(|t| t.elapsed());
+            let due = since.is_none_or(|s| s >= GC_INTERVAL)
+                || (policy.budget_bytes.is_some()
+                    && since.is_none_or(|s| s >= BUDGET_CHECK)
+                    && self.over_budget(&policy));
+            if !due {
                 return;
             }
             *last = Some(Instant::now());
         }
-        match self.call(|p| p.gc(&Retention::default(), false)) {
+        match self.call(|p| p.gc(&policy, false)) {
             Ok(r) if r.turns_dropped > 0 || r.blobs_removed > 0 => tracing::info!(
                 root = %self.root.display(), turns = r.turns_dropped, blobs = r.blobs_removed,
                 bytes = r.bytes_freed, "retention applied"
@@ -142,6 +153,12 @@ impl ProjectHandle {
                 tracing::warn!(root = %self.root.display(), error = %e, "garbage collection failed")
             }
         }
+    }
+
+    fn over_budget(&self, policy: &Retention) -> bool {
+        let budget = policy.budget_bytes.unwrap_or(u64::MAX);
+        self.call(|p| p.status())
+            .is_ok_and(|s| s.store_bytes > budget)
     }
 
     /// A full stat-scan; clears a passing degradation when it succeeds.
