@@ -33,3 +33,4 @@ mod sessions;
 mod snapshots;
 mod watches;
 mod workcopy;
+mod workcopy_hub;
