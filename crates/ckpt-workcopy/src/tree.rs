@@ -1,8 +1,9 @@
 //! The git tree an apply gives, computed apart: in a temporary index
 //! (`GIT_INDEX_FILE` in a temporary directory) of the copy's own
 //! repository, `read-tree` of the base, `apply --cached` of the patch,
-//! `write-tree`. Neither the original's nor the copy's index, files or
-//! refs are touched; the blobs written go to the copy's object store.
+//! `write-tree`. Neither the original's `.git` nor the copy's index,
+//! files or refs are touched; the blobs written go to the copy's object
+//! store.
 //!
 //! After an apply the same is done from the original's files instead of
 //! the patch ([`of_original`]): the two ids are equal exactly when the

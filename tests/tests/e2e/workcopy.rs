@@ -352,6 +352,12 @@ fn an_edit_in_the_copy_shows_in_status_diff_and_preview() {
     git(&copy, &["branch", "-D", "main"]);
     git(&copy, &["reflog", "expire", "--expire=now", "--all"]);
     git(&copy, &["gc", "-q", "--prune=now"]);
+    // The copy's HEAD no longer names the base: refused until it does.
+    let out = env.ctl(&proj, &["workcopy", "preview", "w"]);
+    assert_eq!(out.code(), 1, "{out:?}");
+    assert!(out.stderr.contains("HEAD names no commit"), "{out:?}");
+    let base = git_text(&copy, &["rev-parse", "refs/ckpt/base"]);
+    git(&copy, &["reset", "-q", "--soft", &base]);
     let p = env.ctl_json(&proj, &["workcopy", "preview", "w"]);
     assert_eq!(p["preview"]["conflicts"], 0, "{p}");
     assert_eq!(
@@ -371,9 +377,11 @@ fn preview_finds_a_conflict_exits_3_and_writes_nothing() {
     let copy = create(&env, &proj, "w", "current");
     sh(&copy, "echo copy > a && echo copy > b");
     sh(&proj, "echo user > a");
+    // The copy's files: its git objects get the blobs of the preview's
+    // tree (computed in the copy's repository, in a temporary index).
     let before = (
         snapshot(&proj),
-        snapshot(&copy),
+        snapshot_work(&copy),
         snapshot(&env.data.join("workcopies")),
     );
     let out = env.ctl(&proj, &["--json", "workcopy", "preview"]);
@@ -388,7 +396,7 @@ fn preview_finds_a_conflict_exits_3_and_writes_nothing() {
     assert!(text.stdout.contains("CONFLICT"), "{text:?}");
     let after = (
         snapshot(&proj),
-        snapshot(&copy),
+        snapshot_work(&copy),
         snapshot(&env.data.join("workcopies")),
     );
     assert_same_tree("original", &before.0, &after.0);
