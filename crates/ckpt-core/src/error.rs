@@ -28,6 +28,8 @@ pub enum Error {
     NoOpenTurn,
     #[error("nothing to redo")]
     NothingToRedo,
+    #[error("turn {0} is the last live turn of its session: nothing after it to rewind")]
+    NothingAfter(i64),
     #[error("store {store} belongs to {found}, not {expected}")]
     WrongProject {
         store: PathBuf,
@@ -87,7 +89,8 @@ impl Error {
             | Error::UnknownTurn(_)
             | Error::TurnRewound(_)
             | Error::NoOpenTurn
-            | Error::NothingToRedo => ErrorKind::BadInput,
+            | Error::NothingToRedo
+            | Error::NothingAfter(_) => ErrorKind::BadInput,
             Error::Corrupt(_) | Error::CorruptBlob { .. } | Error::MissingBlob(_) => {
                 ErrorKind::Corrupt
             }

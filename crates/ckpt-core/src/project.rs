@@ -250,6 +250,13 @@ impl Project {
         rewind::rewind(&mut self.parts(), turn, opts)
     }
 
+    /// Restores the state from just after `turn`: its session's live turns
+    /// after it are undone, `turn` is kept (see `rewind::rewind_after`).
+    /// Call after a barrier.
+    pub fn rewind_after(&mut self, turn: i64, opts: RewindOptions) -> Result<RewindOutcome> {
+        rewind::rewind_after(&mut self.parts(), turn, opts)
+    }
+
     /// Undoes the last applied rewind exactly (see `rewind::redo`).
     pub fn redo(&mut self, opts: RewindOptions) -> Result<RewindOutcome> {
         rewind::redo(&mut self.parts(), opts)

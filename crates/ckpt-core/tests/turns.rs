@@ -616,3 +616,96 @@ fn a_tool_window_follows_its_session_into_the_turn_a_rewind_continues() {
     fx.write("c.txt", "either\n");
     assert_eq!(end_of(&mut p, "B"), [("c.txt".to_string(), true)]);
 }
+
+/// `rewind_after(1)` keeps turn 1 and undoes 2 and 3: the tree is the one
+/// turn 1 left; redo brings 2 and 3 back.
+#[test]
+fn rewind_after_keeps_the_turn_and_undoes_the_later_ones() {
+    let Three {
+        fx,
+        mut p,
+        turns: [t1, t2, t3],
+        before,
+    } = three_turns();
+    sync(&mut p);
+    let plan = applied(p.rewind_after(t1, RewindOptions::default()).unwrap());
+    assert_eq!(plan.turns, vec![t2, t3]);
+    assert_tree(&before[1], &fx.tree(), "after rewind_after(1)");
+    let st = statuses(&p);
+    assert_eq!(st[&t1], TurnStatus::Closed);
+    assert_eq!(st[&t2], TurnStatus::Rewound);
+    assert_eq!(st[&t3], TurnStatus::Rewound);
+    redo(&mut p);
+    assert_tree(&before[3], &fx.tree(), "after redo");
+}
+
+/// Nothing after the last turn: an error that says so, and nothing changes.
+#[test]
+fn rewind_after_the_last_turn_is_an_error_and_changes_nothing() {
+    let Three {
+        fx,
+        mut p,
+        turns: [_, t2, t3],
+        before,
+    } = three_turns();
+    sync(&mut p);
+    let e = p.rewind_after(t3, RewindOptions::default()).unwrap_err();
+    assert!(matches!(e, Error::NothingAfter(t) if t == t3), "{e}");
+    assert!(e.to_string().contains("nothing after it"), "{e}");
+    assert_tree(&before[3], &fx.tree(), "after the refused rewind_after");
+    // A rewound turn has no "after" of its own.
+    rewind(&mut p, t2);
+    let e = p.rewind_after(t3, RewindOptions::default()).unwrap_err();
+    assert!(matches!(e, Error::TurnRewound(_)), "{e}");
+    let e = p.rewind_after(999, RewindOptions::default()).unwrap_err();
+    assert!(matches!(e, Error::UnknownTurn(999)), "{e}");
+}
+
+/// Only the same session's turns after N are undone: another session's
+/// later turn stays, and a path it changed after N's session touched it is
+/// a conflict as for any rewind.
+#[test]
+fn rewind_after_undoes_only_its_sessions_later_turns() {
+    let fx = Fx::new();
+    fx.write("a.txt", "a0\n");
+    fx.write("o.txt", "o0\n");
+    let mut p = fx.open();
+    sync(&mut p);
+    let a1 = start_of(&mut p, "A");
+    fx.write("a.txt", "a1\n");
+    end_of(&mut p, "A");
+    let kept = fx.tree();
+    let a2 = start_of(&mut p, "A");
+    fx.write("a.txt", "a2\n");
+    end_of(&mut p, "A");
+    let b1 = start_of(&mut p, "B");
+    fx.write("o.txt", "o by B\n");
+    end_of(&mut p, "B");
+    sync(&mut p);
+    let plan = applied(p.rewind_after(a1, RewindOptions::default()).unwrap());
+    assert_eq!(plan.turns, vec![a2]);
+    assert_eq!(fx.read("a.txt"), b"a1\n");
+    assert_eq!(fx.read("o.txt"), b"o by B\n");
+    assert_ne!(kept, fx.tree());
+    assert_eq!(statuses(&p)[&b1], TurnStatus::Closed);
+    // B's only turn has nothing after it in B, though A's redo would.
+    let e = p.rewind_after(b1, RewindOptions::default()).unwrap_err();
+    assert!(matches!(e, Error::NothingAfter(_)), "{e}");
+}
+
+/// An edit after the undone turns is a conflict: refused, nothing changed.
+#[test]
+fn rewind_after_refuses_an_edit_made_after_the_agent() {
+    let Three {
+        fx,
+        mut p,
+        turns: [t1, _, _],
+        ..
+    } = three_turns();
+    fx.write("a.txt", "mine\n");
+    sync(&mut p);
+    let before = fx.tree();
+    let plan = refused(p.rewind_after(t1, RewindOptions::default()).unwrap());
+    assert_eq!(plan.conflicts.len(), 1, "{:?}", plan.conflicts);
+    assert_tree(&before, &fx.tree(), "after the refused rewind_after");
+}

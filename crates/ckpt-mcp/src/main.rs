@@ -116,6 +116,11 @@ struct Rewind {
     /// undone (another session's turns are left; a path one changed too is
     /// a conflict naming it).
     turn: i64,
+    /// Keep `turn` and undo only its session's later turns (the state
+    /// just after `turn`). An error when no later turn of its session is
+    /// live.
+    #[serde(default)]
+    after: bool,
     /// Only these paths (and what is below them): relative to the project
     /// root, as show_turn lists them, or absolute. Default: every path the
     /// undone turns touched.
@@ -244,7 +249,11 @@ impl Ckpt {
             let partial = !paths.is_empty();
             let req = ckpt_proto::Rewind {
                 dir: ctx.wire_dir(),
-                turn: a.turn,
+                to: if a.after {
+                    ckpt_proto::RewindTo::After(a.turn)
+                } else {
+                    ckpt_proto::RewindTo::Before(a.turn)
+                },
                 paths,
                 // Never forced: the user's own edits keep it refused.
                 flags: RewindFlags {

@@ -359,7 +359,11 @@ fn request() -> impl Strategy<Value = Request> {
             .prop_map(|(dir, turn, paths, dry_run, force, merge)| Request::Rewind(
                 ckpt_proto::Rewind {
                     dir,
-                    turn,
+                    to: if turn % 2 == 0 {
+                        ckpt_proto::RewindTo::Before(turn)
+                    } else {
+                        ckpt_proto::RewindTo::After(turn)
+                    },
                     paths,
                     flags: ckpt_proto::RewindFlags { dry_run, force },
                     merge

@@ -4,8 +4,8 @@
 //! and that JSON still decodes.
 
 use ckpt_proto::{
-    BarrierMethod, MergeMode, Redo, Reply, Request, Response, Rewind, RewindFlags, SyncedBody,
-    WirePath,
+    BarrierMethod, MergeMode, Redo, Reply, Request, Response, Rewind, RewindFlags, RewindTo,
+    SyncedBody, WirePath,
 };
 
 fn wire(p: &str) -> WirePath {
@@ -16,7 +16,7 @@ fn wire(p: &str) -> WirePath {
 fn a_rewind_request_is_written_as_the_struct_variant_was() {
     let req = Request::Rewind(Rewind {
         dir: wire("/p"),
-        turn: 3,
+        to: RewindTo::Before(3),
         paths: vec![wire("/p/a")],
         flags: RewindFlags {
             dry_run: true,
@@ -29,6 +29,57 @@ fn a_rewind_request_is_written_as_the_struct_variant_was() {
         json,
         r#"{"Rewind":{"dir":"/p","turn":3,"paths":["/p/a"],"dry_run":true,"force":false,"merge":"markers"}}"#
     );
+}
+
+/// `rewind --after N` is `"after": N` with no `turn`: a daemon that
+/// predates it (its `Rewind` needs `turn`) refuses the request instead of
+/// rewinding to before N; this one reads both.
+#[test]
+fn a_rewind_after_request_has_no_turn_so_an_older_daemon_refuses_it() {
+    let req = Request::Rewind(Rewind {
+        dir: wire("/p"),
+        to: RewindTo::After(3),
+        paths: vec![],
+        flags: RewindFlags::default(),
+        merge: None,
+    });
+    let json = serde_json::to_string(&req).unwrap();
+    assert_eq!(
+        json,
+        r#"{"Rewind":{"dir":"/p","after":3,"paths":[],"dry_run":false,"force":false,"merge":null}}"#
+    );
+    #[derive(serde::Deserialize, Debug)]
+    #[allow(dead_code)]
+    struct OlderRewind {
+        dir: WirePath,
+        turn: i64,
+    }
+    #[derive(serde::Deserialize, Debug)]
+    #[allow(dead_code)]
+    enum OlderRequest {
+        Rewind(OlderRewind),
+    }
+    let older = serde_json::from_str::<OlderRequest>(&json).unwrap_err();
+    assert!(
+        older.to_string().contains("missing field `turn`"),
+        "{older}"
+    );
+    let back: Request = serde_json::from_str(&json).unwrap();
+    assert!(matches!(
+        back,
+        Request::Rewind(Rewind {
+            to: RewindTo::After(3),
+            ..
+        })
+    ));
+    let before: Request = serde_json::from_str(r#"{"Rewind":{"dir":"/p","turn":4}}"#).unwrap();
+    assert!(matches!(
+        before,
+        Request::Rewind(Rewind {
+            to: RewindTo::Before(4),
+            ..
+        })
+    ));
 }
 
 #[test]

@@ -42,17 +42,26 @@ pub enum WorkcopyAction {
         /// The work copy [default: the one holding the current directory, else the only one].
         name: Option<String>,
     },
-    /// What applying would change in the original; exits 3 on conflicts.
-    /// Writes nothing.
+    /// What applying would change in the original, and the git tree it
+    /// gives; exits 3 on conflicts. Writes nothing in the original; issues
+    /// the token `apply` takes (valid 10 minutes, once).
     Preview {
         /// The work copy [default: the one holding the current directory, else the only one].
         name: Option<String>,
     },
     /// Write the copy's changes into the original as one ckpt turn there
-    /// (`ckptctl rewind` undoes it); refused on conflicts (exit 3).
+    /// (`ckptctl rewind` undoes it); refused on conflicts (exit 3), and
+    /// unless what is applied is what the last preview showed.
     Apply {
         /// The work copy [default: the one holding the current directory, else the only one].
         name: Option<String>,
+        /// The token the preview printed [default: the last preview's].
+        #[arg(long, value_name = "T", conflicts_with = "no_preview")]
+        token: Option<String>,
+        /// Apply without a preview (for scripts that accept the risk): the
+        /// output says so.
+        #[arg(long)]
+        no_preview: bool,
     },
     /// Commit exactly the applied paths in the original's repository, with
     /// your git config and hooks; refused if its HEAD or those paths moved
@@ -63,6 +72,19 @@ pub enum WorkcopyAction {
         /// The commit message [default: "Apply work copy NAME (ckpt turn N)"].
         #[arg(short, long)]
         message: Option<String>,
+    },
+    /// Push the work copy's commit to the original's remote: never forced,
+    /// never asking for a password; refused if the remote's branch moved
+    /// ahead or its URL holds credentials.
+    Push {
+        /// The work copy [default: the one holding the current directory, else the only one].
+        name: Option<String>,
+        /// The remote [default: the branch's upstream remote, else origin].
+        #[arg(long, value_name = "R")]
+        remote: Option<String>,
+        /// The remote branch [default: the original's current branch].
+        #[arg(long, value_name = "B")]
+        branch: Option<String>,
     },
     /// Freeze the copy's changes against its base: changes.patch,
     /// files.zip, report.md and manifest.json in DIR.
@@ -79,9 +101,10 @@ pub enum WorkcopyAction {
         /// The work copy [default: the one holding -C's or the current
         /// directory, else the only one].
         name: Option<String>,
-        /// Kill the command's whole process group after SECS seconds.
-        #[arg(long, value_name = "SECS")]
-        timeout: Option<u64>,
+        /// Kill the command's whole process group after SECS seconds (0:
+        /// never).
+        #[arg(long, value_name = "SECS", default_value_t = crate::limits::RUN_TIMEOUT.as_secs())]
+        timeout: u64,
         /// The program and its arguments (after `--`).
         #[arg(required = true, last = true)]
         command: Vec<std::ffi::OsString>,

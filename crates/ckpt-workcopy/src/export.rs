@@ -13,10 +13,11 @@ use anyhow::Context;
 use ckpt_core::{Hash, ManifestPath, RangePath, RelPath, SkippedPath, State};
 use serde::Serialize;
 
-use super::create::base_bytes;
-use super::fingerprint::{self, Entry, Kind};
+use super::create::BaseReader;
+use super::fingerprint::{self, Entry, Kind, Manifest};
 use super::preview;
 use super::state::{Phase, RunRecord, Store, WorkCopy};
+use super::tree::Changed;
 
 /// `manifest.json` of a work copy's export.
 #[derive(Serialize, Debug)]
@@ -46,6 +47,60 @@ pub struct WorkcopyManifest {
     pub commit: Option<String>,
 }
 
+/// The copy's changes against its base, frozen: the patch and the ZIP, with
+/// each changed path's states and entries.
+pub struct Frozen {
+    pub paths: Vec<RangePath>,
+    pub files: ckpt_core::ExportFiles,
+    pub changed: Vec<Changed>,
+}
+
+impl Frozen {
+    pub fn patch_sha256(&self) -> String {
+        Hash::of(&self.files.patch).to_hex()
+    }
+}
+
+/// Freezes the changes from `base` to `now` (the copy's manifest): every
+/// changed path's bytes are read and checked against `now`, so the patch
+/// is exactly the tree the manifest names.
+pub fn freeze(
+    store: &Store,
+    wc: &WorkCopy,
+    base: &Manifest,
+    now: &Manifest,
+) -> anyhow::Result<Frozen> {
+    let mut blobs: HashMap<Hash, Vec<u8>> = HashMap::new();
+    let mut paths = Vec::new();
+    let changed = preview::changed(base, now);
+    let mut reader = BaseReader::new(store, wc);
+    for (path, b, c) in &changed {
+        let pre = match b {
+            Some(e) => state_of(e, reader.bytes(path, e)?, &mut blobs),
+            None => State::Absent,
+        };
+        let post = match c {
+            Some(e) => state_of(e, copy_bytes(&wc.copy, path, e)?, &mut blobs),
+            None => State::Absent,
+        };
+        for (s, e) in [(&pre, b), (&post, c)] {
+            anyhow::ensure!(
+                ckpt_core::state_holds(s, e.as_ref()),
+                "{} changed while it was read; try again",
+                wc.copy.join(path).display()
+            );
+        }
+        let path = RelPath::new(path.as_str()).map_err(|e| anyhow::anyhow!("{path}: {e}"))?;
+        paths.push(RangePath { path, pre, post });
+    }
+    let files = ckpt_core::frozen_files(&paths, &blobs)?;
+    Ok(Frozen {
+        paths,
+        files,
+        changed,
+    })
+}
+
 /// Writes the export of `wc` into `out`, an existing empty directory
 /// outside the original and the copy.
 pub fn export(store: &Store, wc: &WorkCopy, out: &Path) -> anyhow::Result<WorkcopyManifest> {
@@ -55,29 +110,8 @@ pub fn export(store: &Store, wc: &WorkCopy, out: &Path) -> anyhow::Result<Workco
     )?;
     let base = store.load_manifest(&wc.name)?;
     let now = fingerprint::manifest(&wc.copy)?;
-    let mut blobs: HashMap<Hash, Vec<u8>> = HashMap::new();
-    let mut paths = Vec::new();
-    for (path, b, c) in preview::changed(&base, &now) {
-        let pre = match &b {
-            Some(e) => state_of(e, base_bytes(store, wc, &path, e)?, &mut blobs),
-            None => State::Absent,
-        };
-        let post = match &c {
-            Some(e) => state_of(e, copy_bytes(&wc.copy, &path, e)?, &mut blobs),
-            None => State::Absent,
-        };
-        for (s, e) in [(&pre, &b), (&post, &c)] {
-            anyhow::ensure!(
-                ckpt_core::state_holds(s, e.as_ref()),
-                "{} changed while it was exported; export again",
-                wc.copy.join(&path).display()
-            );
-        }
-        let path = RelPath::new(path.as_str()).map_err(|e| anyhow::anyhow!("{path}: {e}"))?;
-        paths.push(RangePath { path, pre, post });
-    }
-    let files = ckpt_core::frozen_files(&paths, &blobs)?;
-    let p = preview::preview(wc, &base)?;
+    let Frozen { paths, files, .. } = freeze(store, wc, &base, &now)?;
+    let p = preview::preview_of(wc, &base, now)?;
     let m = WorkcopyManifest {
         tool: "ckpt".into(),
         tool_version: env!("CARGO_PKG_VERSION").into(),
@@ -106,7 +140,8 @@ pub fn export(store: &Store, wc: &WorkCopy, out: &Path) -> anyhow::Result<Workco
         commit: wc.commit.as_ref().and_then(|c| c.commit.clone()),
     };
     let json = serde_json::to_vec_pretty(&m).context("encoding the manifest")?;
-    let report = report(&m);
+    let logs = m.runs.iter().map(|r| log_text(&r.log)).collect::<Vec<_>>();
+    let report = report(&m, &logs);
     ckpt_core::write_new_files(
         out,
         &[
@@ -147,7 +182,40 @@ fn copy_bytes(copy: &Path, path: &str, e: &Entry) -> anyhow::Result<Vec<u8>> {
     read.with_context(|| format!("reading {}", abs.display()))
 }
 
-fn report(m: &WorkcopyManifest) -> String {
+/// The end of a run's log kept in the report: a runaway check's output
+/// must not make the report itself unreadable.
+const LOG_TAIL: usize = 64 * 1024;
+
+/// A run's log as the report shows it: its last [`LOG_TAIL`] bytes, as
+/// text, saying what was left out or why it cannot be read.
+fn log_text(path: &Path) -> String {
+    match std::fs::read(path) {
+        Ok(bytes) if bytes.len() > LOG_TAIL => {
+            let cut = bytes.len() - LOG_TAIL;
+            format!(
+                "[the first {cut} bytes left out]\n{}",
+                String::from_utf8_lossy(&bytes[cut..])
+            )
+        }
+        Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+        Err(e) => format!("[the log {} cannot be read: {e}]", path.display()),
+    }
+}
+
+/// A fenced block that `text` cannot close: more backticks than its
+/// longest run (CommonMark).
+fn fenced(text: &str) -> String {
+    let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    let fence = "`".repeat(longest.max(2) + 1);
+    let nl = if text.ends_with('\n') || text.is_empty() {
+        ""
+    } else {
+        "\n"
+    };
+    format!("{fence}text\n{text}{nl}{fence}\n")
+}
+
+fn report(m: &WorkcopyManifest, logs: &[String]) -> String {
     let mut r = String::new();
     let _ = writeln!(r, "# Work copy `{}`\n", m.workcopy);
     let _ = writeln!(r, "- Original: `{}`", m.original);
@@ -212,6 +280,46 @@ fn report(m: &WorkcopyManifest) -> String {
                 run.log.display()
             );
         }
+        for (i, (run, log)) in m.runs.iter().zip(logs).enumerate() {
+            let _ = writeln!(
+                r,
+                "\n### Run {}: `{}` ({})\n",
+                i + 1,
+                run.command.join(" "),
+                run.outcome()
+            );
+            r.push_str(&fenced(log));
+        }
     }
     r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_log_is_fenced_so_its_backticks_cannot_end_the_block() {
+        let f = fenced("a ``` b\n````\n");
+        assert!(f.starts_with("`````text\n"), "{f}");
+        assert!(f.ends_with("\n`````\n"), "{f}");
+        assert_eq!(fenced(""), "```text\n```\n");
+    }
+
+    #[test]
+    fn a_long_log_keeps_its_end_and_says_what_was_left_out() {
+        let tmp = tempfile::tempdir().unwrap();
+        let p = tmp.path().join("log");
+        let mut text = "x".repeat(LOG_TAIL);
+        text.push_str("THE END\n");
+        std::fs::write(&p, &text).unwrap();
+        let shown = log_text(&p);
+        assert!(
+            shown.starts_with("[the first 8 bytes left out]\n"),
+            "{}",
+            &shown[..40]
+        );
+        assert!(shown.ends_with("THE END\n"));
+        assert!(log_text(&tmp.path().join("gone")).contains("cannot be read"));
+    }
 }

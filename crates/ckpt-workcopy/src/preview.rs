@@ -82,7 +82,11 @@ pub fn changed(base: &Manifest, now: &Manifest) -> Vec<(String, Option<Entry>, O
 }
 
 pub fn preview(wc: &WorkCopy, base: &Manifest) -> anyhow::Result<Preview> {
-    let now = fingerprint::manifest(&wc.copy)?;
+    preview_of(wc, base, fingerprint::manifest(&wc.copy)?)
+}
+
+/// [`preview`] of the copy's manifest `now`, read by the caller.
+pub fn preview_of(wc: &WorkCopy, base: &Manifest, now: Manifest) -> anyhow::Result<Preview> {
     let mut changes = Vec::new();
     for (path, b, c) in changed(base, &now) {
         let change = match (&b, &c) {

@@ -94,5 +94,6 @@ pub fn run(
         timed_out,
         interrupted,
         log: log.to_path_buf(),
+        timeout_secs: timeout.map(|t| t.as_secs()),
     })
 }

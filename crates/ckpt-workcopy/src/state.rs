@@ -18,10 +18,10 @@ use super::fingerprint::{Entry, Manifest};
 /// Version of the state file's layout.
 pub const STATE_VERSION: u32 = 1;
 
-/// `ready → applying → applied → committing → committed`. `applying` and
-/// `committing` are intents: written before the action, replaced by its
-/// outcome once known (after a crash, by `workcopy status` inspecting the
-/// original).
+/// `ready → applying → applied → committing → committed → pushing →
+/// pushed`. `applying`, `committing` and `pushing` are intents: written
+/// before the action, replaced by its outcome once known (after a crash,
+/// by `workcopy status` inspecting the original, or the remote's ref).
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum Phase {
@@ -30,6 +30,8 @@ pub enum Phase {
     Applied,
     Committing,
     Committed,
+    Pushing,
+    Pushed,
 }
 
 impl Phase {
@@ -40,6 +42,8 @@ impl Phase {
             Phase::Applied => "applied",
             Phase::Committing => "committing",
             Phase::Committed => "committed",
+            Phase::Pushing => "pushing",
+            Phase::Pushed => "pushed",
         }
     }
 }
@@ -77,6 +81,9 @@ pub struct RunRecord {
     pub timed_out: bool,
     pub interrupted: bool,
     pub log: PathBuf,
+    /// The timeout it ran under (`None`: none).
+    #[serde(default)]
+    pub timeout_secs: Option<u64>,
 }
 
 impl RunRecord {
@@ -121,6 +128,12 @@ pub struct WorkCopy {
     /// The commit under way or done (`committing` and later).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub commit: Option<CommitRecord>,
+    /// The last preview: what it showed, and its token.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preview: Option<crate::contract::PreviewRecord>,
+    /// The push under way or done (`pushing` and later).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub push: Option<PushRecord>,
     /// Files of a `--base current` original not copied, and why (ckpt does
     /// not capture them, so an apply could not be rewound).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -151,6 +164,13 @@ pub struct ApplyRecord {
     pub turn: Option<i64>,
     /// Seconds since the epoch.
     pub started: u64,
+    /// The git tree the apply gives at the changed paths (`None` outside
+    /// git): the preview's, or computed from the patch.
+    #[serde(default)]
+    pub tree: Option<String>,
+    /// It had a preview's token (not `--no-preview`).
+    #[serde(default)]
+    pub previewed: bool,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
@@ -164,6 +184,17 @@ pub struct CommitRecord {
     pub left_out: Vec<(String, String)>,
     /// The commit made (`committed`).
     pub commit: Option<String>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct PushRecord {
+    /// The remote's name (its URL is never kept: it may not be shown).
+    pub remote: String,
+    pub branch: String,
+    /// The commit pushed: the work copy's.
+    pub commit: String,
+    /// The remote's branch before the push (`None`: it did not exist).
+    pub before: Option<String>,
 }
 
 /// Where work copies are kept: their state under the data dir, the copies
@@ -316,6 +347,8 @@ mod tests {
             runs: vec![],
             apply: None,
             commit: None,
+            preview: None,
+            push: None,
             left_out: vec![("big.bin".into(), "over the cap".into())],
         };
         store.save(&wc).unwrap();
@@ -336,6 +369,8 @@ mod tests {
             head: None,
             turn: None,
             started: 1_700_000_002,
+            tree: None,
+            previewed: true,
         });
         wc.runs.push(RunRecord {
             command: vec!["cargo".into(), "test".into()],
@@ -346,6 +381,7 @@ mod tests {
             timed_out: false,
             interrupted: false,
             log: "/tmp/run-1.log".into(),
+            timeout_secs: Some(300),
         });
         store.save(&wc).unwrap();
         assert_eq!(store.load("fix-1").unwrap(), wc);

@@ -264,7 +264,12 @@ fn concrete(proj: &Path, g: &Gen) -> Request {
         }),
         Gen::Rewind(s, turn, paths, dry_run, force) => Request::Rewind(ckpt_proto::Rewind {
             dir: p(s),
-            turn: *turn,
+            // Both ways of naming a turn, `after` on the dry runs.
+            to: if *dry_run {
+                ckpt_proto::RewindTo::After(*turn)
+            } else {
+                ckpt_proto::RewindTo::Before(*turn)
+            },
             paths: ps(paths),
             flags: ckpt_proto::RewindFlags {
                 dry_run: *dry_run,

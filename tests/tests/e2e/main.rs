@@ -35,3 +35,4 @@ mod sessions;
 mod snapshots;
 mod watches;
 mod workcopy;
+mod workcopy_hub;

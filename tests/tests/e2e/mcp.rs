@@ -238,6 +238,11 @@ fn mcp_client_lists_plans_rewinds_and_redoes_turns() {
     planned.sort();
     assert_eq!(planned, ["a.txt", "b.txt"], "{plan}");
     assert_same_tree("after the dry run", &states[2], &snapshot_work(&proj));
+    // `after`: turn 1 is kept, only turn 2 would be undone.
+    let plan = mcp.call_ok("rewind", json!({ "turn": 1, "after": true }));
+    assert_eq!(plan["outcome"], "dry_run", "{plan}");
+    assert_eq!(plan["turns"], json!([2]), "{plan}");
+    assert_same_tree("after the dry run", &states[2], &snapshot_work(&proj));
 
     // Confirmed: back to before turn 1, on disk.
     let done = mcp.call_ok("rewind", json!({ "turn": 1, "confirm": true }));

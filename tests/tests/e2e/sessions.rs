@@ -153,6 +153,60 @@ fn rewind_last_of_a_session_leaves_the_other_sessions_work() {
     );
 }
 
+/// `rewind --after N` keeps N and undoes its session's later turns only;
+/// an edit after them is a conflict as for any rewind; nothing after N is
+/// an error.
+#[test]
+fn rewind_after_keeps_the_turn_and_undoes_only_its_sessions_later_turns() {
+    let env = Env::new();
+    let _d = env.start_daemon();
+    let proj = env.git_repo("p", &[("a.txt", b"a\n"), ("b.txt", b"b\n")]);
+    env.ctl_ok(&proj, &["watch"]);
+    let ta1 = start(&env, &proj, "A");
+    sh(&proj, "echo A1 > a.txt");
+    env.ctl_ok(&proj, &["turn-end", "--session", "A"]);
+    let ta2 = start(&env, &proj, "A");
+    sh(&proj, "echo A2 > a.txt && echo new > n.txt");
+    env.ctl_ok(&proj, &["turn-end", "--session", "A"]);
+    start(&env, &proj, "B");
+    sh(&proj, "echo B1 > b.txt");
+    env.ctl_ok(&proj, &["turn-end", "--session", "B"]);
+
+    // The user's edit after A's turns: refused, exit 3, nothing changed.
+    sh(&proj, "echo mine > n.txt");
+    let out = env.ctl(&proj, &["rewind", "--after", &ta1.to_string()]);
+    assert_eq!(out.code(), 3, "{out:?}");
+    assert!(
+        out.stderr.contains("n.txt: edited after the agent"),
+        "{out:?}"
+    );
+    assert_eq!(read(&proj, "a.txt"), "A2\n");
+    sh(&proj, "echo new > n.txt");
+
+    let out = env.ctl(&proj, &["rewind", "--after", &ta1.to_string()]);
+    assert_eq!(out.code(), 0, "{out:?}");
+    assert!(
+        out.stdout.starts_with(&format!(
+            "rewind to after turn {ta1} (undoing turn {ta2}): 2 paths"
+        )),
+        "{out:?}"
+    );
+    assert_eq!(read(&proj, "a.txt"), "A1\n");
+    assert!(!proj.join("n.txt").exists());
+    assert_eq!(read(&proj, "b.txt"), "B1\n", "B's work is left alone");
+
+    // Nothing of A after turn 1 is live now: an error, nothing changed.
+    let none = env.ctl(&proj, &["rewind", "--after", &ta1.to_string()]);
+    assert_eq!(none.code(), 1, "{none:?}");
+    assert!(none.stderr.contains("nothing after it"), "{none:?}");
+    let json = env.ctl_json(&proj, &["redo"]);
+    assert_eq!(json["turns"], serde_json::json!([ta2]), "{json}");
+    assert_eq!(read(&proj, "a.txt"), "A2\n");
+    // `--after` takes no turn beside it.
+    let both = env.ctl(&proj, &["rewind", "1", "--after", "1"]);
+    assert_eq!(both.code(), 2, "{both:?}");
+}
+
 const BASE: &str = "one\ntwo\nthree\nfour\nfive\nsix\nseven\neight\n";
 
 /// The agent's turn changes line 2 (sed -i); the user then edits `user_sed`.

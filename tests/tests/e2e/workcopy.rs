@@ -38,6 +38,15 @@ fn wait_gone(pid_file: &Path) {
     });
 }
 
+/// `workcopy preview [NAME]`, as a user runs it before an apply: the
+/// token it must issue.
+fn preview(env: &Env, dir: &Path, name: Option<&str>) -> String {
+    let mut args = vec!["workcopy", "preview"];
+    args.extend(name);
+    let p = env.ctl_json(dir, &args);
+    p["token"].as_str().expect("a preview's token").to_string()
+}
+
 fn git_text(dir: &Path, args: &[&str]) -> String {
     git(dir, args).stdout.trim().to_string()
 }
@@ -343,6 +352,12 @@ fn an_edit_in_the_copy_shows_in_status_diff_and_preview() {
     git(&copy, &["branch", "-D", "main"]);
     git(&copy, &["reflog", "expire", "--expire=now", "--all"]);
     git(&copy, &["gc", "-q", "--prune=now"]);
+    // The copy's HEAD no longer names the base: refused until it does.
+    let out = env.ctl(&proj, &["workcopy", "preview", "w"]);
+    assert_eq!(out.code(), 1, "{out:?}");
+    assert!(out.stderr.contains("HEAD names no commit"), "{out:?}");
+    let base = git_text(&copy, &["rev-parse", "refs/ckpt/base"]);
+    git(&copy, &["reset", "-q", "--soft", &base]);
     let p = env.ctl_json(&proj, &["workcopy", "preview", "w"]);
     assert_eq!(p["preview"]["conflicts"], 0, "{p}");
     assert_eq!(
@@ -362,9 +377,11 @@ fn preview_finds_a_conflict_exits_3_and_writes_nothing() {
     let copy = create(&env, &proj, "w", "current");
     sh(&copy, "echo copy > a && echo copy > b");
     sh(&proj, "echo user > a");
+    // The copy's files: its git objects get the blobs of the preview's
+    // tree (computed in the copy's repository, in a temporary index).
     let before = (
         snapshot(&proj),
-        snapshot(&copy),
+        snapshot_work(&copy),
         snapshot(&env.data.join("workcopies")),
     );
     let out = env.ctl(&proj, &["--json", "workcopy", "preview"]);
@@ -379,7 +396,7 @@ fn preview_finds_a_conflict_exits_3_and_writes_nothing() {
     assert!(text.stdout.contains("CONFLICT"), "{text:?}");
     let after = (
         snapshot(&proj),
-        snapshot(&copy),
+        snapshot_work(&copy),
         snapshot(&env.data.join("workcopies")),
     );
     assert_same_tree("original", &before.0, &after.0);
@@ -483,6 +500,7 @@ fn after_apply_status_says_the_original_holds_the_copy_and_a_rewound_apply_needs
     let env = Env::new();
     let _d = env.start_daemon();
     let (proj, copy) = applied_setup(&env);
+    preview(&env, &proj, None);
     let applied = env.ctl_json(&proj, &["workcopy", "apply"]);
     let turn = applied["turn"].as_i64().unwrap().to_string();
     let st = state(&env, &proj);
@@ -597,6 +615,7 @@ fn symlink_loops_inside_the_tree_are_copied_previewed_and_applied() {
     sh(&copy, "ln -s d d && ln -sfn c a && echo 2 > f");
     let p = env.ctl_json(&proj, &["workcopy", "preview"]);
     assert_eq!(p["preview"]["leaving_symlinks"], 0, "{p}");
+    preview(&env, &proj, None);
     env.ctl_ok(&proj, &["workcopy", "apply"]);
     assert_eq!(std::fs::read_link(proj.join("d")).unwrap(), Path::new("d"));
     assert_eq!(std::fs::read_link(proj.join("a")).unwrap(), Path::new("c"));
@@ -673,6 +692,7 @@ fn apply_is_one_turn_that_rewind_undoes_and_redo_redoes() {
     let git_before = snapshot_git(&proj);
     let head = git_text(&proj, &["rev-parse", "HEAD"]);
 
+    preview(&env, &proj, Some("w"));
     let out = env.ctl_json(&proj, &["workcopy", "apply", "w"]);
     assert_eq!(out["applied"], true, "{out}");
     let turn = out["turn"].as_i64().expect("a turn");
@@ -742,6 +762,7 @@ fn commit_stages_exactly_the_applied_paths_with_the_users_hooks() {
     let hook = proj.join(".git/hooks/pre-commit");
     std::fs::write(&hook, format!("#!/bin/sh\ntouch '{}'\n", s(&hook_ran))).unwrap();
     sh(&proj, "chmod +x .git/hooks/pre-commit");
+    preview(&env, &proj, Some("w"));
     env.ctl_ok(&proj, &["workcopy", "apply", "w"]);
     // The user's own staged change, not the work copy's: stays staged.
     sh(
@@ -789,6 +810,7 @@ fn a_commit_the_users_hook_refuses_leaves_their_index_as_it_was() {
     let env = Env::new();
     let _d = env.start_daemon();
     let (proj, _copy) = applied_setup(&env);
+    preview(&env, &proj, Some("w"));
     env.ctl_ok(&proj, &["workcopy", "apply", "w"]);
     // The user stages one applied path themselves, and a file of their own.
     sh(
@@ -824,6 +846,7 @@ fn commit_refuses_when_head_or_an_applied_path_moved() {
     let env = Env::new();
     let _d = env.start_daemon();
     let (proj, _copy) = applied_setup(&env);
+    preview(&env, &proj, Some("w"));
     env.ctl_ok(&proj, &["workcopy", "apply", "w"]);
 
     sh(&proj, "echo user > a.txt");
@@ -856,6 +879,8 @@ fn apply_refuses_a_conflict_and_writes_nothing() {
     let env = Env::new();
     let _d = env.start_daemon();
     let (proj, _copy) = applied_setup(&env);
+    // Previewed while the original is as at the base; edited after.
+    preview(&env, &proj, Some("w"));
     sh(&proj, "echo user > a.txt");
     let before = snapshot_work(&proj);
     let turns = env.ctl_json(&proj, &["log"])["turns"]
@@ -882,6 +907,7 @@ fn a_crash_between_applying_and_applied_is_settled_by_status() {
     ]);
     let (proj, copy) = applied_setup(&env);
     let before = snapshot_work(&proj);
+    preview(&env, &proj, Some("w"));
     let mut apply = env
         .ctl_cmd(&proj, &["workcopy", "apply", "w"])
         .stdout(std::process::Stdio::null())
@@ -988,6 +1014,7 @@ fn a_current_copy_applies_ignored_files_but_commits_only_what_git_tracks() {
     let copy = create(&env, &proj, "w", "current");
     sh(&copy, "echo 2 > a && echo rotated > .env && rm untracked");
 
+    preview(&env, &proj, None);
     let out = env.ctl_json(&proj, &["workcopy", "apply"]);
     assert_eq!(out["applied"], true, "{out}");
     let turn = out["turn"].as_i64().unwrap();
@@ -1022,6 +1049,7 @@ fn a_crash_while_committing_is_settled_from_head() {
     let env = Env::new();
     let _d = env.start_daemon();
     let (proj, _copy) = applied_setup(&env);
+    preview(&env, &proj, Some("w"));
     env.ctl_ok(&proj, &["workcopy", "apply", "w"]);
     let state_file = env.data.join("workcopies/w.json");
     let parent = git_text(&proj, &["rev-parse", "HEAD"]);
@@ -1089,7 +1117,7 @@ fn preview_flags_and_apply_refuses_symlinks_that_leave_the_tree() {
         "{text:?}"
     );
 
-    let out = env.ctl(&proj, &["workcopy", "apply"]);
+    let out = env.ctl(&proj, &["workcopy", "apply", "--no-preview"]);
     assert_eq!(out.code(), 3, "{out:?}");
     assert!(
         out.stderr.contains("refused: evil -> /etc/hostname"),
@@ -1102,6 +1130,7 @@ fn preview_flags_and_apply_refuses_symlinks_that_leave_the_tree() {
 
     // Without them, the apply goes through.
     sh(&copy, "rm evil sub/evil-dir sub/chain sub/up");
+    preview(&env, &proj, None);
     env.ctl_ok(&proj, &["workcopy", "apply"]);
     assert_eq!(
         std::fs::read_link(proj.join("sub/fine")).unwrap(),
@@ -1119,6 +1148,7 @@ fn apply_to_an_original_that_is_not_watched_watches_it_and_is_rewindable() {
     assert!(!watched_roots(&env, &proj).contains(&s(&proj).to_string()));
     sh(&copy, "echo 2 > a && echo new > b");
     let before = snapshot(&proj);
+    preview(&env, &proj, None);
     let applied = env.ctl_json(&proj, &["workcopy", "apply"]);
     assert_eq!(applied["applied"], true, "{applied}");
     assert_eq!(state(&env, &proj)["workcopy"]["state"], "applied");
@@ -1142,6 +1172,7 @@ fn rewind_last_undoes_a_work_copy_apply_when_it_is_the_newest() {
     sh(&proj, "echo mine > mine.txt");
     env.ctl_ok(&proj, &["turn-end"]);
     let before = snapshot_work(&proj);
+    preview(&env, &proj, Some("w"));
     let turn = env.ctl_json(&proj, &["workcopy", "apply", "w"])["turn"]
         .as_i64()
         .expect("a turn");

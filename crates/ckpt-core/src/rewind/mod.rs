@@ -160,6 +160,31 @@ pub(crate) fn rewind(
     carry_out(parts, &mut dirs, plan, &mut opts, marked, None, note)
 }
 
+/// Restores the state from just after `turn`: undoes the live turns of
+/// its session after it (its open turn included) and keeps `turn`, as
+/// [`rewind`] to the first of them does. [`Error::NothingAfter`] when
+/// there is none. Call after a barrier.
+pub(crate) fn rewind_after(
+    parts: &mut Parts<'_>,
+    turn: i64,
+    opts: RewindOptions,
+) -> Result<RewindOutcome> {
+    recover(parts)?;
+    let row = history::turn(parts.conn, turn)?.ok_or(Error::UnknownTurn(turn))?;
+    if row.status == TurnStatus::Rewound {
+        return Err(Error::TurnRewound(turn));
+    }
+    let session = row.meta.session.as_deref();
+    let closed = history::live_turns_from(parts.conn, turn + 1, session)?;
+    let open = history::open_turn_of(parts.conn, session)?.filter(|&t| t > turn);
+    let first = closed
+        .into_iter()
+        .chain(open)
+        .min()
+        .ok_or(Error::NothingAfter(turn))?;
+    rewind(parts, first, opts)
+}
+
 /// Every path a turn of another session than `session` changed during
 /// or after `turn` (started at `started_ns`), with what the rewound
 /// turns left there (`touched`; none for a path they did not touch,

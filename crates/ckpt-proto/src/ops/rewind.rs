@@ -9,12 +9,13 @@ use crate::{
     WirePath,
 };
 
-/// `rewind`: restore the state from just before `turn`. `paths` are
-/// absolute (the client resolves them against its cwd).
+/// `rewind`: restore the state from just before a turn, or just after
+/// it. `paths` are absolute (the client resolves them against its cwd).
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Rewind {
     pub dir: WirePath,
-    pub turn: i64,
+    #[serde(flatten)]
+    pub to: RewindTo,
     #[serde(default)]
     pub paths: Vec<WirePath>,
     #[serde(flatten)]
@@ -22,6 +23,29 @@ pub struct Rewind {
     /// Merge text files changed since the rewound turns.
     #[serde(default)]
     pub merge: Option<MergeMode>,
+}
+
+/// Where a rewind goes. On the wire, one field of the request: `"turn": N`
+/// (before N, as ever) or `"after": N`. A daemon older than `after` finds
+/// no `turn` in such a request and refuses it, rather than rewinding to
+/// before N.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RewindTo {
+    /// Undo turn N and its session's later turns.
+    #[serde(rename = "turn")]
+    Before(i64),
+    /// Keep turn N; undo its session's later turns.
+    #[serde(rename = "after")]
+    After(i64),
+}
+
+impl RewindTo {
+    /// The turn named.
+    pub fn turn(self) -> i64 {
+        match self {
+            RewindTo::Before(t) | RewindTo::After(t) => t,
+        }
+    }
 }
 
 /// `redo`: undo the last rewind.

@@ -83,6 +83,7 @@ impl Seq<'_> {
         let changes = rules::touched(base, copy);
         if changes.is_empty() {
             // Nothing to apply: an error, and nothing changes.
+            self.preview_token(name)?;
             let c = self.world.ctl(&["--json", "workcopy", "apply", name])?;
             if c.code != Some(1) {
                 return mismatch(format!(
@@ -137,9 +138,25 @@ impl Seq<'_> {
         Ok(())
     }
 
+    /// `workcopy preview NAME`, as a user does before an apply: its token.
+    fn preview_token(&mut self, name: &str) -> anyhow::Result<String> {
+        let c = self.world.ctl(&["--json", "workcopy", "preview", name])?;
+        if c.code != Some(0) {
+            return mismatch(format!("workcopy preview {name} failed: {}", c.describe()));
+        }
+        let v: serde_json::Value = c.parse()?;
+        match v["token"].as_str() {
+            Some(t) => Ok(t.to_string()),
+            None => mismatch(format!("workcopy preview {name}: no token in {}", c.stdout)),
+        }
+    }
+
     /// `workcopy apply NAME`, not interrupted: the new turn and its session.
     fn plain_apply(&mut self, name: &str) -> anyhow::Result<(i64, String)> {
-        let c = self.world.ctl(&["--json", "workcopy", "apply", name])?;
+        let token = self.preview_token(name)?;
+        let c = self
+            .world
+            .ctl(&["--json", "workcopy", "apply", name, "--token", &token])?;
         if c.code != Some(0) {
             return mismatch(format!("workcopy apply {name} failed: {}", c.describe()));
         }
@@ -158,7 +175,8 @@ impl Seq<'_> {
         name: &str,
         changes: &BTreeMap<Vec<u8>, rules::Change>,
     ) -> anyhow::Result<Option<(i64, String)>> {
-        let args = ["--json", "workcopy", "apply", name];
+        let token = self.preview_token(name)?;
+        let args = ["--json", "workcopy", "apply", name, "--token", &token];
         // Up to the time a debug build's apply takes.
         let delay = self.rng.below(150);
         let child = self.world.spawn_ctl(&args)?;

@@ -11,14 +11,21 @@ use ckpt_proto::{self as proto, Outcome, Request, Response, TurnStatus, WirePath
 
 use crate::apply::{self, Found};
 use crate::commit::{self, CommitFound};
-use crate::git;
-use crate::preview;
+use crate::limits::{self, Limits};
 use crate::state::{now_secs, ApplyRecord, Phase, Store, WorkCopy};
+use crate::{contract, export, fingerprint, git, head, preview, tree};
 use ckptctl::commands::{unexpected, Ctx};
 use ckptctl::output;
 use ckptctl::EXIT_CONFLICTS;
 
-pub fn apply_cmd(ctx: &Ctx, store: &Store, wc: WorkCopy) -> anyhow::Result<u8> {
+/// What an apply is held to: the last preview's token (or `token`), unless
+/// `no_preview`.
+pub struct Contract {
+    pub token: Option<String>,
+    pub no_preview: bool,
+}
+
+pub fn apply_cmd(ctx: &Ctx, store: &Store, wc: WorkCopy, contract: Contract) -> anyhow::Result<u8> {
     let mut wc = settle(ctx, store, wc)?;
     match wc.state {
         Phase::Ready => {}
@@ -29,13 +36,34 @@ pub fn apply_cmd(ctx: &Ctx, store: &Store, wc: WorkCopy) -> anyhow::Result<u8> {
             wc.original.display(),
             turn = applied_turn(&wc),
         ),
-        Phase::Committed => {
+        Phase::Committed | Phase::Pushed => {
             anyhow::bail!("work copy '{}' is already applied and committed", wc.name)
         }
-        Phase::Applying | Phase::Committing => unreachable!("settled above"),
+        Phase::Applying | Phase::Committing | Phase::Pushing => unreachable!("settled above"),
     }
+    limits::check(&wc.copy, &Limits::default(), "apply")?;
+    head::ensure_at_base(&wc, "apply")?;
     let base = store.load_manifest(&wc.name)?;
-    let p = preview::preview(&wc, &base)?;
+    let now = fingerprint::manifest(&wc.copy)?;
+    let frozen = export::freeze(store, &wc, &base, &now)?;
+    let expected = if contract.no_preview {
+        tree::expected(store, &wc, &frozen.changed, &frozen.files.patch)?
+    } else {
+        let target = contract::target(&wc.original);
+        let found = contract::Found {
+            patch_sha256: &frozen.patch_sha256(),
+            target: &target,
+            now: now_secs(),
+        };
+        contract::check(
+            &wc.name,
+            wc.preview.as_ref(),
+            contract.token.as_deref(),
+            &found,
+        )?;
+        wc.preview.as_ref().and_then(|r| r.tree.clone())
+    };
+    let p = preview::preview_of(&wc, &base, now)?;
     if p.conflicts > 0 {
         if ctx.g.json {
             output::json(
@@ -89,6 +117,8 @@ pub fn apply_cmd(ctx: &Ctx, store: &Store, wc: WorkCopy) -> anyhow::Result<u8> {
         head: git::head(&wc.original),
         turn: None,
         started: now_secs(),
+        tree: expected,
+        previewed: !contract.no_preview,
     };
     let request = Request::CopyIn(ckpt_proto::CopyIn {
         dir: wc.original.as_path().into(),
@@ -123,6 +153,12 @@ pub fn apply_cmd(ctx: &Ctx, store: &Store, wc: WorkCopy) -> anyhow::Result<u8> {
     }
     wc.state = Phase::Applying;
     wc.apply = Some(rec);
+    if !contract.no_preview {
+        // Taken now: a refused apply must be previewed again too.
+        if let Some(r) = wc.preview.as_mut() {
+            r.used = true;
+        }
+    }
     store.save(&wc)?;
     match ctx.request(&request) {
         Ok(Response::CopyIn(r)) if r.outcome == Outcome::Applied => {
@@ -130,7 +166,7 @@ pub fn apply_cmd(ctx: &Ctx, store: &Store, wc: WorkCopy) -> anyhow::Result<u8> {
             wc.apply.as_mut().expect("set above").turn = r.turn;
             store.save(&wc)?;
             ctx.warn_if_degraded(&r);
-            report_applied(ctx, &wc, r.actions.len())
+            report_applied(ctx, &wc, r.actions.len(), &frozen.changed)
         }
         Ok(Response::CopyIn(r)) => {
             wc.state = Phase::Ready;
@@ -157,7 +193,7 @@ pub fn apply_cmd(ctx: &Ctx, store: &Store, wc: WorkCopy) -> anyhow::Result<u8> {
         Ok(other) => Err(unexpected(other)),
         // The daemon may have written some or all of it: look.
         Err(e) => match settle(ctx, store, wc) {
-            Ok(wc) if wc.state == Phase::Applied => report_applied(ctx, &wc, 0),
+            Ok(wc) if wc.state == Phase::Applied => report_applied(ctx, &wc, 0, &frozen.changed),
             Ok(wc) if wc.state == Phase::Ready => Err(e.context("nothing was applied")),
             Ok(wc) => Err(e.context(format!(
                 "the apply may be cut short; `ckptctl workcopy status {}` looks again",
@@ -168,14 +204,29 @@ pub fn apply_cmd(ctx: &Ctx, store: &Store, wc: WorkCopy) -> anyhow::Result<u8> {
     }
 }
 
-fn report_applied(ctx: &Ctx, wc: &WorkCopy, actions: usize) -> anyhow::Result<u8> {
+/// Reports an apply done, with the original's tree at the `changed` paths
+/// checked against the one previewed (or computed from the patch).
+fn report_applied(
+    ctx: &Ctx,
+    wc: &WorkCopy,
+    actions: usize,
+    changed: &[tree::Changed],
+) -> anyhow::Result<u8> {
     let turn = applied_turn(wc);
+    let rec = wc
+        .apply
+        .as_ref()
+        .context("an applied work copy has its apply record")?;
+    let found = tree::of_original(wc, changed)?;
+    let matches = found == rec.tree;
     if ctx.g.json {
         output::json(&serde_json::json!({
             "workcopy": wc.name,
             "applied": true,
             "turn": turn,
             "actions": actions,
+            "previewed": rec.previewed,
+            "tree": { "expected": rec.tree, "found": found, "matches": matches },
             "state": wc,
         }))?;
     } else if !ctx.g.quiet {
@@ -185,11 +236,30 @@ fn report_applied(ctx: &Ctx, wc: &WorkCopy, actions: usize) -> anyhow::Result<u8
             wc.name,
             wc.original.display()
         );
+        if let (Some(t), true) = (&found, matches) {
+            let how = if rec.previewed {
+                "the tree the preview showed"
+            } else {
+                "the tree of the base with the patch applied"
+            };
+            println!("the original's git tree at the changed paths: {t}, {how}");
+        }
+        if !rec.previewed {
+            println!("applied without a preview (--no-preview): nobody checked it against a reviewed diff");
+        }
         println!(
             "`ckptctl rewind {turn}` there undoes it; `ckptctl workcopy commit {}` commits it",
             wc.name
         );
     }
+    anyhow::ensure!(
+        matches,
+        "the original's git tree at the changed paths is {}, not {} as computed before the apply: \
+         something else wrote there meanwhile; `ckptctl rewind {turn}` in {} undoes the apply",
+        found.as_deref().unwrap_or("none"),
+        rec.tree.as_deref().unwrap_or("none"),
+        wc.original.display()
+    );
     Ok(0)
 }
 
@@ -206,7 +276,7 @@ pub fn commit_cmd(
             "work copy '{}' is not applied yet (`ckptctl workcopy apply {0}`)",
             wc.name
         ),
-        Phase::Committed => anyhow::bail!(
+        Phase::Committed | Phase::Pushed => anyhow::bail!(
             "work copy '{}' is already committed as {}",
             wc.name,
             wc.commit
@@ -214,7 +284,7 @@ pub fn commit_cmd(
                 .and_then(|c| c.commit.as_deref())
                 .unwrap_or("?")
         ),
-        Phase::Applying | Phase::Committing => unreachable!("settled above"),
+        Phase::Applying | Phase::Committing | Phase::Pushing => unreachable!("settled above"),
     }
     let turn = applied_turn(&wc);
     let rec = wc
@@ -332,7 +402,8 @@ pub fn settle(ctx: &Ctx, store: &Store, mut wc: WorkCopy) -> anyhow::Result<Work
             }
             store.save(&wc)?;
         }
-        Phase::Ready | Phase::Applied | Phase::Committed => {}
+        Phase::Pushing => crate::push::settle(store, &mut wc)?,
+        Phase::Ready | Phase::Applied | Phase::Committed | Phase::Pushed => {}
     }
     Ok(wc)
 }

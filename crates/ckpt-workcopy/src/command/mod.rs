@@ -3,6 +3,8 @@
 
 mod apply;
 
+pub use apply::settle;
+
 use std::io::Write;
 use std::path::Path;
 use std::time::Duration;
@@ -12,12 +14,14 @@ use ckpt_proto::{Request, Response};
 use serde_json::json;
 
 use crate::cli::WorkcopyAction;
-use crate::create::{self, base_bytes};
+use crate::contract::{self, PreviewRecord};
+use crate::create::{self, BaseReader};
 use crate::fingerprint::Kind;
+use crate::limits::{self, Limits};
 use crate::preview::{self, Change, Original};
 use crate::run as run_check;
 use crate::state::{Phase, Store, WorkCopy};
-use crate::{fingerprint, git};
+use crate::{fingerprint, git, head};
 use ckptctl::commands::{unexpected, Ctx};
 use ckptctl::output;
 use ckptctl::EXIT_CONFLICTS;
@@ -35,7 +39,21 @@ pub fn run(ctx: &Ctx, action: WorkcopyAction) -> anyhow::Result<u8> {
         }
         WorkcopyAction::Diff { name } => diff(ctx, &store, &pick(ctx, &store, name)?),
         WorkcopyAction::Preview { name } => preview_cmd(ctx, &store, &pick(ctx, &store, name)?),
-        WorkcopyAction::Apply { name } => apply::apply_cmd(ctx, &store, pick(ctx, &store, name)?),
+        WorkcopyAction::Apply {
+            name,
+            token,
+            no_preview,
+        } => apply::apply_cmd(
+            ctx,
+            &store,
+            pick(ctx, &store, name)?,
+            apply::Contract { token, no_preview },
+        ),
+        WorkcopyAction::Push {
+            name,
+            remote,
+            branch,
+        } => crate::push::push_cmd(ctx, &store, pick(ctx, &store, name)?, remote, branch),
         WorkcopyAction::Commit { name, message } => {
             apply::commit_cmd(ctx, &store, pick(ctx, &store, name)?, message)
         }
@@ -48,7 +66,8 @@ pub fn run(ctx: &Ctx, action: WorkcopyAction) -> anyhow::Result<u8> {
             command,
         } => {
             let wc = pick(ctx, &store, name)?;
-            run_cmd(ctx, &store, wc, timeout.map(Duration::from_secs), &command)
+            let timeout = (timeout > 0).then(|| Duration::from_secs(timeout));
+            run_cmd(ctx, &store, wc, timeout, &command)
         }
         WorkcopyAction::Remove { name, force } => {
             remove(ctx, &store, &pick(ctx, &store, name)?, force)
@@ -148,13 +167,46 @@ fn list(ctx: &Ctx, store: &Store) -> anyhow::Result<u8> {
 }
 
 fn status(ctx: &Ctx, store: &Store, wc: &WorkCopy) -> anyhow::Result<u8> {
+    let usage = limits::measure(&wc.copy)?;
+    let over = usage.over(&Limits::default());
+    let moved = head::moved(wc)?;
+    if let Some(over) = &over {
+        // Not hashed: that is what the limits are for.
+        if ctx.g.json {
+            output::json(&json!({
+                "workcopy": wc,
+                "usage": usage,
+                "limits": Limits::default(),
+                "over_limits": over,
+                "head_moved": moved,
+            }))?;
+        } else if !ctx.g.quiet {
+            println!("{}: {}", wc.name, wc.state.as_str());
+            println!(
+                "the copy {} holds {over}: preview, export and apply refuse it",
+                wc.copy.display()
+            );
+        }
+        return Ok(0);
+    }
     let base = store.load_manifest(&wc.name)?;
     let p = preview::preview(wc, &base)?;
     let last_run = wc.runs.last();
     let rewound = match wc.state {
-        Phase::Applied | Phase::Committed => apply::apply_turn_rewound(ctx, wc)?,
+        Phase::Applied | Phase::Committed | Phase::Pushed => apply::apply_turn_rewound(ctx, wc)?,
         _ => false,
     };
+    let token = wc.preview.as_ref().map(|r| {
+        let age = crate::state::now_secs().saturating_sub(r.issued);
+        let left = limits::PREVIEW_LIFETIME.as_secs().saturating_sub(age);
+        if r.used {
+            "used".to_string()
+        } else if left == 0 {
+            "expired".to_string()
+        } else {
+            format!("valid {} more minute(s)", left.div_ceil(60))
+        }
+    });
     if ctx.g.json {
         output::json(&json!({
             "workcopy": wc,
@@ -165,6 +217,10 @@ fn status(ctx: &Ctx, store: &Store, wc: &WorkCopy) -> anyhow::Result<u8> {
             "original_as_copy": p.count(Original::AsCopy),
             "original_head_moved_to": p.head_moved_to,
             "copy_fingerprint": p.copy_fingerprint,
+            "usage": usage,
+            "limits": Limits::default(),
+            "head_moved": moved,
+            "preview_token": token,
         }))?;
     } else if !ctx.g.quiet {
         println!("{}: {}", wc.name, wc.state.as_str());
@@ -199,6 +255,19 @@ fn status(ctx: &Ctx, store: &Store, wc: &WorkCopy) -> anyhow::Result<u8> {
         if let Some(now) = &p.head_moved_to {
             println!("the original's HEAD moved since the base, to {now}");
         }
+        if let Some(m) = &moved {
+            println!("{}", m.refusal(wc, "preview, export and apply are"));
+        }
+        println!(
+            "the copy holds {} files, {} (limits {}, {})",
+            usage.files,
+            output::bytes(usage.bytes),
+            limits::MAX_FILES,
+            output::bytes(limits::MAX_BYTES)
+        );
+        if let Some(t) = &token {
+            println!("last preview's token: {t}");
+        }
         if let Some(a) = &wc.apply {
             let turn = apply::applied_turn(wc);
             println!(
@@ -211,6 +280,14 @@ fn status(ctx: &Ctx, store: &Store, wc: &WorkCopy) -> anyhow::Result<u8> {
         }
         if let Some(c) = wc.commit.as_ref().and_then(|c| c.commit.as_deref()) {
             println!("committed as {c}");
+        }
+        if let Some(push) = &wc.push {
+            let done = if wc.state == Phase::Pushed {
+                "pushed"
+            } else {
+                "being pushed"
+            };
+            println!("{done} to {} {}", push.remote, push.branch);
         }
         if let Some(r) = last_run {
             println!(
@@ -229,9 +306,10 @@ fn diff(ctx: &Ctx, store: &Store, wc: &WorkCopy) -> anyhow::Result<u8> {
     let now = fingerprint::manifest(&wc.copy)?;
     let changed = preview::changed(&base, &now);
     let mut files = Vec::new();
+    let mut reader = BaseReader::new(store, wc);
     for (path, b, c) in &changed {
         let old = match b {
-            Some(e) if e.kind != Kind::Dir => Some(base_bytes(store, wc, path, e)?),
+            Some(e) if e.kind != Kind::Dir => Some(reader.bytes(path, e)?),
             _ => None,
         };
         let new = match c {
@@ -304,10 +382,45 @@ fn unified(path: &str, old: Option<&[u8]>, new: Option<&[u8]>) -> Option<String>
 }
 
 fn preview_cmd(ctx: &Ctx, store: &Store, wc: &WorkCopy) -> anyhow::Result<u8> {
+    let usage = limits::check(&wc.copy, &Limits::default(), "preview")?;
+    head::ensure_at_base(wc, "preview")?;
     let base = store.load_manifest(&wc.name)?;
-    let p = preview::preview(wc, &base)?;
+    let now = fingerprint::manifest(&wc.copy)?;
+    let frozen = crate::export::freeze(store, wc, &base, &now)?;
+    let p = preview::preview_of(wc, &base, now)?;
+    let tree = crate::tree::expected(store, wc, &frozen.changed, &frozen.files.patch)?;
+    let refused = p.conflicts > 0 || p.leaving_symlinks > 0;
+    // A token only for what apply would take.
+    let issued = if refused {
+        None
+    } else {
+        let rec = PreviewRecord {
+            token: contract::new_token()?,
+            issued: crate::state::now_secs(),
+            patch_sha256: frozen.patch_sha256(),
+            tree: tree.clone(),
+            target: contract::target(&wc.original),
+            used: false,
+        };
+        // Read again: a `workcopy run` may have recorded itself meanwhile.
+        let mut fresh = store.load(&wc.name)?;
+        fresh.preview = Some(rec.clone());
+        store.save(&fresh)?;
+        Some(rec)
+    };
     if ctx.g.json {
-        output::json(&json!({ "workcopy": wc.name, "original": wc.original, "preview": p }))?;
+        output::json(&json!({
+            "workcopy": wc.name,
+            "original": wc.original,
+            "preview": p,
+            "tree": tree,
+            "patch_sha256": frozen.patch_sha256(),
+            "usage": usage,
+            "limits": Limits::default(),
+            "token": issued.as_ref().map(|r| &r.token),
+            "expires": issued.as_ref().map(|r| r.issued + limits::PREVIEW_LIFETIME.as_secs()),
+            "target": issued.as_ref().map(|r| &r.target),
+        }))?;
     } else if !ctx.g.quiet {
         println!(
             "applying '{}' would change {} in {}:",
@@ -337,6 +450,35 @@ fn preview_cmd(ctx: &Ctx, store: &Store, wc: &WorkCopy) -> anyhow::Result<u8> {
         if let Some(now) = &p.head_moved_to {
             println!("the original's HEAD moved since the base, to {now}");
         }
+        if let Some(t) = &tree {
+            println!("git tree after the apply: {t} (the base with the patch applied)");
+        }
+        println!(
+            "patch SHA-256 {}; the copy holds {} files, {} (limits {}, {})",
+            frozen.patch_sha256(),
+            usage.files,
+            output::bytes(usage.bytes),
+            limits::MAX_FILES,
+            output::bytes(limits::MAX_BYTES)
+        );
+        if let Some(r) = &issued {
+            println!(
+                "into branch {}{}",
+                r.target.branch.as_deref().unwrap_or("(detached HEAD)"),
+                r.target
+                    .remote
+                    .as_ref()
+                    .map(|m| format!(", remote {} ({})", m.name, m.url))
+                    .unwrap_or_default()
+            );
+            println!(
+                "token {} (once, for {} minutes): `ckptctl workcopy apply {} --token {}`",
+                r.token,
+                limits::PREVIEW_LIFETIME.as_secs() / 60,
+                wc.name,
+                r.token
+            );
+        }
     }
     if !ctx.g.json {
         if p.leaving_symlinks > 0 {
@@ -352,7 +494,7 @@ fn preview_cmd(ctx: &Ctx, store: &Store, wc: &WorkCopy) -> anyhow::Result<u8> {
             );
         }
     }
-    if p.conflicts > 0 || p.leaving_symlinks > 0 {
+    if refused {
         return Ok(EXIT_CONFLICTS);
     }
     Ok(0)
@@ -399,6 +541,8 @@ fn run_cmd(
 }
 
 fn export_cmd(ctx: &Ctx, store: &Store, wc: &WorkCopy, out: &Path) -> anyhow::Result<u8> {
+    limits::check(&wc.copy, &Limits::default(), "export")?;
+    head::ensure_at_base(wc, "export")?;
     let out = ckptctl::commands::absolute(out)?;
     let existed = out.exists();
     std::fs::create_dir_all(&out)
@@ -435,8 +579,8 @@ fn remove(ctx: &Ctx, store: &Store, wc: &WorkCopy, force: bool) -> anyhow::Resul
     // its apply was rewound.
     let unapplied = match wc.state {
         Phase::Ready => true,
-        Phase::Applied | Phase::Committed => apply::apply_turn_rewound(ctx, wc)?,
-        Phase::Applying | Phase::Committing => false,
+        Phase::Applied | Phase::Committed | Phase::Pushed => apply::apply_turn_rewound(ctx, wc)?,
+        Phase::Applying | Phase::Committing | Phase::Pushing => false,
     };
     if !force && unapplied && wc.copy.exists() {
         let base = store.load_manifest(&wc.name)?;

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 
 use ckpt_proto::{
     ActionKind, MergeMode, MergeOutcome, OtherTurn, Outcome, Redo, Request, Rewind, RewindFlags,
-    RewindReply, State, TurnStatus,
+    RewindReply, RewindTo, State, TurnStatus,
 };
 use clap::Args;
 use serde::Serialize;
@@ -35,8 +35,12 @@ pub struct RewindDoc {
 pub struct RewindArgs {
     /// The oldest turn to undo: it and every later live turn of its
     /// session are undone.
-    #[arg(required_unless_present = "last", conflicts_with = "last", value_parser = crate::cli::turn_id)]
+    #[arg(required_unless_present_any = ["last", "after"], conflicts_with_all = ["last", "after"], value_parser = crate::cli::turn_id)]
     pub turn: Option<i64>,
+    /// Keep turn N and undo its session's later live turns (the state
+    /// just after N).
+    #[arg(long, value_name = "N", conflicts_with = "last", value_parser = crate::cli::turn_id)]
+    pub after: Option<i64>,
     /// Rewind the newest live turn of --session (without it, of the
     /// default session: turns opened without one).
     #[arg(long)]
@@ -74,9 +78,10 @@ pub struct RedoArgs {
 }
 
 pub fn rewind(ctx: &Ctx, args: RewindArgs) -> anyhow::Result<u8> {
-    let turn = match args.turn {
-        Some(t) => t,
-        None => last_turn(ctx, args.session.as_deref(), args.last)?,
+    let to = match (args.turn, args.after) {
+        (Some(t), _) => RewindTo::Before(t),
+        (None, Some(n)) => RewindTo::After(n),
+        (None, None) => RewindTo::Before(last_turn(ctx, args.session.as_deref(), args.last)?),
     };
     let paths = args
         .paths
@@ -88,13 +93,22 @@ pub fn rewind(ctx: &Ctx, args: RewindArgs) -> anyhow::Result<u8> {
         ctx,
         Rewind {
             dir: ctx.wire_dir(),
-            turn,
+            to,
             paths,
             flags: args.flags,
             merge: args.merge,
         },
     )?;
-    finish(ctx, with(ctx, r, args.conversation, partial), args.flags)
+    let after = match to {
+        RewindTo::After(n) => Some(n),
+        RewindTo::Before(_) => None,
+    };
+    finish(
+        ctx,
+        with(ctx, r, args.conversation, partial),
+        args.flags,
+        after,
+    )
 }
 
 /// `rewind --last [--session S]`: the newest live turn of `session`;
@@ -123,7 +137,12 @@ pub fn last_turn(ctx: &Ctx, session: Option<&str>, last: bool) -> anyhow::Result
 
 pub fn redo(ctx: &Ctx, args: RedoArgs) -> anyhow::Result<u8> {
     let r = request_redo(ctx, args.flags)?;
-    finish(ctx, with(ctx, r, args.conversation, false), args.flags)
+    finish(
+        ctx,
+        with(ctx, r, args.conversation, false),
+        args.flags,
+        None,
+    )
 }
 
 /// The reply, and when asked for (and the files were or would be
@@ -204,7 +223,16 @@ fn turns_since(ctx: &Ctx, from: i64) -> anyhow::Result<Vec<ckpt_proto::TurnInfo>
 
 /// Asks for a rewind (or its plan): the document `--json` prints.
 pub fn request_rewind(ctx: &Ctx, req: Rewind) -> anyhow::Result<RewindReply> {
-    ctx.reply(&Request::Rewind(req))
+    let after = matches!(req.to, RewindTo::After(_));
+    ctx.reply(&Request::Rewind(req)).map_err(|e| {
+        // A daemon that predates `after` refuses the request for want of
+        // `turn` (ckpt_proto::RewindTo): say so, not just the serde words.
+        if after && format!("{e:#}").contains("missing field `turn`") {
+            e.context("the running ckptd predates `rewind --after`; restart it (stop ckptd, then run ckptctl again)")
+        } else {
+            e
+        }
+    })
 }
 
 /// Asks for a redo (or its plan): the document `--json` prints.
@@ -217,14 +245,15 @@ pub fn request_redo(ctx: &Ctx, flags: RewindFlags) -> anyhow::Result<RewindReply
 
 /// Exits as the real run would: 3 when it is (or, for a dry run, would
 /// be) refused.
-fn finish(ctx: &Ctx, doc: RewindDoc, flags: RewindFlags) -> anyhow::Result<u8> {
+/// `after`: the turn a `rewind --after` keeps.
+fn finish(ctx: &Ctx, doc: RewindDoc, flags: RewindFlags, after: Option<i64>) -> anyhow::Result<u8> {
     let r = &doc.reply;
     let would_refuse = r.outcome == Outcome::DryRun
         && (!r.blocked.is_empty() || (!flags.force && !r.conflicts.is_empty()));
     if ctx.g.json {
         output::json(&doc)?;
     } else if !ctx.g.quiet || r.outcome == Outcome::Refused || would_refuse {
-        print(r, flags);
+        print(r, flags, after);
     }
     if let Some(c) = &doc.conversation {
         print_conversation(ctx, r, c);
@@ -249,13 +278,15 @@ fn turns(list: &[i64]) -> String {
     }
 }
 
-fn print(r: &RewindReply, flags: RewindFlags) {
+fn print(r: &RewindReply, flags: RewindFlags, after: Option<i64>) {
     let what = if r.redo {
         format!(
             "redo of the rewind to before turn {} ({})",
             r.turn,
             turns(&r.turns)
         )
+    } else if let Some(n) = after {
+        format!("rewind to after turn {n} (undoing {})", turns(&r.turns))
     } else {
         format!(
             "rewind to before turn {} (undoing {})",

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use ckpt_core::{RewindOptions, RewindOutcome};
-use ckpt_proto::{ErrorKind, Outcome, Redo, Rewind, RewindBody, RewindsBody, WirePath};
+use ckpt_proto::{ErrorKind, Outcome, Redo, Rewind, RewindBody, RewindTo, RewindsBody, WirePath};
 
 use super::gate::Gate;
 use super::About;
@@ -29,7 +29,10 @@ pub fn rewind(d: &Arc<Daemon>, g: Gate, r: Rewind) -> ReqResult<About<RewindBody
         ..RewindOptions::default()
     };
     let start = Instant::now();
-    let outcome = apply(d, g, &h, opts, |p, opts| p.rewind(r.turn, opts))?;
+    let outcome = apply(d, g, &h, opts, |p, opts| match r.to {
+        RewindTo::Before(t) => p.rewind(t, opts),
+        RewindTo::After(t) => p.rewind_after(t, opts),
+    })?;
     let body = reply(&h, false, outcome, start);
     Ok((h, body))
 }
