@@ -22,7 +22,7 @@ pub mod log;
 mod mcp;
 mod projects;
 pub mod rewind;
-mod rewinds;
+pub mod rewinds;
 mod run;
 mod service;
 pub mod show;
@@ -120,6 +120,11 @@ pub enum Command {
     Hooks(Family),
     /// Start ckptd at login: a systemd user unit (on macOS a launchd agent).
     Service(service::ServiceArgs),
+    /// The shell's completion script: commands, flags, and the project's
+    /// turn numbers and session ids as you type.
+    Completions(crate::cli::CompletionsArgs),
+    /// The manual page (roff), or with --out a page per command.
+    Man(crate::cli::ManArgs),
 }
 
 impl Command {
@@ -130,6 +135,8 @@ impl Command {
             Command::Projects => Some("projects"),
             Command::Status => Some("status"),
             Command::Service(_) => Some("service"),
+            Command::Completions(_) => Some("completions"),
+            Command::Man(_) => Some("man"),
             _ => None,
         }
     }
@@ -158,6 +165,7 @@ impl Ctx {
     /// current directory.
     pub fn new(g: Global) -> anyhow::Result<Ctx> {
         let g = g.with_env();
+        crate::term::init(g.color);
         let dir = match &g.dir {
             Some(d) => absolute(d)?,
             None => std::env::current_dir().context("reading the current directory")?,
@@ -206,6 +214,17 @@ impl Ctx {
             output::warn_degraded(&r.project, reason);
             warned.push(r.project.clone());
         }
+    }
+
+    /// Where a long human listing goes: through the pager unless
+    /// `--no-pager` (and only on a terminal).
+    pub fn paged(&self) -> crate::term::Output {
+        crate::term::Output::new(!self.g.no_pager)
+    }
+
+    /// Stdout for human output, coloured when it should be.
+    pub fn stdout(&self) -> crate::term::Output {
+        crate::term::Output::new(false)
     }
 
     pub fn wire_dir(&self) -> WirePath {
@@ -266,5 +285,9 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Workcopy(_) => sibling::forward(sibling::WORKCOPY, "the work copy tool"),
         // Its config editors stay out of the hook path: ckpt-hooks runs it.
         Command::Hooks(_) => sibling::forward(sibling::HOOKS, "the hooks installer"),
+        // clap_complete and clap_mangen too.
+        Command::Completions(_) | Command::Man(_) => {
+            sibling::forward(sibling::HOOKS, "the hooks installer")
+        }
     }
 }

@@ -60,6 +60,9 @@ pub struct RewindArgs {
     /// session next to the original; prints the command that resumes it).
     #[arg(long)]
     pub conversation: bool,
+    /// List every path (a long rewind lists its first 10 and counts the rest).
+    #[arg(short, long)]
+    pub verbose: bool,
 }
 
 /// `ckptctl redo`'s arguments.
@@ -71,6 +74,9 @@ pub struct RedoArgs {
     /// session, which a rewind never changes).
     #[arg(long)]
     pub conversation: bool,
+    /// List every path (a long redo lists its first 10 and counts the rest).
+    #[arg(short, long)]
+    pub verbose: bool,
 }
 
 pub fn rewind(ctx: &Ctx, args: RewindArgs) -> anyhow::Result<u8> {
@@ -94,7 +100,12 @@ pub fn rewind(ctx: &Ctx, args: RewindArgs) -> anyhow::Result<u8> {
             merge: args.merge,
         },
     )?;
-    finish(ctx, with(ctx, r, args.conversation, partial), args.flags)
+    finish(
+        ctx,
+        with(ctx, r, args.conversation, partial),
+        args.flags,
+        args.verbose,
+    )
 }
 
 /// `rewind --last [--session S]`: the newest live turn of `session`;
@@ -123,7 +134,12 @@ pub fn last_turn(ctx: &Ctx, session: Option<&str>, last: bool) -> anyhow::Result
 
 pub fn redo(ctx: &Ctx, args: RedoArgs) -> anyhow::Result<u8> {
     let r = request_redo(ctx, args.flags)?;
-    finish(ctx, with(ctx, r, args.conversation, false), args.flags)
+    finish(
+        ctx,
+        with(ctx, r, args.conversation, false),
+        args.flags,
+        args.verbose,
+    )
 }
 
 /// The reply, and when asked for (and the files were or would be
@@ -217,14 +233,14 @@ pub fn request_redo(ctx: &Ctx, flags: RewindFlags) -> anyhow::Result<RewindReply
 
 /// Exits as the real run would: 3 when it is (or, for a dry run, would
 /// be) refused.
-fn finish(ctx: &Ctx, doc: RewindDoc, flags: RewindFlags) -> anyhow::Result<u8> {
+fn finish(ctx: &Ctx, doc: RewindDoc, flags: RewindFlags, verbose: bool) -> anyhow::Result<u8> {
     let r = &doc.reply;
     let would_refuse = r.outcome == Outcome::DryRun
         && (!r.blocked.is_empty() || (!flags.force && !r.conflicts.is_empty()));
     if ctx.g.json {
         output::json(&doc)?;
     } else if !ctx.g.quiet || r.outcome == Outcome::Refused || would_refuse {
-        print(r, flags);
+        print(r, flags, verbose);
     }
     if let Some(c) = &doc.conversation {
         print_conversation(ctx, r, c);
@@ -249,7 +265,7 @@ fn turns(list: &[i64]) -> String {
     }
 }
 
-fn print(r: &RewindReply, flags: RewindFlags) {
+fn print(r: &RewindReply, flags: RewindFlags, verbose: bool) {
     let what = if r.redo {
         format!(
             "redo of the rewind to before turn {} ({})",
@@ -279,7 +295,38 @@ fn print(r: &RewindReply, flags: RewindFlags) {
             .iter()
             .any(|m| m.path == a.path && m.outcome != MergeOutcome::Overlapping)
     };
-    for a in r.actions.iter().filter(|a| !merged(a)) {
+    let listed: Vec<&ckpt_proto::Action> = r.actions.iter().filter(|a| !merged(a)).collect();
+    let (shown, left_out) = output::listed(&listed, verbose);
+    if left_out > 0 {
+        // Counts by kind first, so the cut list still says what happened.
+        let by_kind = [
+            (ActionKind::Restore, "restore"),
+            (ActionKind::Delete, "delete"),
+            (ActionKind::Recreate, "recreate"),
+        ]
+        .iter()
+        .filter_map(|(k, verb)| {
+            let n = listed.iter().filter(|a| a.kind() == *k).count() as u64;
+            if n == 0 {
+                return None;
+            }
+            let verb = if would {
+                format!("would {verb}")
+            } else {
+                format!("{verb}d")
+            };
+            Some(format!("{verb} {}", output::thousands(n)))
+        })
+        .collect::<Vec<_>>()
+        .join(", ");
+        let line = format!("  ({by_kind})");
+        if r.outcome == Outcome::Refused {
+            eprintln!("{line}");
+        } else {
+            println!("{line}");
+        }
+    }
+    for a in shown {
         let verb = match (a.kind(), would) {
             (ActionKind::Restore, false) => "restored ",
             (ActionKind::Delete, false) => "deleted  ",
@@ -298,6 +345,17 @@ fn print(r: &RewindReply, flags: RewindFlags) {
             eprintln!("{line}");
         } else {
             println!("{line}");
+        }
+    }
+    if left_out > 0 {
+        let more = format!(
+            "  … and {} more (`-v` lists every path)",
+            output::thousands(left_out as u64)
+        );
+        if r.outcome == Outcome::Refused {
+            eprintln!("{more}");
+        } else {
+            println!("{more}");
         }
     }
     for s in &r.skipped {
