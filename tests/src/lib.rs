@@ -493,7 +493,11 @@ impl Env {
             .current_dir(dir)
             .env("CKPT_SOCKET", &self.socket)
             .env("CKPT_DATA_DIR", &self.data)
-            .env("CKPT_NO_AUTOSTART", "1");
+            .env("CKPT_NO_AUTOSTART", "1")
+            // A developer's or CI's colour setting must not colour what
+            // the tests read (tests that mean to, set it again).
+            .env_remove("CLICOLOR_FORCE")
+            .env_remove("NO_COLOR");
         cmd
     }
 

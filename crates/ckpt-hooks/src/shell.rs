@@ -38,19 +38,14 @@ fn command() -> clap::Command {
         .map(|s| s.get_name().to_string())
         .collect();
     for name in names {
-        cmd = cmd.mut_subcommand(name, |mut sub| {
-            let ids: Vec<String> = sub
-                .get_arguments()
-                .map(|a| a.get_id().to_string())
-                .collect();
-            for id in ids {
-                sub = match id.as_str() {
-                    "turn" => sub.mut_arg(id, |a| a.add(ArgValueCandidates::new(turns))),
-                    "session" => sub.mut_arg(id, |a| a.add(ArgValueCandidates::new(sessions))),
-                    _ => sub,
-                };
-            }
-            sub
+        // `mut_args` keeps the order (`mut_arg` moves an argument last,
+        // which reorders positionals).
+        cmd = cmd.mut_subcommand(name, |sub| {
+            sub.mut_args(|a| match a.get_id().as_str() {
+                "turn" => a.add(ArgValueCandidates::new(turns)),
+                "session" => a.add(ArgValueCandidates::new(sessions)),
+                _ => a,
+            })
         });
     }
     cmd

@@ -14,6 +14,7 @@ mod fsck;
 mod full_disk;
 mod garbage_load;
 mod generated_requests;
+mod git_output;
 mod git_safety;
 mod hooks;
 mod ledger;
