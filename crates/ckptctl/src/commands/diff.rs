@@ -126,10 +126,13 @@ fn line_counts(unified: &str) -> (u64, u64) {
     (plus, minus)
 }
 
+/// A `--stat` row: the name, lines added and removed (none for binary).
+type StatRow<'a> = (String, Option<(u64, u64)>, &'a FileDiff);
+
 /// git's `--stat`: ` path | 3 ++-`, scaled to fit, then a total line.
 fn stat(out: &mut impl Write, files: &[FileDiff]) -> anyhow::Result<()> {
     const BAR: u64 = 40;
-    let rows: Vec<(String, Option<(u64, u64)>, &FileDiff)> = files
+    let rows: Vec<StatRow> = files
         .iter()
         .map(|f| (stat_name(f), f.unified.as_deref().map(line_counts), f))
         .collect();
