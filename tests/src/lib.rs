@@ -500,7 +500,11 @@ impl Env {
             .env("CKPT_SOCKET", &self.socket)
             .env("CKPT_DATA_DIR", &self.data)
             .env("CKPT_NO_AUTOSTART", "1")
-            .envs(self.settings_env());
+            .envs(self.settings_env())
+            // A developer's or CI's colour setting must not colour what
+            // the tests read (tests that mean to, set it again).
+            .env_remove("CLICOLOR_FORCE")
+            .env_remove("NO_COLOR");
         for k in ckpt_settings::KEYS {
             cmd.env_remove(k.env_var());
         }

@@ -9,8 +9,8 @@ pub use ckpt_types::names::{
 };
 pub use ckpt_types::{
     Action, ChangeKind, Conflict, ContinuedTurn, CopyConflict, Counts, FileDiff, MergeOutcome,
-    MergedFile, OtherTurn, PartialRewind, RewindRecord, RewindState, ScanSummary, Skipped,
-    TurnDetail, TurnEntry, TurnInfo, TurnStatus,
+    MergedFile, ModeChange, OtherTurn, PartialRewind, RenamedFrom, RewindRecord, RewindState,
+    ScanSummary, Skipped, TurnDetail, TurnEntry, TurnInfo, TurnStatus,
 };
 pub use ckpt_types::{Blame, BlameLine, LineOrigin};
 pub use ckpt_types::{GcReport, HeldBy, Hold, NextDrop, Retention, RetentionView};

@@ -30,7 +30,8 @@ fn counts(entries: &[TurnEntry], current: impl Fn(&RelPath) -> Result<State>) ->
         }
         match ChangeKind::between(&e.pre, &post) {
             ChangeKind::Added => c.added += 1,
-            ChangeKind::Modified => c.modified += 1,
+            // `between` never says renamed; only a diff pairs paths.
+            ChangeKind::Modified | ChangeKind::Renamed => c.modified += 1,
             ChangeKind::Deleted => c.deleted += 1,
             ChangeKind::Skipped => c.skipped += 1,
         }

@@ -9,3 +9,4 @@ pub mod command;
 pub mod edit;
 pub mod files;
 pub mod install;
+pub mod shell;

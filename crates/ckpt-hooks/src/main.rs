@@ -16,6 +16,8 @@ use clap::Parser;
 fn main() -> ExitCode {
     // SAFETY: at start-up, before any thread exists.
     unsafe { ckptctl::default_sigpipe() };
+    // The shell's completion requests come here, never to ckptctl.
+    ckpt_hooks::shell::complete_if_asked();
     let cli = Cli::parse();
     let json = cli.global.json;
     let result = match cli.command {
@@ -23,8 +25,10 @@ fn main() -> ExitCode {
             let (g, action) = f.parse::<HooksCli>(&cli.global);
             Ctx::new(g).and_then(|ctx| hooks::run(&ctx, action))
         }
+        Command::Completions(args) => ckpt_hooks::shell::completions(&args),
+        Command::Man(args) => ckpt_hooks::shell::man(&args),
         _ => Err(anyhow::anyhow!(
-            "ckpt-hooks runs only `ckptctl hooks …`; run the rest with ckptctl"
+            "ckpt-hooks runs only `ckptctl hooks|completions|man …`; run the rest with ckptctl"
         )),
     };
     ckptctl::exit_code(result, json)

@@ -31,5 +31,6 @@ pub use scan::{ScanSummary, Skipped};
 pub use state::{Entry, EntryKind, Hash, State};
 pub use time::now_ns;
 pub use turn::{
-    ChangeKind, Counts, FileDiff, PartialRewind, TurnDetail, TurnEntry, TurnInfo, TurnStatus,
+    ChangeKind, Counts, FileDiff, ModeChange, PartialRewind, RenamedFrom, TurnDetail, TurnEntry,
+    TurnInfo, TurnStatus,
 };

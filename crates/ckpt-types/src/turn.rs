@@ -40,6 +40,9 @@ pub enum ChangeKind {
     Deleted,
     /// The content on one side could not be captured.
     Skipped,
+    /// Only in a diff: an added path paired with a deleted one of the same
+    /// or similar content ([`FileDiff::from`]); `between` never says it.
+    Renamed,
 }
 
 impl ChangeKind {
@@ -59,6 +62,13 @@ pub struct Counts {
     pub modified: u64,
     pub deleted: u64,
     pub skipped: u64,
+}
+
+impl Counts {
+    /// No path changed.
+    pub fn is_empty(&self) -> bool {
+        *self == Counts::default()
+    }
 }
 
 /// A turn as `log` lists it.
@@ -95,6 +105,16 @@ pub struct TurnInfo {
     /// is live and untouched, or rewound whole.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub partial: Option<PartialRewind>,
+}
+
+impl TurnInfo {
+    /// A finished turn that changed no path (an idle agent's turn, a
+    /// command that failed to start). It is kept, for the conversation
+    /// position it may carry, but `log` collapses it and retention does
+    /// not count it: this is the one definition both use.
+    pub fn is_empty(&self) -> bool {
+        self.status != TurnStatus::Open && self.counts.is_empty()
+    }
 }
 
 /// The conversation as its stored text holds it: the JSON it is, or the
@@ -194,6 +214,30 @@ pub struct FileDiff {
     /// Why there is no text diff.
     #[serde(default)]
     pub note: Option<String>,
+    /// For [`ChangeKind::Renamed`]: the deleted path whose content moved
+    /// here, and how similar the two are (100 for the same bytes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<RenamedFrom>,
+    /// The permission bits before and after, when they changed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<ModeChange>,
+}
+
+/// Where a renamed path's content came from.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RenamedFrom {
+    pub path: RelPath,
+    /// Percent, as git's `similarity index` (50 to 100).
+    pub similarity: u8,
+}
+
+/// A file's mode before and after a turn (octal strings in JSON).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModeChange {
+    #[serde(with = "crate::mode")]
+    pub old: u32,
+    #[serde(with = "crate::mode")]
+    pub new: u32,
 }
 
 #[cfg(test)]
@@ -262,6 +306,8 @@ mod tests {
             kind: ChangeKind::Skipped,
             unified: None,
             note: Some("binary".into()),
+            from: None,
+            mode: None,
         };
         assert_eq!(
             serde_json::to_string(&diff).unwrap(),

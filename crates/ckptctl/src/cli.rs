@@ -6,7 +6,7 @@ use clap::{Args, Parser};
 
 use ckpt_agents::Agent;
 
-#[derive(Args, Debug, Clone)]
+#[derive(Args, Debug, Clone, Default)]
 pub struct Global {
     /// Print one JSON document on stdout instead of text.
     #[arg(long, global = true)]
@@ -30,6 +30,14 @@ pub struct Global {
     /// Print nothing on success (errors still go to stderr).
     #[arg(short, long, global = true)]
     pub quiet: bool,
+    /// Colour the output: auto (on a terminal, unless NO_COLOR; CLICOLOR_FORCE
+    /// forces it), always or never. JSON is never coloured.
+    #[arg(long, global = true, value_name = "WHEN", value_enum)]
+    pub color: Option<crate::term::When>,
+    /// Print diff, log and show straight to stdout instead of through the
+    /// pager ($CKPT_PAGER, else $PAGER, else `less -FRX`; only on a terminal).
+    #[arg(long, global = true)]
+    pub no_pager: bool,
 }
 
 impl Global {
@@ -121,6 +129,8 @@ impl Global {
             data_dir: inner.data_dir.or(self.data_dir),
             dir: inner.dir.or(self.dir),
             quiet: self.quiet || inner.quiet,
+            color: inner.color.or(self.color),
+            no_pager: self.no_pager || inner.no_pager,
         }
     }
 }
@@ -174,6 +184,42 @@ pub fn args_with_merge_mode_joined(
         }
     }
     out
+}
+
+/// `ckptctl completions`' arguments (ckpt-hooks writes the script).
+#[derive(Args, Debug, Clone)]
+pub struct CompletionsArgs {
+    /// The shell to complete in: load the script with
+    /// `source <(ckptctl completions bash)` (zsh alike), or for fish
+    /// `ckptctl completions fish | source`.
+    pub shell: Shell,
+}
+
+/// The shells `completions` writes for.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shell {
+    Bash,
+    Zsh,
+    Fish,
+}
+
+impl std::fmt::Display for Shell {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Shell::Bash => "bash",
+            Shell::Zsh => "zsh",
+            Shell::Fish => "fish",
+        })
+    }
+}
+
+/// `ckptctl man`'s arguments (ckpt-hooks writes the pages).
+#[derive(Args, Debug, Clone)]
+pub struct ManArgs {
+    /// Write ckptctl.1 and a page per command (ckptctl-show.1, …) into
+    /// DIR instead of printing ckptctl.1.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
 }
 
 /// Who opens a turn and why.

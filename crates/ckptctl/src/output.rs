@@ -3,7 +3,11 @@
 use ckpt_proto::{
     Counts, PartialRewind, RelPath, State, TurnEntry, TurnInfo, TurnStatus, WirePath,
 };
+use std::io::Write;
+
 use serde::Serialize;
+
+use crate::term;
 
 /// Prints one JSON document on stdout.
 pub fn json<T: Serialize>(value: &T) -> anyhow::Result<()> {
@@ -112,7 +116,7 @@ pub fn session_of(t: &TurnInfo) -> String {
 }
 
 /// What rewinds did to a turn in part, a line each (`show`).
-pub fn partial(p: &PartialRewind) {
+pub fn partial(out: &mut impl Write, p: &PartialRewind) -> std::io::Result<()> {
     let by = p
         .rewinds
         .iter()
@@ -121,18 +125,21 @@ pub fn partial(p: &PartialRewind) {
         .join(", ");
     if !p.rewound.is_empty() {
         let paths: Vec<String> = p.rewound.iter().map(RelPath::quoted).collect();
-        println!(
+        writeln!(
+            out,
             "partly rewound by rewind {by} (`ckptctl rewinds`): {} restored; its other paths are as the turn left them",
             paths.join(", ")
-        );
+        )?;
     }
     for s in &p.left {
-        println!(
+        writeln!(
+            out,
             "left as it was by the rewind: {}  ({})",
             s.path.quoted(),
             s.reason
-        );
+        )?;
     }
+    Ok(())
 }
 
 /// `1 path`, `2 paths`, `1 entry`, `3 entries`.
@@ -183,16 +190,61 @@ pub fn state(s: &State) -> String {
     }
 }
 
+/// How many paths a long listing shows before it summarises (unless
+/// `-v`); a listing of up to [`WHOLE`] paths is shown whole.
+pub const LISTED: usize = 10;
+pub const WHOLE: usize = 20;
+
+/// The part of `list` to print: all of it with `verbose` or when short,
+/// else the first [`LISTED`]; and how many are left out.
+pub fn listed<T>(list: &[T], verbose: bool) -> (&[T], usize) {
+    if verbose || list.len() <= WHOLE {
+        (list, 0)
+    } else {
+        (&list[..LISTED], list.len() - LISTED)
+    }
+}
+
+/// `… and 2,812 more: HINT` after a summarised listing.
+pub fn more(out: &mut impl Write, left_out: usize, hint: &str) -> std::io::Result<()> {
+    if left_out > 0 {
+        writeln!(out, "  … and {} more: {hint}", thousands(left_out as u64))?;
+    }
+    Ok(())
+}
+
+/// `2812` as `2,812`.
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// One line per entry of a turn: change letter, path, skip reason, and
-/// whether it is shared with another session's turn.
-pub fn entries(list: &[TurnEntry]) {
-    for e in list {
-        let letter = match e.change() {
-            Some(ckpt_proto::ChangeKind::Added) => "A",
-            Some(ckpt_proto::ChangeKind::Modified) => "M",
-            Some(ckpt_proto::ChangeKind::Deleted) => "D",
-            Some(ckpt_proto::ChangeKind::Skipped) => "S",
-            None => "*",
+/// whether it is shared with another session's turn; a long list is cut
+/// to its first paths unless `verbose` (`show TURN -v` lists them all).
+pub fn entries(
+    out: &mut impl Write,
+    list: &[TurnEntry],
+    turn: i64,
+    verbose: bool,
+) -> std::io::Result<()> {
+    let (shown, left_out) = listed(list, verbose);
+    for e in shown {
+        let (letter, style) = match e.change() {
+            Some(ckpt_proto::ChangeKind::Added) => ("A", term::ADDED),
+            Some(ckpt_proto::ChangeKind::Modified | ckpt_proto::ChangeKind::Renamed) => {
+                ("M", term::CHANGED)
+            }
+            Some(ckpt_proto::ChangeKind::Deleted) => ("D", term::REMOVED),
+            Some(ckpt_proto::ChangeKind::Skipped) => ("S", term::WARN),
+            None => ("*", term::DIM),
         };
         let dir = matches!(e.post.as_ref().unwrap_or(&e.pre), State::Dir { .. })
             || (matches!(e.pre, State::Dir { .. }) && matches!(e.post, Some(State::Absent)));
@@ -210,8 +262,14 @@ pub fn entries(list: &[TurnEntry]) {
         } else {
             ""
         };
-        println!("  {letter}  {}{slash}{reason}{shared}", e.path.quoted());
+        writeln!(
+            out,
+            "  {}  {}{slash}{reason}{shared}",
+            term::paint(style, letter),
+            e.path.quoted()
+        )?;
     }
+    more(out, left_out, &format!("`ckptctl show {turn} -v`"))
 }
 
 #[cfg(test)]
@@ -227,5 +285,16 @@ mod tests {
         assert_eq!(count(3, "path"), "3 paths");
         assert_eq!(count(1, "entry"), "1 entry");
         assert_eq!(count(2, "entry"), "2 entries");
+    }
+
+    #[test]
+    fn long_listings_are_cut_to_their_first_paths() {
+        let list: Vec<u32> = (0..2822).collect();
+        assert_eq!(listed(&list, false), (&list[..LISTED], 2812));
+        assert_eq!(listed(&list, true), (&list[..], 0));
+        assert_eq!(listed(&list[..WHOLE], false), (&list[..WHOLE], 0));
+        assert_eq!(thousands(2812), "2,812");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(1_234_567), "1,234,567");
     }
 }

@@ -164,7 +164,7 @@ fn modes(v: &serde_json::Value, out: &mut Vec<serde_json::Value>) {
 }
 
 /// File modes read one way everywhere: octal strings in JSON (`show`,
-/// `diff`, as in the export manifest), `644 → 755` in text.
+/// `diff`, as in the export manifest), git's `old mode`/`new mode` in text.
 #[test]
 fn file_modes_are_octal_strings_in_json_and_one_arrow_in_text() {
     let env = Env::new();
@@ -186,7 +186,14 @@ fn file_modes_are_octal_strings_in_json_and_one_arrow_in_text() {
     assert!(found.iter().all(|m| m.is_string()), "{found:?}");
 
     let diff = env.ctl_json(&proj, &["diff", "1"]);
-    assert_eq!(diff["files"][0]["note"], "mode 644 → 755", "{diff}");
+    assert_eq!(
+        diff["files"][0]["mode"],
+        serde_json::json!({"old": "644", "new": "755"}),
+        "{diff}"
+    );
     let text = env.ctl_ok(&proj, &["diff", "1"]);
-    assert!(text.contains("# run.sh: mode 644 → 755\n"), "{text}");
+    assert!(
+        text.contains("old mode 100644\nnew mode 100755\n"),
+        "{text}"
+    );
 }

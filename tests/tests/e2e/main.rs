@@ -15,6 +15,7 @@ mod fsck;
 mod full_disk;
 mod garbage_load;
 mod generated_requests;
+mod git_output;
 mod git_safety;
 mod hooks;
 mod ledger;

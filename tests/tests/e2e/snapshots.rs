@@ -130,6 +130,11 @@ fn the_main_commands_print_what_the_snapshots_hold() {
     insta::assert_snapshot!("log", shown(&env, &proj, &["log"]));
     insta::assert_snapshot!("show", shown(&env, &proj, &["show", "1"]));
     insta::assert_snapshot!("diff", shown(&env, &proj, &["diff", "1"]));
+    insta::assert_snapshot!("diff_stat", shown(&env, &proj, &["diff", "1", "--stat"]));
+    insta::assert_snapshot!(
+        "diff_name_status",
+        shown(&env, &proj, &["diff", "1", "--name-status"])
+    );
     insta::assert_snapshot!("blame", shown(&env, &proj, &["blame", "a.txt"]));
     insta::assert_snapshot!("ledger_list", shown(&env, &proj, &["ledger", "list"]));
     insta::assert_snapshot!("rewind_refused", shown(&env, &proj, &["rewind", "1"]));
@@ -140,6 +145,7 @@ fn the_main_commands_print_what_the_snapshots_hold() {
     insta::assert_snapshot!("rewind_applied", shown(&env, &proj, &["rewind", "2"]));
     insta::assert_snapshot!("redo", shown(&env, &proj, &["redo"]));
     insta::assert_snapshot!("rewinds", shown(&env, &proj, &["rewinds"]));
+    insta::assert_snapshot!("log_graph", shown(&env, &proj, &["log", "--graph"]));
     insta::assert_snapshot!("status", shown(&env, &proj, &["status"]));
     insta::assert_snapshot!("fsck", shown(&env, &proj, &["fsck"]));
 }

@@ -23,7 +23,7 @@ mod mcp;
 mod projects;
 mod retention;
 pub mod rewind;
-mod rewinds;
+pub mod rewinds;
 mod run;
 mod service;
 pub mod show;
@@ -133,6 +133,11 @@ pub enum Command {
     /// `unset`, `--edit` (`ckptctl config --help`).
     #[command(disable_help_flag = true)]
     Config(Family),
+    /// The shell's completion script: commands, flags, and the project's
+    /// turn numbers and session ids as you type.
+    Completions(crate::cli::CompletionsArgs),
+    /// The manual page (roff), or with --out a page per command.
+    Man(crate::cli::ManArgs),
 }
 
 impl Command {
@@ -143,6 +148,8 @@ impl Command {
             Command::Projects => Some("projects"),
             Command::Status => Some("status"),
             Command::Service(_) => Some("service"),
+            Command::Completions(_) => Some("completions"),
+            Command::Man(_) => Some("man"),
             _ => None,
         }
     }
@@ -171,6 +178,7 @@ impl Ctx {
     /// current directory.
     pub fn new(g: Global) -> anyhow::Result<Ctx> {
         let g = g.with_env();
+        crate::term::init(g.color);
         let dir = match &g.dir {
             Some(d) => absolute(d)?,
             None => std::env::current_dir().context("reading the current directory")?,
@@ -219,6 +227,17 @@ impl Ctx {
             output::warn_degraded(&r.project, reason);
             warned.push(r.project.clone());
         }
+    }
+
+    /// Where a long human listing goes: through the pager unless
+    /// `--no-pager` (and only on a terminal).
+    pub fn paged(&self) -> crate::term::Output {
+        crate::term::Output::new(!self.g.no_pager)
+    }
+
+    /// Stdout for human output, coloured when it should be.
+    pub fn stdout(&self) -> crate::term::Output {
+        crate::term::Output::new(false)
     }
 
     pub fn wire_dir(&self) -> WirePath {
@@ -284,5 +303,9 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Gc(args) => retention::gc(&ctx, args),
         // TOML editing and the editor stay out of the hook path.
         Command::Config(_) => sibling::forward(sibling::CONFIG, "the settings tool"),
+        // clap_complete and clap_mangen too.
+        Command::Completions(_) | Command::Man(_) => {
+            sibling::forward(sibling::HOOKS, "the hooks installer")
+        }
     }
 }

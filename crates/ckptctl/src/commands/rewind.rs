@@ -64,6 +64,9 @@ pub struct RewindArgs {
     /// session next to the original; prints the command that resumes it).
     #[arg(long)]
     pub conversation: bool,
+    /// List every path (a long rewind lists its first 10 and counts the rest).
+    #[arg(short, long)]
+    pub verbose: bool,
 }
 
 /// `ckptctl redo`'s arguments.
@@ -75,6 +78,9 @@ pub struct RedoArgs {
     /// session, which a rewind never changes).
     #[arg(long)]
     pub conversation: bool,
+    /// List every path (a long redo lists its first 10 and counts the rest).
+    #[arg(short, long)]
+    pub verbose: bool,
 }
 
 pub fn rewind(ctx: &Ctx, args: RewindArgs) -> anyhow::Result<u8> {
@@ -108,6 +114,7 @@ pub fn rewind(ctx: &Ctx, args: RewindArgs) -> anyhow::Result<u8> {
         with(ctx, r, args.conversation, partial),
         args.flags,
         after,
+        args.verbose,
     )
 }
 
@@ -142,6 +149,7 @@ pub fn redo(ctx: &Ctx, args: RedoArgs) -> anyhow::Result<u8> {
         with(ctx, r, args.conversation, false),
         args.flags,
         None,
+        args.verbose,
     )
 }
 
@@ -246,14 +254,20 @@ pub fn request_redo(ctx: &Ctx, flags: RewindFlags) -> anyhow::Result<RewindReply
 /// Exits as the real run would: 3 when it is (or, for a dry run, would
 /// be) refused.
 /// `after`: the turn a `rewind --after` keeps.
-fn finish(ctx: &Ctx, doc: RewindDoc, flags: RewindFlags, after: Option<i64>) -> anyhow::Result<u8> {
+fn finish(
+    ctx: &Ctx,
+    doc: RewindDoc,
+    flags: RewindFlags,
+    after: Option<i64>,
+    verbose: bool,
+) -> anyhow::Result<u8> {
     let r = &doc.reply;
     let would_refuse = r.outcome == Outcome::DryRun
         && (!r.blocked.is_empty() || (!flags.force && !r.conflicts.is_empty()));
     if ctx.g.json {
         output::json(&doc)?;
     } else if !ctx.g.quiet || r.outcome == Outcome::Refused || would_refuse {
-        print(r, flags, after);
+        print(r, flags, after, verbose);
     }
     if let Some(c) = &doc.conversation {
         print_conversation(ctx, r, c);
@@ -278,7 +292,7 @@ fn turns(list: &[i64]) -> String {
     }
 }
 
-fn print(r: &RewindReply, flags: RewindFlags, after: Option<i64>) {
+fn print(r: &RewindReply, flags: RewindFlags, after: Option<i64>, verbose: bool) {
     let what = if r.redo {
         format!(
             "redo of the rewind to before turn {} ({})",
@@ -310,7 +324,38 @@ fn print(r: &RewindReply, flags: RewindFlags, after: Option<i64>) {
             .iter()
             .any(|m| m.path == a.path && m.outcome != MergeOutcome::Overlapping)
     };
-    for a in r.actions.iter().filter(|a| !merged(a)) {
+    let listed: Vec<&ckpt_proto::Action> = r.actions.iter().filter(|a| !merged(a)).collect();
+    let (shown, left_out) = output::listed(&listed, verbose);
+    if left_out > 0 {
+        // Counts by kind first, so the cut list still says what happened.
+        let by_kind = [
+            (ActionKind::Restore, "restore"),
+            (ActionKind::Delete, "delete"),
+            (ActionKind::Recreate, "recreate"),
+        ]
+        .iter()
+        .filter_map(|(k, verb)| {
+            let n = listed.iter().filter(|a| a.kind() == *k).count() as u64;
+            if n == 0 {
+                return None;
+            }
+            let verb = if would {
+                format!("would {verb}")
+            } else {
+                format!("{verb}d")
+            };
+            Some(format!("{verb} {}", output::thousands(n)))
+        })
+        .collect::<Vec<_>>()
+        .join(", ");
+        let line = format!("  ({by_kind})");
+        if r.outcome == Outcome::Refused {
+            eprintln!("{line}");
+        } else {
+            println!("{line}");
+        }
+    }
+    for a in shown {
         let verb = match (a.kind(), would) {
             (ActionKind::Restore, false) => "restored ",
             (ActionKind::Delete, false) => "deleted  ",
@@ -329,6 +374,17 @@ fn print(r: &RewindReply, flags: RewindFlags, after: Option<i64>) {
             eprintln!("{line}");
         } else {
             println!("{line}");
+        }
+    }
+    if left_out > 0 {
+        let more = format!(
+            "  … and {} more (`-v` lists every path)",
+            output::thousands(left_out as u64)
+        );
+        if r.outcome == Outcome::Refused {
+            eprintln!("{more}");
+        } else {
+            println!("{more}");
         }
     }
     for s in &r.skipped {

@@ -1,6 +1,8 @@
 //! `ckptctl show N`: the paths of one turn.
 
 use ckpt_proto::{Request, ShowReply, TurnStatus};
+use std::io::Write;
+
 use clap::Args;
 
 use super::Ctx;
@@ -21,6 +23,9 @@ pub struct ShowArgs {
     /// A turn id, as `ckptctl log` lists them.
     #[arg(value_parser = turn_id)]
     pub turn: i64,
+    /// List every path (a long turn lists its first 10 and counts the rest).
+    #[arg(short, long)]
+    pub verbose: bool,
 }
 
 pub fn run(ctx: &Ctx, args: ShowArgs) -> anyhow::Result<u8> {
@@ -29,43 +34,50 @@ pub fn run(ctx: &Ctx, args: ShowArgs) -> anyhow::Result<u8> {
         output::json(&s)?;
         return Ok(0);
     }
+    let mut out = ctx.paged();
     let i = &s.turn.info;
     let ended = i
         .ended_ns
         .map(|e| format!(", ended {}", output::time(e)))
         .unwrap_or_default();
-    println!(
+    writeln!(
+        out,
         "turn {} ({}), started {}{ended}",
         i.id,
         output::turn_state(i),
         output::time(i.started_ns)
-    );
+    )?;
     if let Some(l) = &i.label {
-        println!("label:   {l}");
+        writeln!(out, "label:   {l}")?;
     }
     if let Some(a) = &i.agent {
-        println!("agent:   {a}");
+        writeln!(out, "agent:   {a}")?;
     }
     if let Some(se) = &i.session {
-        println!("session: {se}");
+        writeln!(out, "session: {se}")?;
     }
     if let Some(p) = &i.partial {
-        output::partial(p);
+        output::partial(&mut out, p)?;
     }
     if let Some(t) = &i.transcript {
-        println!("transcript: {t}");
+        writeln!(out, "transcript: {t}")?;
     }
     if let Some(c) = &i.conversation {
-        println!("conversation before the prompt: {c}");
+        writeln!(out, "conversation before the prompt: {c}")?;
     }
-    println!(
+    writeln!(
+        out,
         "{}{}",
         output::counts_long(&i.counts),
         output::ledger_entries(i.ledger_entries)
-    );
-    output::entries(&s.turn.entries);
+    )?;
+    output::entries(&mut out, &s.turn.entries, i.id, args.verbose)?;
     if i.status == TurnStatus::Open && !s.turn.entries.is_empty() {
-        println!("(the turn is open: `*` marks paths changed so far; turn-end records how)");
+        writeln!(
+            out,
+            "(the turn is open: `*` marks paths changed so far; turn-end records how)"
+        )?;
     }
+    out.finish()?;
     Ok(0)
 }

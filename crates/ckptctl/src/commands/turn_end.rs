@@ -2,6 +2,8 @@
 //! with a session, a turn another session opened stays open. `--if-open`
 //! (a session's end) closes it only if there is one.
 
+use std::io::Write;
+
 use ckpt_proto::TurnEnded;
 use clap::Args;
 
@@ -26,6 +28,9 @@ pub struct TurnEndArgs {
     pub if_open: bool,
     #[command(flatten)]
     pub hook: FromHook,
+    /// List every path (a long turn lists its first 10 and counts the rest).
+    #[arg(short, long)]
+    pub verbose: bool,
 }
 
 pub fn run(ctx: Ctx, args: TurnEndArgs) -> anyhow::Result<u8> {
@@ -33,6 +38,7 @@ pub fn run(ctx: Ctx, args: TurnEndArgs) -> anyhow::Result<u8> {
         session,
         if_open,
         hook,
+        verbose,
     } = args;
     if let Some(agent) = hook.from_hook {
         let meta = TurnMeta {
@@ -64,23 +70,23 @@ pub fn run(ctx: Ctx, args: TurnEndArgs) -> anyhow::Result<u8> {
     if ctx.g.json {
         output::json(&t)?;
     } else if !ctx.g.quiet {
-        print(&t);
+        print(&mut ctx.stdout(), &t, verbose)?;
     }
     Ok(0)
 }
 
-pub fn print(t: &TurnEnded) {
+pub fn print(out: &mut impl Write, t: &TurnEnded, verbose: bool) -> std::io::Result<()> {
     let info = &t.turn.info;
     if t.left_open {
         let owner = info.session.as_deref().unwrap_or("another session");
-        println!("turn {} left open: session {owner} opened it", info.id);
-        return;
+        return writeln!(out, "turn {} left open: session {owner} opened it", info.id);
     }
-    println!(
+    writeln!(
+        out,
         "turn {} closed: {}{}",
         info.id,
         output::counts_long(&info.counts),
         output::ledger_entries(info.ledger_entries)
-    );
-    output::entries(&t.turn.entries);
+    )?;
+    output::entries(out, &t.turn.entries, info.id, verbose)
 }
