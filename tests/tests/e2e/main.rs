@@ -31,5 +31,6 @@ mod seed;
 mod service;
 mod sessions;
 mod snapshots;
+mod ui;
 mod watches;
 mod workcopy;

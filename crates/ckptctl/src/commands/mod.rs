@@ -120,6 +120,11 @@ pub enum Command {
     Hooks(Family),
     /// Start ckptd at login: a systemd user unit (on macOS a launchd agent).
     Service(service::ServiceArgs),
+    /// The timeline in the terminal: turns newest first, their files and
+    /// diffs, rewind, redo and merge after a confirmation, the ledger
+    /// (`ckptctl ui --help`).
+    #[command(disable_help_flag = true)]
+    Ui(Family),
 }
 
 impl Command {
@@ -266,5 +271,7 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Workcopy(_) => sibling::forward(sibling::WORKCOPY, "the work copy tool"),
         // Its config editors stay out of the hook path: ckpt-hooks runs it.
         Command::Hooks(_) => sibling::forward(sibling::HOOKS, "the hooks installer"),
+        // ratatui and crossterm stay out of the hook path: ckpt-ui runs it.
+        Command::Ui(_) => sibling::forward(sibling::UI, "the terminal timeline"),
     }
 }
