@@ -4,8 +4,8 @@
 //! restarted daemon is picked up at the next refresh.
 
 use ckpt_proto::{
-    LedgerFilter, LedgerReply, LogReply, MergeMode, Redo, RelPath, Request, Rewind, RewindFlags,
-    RewindReply, ShowReply, WirePath,
+    LedgerFilter, LedgerReply, LogReply, Redo, RelPath, Request, Rewind, RewindFlags, RewindReply,
+    ShowReply, WirePath,
 };
 use ckptctl::client::{Client, DaemonError, FromResponse};
 use ckptctl::commands::Ctx;
@@ -119,7 +119,3 @@ impl Daemon {
 fn absolute(project: &WirePath, path: &RelPath) -> WirePath {
     WirePath::from(project.as_path().join(path.as_path()))
 }
-
-/// `--merge` as the timeline asks for it: clean hunks only, a file whose
-/// changes overlap left as it is (the dialog says which).
-pub const MERGE: MergeMode = MergeMode::Clean;

@@ -385,15 +385,6 @@ fn ledger_row(e: &LedgerEntry) -> Row<'static> {
 /// The confirm dialog over the view: what the plan does, its conflicts,
 /// and what `y` will do.
 fn dialog(f: &mut Frame, app: &App, d: &Dialog) {
-    let area = f.area();
-    let w = area.width.saturating_sub(4).min(76);
-    let h = area.height.saturating_sub(4).min(18);
-    let rect = Rect::new(
-        area.x + (area.width - w) / 2,
-        area.y + ((area.height - h) / 2).saturating_sub(1),
-        w,
-        h,
-    );
     let red = fg(app.color, Color::Red);
     let p = &d.plan;
     let title = match &d.ask {
@@ -497,6 +488,18 @@ fn dialog(f: &mut Frame, app: &App, d: &Dialog) {
         )
     };
     lines.push(Line::styled(ask, style));
+    // As tall as its lines (each may wrap once), within the screen.
+    let area = f.area();
+    let w = area.width.saturating_sub(4).min(76);
+    let wide = lines.iter().filter(|l| l.width() + 2 > w as usize).count();
+    let want = u16::try_from(lines.len() + wide + 2).unwrap_or(u16::MAX);
+    let h = area.height.saturating_sub(4).min(want);
+    let rect = Rect::new(
+        area.x + (area.width - w) / 2,
+        area.y + ((area.height - h) / 2).saturating_sub(1),
+        w,
+        h,
+    );
     let border = if d.force || d.blocked() {
         red
     } else {

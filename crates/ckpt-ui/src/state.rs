@@ -128,6 +128,10 @@ pub enum Effect {
     Ledger(Option<RelPath>),
 }
 
+/// `--merge` as the timeline asks for it: clean hunks only, a file whose
+/// changes overlap left as it is (the dialog says which).
+pub const MERGE: MergeMode = MergeMode::Clean;
+
 /// Lines a page key moves.
 const PAGE: usize = 10;
 
@@ -293,7 +297,7 @@ impl App {
         };
         Some(Effect::Plan(Ask::Rewind {
             turn,
-            merge: merge.then_some(crate::daemon::MERGE),
+            merge: merge.then_some(MERGE),
         }))
     }
 
@@ -347,7 +351,7 @@ impl App {
                 // The same rewind, planned again with --merge.
                 Ask::Rewind { turn, merge: None } => Some(Effect::Plan(Ask::Rewind {
                     turn,
-                    merge: Some(crate::daemon::MERGE),
+                    merge: Some(MERGE),
                 })),
                 _ => None,
             },

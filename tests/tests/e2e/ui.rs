@@ -185,8 +185,9 @@ fn ui_rewinds_and_redoes_a_turn_in_tmux() {
         "{before}"
     );
 
-    // Turn 2's files, and a.txt's diff in turn 3.
-    ui.keys(&["Down", "Enter"]);
+    // Turn 2's files (the selection stayed on turn 2 when turn 3 came),
+    // and a.txt's diff in turn 3.
+    ui.keys(&["Enter"]);
     ui.wait_for(&["turn 2 · 1 path", "M b.txt"]);
     ui.keys(&["Escape", "Up", "Enter"]);
     ui.wait_for(&["turn 3 · 2 paths", "a.txt"]);
