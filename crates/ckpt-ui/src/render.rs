@@ -60,7 +60,10 @@ pub fn draw(f: &mut Frame, app: &mut App) {
             Status::Info(t) => (t.as_str(), fg(app.color, Color::Green)),
             Status::Error(t) => (t.as_str(), fg(app.color, Color::Red)),
         };
-        f.render_widget(Line::styled(text, style), a.status);
+        f.render_widget(
+            Line::styled(cut(text, a.status.width.into()), style),
+            a.status,
+        );
     }
     f.render_widget(
         Line::styled(
@@ -137,6 +140,9 @@ pub fn took(secs: i64) -> String {
 
 const NS: i64 = 1_000_000_000;
 
+/// Marks the selected row in plain text too (a screen reader, a capture).
+const SELECTED: &str = ">";
+
 /// How long a turn took; an open one so far, with `+`.
 fn turn_took(t: &TurnInfo, now_ns: i64) -> String {
     match t.ended_ns {
@@ -201,7 +207,8 @@ fn timeline(f: &mut Frame, app: &mut App, a: &Areas) {
     ];
     let table = Table::new(rows, widths)
         .header(header)
-        .row_highlight_style(Style::default().add_modifier(Modifier::REVERSED));
+        .row_highlight_style(Style::default().add_modifier(Modifier::REVERSED))
+        .highlight_symbol(SELECTED);
     f.render_stateful_widget(table, a.body, &mut app.table);
     if empty {
         let body = a.body.inner(ratatui::layout::Margin::new(0, 1));
@@ -273,7 +280,8 @@ fn screen(f: &mut Frame, app: &mut App, a: &Areas) {
                 .header(
                     Row::new(["", "PATH", ""]).style(Style::default().add_modifier(Modifier::BOLD)),
                 )
-                .row_highlight_style(Style::default().add_modifier(Modifier::REVERSED));
+                .row_highlight_style(Style::default().add_modifier(Modifier::REVERSED))
+                .highlight_symbol(SELECTED);
             let mut ts = TableState::default().with_selected(Some(*selected));
             f.render_stateful_widget(table, a.body, &mut ts);
             let mut lines = turn_detail(&detail.info);
@@ -322,7 +330,8 @@ fn screen(f: &mut Frame, app: &mut App, a: &Areas) {
                 .style(Style::default().add_modifier(Modifier::BOLD));
             let table = Table::new(rows, widths)
                 .header(header)
-                .row_highlight_style(Style::default().add_modifier(Modifier::REVERSED));
+                .row_highlight_style(Style::default().add_modifier(Modifier::REVERSED))
+                .highlight_symbol(SELECTED);
             let mut ts = TableState::default().with_selected(Some(*selected));
             f.render_stateful_widget(table, a.body, &mut ts);
             let text = match entries.get(*selected) {
@@ -578,7 +587,7 @@ mod tests {
             assert!(head.contains(col), "{head}");
         }
         let rows: Vec<&str> = s.lines().skip(2).take(4).collect();
-        assert!(rows[0].trim_start().starts_with("4 open"), "{s}");
+        assert!(rows[0].starts_with(">   4 open"), "the selected row: {s}");
         assert!(rows[0].contains("1h36+"), "an open turn's time so far: {s}");
         assert!(rows[1].trim_start().starts_with("3 rewound"), "{s}");
         assert!(
@@ -640,7 +649,7 @@ mod tests {
         a.on_show(detail());
         let s = screen_of(&mut a);
         assert!(s.starts_with("turn 2 · 2 paths"), "{s}");
-        assert!(row_with(&s, "src/a.txt").starts_with("M src/a.txt"), "{s}");
+        assert!(row_with(&s, "src/a.txt").starts_with(">M src/a.txt"), "{s}");
         assert!(row_with(&s, "new.txt").contains("shared"), "{s}");
         assert!(
             s.contains("src/a.txt: file 8 B (010101010101) → file 10 B"),

@@ -518,16 +518,14 @@ pub fn result_line(r: &RewindReply) -> String {
     };
     let paths: Vec<String> = r.actions.iter().map(|a| a.path.quoted()).collect();
     let mut line = format!(
-        "{what}: {} in {} ms",
+        "{what}: {} in {} ms{}",
         ckptctl::output::count(r.actions.len() as u64, "path"),
-        r.elapsed_ms
+        r.elapsed_ms,
+        if r.redo { "" } else { " (R redoes)" }
     );
     if !paths.is_empty() {
         line.push_str(": ");
         line.push_str(&paths.join(", "));
-    }
-    if !r.redo {
-        line.push_str("  (R redoes)");
     }
     line
 }
@@ -817,7 +815,7 @@ pub(crate) mod tests {
         assert_eq!(
             a.status,
             Some(Status::Info(
-                "rewound to before turn 2 (turns 2, 4): 2 paths in 7 ms: src/a.txt, new.txt  (R redoes)"
+                "rewound to before turn 2 (turns 2, 4): 2 paths in 7 ms (R redoes): src/a.txt, new.txt"
                     .into()
             ))
         );

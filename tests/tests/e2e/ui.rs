@@ -189,12 +189,18 @@ fn ui_rewinds_and_redoes_a_turn_in_tmux() {
     // and a.txt's diff in turn 3.
     ui.keys(&["Enter"]);
     ui.wait_for(&["turn 2 · 1 path", "M b.txt"]);
-    ui.keys(&["Escape", "Up", "Enter"]);
+    // An Escape goes alone: one right before another key's escape
+    // sequence reads as Alt+key, as in any terminal program.
+    ui.keys(&["Escape"]);
+    ui.wait_for(&["3 turns · all sessions"]);
+    ui.keys(&["Up", "Enter"]);
     ui.wait_for(&["turn 3 · 2 paths", "a.txt"]);
     ui.keys(&["Enter"]);
     let diff = ui.wait_for(&["turn 3 · diff of a.txt", "+a3"]);
     assert!(diff.contains(" a1"), "{diff}");
-    ui.keys(&["Escape", "Escape"]);
+    ui.keys(&["Escape"]);
+    ui.wait_for(&["turn 3 · 2 paths"]);
+    ui.keys(&["Escape"]);
     ui.wait_for(&["3 turns · all sessions"]);
 
     // A plan cancelled changes nothing.
