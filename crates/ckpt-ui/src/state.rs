@@ -59,7 +59,10 @@ impl Dialog {
 #[derive(Clone, Debug)]
 pub enum Screen {
     /// One turn's paths.
-    Files { detail: TurnDetail, selected: usize },
+    Files {
+        detail: Box<TurnDetail>,
+        selected: usize,
+    },
     /// One path's diff in a turn.
     Diff {
         turn: i64,
@@ -419,7 +422,7 @@ impl App {
 
     pub fn on_show(&mut self, r: ShowReply) {
         self.screens.push(Screen::Files {
-            detail: r.body.turn,
+            detail: Box::new(r.body.turn),
             selected: 0,
         });
     }
