@@ -34,6 +34,7 @@ mod seed;
 mod service;
 mod sessions;
 mod snapshots;
+mod ui;
 mod watches;
 mod workcopy;
 mod workcopy_hub;

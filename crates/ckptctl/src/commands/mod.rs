@@ -138,6 +138,11 @@ pub enum Command {
     Completions(crate::cli::CompletionsArgs),
     /// The manual page (roff), or with --out a page per command.
     Man(crate::cli::ManArgs),
+    /// The timeline in the terminal: turns newest first, their files and
+    /// diffs, rewind, redo and merge after a confirmation, the ledger
+    /// (`ckptctl ui --help`).
+    #[command(disable_help_flag = true)]
+    Ui(Family),
 }
 
 impl Command {
@@ -307,5 +312,7 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Completions(_) | Command::Man(_) => {
             sibling::forward(sibling::HOOKS, "the hooks installer")
         }
+        // ratatui and crossterm stay out of the hook path: ckpt-ui runs it.
+        Command::Ui(_) => sibling::forward(sibling::UI, "the terminal timeline"),
     }
 }
