@@ -31,7 +31,7 @@ pub use ckpt_types::{
     mode, Action, ActionKind, AnchorState, Blame, BlameLine, Bucket, ChangeKind, Conflict,
     ContinuedTurn, CopyConflict, Counts, Entry, EntryBody, EntryKind, FileDiff, Hash, LedgerAnchor,
     LedgerEntry, LedgerEvent, LedgerStatus, LineOrigin, LineSpan, MergeMode, MergeOutcome,
-    MergedFile, OtherTurn, PartialRewind, RelPath, RewindFlags, RewindKind, RewindRecord,
+    MergedFile, OpenTurn, OtherTurn, PartialRewind, RelPath, RewindFlags, RewindKind, RewindRecord,
     RewindState, ScanSummary, Severity, Skipped, State, TurnDetail, TurnEntry, TurnInfo,
     TurnStatus, WirePath,
 };

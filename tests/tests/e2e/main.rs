@@ -9,6 +9,7 @@ mod cli_args;
 mod cli_output;
 mod conversation;
 mod degraded;
+mod doctor;
 mod export;
 mod fsck;
 mod full_disk;

@@ -17,6 +17,7 @@ pub fn handle(d: &Arc<Daemon>) -> StatusReply {
             socket: WirePath::from(d.config.socket.as_path()),
             data_dir: WirePath::from(d.config.data_dir.as_path()),
             watcher: d.watcher.shape().map_or("none", Shape::name).to_string(),
+            watches: d.watcher.watch_count(),
         },
         projects: super::projects::all(d),
     }
