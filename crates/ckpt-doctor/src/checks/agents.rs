@@ -117,7 +117,9 @@ fn mcp_handshake(program: &Path, dir: &Path) -> Result<(), String> {
         .current_dir(dir)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
+        // A daemon it started would hold a piped stderr open: none here.
+        .env("CKPT_NO_AUTOSTART", "1")
+        .stderr(Stdio::null())
         .spawn()
         .map_err(|e| format!("cannot start it: {e}"))?;
     let init = serde_json::json!({
@@ -140,17 +142,8 @@ fn mcp_handshake(program: &Path, dir: &Path) -> Result<(), String> {
     let answer = rx.recv_timeout(MCP_TIMEOUT);
     drop(stdin);
     let _ = child.kill();
-    let stderr = child
-        .wait_with_output()
-        .map(|o| String::from_utf8_lossy(&o.stderr).trim().to_string())
-        .unwrap_or_default();
-    let said = |what: &str| {
-        if stderr.is_empty() {
-            what.to_string()
-        } else {
-            format!("{what} ({stderr})")
-        }
-    };
+    let _ = child.wait();
+    let said = |what: &str| what.to_string();
     sent.map_err(|e| said(&format!("writing to it: {e}")))?;
     match answer {
         Ok(Ok(line)) => match serde_json::from_str::<serde_json::Value>(&line) {
