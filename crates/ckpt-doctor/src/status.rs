@@ -85,14 +85,23 @@ pub fn run(ctx: &Ctx) -> anyhow::Result<u8> {
 /// `inotify, 57 watches`.
 fn watcher(d: &DaemonInfo) -> String {
     match d.watches {
-        Some(n) => format!("{}, {}", d.watcher, output::count(n, "watch")),
+        Some(n) => format!("{}, {}", d.watcher, watches(n)),
         None => d.watcher.clone(),
+    }
+}
+
+/// `1 watch`, `57 watches` (`output::count` makes nouns in -y plural).
+fn watches(n: u64) -> String {
+    if n == 1 {
+        "1 watch".to_string()
+    } else {
+        format!("{n} watches")
     }
 }
 
 /// What `projects` leaves out: watches and each session's open turn.
 fn print_project_detail(p: &ProjectInfo) {
-    let mut line = format!("    {}", output::count(p.watches, "watch"));
+    let mut line = format!("    {}", watches(p.watches));
     if p.open_turns.is_empty() {
         line.push_str(", no open turn");
     }

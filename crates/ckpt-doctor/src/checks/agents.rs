@@ -143,15 +143,14 @@ fn mcp_handshake(program: &Path, dir: &Path) -> Result<(), String> {
     drop(stdin);
     let _ = child.kill();
     let _ = child.wait();
-    let said = |what: &str| what.to_string();
-    sent.map_err(|e| said(&format!("writing to it: {e}")))?;
+    sent.map_err(|e| format!("writing to it: {e}"))?;
     match answer {
         Ok(Ok(line)) => match serde_json::from_str::<serde_json::Value>(&line) {
             Ok(v) if v.get("result").is_some() => Ok(()),
-            _ if line.is_empty() => Err(said("it exited without answering")),
-            _ => Err(said(&format!("it answered {}", line.trim()))),
+            _ if line.is_empty() => Err("it exited without answering".to_string()),
+            _ => Err(format!("it answered {}", line.trim())),
         },
-        Ok(Err(e)) => Err(said(&format!("reading its answer: {e}"))),
-        Err(_) => Err(said(&format!("no answer in {} s", MCP_TIMEOUT.as_secs()))),
+        Ok(Err(e)) => Err(format!("reading its answer: {e}")),
+        Err(_) => Err(format!("no answer in {} s", MCP_TIMEOUT.as_secs())),
     }
 }
