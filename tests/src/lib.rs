@@ -93,7 +93,7 @@ pub fn build_binaries(cargo: &std::ffi::OsStr, profile_dir: &Path) -> Result<boo
         "ckpt-workcopy",
         // The `CKPT_TEST_*` hooks some tests set; a plain build has none.
         "--features",
-        "ckptd/test-hooks",
+        "ckptd/test-hooks ckpt-doctor/test-hooks",
         "--target-dir",
     ])
     .arg(target_dir)

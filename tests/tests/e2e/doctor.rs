@@ -168,6 +168,33 @@ fn doctor_names_a_missing_hook_and_the_install_that_fixes_it() {
 }
 
 #[test]
+fn doctor_warns_when_the_hooks_run_another_ckptctl_than_the_one_on_path() {
+    let w = World::new("active");
+    let (_d, proj) = w.healthy();
+    // Another build of ckptctl first on PATH.
+    let other = w.env.dir("other");
+    std::fs::copy(bin("ckptctl"), other.join("ckptctl")).unwrap();
+    std::fs::remove_file(w.bin.join("ckptctl")).unwrap();
+    std::os::unix::fs::symlink(other.join("ckptctl"), w.bin.join("ckptctl")).unwrap();
+    let (code, doc) = w.doctor(&proj);
+    assert_eq!(code, 0, "a warning alone exits 0: {doc:#}");
+    let f = one(&doc, "agent claude-code");
+    assert_eq!(f["level"], "warn", "{f}");
+    let found = f["found"].as_str().unwrap();
+    assert!(
+        found.contains("but the ckptctl on PATH is")
+            && found.contains(
+                &std::fs::canonicalize(other.join("ckptctl"))
+                    .unwrap()
+                    .display()
+                    .to_string()
+            ),
+        "{found}"
+    );
+    assert_eq!(f["fix"], "ckptctl hooks install claude-code");
+}
+
+#[test]
 fn doctor_says_a_stopped_daemon_and_service_fail() {
     let w = World::new("inactive");
     w.ctl_ok(w.env.path(), &["service", "install", "--no-start"]);

@@ -15,6 +15,7 @@ const MAX_USER_WATCHES: &str = "/proc/sys/fs/inotify/max_user_watches";
 
 /// Test-only: a limit to use instead of the kernel's, so a test can show a
 /// nearly used pool without filling the real one.
+#[cfg(feature = "test-hooks")]
 const LIMIT_OVERRIDE: &str = "CKPT_TEST_MAX_USER_WATCHES";
 
 /// Share of the pool in use from which the finding warns, and fails.
@@ -30,8 +31,11 @@ pub struct Holder {
 }
 
 pub fn check(status: Option<&StatusReply>) -> Finding {
-    let limit = std::env::var(LIMIT_OVERRIDE)
-        .ok()
+    #[cfg(feature = "test-hooks")]
+    let given = std::env::var(LIMIT_OVERRIDE).ok();
+    #[cfg(not(feature = "test-hooks"))]
+    let given = None;
+    let limit = given
         .or_else(|| std::fs::read_to_string(MAX_USER_WATCHES).ok())
         .and_then(|t| t.trim().parse::<u64>().ok());
     let Some(limit) = limit.filter(|&l| l > 0) else {
