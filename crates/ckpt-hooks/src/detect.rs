@@ -77,7 +77,7 @@ impl AgentReport {
             .filter(|s| s.installed != Installed::No)
     }
 
-    /// "hooks installed (user settings), mcp: yes", as `status` says it.
+    /// "hooks installed (user), mcp: yes", as `status` says it.
     pub fn summary(&self) -> String {
         let has_hooks = self.agent.payload().is_some();
         let scopes: Vec<&str> = self.scopes().map(|s| scope_name(s.scope)).collect();

@@ -71,9 +71,10 @@ pub fn check(status: Option<&StatusReply>) -> Finding {
         thousands(used),
         thousands(limit)
     );
-    match ckpt {
-        Some(n) => found.push_str(&format!(", ckptd holds {}", thousands(n))),
-        None => found.push_str(", ckptd's share unknown"),
+    match (status, ckpt) {
+        (None, _) => found.push_str(", ckptd is not running"),
+        (Some(_), Some(n)) => found.push_str(&format!(", ckptd holds {}", thousands(n))),
+        (Some(_), None) => found.push_str(", ckptd's share unknown"),
     }
     if !top.is_empty() {
         found.push_str(&format!("; most of the rest: {}", top.join(", ")));
