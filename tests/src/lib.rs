@@ -57,7 +57,7 @@ pub fn bin(name: &str) -> PathBuf {
 }
 
 /// Builds `ckptd` (with its `test-hooks` feature), `ckptctl` and the executables it
-/// execs from next to itself (`ckpt-mcp`, `ckpt-hooks`, `ckpt-workcopy`, `ckpt-ui`) with `cargo`
+/// execs from next to itself (`ckpt-mcp`, `ckpt-hooks`, `ckpt-doctor`, `ckpt-workcopy`, `ckpt-config`, `ckpt-ui`) with `cargo`
 /// into the target dir and profile of `profile_dir`. `Ok(false)`: no cargo
 /// target dir above it, nothing built.
 pub fn build_binaries(cargo: &std::ffi::OsStr, profile_dir: &Path) -> Result<bool, String> {
@@ -88,6 +88,8 @@ pub fn build_binaries(cargo: &std::ffi::OsStr, profile_dir: &Path) -> Result<boo
         "-p",
         "ckpt-hooks",
         "-p",
+        "ckpt-doctor",
+        "-p",
         "ckpt-workcopy",
         "-p",
         "ckpt-config",
@@ -95,7 +97,7 @@ pub fn build_binaries(cargo: &std::ffi::OsStr, profile_dir: &Path) -> Result<boo
         "ckpt-ui",
         // The `CKPT_TEST_*` hooks some tests set; a plain build has none.
         "--features",
-        "ckptd/test-hooks",
+        "ckptd/test-hooks ckpt-doctor/test-hooks",
         "--target-dir",
     ])
     .arg(target_dir)

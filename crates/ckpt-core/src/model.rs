@@ -176,6 +176,8 @@ pub struct RecoveryReport {
 pub struct ProjectStatus {
     pub root: std::path::PathBuf,
     pub open_turn: Option<i64>,
+    /// Every open turn, oldest first: one per session at most.
+    pub open_turns: Vec<ckpt_types::OpenTurn>,
     pub turns: u64,
     /// Entries in the hash cache (files, dirs, links).
     pub entries: u64,

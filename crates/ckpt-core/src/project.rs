@@ -202,9 +202,14 @@ impl Project {
         )?;
         let turns = history::count_turns(&self.conn)?;
         let (blobs, store_bytes) = self.store.usage(&self.conn)?;
+        let open_turns: Vec<ckpt_types::OpenTurn> = history::open_turns(&self.conn)?
+            .into_iter()
+            .map(|(turn, session)| ckpt_types::OpenTurn { turn, session })
+            .collect();
         Ok(ProjectStatus {
             root: self.root.clone(),
-            open_turn: self.open_turn()?,
+            open_turn: open_turns.last().map(|t| t.turn),
+            open_turns,
             turns,
             entries: entries as u64,
             skipped: skipped as u64,

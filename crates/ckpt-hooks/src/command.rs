@@ -11,6 +11,7 @@ use ckptctl::output;
 
 use crate::agents::{Agent, AgentSpec, Home, Scope, Target};
 use crate::cli::{HooksAction, HooksArgs};
+use crate::detect::{scope_name, AgentReport, ScopeReport};
 use crate::files;
 use crate::install::{self as hooks, Action, Backup, Change, Installed};
 
@@ -208,39 +209,30 @@ fn print_diff(c: &Change) {
 fn status(ctx: &Ctx, user: &Target, project: &Target) -> anyhow::Result<u8> {
     let data_dir = ctx.g.data_dir().ok();
     let mut rows = Vec::new();
-    for agent in Agent::ALL {
+    for report in AgentReport::all(user, project)? {
         let calls = data_dir
             .as_deref()
-            .map(|d| calls::read(d, agent))
+            .map(|d| calls::read(d, report.agent))
             .unwrap_or_default();
-        let row = StatusRow {
-            detected: agent.detect(user.home),
-            user: hooks::installed(agent, user)?,
-            project: hooks::installed(agent, project)?,
-            pending: [pending(agent, user)?, pending(agent, project)?],
-            calls,
-            ckptctl: [
-                ckptctl_warning(agent, user)?,
-                ckptctl_warning(agent, project)?,
-            ],
-        };
-        rows.push((agent, row));
+        rows.push((report, calls));
     }
     if ctx.g.json {
         let agents: Vec<_> = rows
             .iter()
-            .map(|(agent, r)| {
+            .map(|(r, calls)| {
+                let warning = |s: &ScopeReport| s.ckptctl.as_ref().map(|c| c.message.clone());
                 json!({
-                    "agent": agent.name(),
-                    "detected": r.detected,
-                    "user": r.user.name(),
-                    "project": r.project.name(),
-                    "pending": {"user": r.pending[0], "project": r.pending[1]},
-                    "hooks": agent.payload().is_some(),
-                    "last_ok": r.calls.last_ok,
-                    "last_error": r.calls.last_error,
-                    "failing": r.calls.failing().is_some(),
-                    "ckptctl_warning": {"user": r.ckptctl[0], "project": r.ckptctl[1]},
+                    "agent": r.agent.name(),
+                    "detected": r.found,
+                    "user": r.user.installed.name(),
+                    "project": r.project.installed.name(),
+                    "pending": {"user": r.user.pending, "project": r.project.pending},
+                    "hooks": r.agent.payload().is_some(),
+                    "mcp": {"user": r.user.mcp, "project": r.project.mcp},
+                    "last_ok": calls.last_ok,
+                    "last_error": calls.last_error,
+                    "failing": calls.failing().is_some(),
+                    "ckptctl_warning": {"user": warning(&r.user), "project": warning(&r.project)},
                 })
             })
             .collect();
@@ -252,57 +244,34 @@ fn status(ctx: &Ctx, user: &Target, project: &Target) -> anyhow::Result<u8> {
         "{:<12} {:<8} {:<7} {:<8} last hook call",
         "agent", "found", "user", "project"
     );
-    for (agent, r) in &rows {
+    for (r, calls) in &rows {
         println!(
             "{:<12} {:<8} {:<7} {:<8} {}",
-            agent.name(),
-            if r.detected.is_some() { "yes" } else { "no" },
-            r.user.name(),
-            r.project.name(),
-            last_call(*agent, &r.calls)
+            r.agent.name(),
+            if r.found.is_some() { "yes" } else { "no" },
+            r.user.installed.name(),
+            r.project.installed.name(),
+            last_call(r.agent, calls)
         );
     }
-    for (agent, r) in &rows {
-        for (scope, p) in ["user", "project"].iter().zip(&r.pending) {
-            if let Some(p) = p {
-                println!("{agent} ({scope}): {p}");
+    for (r, _) in &rows {
+        for s in [&r.user, &r.project] {
+            if let Some(p) = &s.pending {
+                println!("{} ({}): {p}", r.agent, scope_name(s.scope));
             }
         }
-        for (scope, w) in ["user", "project"].iter().zip(&r.ckptctl) {
-            if let Some(w) = w {
-                println!("warning: {agent} ({scope}): {w}");
+        for s in [&r.user, &r.project] {
+            if let Some(w) = &s.ckptctl {
+                println!(
+                    "warning: {} ({}): {}",
+                    r.agent,
+                    scope_name(s.scope),
+                    w.message
+                );
             }
         }
     }
     Ok(0)
-}
-
-/// What is wrong with the ckptctl the agent's installed hooks run at the
-/// target's scope: it is gone, or it is not the ckptctl on PATH (an old
-/// build the hooks still run). None when all is well or nothing is there.
-fn ckptctl_warning(agent: Agent, target: &Target) -> anyhow::Result<Option<String>> {
-    let on_path = crate::agents::on_path("ckptctl").and_then(|p| p.canonicalize().ok());
-    let again = match target.scope {
-        Scope::User => format!("ckptctl hooks install {agent}"),
-        Scope::Project => format!("ckptctl hooks install {agent} --project"),
-    };
-    for used in hooks::installed_ckptctls(agent, target)? {
-        let Ok(real) = used.canonicalize() else {
-            return Ok(Some(format!(
-                "its hooks run {}, which no longer exists; reinstall them with the ckptctl \
-                 you use: {again}",
-                used.display()
-            )));
-        };
-        if let Some(p) = on_path.as_ref().filter(|p| **p != real) {
-            return Ok(Some(format!(
-                "its hooks run {}, but the ckptctl on PATH is {}; to run that one: {again}",
-                used.display(),
-                p.display()
-            )));
-        }
-    }
-    Ok(None)
 }
 
 /// What keeps the agent from running the hooks installed at the target's
@@ -312,16 +281,4 @@ fn pending(agent: Agent, target: &Target) -> anyhow::Result<Option<String>> {
         Some(check) if hooks::installed(agent, target)? != Installed::No => check(target),
         _ => Ok(None),
     }
-}
-
-/// One agent's line of `hooks status`.
-struct StatusRow {
-    detected: Option<String>,
-    user: Installed,
-    project: Installed,
-    /// [`pending`] at user and project scope.
-    pending: [Option<String>; 2],
-    calls: calls::Calls,
-    /// [`ckptctl_warning`] at user and project scope.
-    ckptctl: [Option<String>; 2],
 }

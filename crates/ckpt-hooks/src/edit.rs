@@ -97,6 +97,24 @@ impl Edit {
         })
     }
 
+    /// The program this edit configures as an MCP server (`"command":
+    /// PROG, "args": ["mcp"]`, or `"command": [PROG, "mcp"]`); None for a
+    /// hook.
+    pub fn mcp_program(&self) -> Option<String> {
+        let values: Vec<&Value> = match self {
+            Edit::Json(ops) => ops
+                .iter()
+                .filter_map(|op| match op {
+                    JsonOp::Item { value, .. } | JsonOp::Prop { value, .. } => Some(value),
+                    JsonOp::Default { .. } => None,
+                })
+                .collect(),
+            Edit::Toml { value, .. } => vec![value],
+            Edit::File { .. } => Vec::new(),
+        };
+        values.into_iter().find_map(mcp_program)
+    }
+
     /// Whether the file must be executable (hook scripts).
     pub fn executable(&self) -> bool {
         matches!(
@@ -115,6 +133,18 @@ fn same_json(a: &str, b: &str) -> bool {
     match (value(a), value(b)) {
         (Some(a), Some(b)) => a == b,
         _ => false,
+    }
+}
+
+/// The program of an MCP server entry as every agent spells it.
+fn mcp_program(v: &Value) -> Option<String> {
+    let mcp = |a: &Value| a.as_str() == Some("mcp");
+    match v.get("command")? {
+        Value::String(prog) if v.get("args")?.as_array()?.iter().any(mcp) => Some(prog.clone()),
+        Value::Array(argv) if argv.len() == 2 && mcp(&argv[1]) => {
+            argv[0].as_str().map(String::from)
+        }
+        _ => None,
     }
 }
 

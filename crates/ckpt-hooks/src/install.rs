@@ -118,6 +118,11 @@ fn backup_at_install(c: &Change, edits: &[edit::Edit]) -> Backup {
     }
 }
 
+/// Whether `text` holds the edit's piece, in whatever version.
+pub fn holds(edit: &edit::Edit, text: &str) -> bool {
+    holds_ours(std::slice::from_ref(edit), text)
+}
+
 fn holds_ours(edits: &[edit::Edit], text: &str) -> bool {
     edits
         .iter()
@@ -224,7 +229,7 @@ pub fn installed_ckptctls(agent: Agent, target: &Target) -> anyhow::Result<Vec<P
 /// Absolute paths ending in `/ckptctl` in `text`, each delimited by a
 /// quote, a space or the start of a line (as hook commands, JSON, TOML and
 /// scripts hold them).
-fn ckptctl_paths(text: &str) -> Vec<PathBuf> {
+pub fn ckptctl_paths(text: &str) -> Vec<PathBuf> {
     const END: &str = "/ckptctl";
     let mut out = Vec::new();
     for (i, _) in text.match_indices(END) {

@@ -6,6 +6,7 @@
 pub mod agents;
 pub mod cli;
 pub mod command;
+pub mod detect;
 pub mod edit;
 pub mod files;
 pub mod install;

@@ -30,6 +30,7 @@ pub use rewind::{
 pub use scan::{ScanSummary, Skipped};
 pub use state::{Entry, EntryKind, Hash, State};
 pub use time::now_ns;
+pub use turn::OpenTurn;
 pub use turn::{
     ChangeKind, Counts, FileDiff, ModeChange, PartialRewind, RenamedFrom, TurnDetail, TurnEntry,
     TurnInfo, TurnStatus,

@@ -135,6 +135,15 @@ fn json_or_json_text<'de, D: serde::Deserializer<'de>>(
     )
 }
 
+/// A turn that is open now, and the session it belongs to (`None`: the
+/// default session): `status` lists one per session.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OpenTurn {
+    pub turn: i64,
+    #[serde(default)]
+    pub session: Option<String>,
+}
+
 /// A turn rewound in part: some of its paths restored (`rewind --path`)
 /// while it stays live, or marked rewound with some of its paths left as
 /// they were (skipped, or merged changes that overlap).

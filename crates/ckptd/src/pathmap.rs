@@ -48,6 +48,10 @@ impl<V> PathMap<V> {
         self.map.remove(key(path))
     }
 
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
     #[cfg(test)]
     pub fn paths(&self) -> Vec<PathBuf> {
         self.map.keys().map(|k| path_of(k.clone())).collect()

@@ -67,6 +67,11 @@ impl Watcher {
         self.backend.as_ref().map(|b| b.shape())
     }
 
+    /// The kernel watches held in all, where the backend counts them.
+    pub fn watch_count(&self) -> Option<u64> {
+        self.backend.as_ref().map_or(Some(0), |b| b.watch_count())
+    }
+
     /// The watched directory where barriers create their cookies.
     pub fn cookie_dir(&self) -> Option<&Path> {
         self.cookie_dir.as_deref()

@@ -10,6 +10,7 @@ mod cli_output;
 mod config;
 mod conversation;
 mod degraded;
+mod doctor;
 mod export;
 mod fsck;
 mod full_disk;

@@ -45,9 +45,11 @@ fn settings(env: &Env) -> insta::Settings {
     );
     // The watcher's shape is chosen by CKPT_WATCHER, and CI runs both.
     s.add_filter(
-        r"watcher: (inotify|notify-recursive)\b",
+        r"watcher: (inotify|notify-recursive)\b(, \d+ watch(es)?)?",
         "watcher: [WATCHER]",
     );
+    // One watch per directory, or one per root (recursive watcher).
+    s.add_filter(r"\b\d+ watch(es)?\b", "[N] watches");
     // The agents' transcript dirs are under the user's HOME, as found there.
     s.add_filter(
         r"(conversation adapter [a-z-]+): \S+ \([^)]*\)",
@@ -146,6 +148,23 @@ fn the_main_commands_print_what_the_snapshots_hold() {
     insta::assert_snapshot!("redo", shown(&env, &proj, &["redo"]));
     insta::assert_snapshot!("rewinds", shown(&env, &proj, &["rewinds"]));
     insta::assert_snapshot!("log_graph", shown(&env, &proj, &["log", "--graph"]));
-    insta::assert_snapshot!("status", shown(&env, &proj, &["status"]));
+    // Agents are found in HOME: an empty one finds none, on any machine.
+    let home = env.dir("home");
+    let out = run(env
+        .ctl_cmd(&proj, &["status"])
+        .env("HOME", &home)
+        .env("XDG_CONFIG_HOME", &home)
+        .env("PATH", "/nonexistent")
+        .env_remove("CODEX_HOME")
+        .env_remove("CLAUDE_CONFIG_DIR")
+        .env_remove("COPILOT_HOME")
+        .env_remove("GEMINI_CLI_HOME"));
+    let status = format!(
+        "$ ckptctl status\nexit: {}\n--- stdout\n{}--- stderr\n{}",
+        out.code(),
+        out.stdout,
+        out.stderr
+    );
+    insta::assert_snapshot!("status", status);
     insta::assert_snapshot!("fsck", shown(&env, &proj, &["fsck"]));
 }

@@ -29,6 +29,9 @@ pub struct ProjectInfo {
     pub degraded: Option<String>,
     #[serde(default)]
     pub open_turn: Option<i64>,
+    /// Every open turn with its session, oldest first.
+    #[serde(default)]
+    pub open_turns: Vec<crate::OpenTurn>,
     #[serde(default)]
     pub turns: u64,
     /// Entries in the hash cache (files, dirs, links).
@@ -43,6 +46,10 @@ pub struct ProjectInfo {
     /// Paths queued by the watcher and not yet checked.
     #[serde(default)]
     pub backlog: u64,
+    /// Kernel watches the daemon holds for the project: one per captured
+    /// directory (per-directory watcher), one per root (recursive).
+    #[serde(default)]
+    pub watches: u64,
     /// A long operation holds the project; the numbers are from before it.
     #[serde(default)]
     pub busy: bool,
@@ -82,6 +89,10 @@ pub struct DaemonInfo {
     /// variable of the daemon's: the last good settings stay in force.
     #[serde(default)]
     pub config_error: Option<String>,
+    /// inotify watches the daemon holds in all (projects and the cookie
+    /// directory); `None` where the watcher does not count them (recursive).
+    #[serde(default)]
+    pub watches: Option<u64>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

@@ -20,12 +20,12 @@ mod hook;
 pub mod ledger;
 pub mod log;
 mod mcp;
-mod projects;
+pub mod projects;
 mod retention;
 pub mod rewind;
 pub mod rewinds;
 mod run;
-mod service;
+pub mod service;
 pub mod show;
 pub mod sibling;
 pub mod status;
@@ -90,8 +90,16 @@ pub enum Command {
     /// Undo the last rewind exactly.
     #[command(mut_arg("force", |a| a.help("Overwrite paths edited since the rewind")))]
     Redo(rewind::RedoArgs),
-    /// The daemon and every project.
+    /// The daemon; every project with its watcher, watches, capture
+    /// health, store size and open turns per session; the agents found
+    /// with their hooks, MCP server and conversation adapters.
     Status,
+    /// Check the whole setup: the daemon and its version, the service,
+    /// inotify watches against the limit, each agent's hooks (installed,
+    /// trusted, running the ckptctl on PATH) and MCP server, free space,
+    /// the stores (fsck), degraded projects. Each finding says ok, warn or
+    /// fail, and the command that fixes it; exits 1 when any fails.
+    Doctor,
     /// Check the project's store, read-only (blobs, references to them, the
     /// rewind journal, the database); exits 1 listing any problem. Safe
     /// while the daemon captures; repairs and deletes nothing.
@@ -290,7 +298,10 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Rewind(args) => rewind::rewind(&ctx, args),
         Command::Rewinds(args) => rewinds::run(&ctx, args),
         Command::Redo(args) => rewind::redo(&ctx, args),
-        Command::Status => status::run(&ctx),
+        // Both read the agents' configs: ckpt-doctor links their parsers.
+        Command::Status | Command::Doctor => {
+            sibling::forward(sibling::DOCTOR, "the status and doctor tool")
+        }
         Command::Fsck => fsck::run(&ctx),
         Command::Run(args) => run::run(&ctx, args),
         Command::Service(args) => service::run(&ctx, args),

@@ -111,6 +111,32 @@ pub fn run(ctx: &Ctx, args: ServiceArgs) -> anyhow::Result<u8> {
     Ok(0)
 }
 
+/// The login service as `doctor` finds it: this platform's manager, the
+/// file `service install` writes, and whether the manager runs it.
+pub struct ServiceState {
+    pub manager: Target,
+    pub file: PathBuf,
+    pub installed: bool,
+    /// Err: the manager did not answer (no user session bus, …).
+    pub running: anyhow::Result<bool>,
+}
+
+/// Reads the service's state where `service install` puts it.
+pub fn state() -> anyhow::Result<ServiceState> {
+    let manager = Target::platform()?;
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .context("HOME is not set")?;
+    let file = manager.path(&home);
+    let installed = file.is_file();
+    Ok(ServiceState {
+        manager,
+        running: manager.running(),
+        file,
+        installed,
+    })
+}
+
 /// A daemon started on demand by ckptctl would hold the lock and make the
 /// service fail: stop it (cleanly) so the service manager's one takes over.
 /// Returns whether one was stopped.
@@ -234,6 +260,47 @@ impl Target {
                 "the user's systemd does not answer (no user session bus?); `ckptd` can run from your session start-up instead",
             ),
             Target::Launchd => launchctl(&["list"]),
+        }
+    }
+
+    /// Whether the manager runs ckptd now.
+    fn running(self) -> anyhow::Result<bool> {
+        let (name, args): (&str, &[&str]) = match self {
+            Target::Systemd => ("systemctl", &["--user", "is-active", "ckptd.service"]),
+            Target::Launchd => ("launchctl", &["list", LAUNCHD_LABEL]),
+        };
+        let out = Command::new(name)
+            .args(args)
+            .output()
+            .with_context(|| format!("running `{name} {}`", args.join(" ")))?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        Ok(match self {
+            // `is-active` prints the state and exits 3 for inactive; a
+            // missing bus prints nothing on stdout.
+            Target::Systemd if text.trim().is_empty() => bail!(
+                "`systemctl --user` does not answer: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            ),
+            Target::Systemd => text.trim() == "active",
+            // Loaded agents are listed with their pid while they run.
+            Target::Launchd => out.status.success() && text.contains("\"PID\""),
+        })
+    }
+
+    /// The command that starts the installed service.
+    pub fn start_command(self) -> String {
+        match self {
+            Target::Systemd => "systemctl --user enable --now ckptd.service".to_string(),
+            Target::Launchd => {
+                format!("launchctl load -w ~/Library/LaunchAgents/{LAUNCHD_LABEL}.plist")
+            }
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Target::Systemd => "systemd user unit",
+            Target::Launchd => "launchd agent",
         }
     }
 

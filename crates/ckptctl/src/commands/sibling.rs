@@ -1,6 +1,6 @@
 //! The executables that ship next to `ckptctl` from the same build:
 //! `ckpt-mcp` (the MCP server), `ckpt-hooks` (`hooks install` and
-//! friends), `ckpt-workcopy` (`workcopy …`) and `ckpt-ui` (`ui`). They hold what `ckptctl`, started on every hook call, should
+//! friends), `ckpt-doctor` (`status`, `doctor`), `ckpt-workcopy` (`workcopy …`) and `ckpt-ui` (`ui`). They hold what `ckptctl`, started on every hook call, should
 //! not link (docs/measurements.md, issue 18).
 
 use std::os::unix::process::CommandExt;
@@ -41,6 +41,7 @@ pub fn forward(name: &str, what: &str) -> anyhow::Result<u8> {
 }
 
 pub const HOOKS: &str = "ckpt-hooks";
+pub const DOCTOR: &str = "ckpt-doctor";
 pub const WORKCOPY: &str = "ckpt-workcopy";
 pub const CONFIG: &str = "ckpt-config";
 pub const UI: &str = "ckpt-ui";

@@ -160,6 +160,11 @@ impl Inotify {
         }
     }
 
+    /// The watches held now.
+    pub fn watch_count(&self) -> u64 {
+        lock(&self.map).by_wd.len() as u64
+    }
+
     /// Drops one directory's watch.
     pub fn unwatch_dir(&self, abs: &Path) {
         let mut map = lock(&self.map);

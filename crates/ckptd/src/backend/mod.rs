@@ -78,6 +78,17 @@ impl Backend {
         self.shape
     }
 
+    /// The kernel watches held, where this shape counts them (the
+    /// recursive one leaves them to notify, which does not say).
+    pub fn watch_count(&self) -> Option<u64> {
+        match lock(&self.inner).as_ref() {
+            #[cfg(target_os = "linux")]
+            Some(Imp::Dirs(w)) => Some(w.watch_count()),
+            Some(Imp::Tree(_)) => None,
+            None => Some(0),
+        }
+    }
+
     /// Watches one directory (not its subdirectories).
     pub fn watch_dir(&self, abs: &Path) -> Result<()> {
         match lock(&self.inner).as_mut() {

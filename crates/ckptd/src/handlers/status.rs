@@ -18,6 +18,7 @@ pub fn handle(d: &Arc<Daemon>) -> StatusReply {
             data_dir: WirePath::from(d.config.data_dir.as_path()),
             watcher: d.watcher.shape().map_or("none", Shape::name).to_string(),
             config_error: d.user_settings.error(),
+            watches: d.watcher.watch_count(),
         },
         projects: super::projects::all(d),
     }

@@ -314,6 +314,12 @@ impl ProjectHandle {
         self.degraded().is_some_and(|d| d.persistent())
     }
 
+    /// The directories watched for this project (in the recursive shape,
+    /// the root's one watch).
+    pub fn watch_count(&self) -> u64 {
+        lock(&self.watches).dirs.len() as u64
+    }
+
     /// Records a watch without asking the backend, for tests of the router.
     #[cfg(test)]
     pub fn note_watched(&self, abs: &Path) {

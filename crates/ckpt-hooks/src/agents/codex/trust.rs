@@ -20,7 +20,7 @@ use std::path::Path;
 use anyhow::Context;
 use serde_json::{json, Map, Value};
 
-use super::super::Target;
+use super::super::{Scope, Target};
 use super::{codex_home, SHORT_TIMEOUT};
 use crate::edit::MARKER;
 
@@ -55,6 +55,13 @@ pub fn pending(t: &Target) -> anyhow::Result<Option<String>> {
             .map_err(|e| anyhow::anyhow!("{}: not valid TOML: {e}", config.display()))?,
         None => toml_edit::DocumentMut::new(),
     };
+    if t.scope == Scope::Project && !project_trusted(&state, t.project) {
+        return Ok(Some(format!(
+            "installed, but Codex does not trust this project, so it ignores its .codex/ \
+             (hooks and MCP server) — run `codex` in {} and trust the folder",
+            t.project.display()
+        )));
+    }
     let states = state
         .get("hooks")
         .and_then(|h| h.get("state"))
@@ -87,6 +94,23 @@ pub fn pending(t: &Target) -> anyhow::Result<Option<String>> {
         })
         .collect::<Vec<_>>();
     Ok(message(&found).map(str::to_string))
+}
+
+/// Whether the user's `config.toml` trusts the project
+/// (`[projects."<root>"] trust_level = "trusted"`), under its path as given
+/// or as resolved.
+fn project_trusted(config: &toml_edit::DocumentMut, root: &Path) -> bool {
+    let Some(projects) = config.get("projects").and_then(|p| p.as_table_like()) else {
+        return false;
+    };
+    let trusted = |p: &Path| {
+        projects
+            .get(&p.to_string_lossy())
+            .and_then(|e| e.get("trust_level"))
+            .and_then(|v| v.as_str())
+            == Some("trusted")
+    };
+    trusted(root) || root.canonicalize().is_ok_and(|real| trusted(&real))
 }
 
 /// One line for what the hooks' states need, worst first.
@@ -250,5 +274,29 @@ mod tests {
             .unwrap()
             .contains("turned off"));
         assert_eq!(message(&[]), None);
+    }
+}
+
+#[cfg(test)]
+mod project_trust_tests {
+    use super::*;
+
+    #[test]
+    fn only_a_trusted_level_for_the_project_trusts_it() {
+        let config: toml_edit::DocumentMut = r#"
+[projects."/src/app"]
+trust_level = "trusted"
+[projects."/src/other"]
+trust_level = "untrusted"
+"#
+        .parse()
+        .unwrap();
+        assert!(project_trusted(&config, Path::new("/src/app")));
+        assert!(!project_trusted(&config, Path::new("/src/other")));
+        assert!(!project_trusted(&config, Path::new("/src/none")));
+        assert!(!project_trusted(
+            &toml_edit::DocumentMut::new(),
+            Path::new("/src/app")
+        ));
     }
 }
