@@ -43,7 +43,7 @@ pub fn merge(
         our_label: names[1].as_ptr(),
         their_label: names[2].as_ptr(),
         favor: raw::GIT_MERGE_FILE_FAVOR_NORMAL,
-        flags: raw::GIT_MERGE_FILE_STYLE_DIFF3 as u32,
+        flags: raw::GIT_MERGE_FILE_STYLE_DIFF3,
         marker_size: 0,
     };
     let input = |s: &str| raw::git_merge_file_input {
