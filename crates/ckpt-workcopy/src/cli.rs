@@ -102,9 +102,9 @@ pub enum WorkcopyAction {
         /// directory, else the only one].
         name: Option<String>,
         /// Kill the command's whole process group after SECS seconds (0:
-        /// never).
-        #[arg(long, value_name = "SECS", default_value_t = crate::limits::RUN_TIMEOUT.as_secs())]
-        timeout: u64,
+        /// never) [default: the setting `workcopy.run_timeout_secs`, 300].
+        #[arg(long, value_name = "SECS")]
+        timeout: Option<u64>,
         /// The program and its arguments (after `--`).
         #[arg(required = true, last = true)]
         command: Vec<std::ffi::OsString>,

@@ -10,28 +10,33 @@ use std::time::Duration;
 use anyhow::Context;
 use serde::Serialize;
 
-/// Files (and symlinks) a copy's result may hold.
-pub const MAX_FILES: u64 = 10_000;
-/// Total size of the files of a copy's result.
-pub const MAX_BYTES: u64 = 256 * 1024 * 1024;
-/// How long `workcopy run` lets a check run before it kills its group
-/// (Agent Hub's figure).
-pub const RUN_TIMEOUT: Duration = Duration::from_secs(5 * 60);
 /// How long a preview's token lets `workcopy apply` go ahead.
 pub const PREVIEW_LIFETIME: Duration = Duration::from_secs(10 * 60);
 
-/// The limits a copy is held to.
+/// The settings for copies of `original` (the user's and the project's
+/// `config.toml`, `CKPT_<KEY>`); a bad file is said on stderr and the
+/// defaults hold, as the daemon keeps going on a bad file.
+pub fn settings(original: &Path) -> ckpt_settings::Settings {
+    ckpt_settings::load(Some(original)).unwrap_or_else(|e| {
+        eprintln!("ckptctl: warning: {e}; the work-copy limits are the defaults");
+        ckpt_settings::resolve(&[])
+    })
+}
+
+/// The limits a copy is held to (`workcopy.max_files`, `workcopy.max_mib`).
 #[derive(Serialize, Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Limits {
     pub max_files: u64,
     pub max_bytes: u64,
 }
 
-impl Default for Limits {
-    fn default() -> Self {
+impl Limits {
+    /// The limits for copies of `original`.
+    pub fn of(original: &Path) -> Limits {
+        let s = settings(original);
         Limits {
-            max_files: MAX_FILES,
-            max_bytes: MAX_BYTES,
+            max_files: s.workcopy_max_files(),
+            max_bytes: s.workcopy_max_bytes(),
         }
     }
 }
@@ -120,7 +125,7 @@ mod tests {
                 bytes: 1003
             }
         );
-        assert_eq!(u.over(&Limits::default()), None);
+        assert_eq!(u.over(&Limits { max_files: 3, max_bytes: 1003 }), None);
         let small = Limits {
             max_files: 2,
             max_bytes: 1000,

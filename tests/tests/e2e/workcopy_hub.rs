@@ -296,6 +296,33 @@ fn a_copy_over_the_file_count_limit_is_refused() {
     );
 }
 
+/// The limits and the run timeout are the original's settings
+/// (`workcopy.max_files`, `workcopy.run_timeout_secs`), not constants.
+#[test]
+fn the_original_projects_config_sets_the_limits_and_the_run_timeout() {
+    let env = Env::new();
+    let _d = env.start_daemon();
+    let (proj, copy) = setup(&env);
+    std::fs::create_dir_all(proj.join(".ckpt")).unwrap();
+    std::fs::write(
+        proj.join(".ckpt/config.toml"),
+        "[workcopy]\nmax_files = 4\nrun_timeout_secs = 1\n",
+    )
+    .unwrap();
+    sh(&copy, "touch one two");
+    let out = env.ctl(&proj, &["workcopy", "preview", "w"]);
+    assert_eq!(out.code(), 1, "{out:?}");
+    assert!(out.stderr.contains("over the limit of 4"), "{out:?}");
+    let st = env.ctl_json(&proj, &["workcopy", "status", "w"]);
+    assert_eq!(st["limits"]["max_files"], 4, "{st}");
+    sh(&copy, "rm one two");
+    let t0 = std::time::Instant::now();
+    let out = env.ctl(&proj, &["workcopy", "run", "w", "--", "sleep", "30"]);
+    assert_ne!(out.code(), 0, "{out:?}");
+    assert!(t0.elapsed() < std::time::Duration::from_secs(20), "{out:?}");
+    assert_eq!(state_file(&env)["runs"][0]["timeout_secs"], 1);
+}
+
 #[test]
 fn run_kills_after_five_minutes_by_default_and_the_export_report_holds_its_log() {
     let env = Env::new();

@@ -41,7 +41,7 @@ pub fn apply_cmd(ctx: &Ctx, store: &Store, wc: WorkCopy, contract: Contract) -> 
         }
         Phase::Applying | Phase::Committing | Phase::Pushing => unreachable!("settled above"),
     }
-    limits::check(&wc.copy, &Limits::default(), "apply")?;
+    limits::check(&wc.copy, &Limits::of(&wc.original), "apply")?;
     head::ensure_at_base(&wc, "apply")?;
     let base = store.load_manifest(&wc.name)?;
     let now = fingerprint::manifest(&wc.copy)?;

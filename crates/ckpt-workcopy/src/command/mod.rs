@@ -66,7 +66,11 @@ pub fn run(ctx: &Ctx, action: WorkcopyAction) -> anyhow::Result<u8> {
             command,
         } => {
             let wc = pick(ctx, &store, name)?;
-            let timeout = (timeout > 0).then(|| Duration::from_secs(timeout));
+            let timeout = match timeout {
+                Some(secs) => Duration::from_secs(secs),
+                None => limits::settings(&wc.original).workcopy_run_timeout(),
+            };
+            let timeout = (!timeout.is_zero()).then_some(timeout);
             run_cmd(ctx, &store, wc, timeout, &command)
         }
         WorkcopyAction::Remove { name, force } => {
@@ -167,8 +171,9 @@ fn list(ctx: &Ctx, store: &Store) -> anyhow::Result<u8> {
 }
 
 fn status(ctx: &Ctx, store: &Store, wc: &WorkCopy) -> anyhow::Result<u8> {
+    let lim = Limits::of(&wc.original);
     let usage = limits::measure(&wc.copy)?;
-    let over = usage.over(&Limits::default());
+    let over = usage.over(&lim);
     let moved = head::moved(wc)?;
     if let Some(over) = &over {
         // Not hashed: that is what the limits are for.
@@ -176,7 +181,7 @@ fn status(ctx: &Ctx, store: &Store, wc: &WorkCopy) -> anyhow::Result<u8> {
             output::json(&json!({
                 "workcopy": wc,
                 "usage": usage,
-                "limits": Limits::default(),
+                "limits": lim,
                 "over_limits": over,
                 "head_moved": moved,
             }))?;
@@ -218,7 +223,7 @@ fn status(ctx: &Ctx, store: &Store, wc: &WorkCopy) -> anyhow::Result<u8> {
             "original_head_moved_to": p.head_moved_to,
             "copy_fingerprint": p.copy_fingerprint,
             "usage": usage,
-            "limits": Limits::default(),
+            "limits": lim,
             "head_moved": moved,
             "preview_token": token,
         }))?;
@@ -262,8 +267,8 @@ fn status(ctx: &Ctx, store: &Store, wc: &WorkCopy) -> anyhow::Result<u8> {
             "the copy holds {} files, {} (limits {}, {})",
             usage.files,
             output::bytes(usage.bytes),
-            limits::MAX_FILES,
-            output::bytes(limits::MAX_BYTES)
+            lim.max_files,
+            output::bytes(lim.max_bytes)
         );
         if let Some(t) = &token {
             println!("last preview's token: {t}");
@@ -382,7 +387,8 @@ fn unified(path: &str, old: Option<&[u8]>, new: Option<&[u8]>) -> Option<String>
 }
 
 fn preview_cmd(ctx: &Ctx, store: &Store, wc: &WorkCopy) -> anyhow::Result<u8> {
-    let usage = limits::check(&wc.copy, &Limits::default(), "preview")?;
+    let lim = Limits::of(&wc.original);
+    let usage = limits::check(&wc.copy, &lim, "preview")?;
     head::ensure_at_base(wc, "preview")?;
     let base = store.load_manifest(&wc.name)?;
     let now = fingerprint::manifest(&wc.copy)?;
@@ -416,7 +422,7 @@ fn preview_cmd(ctx: &Ctx, store: &Store, wc: &WorkCopy) -> anyhow::Result<u8> {
             "tree": tree,
             "patch_sha256": frozen.patch_sha256(),
             "usage": usage,
-            "limits": Limits::default(),
+            "limits": lim,
             "token": issued.as_ref().map(|r| &r.token),
             "expires": issued.as_ref().map(|r| r.issued + limits::PREVIEW_LIFETIME.as_secs()),
             "target": issued.as_ref().map(|r| &r.target),
@@ -458,8 +464,8 @@ fn preview_cmd(ctx: &Ctx, store: &Store, wc: &WorkCopy) -> anyhow::Result<u8> {
             frozen.patch_sha256(),
             usage.files,
             output::bytes(usage.bytes),
-            limits::MAX_FILES,
-            output::bytes(limits::MAX_BYTES)
+            lim.max_files,
+            output::bytes(lim.max_bytes)
         );
         if let Some(r) = &issued {
             println!(
@@ -541,7 +547,7 @@ fn run_cmd(
 }
 
 fn export_cmd(ctx: &Ctx, store: &Store, wc: &WorkCopy, out: &Path) -> anyhow::Result<u8> {
-    limits::check(&wc.copy, &Limits::default(), "export")?;
+    limits::check(&wc.copy, &Limits::of(&wc.original), "export")?;
     head::ensure_at_base(wc, "export")?;
     let out = ckptctl::commands::absolute(out)?;
     let existed = out.exists();
