@@ -31,9 +31,9 @@ pub use ckpt_types::{
     mode, Action, ActionKind, AnchorState, Blame, BlameLine, Bucket, ChangeKind, Conflict,
     ContinuedTurn, CopyConflict, Counts, Entry, EntryBody, EntryKind, FileDiff, Hash, LedgerAnchor,
     LedgerEntry, LedgerEvent, LedgerStatus, LineOrigin, LineSpan, MergeMode, MergeOutcome,
-    MergedFile, ModeChange, OpenTurn, OtherTurn, PartialRewind, RelPath, RenamedFrom,
-    RewindFlags, RewindKind, RewindRecord, RewindState, ScanSummary, Severity, Skipped, State,
-    TurnDetail, TurnEntry, TurnInfo, TurnStatus, WirePath,
+    MergedFile, ModeChange, OpenTurn, OtherTurn, PartialRewind, RelPath, RenamedFrom, RewindFlags,
+    RewindKind, RewindRecord, RewindState, ScanSummary, Severity, Skipped, State, TurnDetail,
+    TurnEntry, TurnInfo, TurnStatus, WirePath,
 };
 pub use envelope::Reply;
 pub use frame::{

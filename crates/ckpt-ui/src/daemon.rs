@@ -5,7 +5,7 @@
 
 use ckpt_proto::{
     LedgerFilter, LedgerReply, LogReply, Redo, RelPath, Request, Rewind, RewindFlags, RewindReply,
-    ShowReply, WirePath,
+    RewindTo, ShowReply, WirePath,
 };
 use ckptctl::client::{Client, DaemonError, FromResponse};
 use ckptctl::commands::Ctx;
@@ -85,7 +85,7 @@ impl Daemon {
         let req = match *ask {
             Ask::Rewind { turn, merge } => Request::Rewind(Rewind {
                 dir: self.dir(),
-                turn,
+                to: RewindTo::Before(turn),
                 paths: Vec::new(),
                 flags,
                 merge,

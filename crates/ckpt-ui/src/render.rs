@@ -356,6 +356,7 @@ fn change(e: &TurnEntry) -> (char, Color) {
         Some(ChangeKind::Added) => ('A', Color::Green),
         Some(ChangeKind::Modified) => ('M', Color::Yellow),
         Some(ChangeKind::Deleted) => ('D', Color::Red),
+        Some(ChangeKind::Renamed) => ('R', Color::Cyan),
         Some(ChangeKind::Skipped) => ('S', Color::Magenta),
         None => ('*', Color::Cyan),
     }

@@ -690,6 +690,8 @@ pub(crate) mod tests {
                         .into(),
                 ),
                 note: None,
+                from: None,
+                mode: None,
             }],
         })
     }

@@ -311,11 +311,13 @@ fn carry_info_exclude(original: &Path, copy: &Path) -> anyhow::Result<()> {
 /// Copies every path ckpt captures below `from` into `to` (bytes copied,
 /// never linked); directory modes are set last so read-only ones fill.
 /// Files over ckpt's size cap are not captured, so not copied: returned
-/// with why.
+/// with why. The cap and the excludes are `from`'s settings, as the daemon
+/// captures it.
 fn copy_tree(from: &Path, to: &Path) -> anyhow::Result<Vec<(String, String)>> {
-    let cap = ckpt_core::Options::default().max_file_size;
+    let settings = crate::limits::settings(from);
+    let cap = settings.max_file_bytes();
     let mut left_out = Vec::new();
-    let (paths, unreadable) = ckpt_core::captured_paths(from, &[]);
+    let (paths, unreadable) = ckpt_core::captured_paths(from, settings.excludes());
     if let Some(ckpt_core::Skipped {
         path: p,
         reason: why,

@@ -125,7 +125,13 @@ mod tests {
                 bytes: 1003
             }
         );
-        assert_eq!(u.over(&Limits { max_files: 3, max_bytes: 1003 }), None);
+        assert_eq!(
+            u.over(&Limits {
+                max_files: 3,
+                max_bytes: 1003
+            }),
+            None
+        );
         let small = Limits {
             max_files: 2,
             max_bytes: 1000,
