@@ -311,12 +311,19 @@ fn tool_hook_help_offers_only_agents_with_tool_hooks() {
     for cmd in ["tool-start", "tool-end"] {
         let out = env.ctl(env.path(), &[cmd, "--help"]);
         assert!(out.status.success(), "{out:?}");
-        let line = out
+        // The option's help, up to the next option (clap may put its
+        // values on a line of their own).
+        let help: String = out
             .stdout
             .lines()
-            .find(|l| l.trim_start().starts_with("--from-hook"))
-            .unwrap_or_default();
-        let values: Vec<&str> = line
+            .skip_while(|l| !l.trim_start().starts_with("--from-hook"))
+            .take_while({
+                let mut first = true;
+                move |l| std::mem::take(&mut first) || !l.trim_start().starts_with('-')
+            })
+            .collect::<Vec<_>>()
+            .join(" ");
+        let values: Vec<&str> = help
             .split_once("[possible values: ")
             .and_then(|(_, v)| v.split_once(']'))
             .map(|(v, _)| v.split(", ").collect())

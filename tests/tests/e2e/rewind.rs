@@ -367,7 +367,7 @@ fn replies_larger_than_any_request_still_arrive() {
     );
     assert_eq!(ended["turn"]["entries"].as_array().unwrap().len(), LINKS);
 
-    let shown = env.ctl_ok(&proj, &["show", "1"]);
+    let shown = env.ctl_ok(&proj, &["show", "1", "-v"]);
     assert_eq!(
         shown.lines().filter(|l| l.starts_with("  M  ")).count(),
         LINKS
@@ -377,7 +377,7 @@ fn replies_larger_than_any_request_still_arrive() {
     assert_eq!(r["outcome"], "applied");
     assert_eq!(r["actions"].as_array().unwrap().len(), LINKS);
     assert_same_tree("rewound", &before, &snapshot_work(&proj));
-    let redone = env.ctl_ok(&proj, &["redo"]);
+    let redone = env.ctl_ok(&proj, &["redo", "-v"]);
     assert_eq!(
         redone.lines().filter(|l| l.contains("restored")).count(),
         LINKS
