@@ -227,7 +227,7 @@ impl Daemon {
             }
         };
         let h = ProjectHandle::new(id, store_dir, project);
-        crate::settings::refresh(self, &h);
+        h.refresh_settings(&self.user_settings);
         if !h.root.is_dir() {
             h.set_unavailable(Some(Unavailable::RootGone));
             self.registry.insert(h);
@@ -333,7 +333,7 @@ impl Daemon {
         });
         match found {
             Some(h) => {
-                crate::settings::refresh(self, &h);
+                h.refresh_settings(&self.user_settings);
                 Ok(h)
             }
             None => Err(ReqError::new(
@@ -427,7 +427,7 @@ impl Daemon {
         self.registry.remove_broken(&id);
         self.write_root_record(&id, root);
         let h = ProjectHandle::new(id, store_dir, project);
-        crate::settings::refresh(self, &h);
+        h.refresh_settings(&self.user_settings);
         self.registry.insert(Arc::clone(&h));
         // From here on a second request finds the project and waits for the
         // baseline on its lock; other projects need not wait for it.

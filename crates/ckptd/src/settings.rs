@@ -4,14 +4,13 @@
 //! the next request without a restart. A bad file leaves the last good
 //! settings in force and is reported (`status`'s `config_error`).
 
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use ckpt_core::Retention;
 use ckpt_settings::{CachedFile, Layer, Settings, SettingsError, Source};
 
-use crate::daemon::Daemon;
 use crate::mutex::lock;
-use crate::project::ProjectHandle;
 
 /// How long an unreferenced blob stays before gc may take it.
 const GC_GRACE_SECS: u64 = 3600;
@@ -66,7 +65,7 @@ struct Resolved {
 }
 
 impl ProjectSettings {
-    pub fn new(root: &std::path::Path) -> ProjectSettings {
+    pub fn new(root: &Path) -> ProjectSettings {
         ProjectSettings {
             file: Mutex::new(CachedFile::new(
                 ckpt_settings::project_file(root),
@@ -82,82 +81,85 @@ impl ProjectSettings {
     }
 }
 
-impl ProjectHandle {
-    /// The settings last resolved (by [`refresh`]).
+/// What [`ProjectSettings::refresh`] found.
+pub struct Refreshed {
+    pub settings: Arc<Settings>,
+    /// What the files hold changed since the last look (or this was the
+    /// first): the capture settings are to be handed to the core again.
+    pub changed: bool,
+    pub first: bool,
+}
+
+impl ProjectSettings {
+    /// The settings last resolved (by [`ProjectSettings::refresh`]).
     pub fn settings(&self) -> Arc<Settings> {
-        Arc::clone(&lock(&self.settings.state).settings)
+        Arc::clone(&lock(&self.state).settings)
     }
 
     /// The retention policy of the settings last resolved.
     pub fn retention_policy(&self) -> Retention {
-        lock(&self.settings.state).policy.clone()
+        lock(&self.state).policy.clone()
     }
 
     /// What is wrong with a config file or variable, as last looked at.
     pub fn config_error(&self) -> Option<String> {
-        lock(&self.settings.state).error.clone()
+        lock(&self.state).error.clone()
     }
-}
 
-/// Looks at the config files again and, when what they hold changed,
-/// resolves `h`'s settings anew and hands the capture settings to its
-/// core (a change of excludes asks for a full scan, which captures what
-/// they no longer exclude).
-pub fn refresh(d: &Daemon, h: &ProjectHandle) -> Arc<Settings> {
-    let user = &d.user_settings;
-    let (user_gen, user_layer, user_error) = {
-        let mut f = lock(&user.file);
-        if f.0.refresh() {
-            f.1 += 1;
-        }
-        (
-            f.1,
-            f.0.layer().cloned(),
-            f.0.error().map(ToString::to_string),
-        )
-    };
-    let mut file = lock(&h.settings.file);
-    let project_changed = file.refresh();
-    let mut state = lock(&h.settings.state);
-    if !project_changed && state.user_gen == Some(user_gen) {
-        return Arc::clone(&state.settings);
-    }
-    let layers: Vec<&Layer> = user_layer
-        .iter()
-        .chain(file.layer())
-        .chain(user.env.as_ref().ok())
-        .collect();
-    let settings = Arc::new(ckpt_settings::resolve(&layers));
-    let errors: Vec<String> = user_error
-        .into_iter()
-        .chain(file.error().map(ToString::to_string))
-        .chain(user.env.as_ref().err().map(ToString::to_string))
-        .collect();
-    drop(file);
-    let first = state.user_gen.is_none();
-    state.user_gen = Some(user_gen);
-    state.error = (!errors.is_empty()).then(|| errors.join("; "));
-    if let Some(e) = &state.error {
-        tracing::warn!(root = %h.root.display(), "config: {e}; the last good settings stay");
-    }
-    let changed = first || state.settings != settings;
-    state.settings = Arc::clone(&settings);
-    state.policy = Retention {
-        keep_turns: settings.retention_turns() as usize,
-        max_age_secs: settings.retention_days().saturating_mul(24 * 3600),
-        grace_secs: user.grace_secs,
-        budget_bytes: settings.store_budget_bytes(),
-    };
-    drop(state);
-    if changed {
-        let (max, excludes) = (settings.max_file_bytes(), settings.excludes().to_vec());
-        match h.call(|p| Ok(p.set_capture(max, excludes))) {
-            Ok(true) if !first => h.request_reconcile(),
-            Ok(_) => {}
-            Err(e) => {
-                tracing::warn!(root = %h.root.display(), error = %e.message, "applying the settings")
+    /// Looks at the config files again and, when what they hold changed,
+    /// resolves the settings of the project at `root` anew.
+    pub fn refresh(&self, user: &UserSettings, root: &Path) -> Refreshed {
+        let (user_gen, user_layer, user_error) = {
+            let mut f = lock(&user.file);
+            if f.0.refresh() {
+                f.1 += 1;
             }
+            (
+                f.1,
+                f.0.layer().cloned(),
+                f.0.error().map(ToString::to_string),
+            )
+        };
+        let mut file = lock(&self.file);
+        let project_changed = file.refresh();
+        let mut state = lock(&self.state);
+        if !project_changed && state.user_gen == Some(user_gen) {
+            return Refreshed {
+                settings: Arc::clone(&state.settings),
+                changed: false,
+                first: false,
+            };
+        }
+        let layers: Vec<&Layer> = user_layer
+            .iter()
+            .chain(file.layer())
+            .chain(user.env.as_ref().ok())
+            .collect();
+        let settings = Arc::new(ckpt_settings::resolve(&layers));
+        let errors: Vec<String> = user_error
+            .into_iter()
+            .chain(file.error().map(ToString::to_string))
+            .chain(user.env.as_ref().err().map(ToString::to_string))
+            .collect();
+        drop(file);
+        let first = state.user_gen.is_none();
+        state.user_gen = Some(user_gen);
+        state.error = (!errors.is_empty()).then(|| errors.join("; "));
+        if let Some(e) = &state.error {
+            tracing::warn!(root = %root.display(), "config: {e}; the last good settings stay");
+        }
+        let changed = first || state.settings != settings;
+        state.settings = Arc::clone(&settings);
+        state.policy = Retention {
+            keep_turns: settings.retention_turns() as usize,
+            max_age_secs: settings.retention_days().saturating_mul(24 * 3600),
+            grace_secs: user.grace_secs,
+            budget_bytes: settings.store_budget_bytes(),
+        };
+        Refreshed {
+            settings,
+            changed,
+            first,
         }
     }
-    settings
 }

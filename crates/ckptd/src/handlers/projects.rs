@@ -47,7 +47,7 @@ pub fn all(d: &Arc<Daemon>) -> Vec<ProjectInfo> {
 /// One project's line, without waiting for a long operation on it.
 pub fn project_info(d: &Daemon, h: &ProjectHandle) -> ProjectInfo {
     h.check_root();
-    crate::settings::refresh(d, h);
+    h.refresh_settings(&d.user_settings);
     let policy = h.retention_policy();
     let (status, busy) = h.status_nowait();
     let s = status.as_ref();

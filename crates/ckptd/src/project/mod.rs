@@ -166,3 +166,41 @@ pub fn for_test(dir: &std::path::Path) -> Arc<ProjectHandle> {
     let p = Project::open(&store, &root, ckpt_core::Options::default()).unwrap();
     ProjectHandle::new("id".into(), store, p)
 }
+
+impl ProjectHandle {
+    /// The settings last resolved (by [`ProjectHandle::refresh_settings`]).
+    pub fn settings(&self) -> std::sync::Arc<ckpt_settings::Settings> {
+        self.settings.settings()
+    }
+
+    /// The retention policy of the settings last resolved.
+    pub fn retention_policy(&self) -> ckpt_core::Retention {
+        self.settings.retention_policy()
+    }
+
+    /// What is wrong with a config file or variable, as last looked at.
+    pub fn config_error(&self) -> Option<String> {
+        self.settings.config_error()
+    }
+
+    /// Looks at the config files again and, when what they hold changed,
+    /// hands the capture settings to the core (a change of excludes asks
+    /// for a full scan, which captures what they no longer exclude).
+    pub fn refresh_settings(
+        &self,
+        user: &crate::settings::UserSettings,
+    ) -> std::sync::Arc<ckpt_settings::Settings> {
+        let r = self.settings.refresh(user, &self.root);
+        if r.changed {
+            let (max, excludes) = (r.settings.max_file_bytes(), r.settings.excludes().to_vec());
+            match self.call(|p| Ok(p.set_capture(max, excludes))) {
+                Ok(true) if !r.first => self.request_reconcile(),
+                Ok(_) => {}
+                Err(e) => {
+                    tracing::warn!(root = %self.root.display(), error = %e.message, "applying the settings")
+                }
+            }
+        }
+        r.settings
+    }
+}
