@@ -22,6 +22,21 @@ use super::state::{BaseKind, Store, WorkCopy};
 /// A changed path with its entry at the base and in the copy.
 pub type Changed = (String, Option<Entry>, Option<Entry>);
 
+/// [`expected`], or `None` with a warning on stderr when git cannot
+/// compute it (`git apply --cached` refuses some file-to-directory
+/// patches): the tree is a check on the apply, never a reason to refuse it.
+pub fn expected_or_warn(
+    store: &Store,
+    wc: &WorkCopy,
+    changed: &[Changed],
+    patch: &[u8],
+) -> Option<String> {
+    expected(store, wc, changed, patch).unwrap_or_else(|e| {
+        eprintln!("ckptctl: warning: no expected git tree: {e:#}");
+        None
+    })
+}
+
 /// The tree id of the base with `patch` applied (`None` outside git).
 pub fn expected(
     store: &Store,

@@ -394,7 +394,7 @@ fn preview_cmd(ctx: &Ctx, store: &Store, wc: &WorkCopy) -> anyhow::Result<u8> {
     let now = fingerprint::manifest(&wc.copy)?;
     let frozen = crate::export::freeze(store, wc, &base, &now)?;
     let p = preview::preview_of(wc, &base, now)?;
-    let tree = crate::tree::expected(store, wc, &frozen.changed, &frozen.files.patch)?;
+    let tree = crate::tree::expected_or_warn(store, wc, &frozen.changed, &frozen.files.patch);
     let refused = p.conflicts > 0 || p.leaving_symlinks > 0;
     // A token only for what apply would take.
     let issued = if refused {
