@@ -36,6 +36,12 @@ struct OpenTurn {
     /// Paths such a run of edits changed and put back: the daemon may or
     /// may not have seen the passing state, so either mark is right.
     maybe_shared: BTreeSet<Vec<u8>>,
+    /// Paths whose entry came from the edits since the last sync.
+    fresh: BTreeSet<Vec<u8>>,
+    /// Paths whose first change the edits since a sync put back before it:
+    /// the daemon may not have seen it, so its entry may start here (the
+    /// state put back) or at the turn's next change of the path.
+    unseen: BTreeMap<Vec<u8>, Option<Node>>,
 }
 
 /// An episode's state: the open turns and whose tool call runs.
@@ -136,10 +142,20 @@ impl Seq<'_> {
         Ok(())
     }
 
-    /// Ends the shared run of edits (the next step syncs with the daemon):
-    /// a path it left changed was seen changed, so it is shared in every
-    /// open turn; one it put back may have changed too briefly to be seen.
+    /// Ends the run of edits (the next step syncs with the daemon): a path
+    /// it left changed was seen changed, so it is shared in every open turn
+    /// if the run was shared; one it put back may have changed too briefly
+    /// to be seen, and so may a turn's entry for it that the run began.
     fn end_shared_run(&self, ep: &mut Episode) {
+        for o in &mut ep.open {
+            for p in std::mem::take(&mut o.fresh) {
+                let now = self.proj.tree.get(&p).cloned();
+                if o.entries.get(&p).is_some_and(|(pre, _)| *pre == now) {
+                    o.entries.remove(&p);
+                    o.unseen.entry(p).or_insert(now);
+                }
+            }
+        }
         for (p, before) in std::mem::take(&mut ep.run) {
             let changed = self.proj.tree.get(&p) != before.as_ref();
             for o in &mut ep.open {
@@ -174,6 +190,8 @@ impl Seq<'_> {
             entries: BTreeMap::new(),
             shared: BTreeSet::new(),
             maybe_shared: BTreeSet::new(),
+            fresh: BTreeSet::new(),
+            unseen: BTreeMap::new(),
         });
         self.stats.turns += 1;
         Ok(())
@@ -212,7 +230,10 @@ impl Seq<'_> {
                     o.entries
                         .entry(p.clone())
                         .and_modify(|e| e.1 = post.clone())
-                        .or_insert((pre.clone(), post.clone()));
+                        .or_insert_with(|| {
+                            o.fresh.insert(p.clone());
+                            (pre.clone(), post.clone())
+                        });
                 }
             }
         }
@@ -270,9 +291,18 @@ impl Seq<'_> {
             ));
         }
         // A turn's post-image is the path's state when it ends, whoever
-        // changed it last.
-        let touched: BTreeMap<Vec<u8>, Change> = o
-            .entries
+        // changed it last. Where the daemon saw a first change the model
+        // cannot be sure it saw, its entry starts there.
+        let mut entries = o.entries;
+        for (p, pre) in o.unseen {
+            let seen = ended.turn.entries.iter().any(|e| {
+                e.path.as_bytes() == p.as_slice() && e.pre == Node::to_state(pre.as_ref())
+            });
+            if seen {
+                entries.insert(p, (pre, None));
+            }
+        }
+        let touched: BTreeMap<Vec<u8>, Change> = entries
             .into_iter()
             .map(|(p, (pre, _))| {
                 let now = self.proj.tree.get(&p).cloned();
