@@ -99,6 +99,11 @@ impl Ckpt {
         })
     }
 
+    /// The socket of the running daemon.
+    pub fn socket(&self) -> &Path {
+        &self.socket
+    }
+
     /// Starts its daemons with `name=value` in their environment.
     pub fn with_daemon_env(mut self, name: &str, value: &str) -> Self {
         self.daemon_env.push((name.to_string(), value.to_string()));

@@ -32,6 +32,7 @@
 //! cargo run --release -p ckpt-bench -- --quick          # CI smoke test, correctness only
 //! cargo run --release -p ckpt-bench -- --tree ~/src/app --scenarios idle,small
 //! cargo run --release -p ckpt-bench -- --watch-shapes 100000  # issue 36's watcher shapes
+//! cargo run --release -p ckpt-bench -- --idle-connections 1000 # issue 35's idle connections
 //! ```
 //!
 //! Exit status: 0 if every scenario was right, 1 if any was WRONG or failed.
@@ -39,6 +40,7 @@
 mod ckpt_json;
 mod ckpt_runner;
 mod cmd;
+mod conns;
 mod git_snap;
 mod procstat;
 mod report;
@@ -114,6 +116,11 @@ struct Args {
     /// and print the ratio (issue 36: at most 2x); nothing else runs.
     #[arg(long, value_name = "DIRS")]
     watch_shapes: Option<usize>,
+    /// Only time hook calls (turn-start, turn-end) with this many idle
+    /// connections open to the daemon against none, in one run, and print
+    /// the p99 ratio (issue 35: at most 2x); nothing else runs.
+    #[arg(long, value_name = "N")]
+    idle_connections: Option<usize>,
     /// Seconds after which a single command is killed and counted as failed.
     #[arg(long, default_value_t = 600)]
     timeout: u64,
@@ -264,6 +271,11 @@ fn real_main() -> Result<bool> {
         let bins = Bins::locate(args.bin_dir.as_deref())?;
         let reps = args.reps.unwrap_or(3).max(1);
         return shapes::run(&bins, &work, dirs, reps, timeout);
+    }
+    if let Some(n) = args.idle_connections {
+        let bins = Bins::locate(args.bin_dir.as_deref())?;
+        let reps = args.reps.unwrap_or(5).max(1);
+        return conns::run(&bins, &work, n, reps, timeout);
     }
     let source = match &args.tree {
         Some(d) => tree::dir_source(d)?,

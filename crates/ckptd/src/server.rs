@@ -1,7 +1,9 @@
 //! The socket server: accepts connections from our own user only, checks the
 //! hello, then answers one response per request frame. A bad frame gets an
 //! error reply (and, when the framing can no longer be trusted, a closed
-//! connection); other clients never notice.
+//! connection); other clients never notice. A connection that stays silent
+//! between requests gives its thread back and waits on the runtime's IO
+//! driver (parked), so idle clients cannot starve the others.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -22,7 +24,7 @@ use crate::socket;
 /// Accepts until `shutdown` resolves, on a thread of its own: the kernel
 /// wakes that thread directly, where an async accept first wakes the
 /// runtime's IO driver, then the task. Each connection is served on a
-/// thread of the runtime's blocking pool.
+/// thread of the runtime's blocking pool while it talks.
 pub async fn accept_loop(
     listener: Listener,
     socket: PathBuf,
@@ -63,11 +65,22 @@ pub async fn accept_loop(
     let _ = socket::connect(&socket);
 }
 
+/// How long a connection may be silent before its next request and keep
+/// its thread. A hook call's frames follow each other within microseconds;
+/// an MCP server or `ckptctl ui` waits minutes between requests, and with
+/// 1,000 such connections the blocking pool (512 threads) was full and a
+/// hook call waited for ever.
+const IDLE: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// How long a request frame may take to arrive once it has begun: a
+/// client that stops mid-frame is dropped, not waited for.
+const MID_FRAME: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// Serves one connection on a blocking thread: reading, handling and
 /// answering a request on the same thread spares each call two thread
 /// hand-offs (a `ckptctl` call is a few milliseconds, mostly process
 /// start-up, so every hop shows).
-fn serve_connection(mut stream: Stream, d: Arc<Daemon>) {
+fn serve_connection(stream: Stream, d: Arc<Daemon>) {
     match socket::peer_uid(&stream) {
         Ok(uid) if uid == socket::euid() => {}
         Ok(uid) => {
@@ -79,8 +92,25 @@ fn serve_connection(mut stream: Stream, d: Arc<Daemon>) {
             return;
         }
     }
-    let mut greeted = false;
+    if let Err(e) = stream.set_recv_timeout(Some(MID_FRAME)) {
+        tracing::warn!(error = %e, "cannot set a receive timeout; refusing connection");
+        return;
+    }
+    serve(stream, d, false);
+}
+
+/// Answers requests until the connection ends, or parks it when it falls
+/// silent. `greeted`: its hello was answered.
+fn serve(mut stream: Stream, d: Arc<Daemon>, mut greeted: bool) {
     loop {
+        match socket::wait_readable(&stream, IDLE) {
+            Ok(true) => {}
+            Ok(false) => return park(stream, d, greeted),
+            Err(e) => {
+                tracing::debug!(error = %e, "connection failed while idle");
+                return;
+            }
+        }
         let req = match read_frame_or_end::<_, Request>(&mut stream) {
             Ok(Some(req)) => req,
             Ok(None) => return,
@@ -122,6 +152,34 @@ fn serve_connection(mut stream: Stream, d: Arc<Daemon>) {
             return;
         }
     }
+}
+
+/// Waits, without a thread, for a silent connection to speak (or close),
+/// then serves it on a blocking thread again.
+fn park(stream: Stream, d: Arc<Daemon>, greeted: bool) {
+    let rt = tokio::runtime::Handle::current();
+    rt.clone().spawn(async move {
+        // SAFETY: `Parked` owns the stream, whose descriptor stays open and
+        // unreplaced until `into_inner` deregisters it.
+        let fd = match unsafe {
+            tokio::io::unix::AsyncFd::register_with_interest(
+                socket::Parked(stream),
+                tokio::io::Interest::READABLE,
+            )
+        } {
+            Ok(fd) => fd,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot park an idle connection; closing it");
+                return;
+            }
+        };
+        if let Err(e) = fd.readable().await {
+            tracing::debug!(error = %e, "parked connection failed");
+            return;
+        }
+        let socket::Parked(stream) = fd.into_inner();
+        rt.spawn_blocking(move || serve(stream, d, greeted));
+    });
 }
 
 /// Requests that ran at least this long (a turn or a rewind of thousands

@@ -112,6 +112,31 @@ pub fn peer_uid(stream: &Stream) -> std::io::Result<u32> {
     peer_euid(s.inner().as_fd())
 }
 
+/// Whether `stream` has bytes (or its end) to read within `timeout`.
+pub fn wait_readable(stream: &Stream, timeout: std::time::Duration) -> std::io::Result<bool> {
+    use rustix::event::{poll, PollFd, PollFlags, Timespec};
+    let Stream::UdSocket(s) = stream;
+    let mut fds = [PollFd::new(s.inner(), PollFlags::IN)];
+    let timeout = Timespec::try_from(timeout).map_err(std::io::Error::other)?;
+    loop {
+        match poll(&mut fds, Some(&timeout)) {
+            Ok(n) => return Ok(n > 0),
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+/// A connection waiting on the runtime's IO driver for its next request.
+pub struct Parked(pub Stream);
+
+impl AsRawFd for Parked {
+    fn as_raw_fd(&self) -> std::os::fd::RawFd {
+        let Stream::UdSocket(s) = &self.0;
+        s.inner().as_raw_fd()
+    }
+}
+
 /// The effective uid of the process at the other end of a connected Unix
 /// socket: `SO_PEERCRED` on Linux.
 #[cfg(any(target_os = "linux", target_os = "android"))]

@@ -516,3 +516,62 @@ fn concurrent_autostarts_end_with_one_daemon_serving_everyone() {
         unsafe { libc::kill(pid, 0) != 0 }
     });
 }
+
+/// More silent clients than the daemon has threads (512), half of them
+/// stuck before their hello and half between requests (an MCP server's
+/// shape), hold up nobody: a hook call is answered, and so is each idle
+/// client when it speaks again.
+#[test]
+fn idle_connections_beyond_the_thread_pool_do_not_hold_up_a_hook_call() {
+    let env = Env::new();
+    let _d = env.start_daemon();
+    let proj = env.dir("p");
+    std::fs::write(proj.join("a.txt"), "a\n").unwrap();
+    env.ctl_ok(&proj, &["watch"]);
+    let mut silent = Vec::new();
+    let mut greeted = Vec::new();
+    for _ in 0..300 {
+        silent.push(UnixStream::connect(&env.socket).unwrap());
+        greeted.push(hello(&env.socket).unwrap());
+    }
+    env.ctl_ok(&proj, &["turn-start"]);
+    std::fs::write(proj.join("a.txt"), "b\n").unwrap();
+    let ended = env.ctl_json(&proj, &["turn-end"]);
+    assert_eq!(ended["turn"]["entries"].as_array().map(Vec::len), Some(1));
+    for s in greeted.iter_mut().step_by(50) {
+        write_frame(s, &Request::Status).unwrap();
+        assert!(matches!(recv(s), Response::Status(_)));
+    }
+    for s in silent.iter_mut().step_by(50) {
+        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        write_frame(
+            s,
+            &Request::Hello {
+                version: PROTOCOL_VERSION,
+                client: "late".into(),
+            },
+        )
+        .unwrap();
+        assert!(matches!(recv(s), Response::Hello(_)));
+    }
+}
+
+/// A client that waits between requests (longer than a connection keeps
+/// its thread) is answered each time, on the same connection.
+#[test]
+fn a_connection_silent_between_requests_is_answered_each_time() {
+    let env = Env::new();
+    let _d = env.start_daemon();
+    let mut s = hello(&env.socket).unwrap();
+    for pause in [0, 300, 1200] {
+        std::thread::sleep(Duration::from_millis(pause));
+        write_frame(&mut s, &Request::Status).unwrap();
+        assert!(
+            matches!(recv(&mut s), Response::Status(_)),
+            "after {pause} ms"
+        );
+    }
+    // Closing a parked connection frees it: the daemon stays up.
+    drop(s);
+    hello(&env.socket).expect("the daemon still answers");
+}
