@@ -104,6 +104,15 @@ impl Ckpt {
         &self.socket
     }
 
+    /// `ckptctl -C DIR ARGS` against this system's daemon, for a project
+    /// other than its own root.
+    pub fn ctl_in(&self, dir: &Path, args: &[&str]) -> Command {
+        let mut c = Command::new(&self.bins.ctl);
+        self.env(&mut c);
+        c.arg("-C").arg(dir).args(args);
+        c
+    }
+
     /// Starts its daemons with `name=value` in their environment.
     pub fn with_daemon_env(mut self, name: &str, value: &str) -> Self {
         self.daemon_env.push((name.to_string(), value.to_string()));

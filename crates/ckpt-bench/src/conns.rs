@@ -89,7 +89,7 @@ fn time_pairs(sys: &mut Ckpt, out: &mut Vec<f64>) -> Result<()> {
 }
 
 /// The nearest-rank `p`th percentile, in the samples' unit.
-fn percentile(v: &mut [f64], p: usize) -> f64 {
+pub fn percentile(v: &mut [f64], p: usize) -> f64 {
     v.sort_by(f64::total_cmp);
     let rank = (v.len() * p).div_ceil(100).max(1);
     v[rank - 1]

@@ -33,6 +33,7 @@
 //! cargo run --release -p ckpt-bench -- --tree ~/src/app --scenarios idle,small
 //! cargo run --release -p ckpt-bench -- --watch-shapes 100000  # issue 36's watcher shapes
 //! cargo run --release -p ckpt-bench -- --idle-connections 1000 # issue 35's idle connections
+//! cargo run --release -p ckpt-bench -- --many-clients 50       # issue 35's many agents
 //! ```
 //!
 //! Exit status: 0 if every scenario was right, 1 if any was WRONG or failed.
@@ -42,6 +43,7 @@ mod ckpt_runner;
 mod cmd;
 mod conns;
 mod git_snap;
+mod many;
 mod procstat;
 mod report;
 mod scenarios;
@@ -121,6 +123,18 @@ struct Args {
     /// the p99 ratio (issue 35: at most 2x); nothing else runs.
     #[arg(long, value_name = "N")]
     idle_connections: Option<usize>,
+    /// Only run this many clients at once against one daemon for
+    /// `--seconds`, each a session on one of `--projects` projects (turns,
+    /// and rewinds checked byte for byte); print p50/p99 per operation and
+    /// the daemon's RSS over the run (issue 35); nothing else runs.
+    #[arg(long, value_name = "N")]
+    many_clients: Option<usize>,
+    /// Projects for `--many-clients`.
+    #[arg(long, default_value_t = 20)]
+    projects: usize,
+    /// Seconds `--many-clients` runs.
+    #[arg(long, default_value_t = 60)]
+    seconds: u64,
     /// Seconds after which a single command is killed and counted as failed.
     #[arg(long, default_value_t = 600)]
     timeout: u64,
@@ -276,6 +290,10 @@ fn real_main() -> Result<bool> {
         let bins = Bins::locate(args.bin_dir.as_deref())?;
         let reps = args.reps.unwrap_or(5).max(1);
         return conns::run(&bins, &work, n, reps, timeout);
+    }
+    if let Some(n) = args.many_clients {
+        let bins = Bins::locate(args.bin_dir.as_deref())?;
+        return many::run_all(&bins, &work, n, args.projects, args.seconds, timeout);
     }
     let source = match &args.tree {
         Some(d) => tree::dir_source(d)?,
