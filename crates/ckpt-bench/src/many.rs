@@ -162,7 +162,7 @@ fn client(
             bail!("turn-end failed: {}", end.stderr());
         }
         let mut rewound = None;
-        if k % 4 == 0 {
+        if k.is_multiple_of(4) {
             let (n, path) = (turn.to_string(), file.to_string_lossy());
             let t = Instant::now();
             let rw = run(
