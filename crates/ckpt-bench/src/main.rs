@@ -34,10 +34,12 @@
 //! cargo run --release -p ckpt-bench -- --watch-shapes 100000  # issue 36's watcher shapes
 //! cargo run --release -p ckpt-bench -- --idle-connections 1000 # issue 35's idle connections
 //! cargo run --release -p ckpt-bench -- --many-clients 50       # issue 35's many agents
+//! cargo run --release -p ckpt-bench -- --big-turn 5000,50000   # issue 35's peak RSS per turn size
 //! ```
 //!
 //! Exit status: 0 if every scenario was right, 1 if any was WRONG or failed.
 
+mod bigturn;
 mod ckpt_json;
 mod ckpt_runner;
 mod cmd;
@@ -129,6 +131,11 @@ struct Args {
     /// the daemon's RSS over the run (issue 35); nothing else runs.
     #[arg(long, value_name = "N")]
     many_clients: Option<usize>,
+    /// Only measure the daemon's peak RSS through a turn that rewrites all
+    /// of N files and its rewind, for each N given (e.g. 5000,50000), each
+    /// with a fresh daemon (issue 35); nothing else runs.
+    #[arg(long, value_name = "N,N", value_delimiter = ',')]
+    big_turn: Vec<usize>,
     /// Projects for `--many-clients`.
     #[arg(long, default_value_t = 20)]
     projects: usize,
@@ -290,6 +297,10 @@ fn real_main() -> Result<bool> {
         let bins = Bins::locate(args.bin_dir.as_deref())?;
         let reps = args.reps.unwrap_or(5).max(1);
         return conns::run(&bins, &work, n, reps, timeout);
+    }
+    if !args.big_turn.is_empty() {
+        let bins = Bins::locate(args.bin_dir.as_deref())?;
+        return bigturn::run(&bins, &work, &args.big_turn, timeout);
     }
     if let Some(n) = args.many_clients {
         let bins = Bins::locate(args.bin_dir.as_deref())?;
