@@ -184,8 +184,27 @@ impl Ckpt {
         fs::set_permissions(&run_dir, fs::Permissions::from_mode(0o700))?;
         self.socket = run_dir.join("ckptd.sock");
         self.data_dir = self.work.join(format!("data-{g}"));
+        self.launch(false).map(|_| ())
+    }
+
+    /// Stops the daemon and starts it again on the same data; returns the
+    /// time from its start until `ckptctl sync` of the project returned
+    /// (restart to synced).
+    pub fn restart_until_synced(&mut self) -> Result<Duration> {
+        self.stop_daemon();
+        self.launch(true)
+    }
+
+    /// Starts `ckptd` on the current socket and data dir and waits until it
+    /// answers `ckptctl status` (or, with `synced`, until `ckptctl sync` of
+    /// the project returns); returns the time that took.
+    fn launch(&mut self, synced: bool) -> Result<Duration> {
+        let g = self.generation;
         let log = self.work.join(format!("ckptd-{g}.log"));
-        let logf = fs::File::create(&log)?;
+        let logf = fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log)?;
         let mut c = Command::new(&self.bins.daemon);
         self.env(&mut c);
         c.envs(self.daemon_env.iter().map(|(k, v)| (k, v)));
@@ -193,6 +212,7 @@ impl Ckpt {
             .stdin(Stdio::null())
             .stdout(logf.try_clone()?)
             .stderr(logf);
+        let started = Instant::now();
         let child = c
             .spawn()
             .with_context(|| format!("starting {}", self.bins.daemon.display()))?;
@@ -205,21 +225,19 @@ impl Ckpt {
                 self.daemon = None;
                 bail!("ckptd exited at start-up ({st}):\n{tail}");
             }
-            let t = run(
-                &mut self.daemon_cmd(&["status", "--json"]),
-                None,
-                self.timeout,
-            )?;
+            let mut probe = if synced {
+                self.ctl_cmd(&["sync"])
+            } else {
+                self.daemon_cmd(&["status", "--json"])
+            };
+            let t = run(&mut probe, None, self.timeout)?;
             if t.status().success() {
-                return Ok(());
+                return Ok(started.elapsed());
             }
             if Instant::now() > deadline {
-                bail!(
-                    "ckptd did not answer `ckptctl status` within 30 s: {}",
-                    t.stderr().trim()
-                );
+                bail!("ckptd did not answer within 30 s: {}", t.stderr().trim());
             }
-            std::thread::sleep(Duration::from_millis(20));
+            std::thread::sleep(Duration::from_millis(if synced { 2 } else { 20 }));
         }
     }
 

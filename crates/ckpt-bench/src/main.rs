@@ -35,6 +35,7 @@
 //! cargo run --release -p ckpt-bench -- --idle-connections 1000 # issue 35's idle connections
 //! cargo run --release -p ckpt-bench -- --many-clients 50       # issue 35's many agents
 //! cargo run --release -p ckpt-bench -- --big-turn 5000,50000   # issue 35's peak RSS per turn size
+//! cargo run --release -p ckpt-bench -- --floors 50000           # issue 35's operations against their floors
 //! ```
 //!
 //! Exit status: 0 if every scenario was right, 1 if any was WRONG or failed.
@@ -44,6 +45,7 @@ mod ckpt_json;
 mod ckpt_runner;
 mod cmd;
 mod conns;
+mod floors;
 mod git_snap;
 mod many;
 mod procstat;
@@ -136,6 +138,12 @@ struct Args {
     /// with a fresh daemon (issue 35); nothing else runs.
     #[arg(long, value_name = "N,N", value_delimiter = ',')]
     big_turn: Vec<usize>,
+    /// Only time ckpt's first watch, restart to synced and full-tree rewind
+    /// of a tree of N small files against the least work each needs (the
+    /// floor), alternating, and print the ratios (issue 35); nothing else
+    /// runs.
+    #[arg(long, value_name = "N")]
+    floors: Option<usize>,
     /// Projects for `--many-clients`.
     #[arg(long, default_value_t = 20)]
     projects: usize,
@@ -297,6 +305,11 @@ fn real_main() -> Result<bool> {
         let bins = Bins::locate(args.bin_dir.as_deref())?;
         let reps = args.reps.unwrap_or(5).max(1);
         return conns::run(&bins, &work, n, reps, timeout);
+    }
+    if let Some(n) = args.floors {
+        let bins = Bins::locate(args.bin_dir.as_deref())?;
+        let reps = args.reps.unwrap_or(3).max(1);
+        return floors::run(&bins, &work, n, reps, timeout);
     }
     if !args.big_turn.is_empty() {
         let bins = Bins::locate(args.bin_dir.as_deref())?;
