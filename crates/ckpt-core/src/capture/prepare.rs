@@ -253,16 +253,16 @@ fn read_one(root: &Root, seen: Seen, max_size: u64) -> (Captured, Option<Stat>) 
             Err(e) if e.kind() == io::ErrorKind::NotFound => return (out, None),
             Err(e) => skipped(format!("unreadable link: {e}")),
         },
-        StatKind::File if stat.size > max_size => skipped(format!(
-            // The exact size: the reason is part of the state, so a size
-            // change must change it.
-            "larger than the {} cap ({} bytes)",
-            mib(max_size),
-            stat.size
-        )),
+        StatKind::File if stat.size > max_size => over_cap(max_size, stat.size),
         StatKind::File => match root.read_file(&out.path) {
             Ok((data, st)) => {
                 let size = data.len() as u64;
+                if size > max_size {
+                    // It grew past the cap after the stat that let it in
+                    // (the soak caught a 16.8 MB file stored this way).
+                    out.new = Some((over_cap(max_size, size), Stat { size, ..st }));
+                    return (out, None);
+                }
                 out.content = Some(data);
                 // The stat of the file we read, so a change made while we
                 // read it is seen next time.
@@ -275,6 +275,14 @@ fn read_one(root: &Root, seen: Seen, max_size: u64) -> (Captured, Option<Stat>) 
     };
     out.new = Some((state, stat));
     (out, None)
+}
+
+/// A file over the size cap. The exact size is in the reason, which is
+/// part of the state, so a size change changes it.
+fn over_cap(max_size: u64, size: u64) -> State {
+    State::Skipped {
+        reason: format!("larger than the {} cap ({size} bytes)", mib(max_size)),
+    }
 }
 
 /// `16 MiB`, `16.2 MiB`: the cap in a skip reason as people read it.
@@ -294,6 +302,29 @@ mod tests {
     use super::super::tests::{large_text, setup};
     use crate::project::Project;
     use crate::relpath::RelPath;
+
+    #[test]
+    fn a_file_that_grew_past_the_cap_after_its_stat_is_skipped_not_stored() {
+        let (_tmp, root, p) = setup();
+        let path = RelPath::new("grows.bin").unwrap();
+        fs::write(root.join("grows.bin"), b"small").unwrap();
+        let stat = p.root_fs.lstat(&path).unwrap();
+        fs::write(root.join("grows.bin"), vec![b'x'; 64]).unwrap();
+        let seen = super::super::Seen {
+            path,
+            stat,
+            old: None,
+        };
+        let (c, read) = super::read_one(&p.root_fs, seen, 16);
+        assert!(c.content.is_none() && read.is_none(), "nothing to store");
+        match c.new {
+            Some((crate::state::State::Skipped { reason }, st)) => {
+                assert_eq!(reason, "larger than the 0.0 MiB cap (64 bytes)");
+                assert_eq!(st.size, 64);
+            }
+            other => panic!("expected a skip, got {other:?}"),
+        }
+    }
 
     #[test]
     fn a_new_version_of_a_large_file_is_captured_without_hashing_its_base() {
