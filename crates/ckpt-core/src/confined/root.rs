@@ -176,6 +176,12 @@ impl Root {
     /// Reads a regular file (never through a symlink), returning its bytes
     /// and the stat of the open file taken before reading.
     pub fn read_file(&self, path: &RelPath) -> io::Result<(Vec<u8>, Stat)> {
+        self.read_file_upto(path, u64::MAX)
+    }
+
+    /// [`Root::read_file`], reading at most `max` bytes: a file that grows
+    /// while it is read costs no more memory than the cap allows.
+    pub fn read_file_upto(&self, path: &RelPath, max: u64) -> io::Result<(Vec<u8>, Stat)> {
         let dir = self.parent_required(path)?;
         let fd = rustix::fs::openat(
             &dir,
@@ -184,9 +190,9 @@ impl Root {
             Mode::empty(),
         )?;
         let st = Stat::from_rustix(&rustix::fs::fstat(&fd)?);
-        let mut file = std::fs::File::from(fd);
-        let mut buf = Vec::with_capacity(st.size as usize);
-        file.read_to_end(&mut buf)?;
+        let file = std::fs::File::from(fd);
+        let mut buf = Vec::with_capacity(st.size.min(max) as usize);
+        file.take(max).read_to_end(&mut buf)?;
         Ok((buf, st))
     }
 
