@@ -24,6 +24,7 @@ use crate::tree::{self, join, parent, show, Node};
 /// One random edit, made for real and in the model; returns its log line,
 /// or `None` when nothing fitting was found.
 pub fn random_edit(p: &mut Project, rng: &mut Rng) -> anyhow::Result<Option<String>> {
+    p.transient.clear();
     let big = p.tree.len() > 400;
     let rm = if big { 20 } else { 5 };
     let weights = [
@@ -336,7 +337,9 @@ pub fn random_edit(p: &mut Project, rng: &mut Rng) -> anyhow::Result<Option<Stri
                 std::fs::remove_file(p.full(&path))
                     .with_context(|| format!("rm {}", show(&path)))?;
             }
-            Some(format!("{how}: made and removed {}", show(&path)))
+            let line = format!("{how}: made and removed {}", show(&path));
+            p.transient.push(path);
+            Some(line)
         }
         14 => {
             let Some(dir) = p.new_path(rng) else {

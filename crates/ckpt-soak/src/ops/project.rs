@@ -45,6 +45,9 @@ pub(super) const NAMES: &[&[u8]] = &[
 pub struct Project {
     pub root: PathBuf,
     pub tree: Tree,
+    /// Paths the last edit made and removed again: the tree does not show
+    /// them, yet the daemon may have seen them pass.
+    pub transient: Vec<Vec<u8>>,
 }
 
 impl Project {

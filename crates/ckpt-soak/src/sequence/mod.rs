@@ -109,6 +109,7 @@ impl<'a> Seq<'a> {
         let proj = Project {
             root: world.project.clone(),
             tree: Tree::new(),
+            transient: Vec::new(),
         };
         Ok(Seq {
             rng: Rng::new(rng::step_seed(seed, 0)),

@@ -217,9 +217,22 @@ impl Seq<'_> {
             };
             self.note(format!("{who}: {line}"));
             let changes = rules::touched(&before, &self.proj.tree);
+            let passed = std::mem::take(&mut self.proj.transient);
             if ep.tool.is_none() && ep.open.len() >= 2 {
-                for p in changes.keys() {
+                for p in changes.keys().chain(&passed) {
                     ep.run.entry(p.clone()).or_insert(before.get(p).cloned());
+                }
+            }
+            // A path made and removed may have an entry the model cannot
+            // know of (its turns' `unseen`).
+            for (i, o) in ep.open.iter_mut().enumerate() {
+                if ep.tool.is_some_and(|t| t != i) {
+                    continue;
+                }
+                for p in &passed {
+                    if !o.entries.contains_key(p) {
+                        o.unseen.entry(p.clone()).or_insert(before.get(p).cloned());
+                    }
                 }
             }
             for (i, o) in ep.open.iter_mut().enumerate() {

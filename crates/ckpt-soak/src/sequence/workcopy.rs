@@ -67,6 +67,7 @@ impl Seq<'_> {
         let mut copy = Project {
             root: dir,
             tree: base.clone(),
+            transient: Vec::new(),
         };
         for _ in 0..self.rng.range(1, 4) {
             if let Some(line) = copy_edit(&mut copy, &mut self.rng)? {
