@@ -46,9 +46,15 @@ pub fn turn_uri(turn: i64) -> String {
 }
 
 fn session_uri(session: &str) -> String {
-    let mut out = String::from("ckpt:session/");
-    for b in session.bytes() {
-        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+    format!("ckpt:session/{}", percent_encoded(session, b""))
+}
+
+/// `text` as a URI part: unreserved bytes and `keep` as they are, every
+/// other byte percent-encoded.
+pub fn percent_encoded(text: &str, keep: &[u8]) -> String {
+    let mut out = String::new();
+    for b in text.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) || keep.contains(&b) {
             out.push(b as char);
         } else {
             out.push_str(&format!("%{b:02X}"));

@@ -9,6 +9,8 @@ use ckpt_proto::{AnchorState, Bucket, LedgerEntry, LedgerFilter, LedgerStatus, S
 use ckptctl::commands::Ctx;
 use serde_json::{json, Map, Value};
 
+use crate::agent_trace::percent_encoded;
+
 pub const SCHEMA: &str = "https://json.schemastore.org/sarif-2.1.0.json";
 
 pub fn run(ctx: &Ctx) -> anyhow::Result<u8> {
@@ -99,7 +101,7 @@ fn result(e: &LedgerEntry) -> Value {
         .expect("every bucket is in ALL");
     let mut location = json!({
         "physicalLocation": {
-            "artifactLocation": { "uri": uri(&b.path.display()), "uriBaseId": "%SRCROOT%" },
+            "artifactLocation": { "uri": percent_encoded(&b.path.display(), b"/"), "uriBaseId": "%SRCROOT%" },
         }
     });
     // Where the lines are now; a changed anchor's lines are no longer one
@@ -143,19 +145,6 @@ fn result(e: &LedgerEntry) -> Value {
             json!([{ "kind": "external", "status": "accepted", "justification": why }]);
     }
     r
-}
-
-/// A relative path as a URI reference: each segment percent-encoded.
-fn uri(path: &str) -> String {
-    let mut out = String::new();
-    for b in path.bytes() {
-        if b.is_ascii_alphanumeric() || b"-._~/".contains(&b) {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
 }
 
 #[cfg(test)]
