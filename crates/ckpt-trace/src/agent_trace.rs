@@ -7,7 +7,7 @@
 //! watching the file system, the turns, the lines a formatter re-spaced
 //! with where they were before it, and the lines turns deleted.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use ckpt_proto::{Blame, LineOrigin};
 use serde_json::{json, Map, Value};
@@ -70,20 +70,20 @@ pub fn record(
     deletions: &[Deletion],
     revision: Option<&str>,
 ) -> Value {
-    let mut used: BTreeMap<i64, ()> = BTreeMap::new();
+    let mut used: BTreeSet<i64> = BTreeSet::new();
     let mut reformatted = Vec::new();
     let file_values: Vec<Value> = files
         .iter()
         .map(|f| {
             let (value, turns_used, moved) = file(f, turns);
-            used.extend(turns_used.into_iter().map(|t| (t, ())));
+            used.extend(turns_used);
             reformatted.extend(moved);
             value
         })
         .collect();
-    used.extend(deletions.iter().map(|d| (d.turn, ())));
+    used.extend(deletions.iter().map(|d| d.turn));
     let turn_values: Vec<Value> = used
-        .keys()
+        .iter()
         .filter_map(|id| turns.by_id.get(id))
         .map(|t| {
             let i = &t.info;

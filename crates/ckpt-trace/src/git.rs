@@ -123,9 +123,8 @@ impl Repo {
     pub fn note(&self, commit: &str) -> anyhow::Result<Option<String>> {
         let ref_arg = format!("--ref={NOTES_REF}");
         // `git notes list C` exits 1 with nothing when C has no note.
-        match run(&self.top, &["notes", &ref_arg, "list", commit], None) {
-            Ok(_) => {}
-            Err(_) => return Ok(None),
+        if run(&self.top, &["notes", &ref_arg, "list", commit], None).is_err() {
+            return Ok(None);
         }
         let out = self.git(&["notes", &ref_arg, "show", commit])?;
         Ok(Some(text(out)?))

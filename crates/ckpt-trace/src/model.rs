@@ -51,7 +51,7 @@ pub fn model_id(model: &str) -> Option<String> {
         "anthropic"
     } else if m.starts_with("gpt")
         || m.starts_with("codex")
-        || m.starts_with('o') && m[1..].starts_with(|c: char| c.is_ascii_digit())
+        || (m.starts_with('o') && m[1..].starts_with(|c: char| c.is_ascii_digit()))
     {
         "openai"
     } else if m.starts_with("gemini") || m.starts_with("gemma") {
