@@ -57,7 +57,7 @@ pub fn bin(name: &str) -> PathBuf {
 }
 
 /// Builds `ckptd` (with its `test-hooks` feature), `ckptctl` and the executables it
-/// execs from next to itself (`ckpt-mcp`, `ckpt-hooks`, `ckpt-doctor`, `ckpt-workcopy`, `ckpt-config`, `ckpt-ui`) with `cargo`
+/// execs from next to itself (`ckpt-mcp`, `ckpt-hooks`, `ckpt-doctor`, `ckpt-workcopy`, `ckpt-config`, `ckpt-ui`, `ckpt-trace`) with `cargo`
 /// into the target dir and profile of `profile_dir`. `Ok(false)`: no cargo
 /// target dir above it, nothing built.
 pub fn build_binaries(cargo: &std::ffi::OsStr, profile_dir: &Path) -> Result<bool, String> {
@@ -95,6 +95,8 @@ pub fn build_binaries(cargo: &std::ffi::OsStr, profile_dir: &Path) -> Result<boo
         "ckpt-config",
         "-p",
         "ckpt-ui",
+        "-p",
+        "ckpt-trace",
         // The `CKPT_TEST_*` hooks some tests set; a plain build has none.
         "--features",
         "ckptd/test-hooks ckpt-doctor/test-hooks",

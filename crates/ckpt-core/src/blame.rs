@@ -10,6 +10,11 @@
 //! difference is again between turns). Each step is a line diff: lines in
 //! equal runs keep their origin, inserted or replaced lines take the new one.
 //! Rewound turns are not versions at all.
+//!
+//! A committed version ([`BlameAt`]) takes the place of the file as it is
+//! now, followed through the turns started before it was made. A line
+//! whose change was whitespace only (a formatter's) keeps, beside its new
+//! origin, where it was before ([`Reformatted`]).
 
 use rusqlite::Connection;
 
@@ -18,7 +23,7 @@ use crate::diff::is_binary;
 use crate::error::{Error, Result};
 use crate::history;
 use crate::ledger::LineSpan;
-use crate::model::{Blame, BlameLine, LineOrigin};
+use crate::model::{Blame, BlameAt, BlameLine, LineOrigin, Reformatted};
 use crate::relpath::RelPath;
 use crate::state::{Hash, State};
 use crate::store::BlobStore;
@@ -30,8 +35,9 @@ pub(crate) fn blame(
     store: &BlobStore,
     path: &RelPath,
     spans: &[(i64, LineSpan)],
+    at: Option<&BlameAt>,
 ) -> Result<Blame> {
-    Sources { conn, store }.blame(path, spans)
+    Sources { conn, store }.blame(path, spans, at)
 }
 
 /// Where a line came from while the file is followed.
@@ -54,9 +60,22 @@ struct Tracker {
     hash: Option<Hash>,
     text: String,
     origins: Vec<Origin>,
+    /// Per line: where it was before a whitespace-only change made it
+    /// (its 1-based line in that version, and its origin there).
+    prior: Vec<Option<(u64, Origin)>>,
 }
 
 impl Tracker {
+    fn new(hash: Option<Hash>, text: String) -> Tracker {
+        let n = lines(&text).len();
+        Tracker {
+            hash,
+            text,
+            origins: vec![Origin::Baseline; n],
+            prior: vec![None; n],
+        }
+    }
+
     /// Moves to the version `state`, attributing what changed to `origin`.
     fn step(&mut self, p: &Sources, state: &State, origin: Origin) -> Result<()> {
         let hash = state.hash();
@@ -64,17 +83,46 @@ impl Tracker {
             return Ok(());
         }
         let text = p.text_of(state)?.unwrap_or_default();
+        self.step_text(hash, text, origin);
+        Ok(())
+    }
+
+    /// Moves to the version `text` (of blob `hash`, if stored).
+    fn step_text(&mut self, hash: Option<Hash>, text: String, origin: Origin) {
         let (old, new) = (lines(&self.text), lines(&text));
         let mut origins = Vec::with_capacity(new.len());
+        let mut prior = Vec::with_capacity(new.len());
         for op in similar::capture_diff_slices(similar::Algorithm::Myers, &old, &new) {
             match op {
                 similar::DiffOp::Equal { old_index, len, .. } => {
                     origins.extend_from_slice(&self.origins[old_index..old_index + len]);
+                    prior.extend_from_slice(&self.prior[old_index..old_index + len]);
                 }
                 similar::DiffOp::Delete { .. } => {}
-                similar::DiffOp::Insert { new_len, .. }
-                | similar::DiffOp::Replace { new_len, .. } => {
+                similar::DiffOp::Insert { new_len, .. } => {
                     origins.extend(std::iter::repeat_n(origin, new_len));
+                    prior.extend(std::iter::repeat_n(None, new_len));
+                }
+                similar::DiffOp::Replace {
+                    old_index,
+                    old_len,
+                    new_index,
+                    new_len,
+                } => {
+                    // A replaced line that is an old one re-spaced keeps
+                    // where it was, each old line matched once, in order.
+                    let mut next = old_index;
+                    for n in &new[new_index..new_index + new_len] {
+                        origins.push(origin);
+                        let key = squeezed(n);
+                        let found = (!key.is_empty())
+                            .then(|| (next..old_index + old_len).find(|&o| squeezed(old[o]) == key))
+                            .flatten();
+                        prior.push(found.map(|o| {
+                            next = o + 1;
+                            (o as u64 + 1, self.origins[o])
+                        }));
+                    }
                 }
             }
         }
@@ -83,9 +131,15 @@ impl Tracker {
             hash,
             text,
             origins,
+            prior,
         };
-        Ok(())
     }
+}
+
+/// A line without its whitespace: two lines a formatter can turn into
+/// each other have the same.
+fn squeezed(line: &str) -> String {
+    line.chars().filter(|c| !c.is_whitespace()).collect()
 }
 
 /// Lines with their endings, as `similar` splits them.
@@ -94,9 +148,17 @@ fn lines(text: &str) -> Vec<&str> {
 }
 
 impl Sources<'_> {
-    fn blame(&self, path: &RelPath, spans: &[(i64, LineSpan)]) -> Result<Blame> {
+    fn blame(
+        &self,
+        path: &RelPath,
+        spans: &[(i64, LineSpan)],
+        at: Option<&BlameAt>,
+    ) -> Result<Blame> {
         let current = cache::state(self.conn, path)?;
         let bad = |what: String| Err(Error::BadInput(format!("cannot blame {path}: {what}")));
+        if let Some(at) = at {
+            return self.blame_at(path, spans, at);
+        }
         let current_text = match &current {
             State::File { .. } => match self.text_of(&current)? {
                 Some(t) => t,
@@ -109,28 +171,52 @@ impl Sources<'_> {
         };
 
         let touches = history::live_touches(self.conn, path)?;
+        let mut t = self.follow(&touches, &current, current_text)?;
+        t.step(self, &current, Origin::BetweenTurns)?;
+        Ok(self.attributed(path, spans, t, &touches))
+    }
+
+    /// The committed text `at`, followed through the turns started before.
+    fn blame_at(&self, path: &RelPath, spans: &[(i64, LineSpan)], at: &BlameAt) -> Result<Blame> {
+        let current = cache::state(self.conn, path)?;
+        let mut touches = history::live_touches(self.conn, path)?;
+        touches.retain(|touch| touch.started_ns <= at.before_ns);
+        let mut t = self.follow(&touches, &current, at.text.clone())?;
+        t.step_text(None, at.text.clone(), Origin::BetweenTurns);
+        Ok(self.attributed(path, spans, t, &touches))
+    }
+
+    /// The file followed from its baseline through `touches`; without
+    /// any, `text` (of `current`) is all baseline.
+    fn follow(
+        &self,
+        touches: &[history::PathTouch],
+        current: &State,
+        text: String,
+    ) -> Result<Tracker> {
         let mut t = match touches.first() {
-            Some(first) => {
-                let text = self.text_of(&first.pre)?.unwrap_or_default();
-                Tracker {
-                    hash: first.pre.hash(),
-                    origins: vec![Origin::Baseline; lines(&text).len()],
-                    text,
-                }
-            }
-            None => Tracker {
-                hash: current.hash(),
-                origins: vec![Origin::Baseline; lines(&current_text).len()],
-                text: current_text,
-            },
+            Some(first) => Tracker::new(
+                first.pre.hash(),
+                self.text_of(&first.pre)?.unwrap_or_default(),
+            ),
+            None => Tracker::new(current.hash(), text),
         };
-        for touch in &touches {
+        for touch in touches {
             t.step(self, &touch.pre, Origin::BetweenTurns)?;
-            let post = touch.post.as_ref().unwrap_or(&current);
+            let post = touch.post.as_ref().unwrap_or(current);
             t.step(self, post, Origin::Turn(touch.turn))?;
         }
-        t.step(self, &current, Origin::BetweenTurns)?;
+        Ok(t)
+    }
 
+    /// Each line of the followed version with its origin and who made it.
+    fn attributed(
+        &self,
+        path: &RelPath,
+        spans: &[(i64, LineSpan)],
+        t: Tracker,
+        touches: &[history::PathTouch],
+    ) -> Blame {
         let turns: std::collections::HashMap<i64, &history::PathTouch> =
             touches.iter().map(|touch| (touch.turn, touch)).collect();
         let blamed = lines(&t.text)
@@ -171,10 +257,30 @@ impl Sources<'_> {
                 out
             })
             .collect();
-        Ok(Blame {
+        let reformatted = t
+            .prior
+            .iter()
+            .enumerate()
+            .filter_map(|(i, p)| {
+                let (pre_line, origin) = (*p)?;
+                let (pre_origin, pre_turn) = match origin {
+                    Origin::Baseline => (LineOrigin::Baseline, None),
+                    Origin::BetweenTurns => (LineOrigin::BetweenTurns, None),
+                    Origin::Turn(id) => (LineOrigin::Turn, Some(id)),
+                };
+                Some(Reformatted {
+                    line: i as u64 + 1,
+                    pre_line,
+                    pre_origin,
+                    pre_turn,
+                })
+            })
+            .collect();
+        Blame {
             path: path.clone(),
             lines: blamed,
-        })
+            reformatted,
+        }
     }
 
     /// The text of a version: `""` when absent, `None` when it has no text
@@ -275,6 +381,61 @@ mod tests {
         assert_eq!(l.agent.as_deref(), Some("claude-code"));
         assert!(l.time_ns.is_some());
         assert_eq!(b.lines[4].label.as_deref(), Some("two"));
+    }
+
+    #[test]
+    fn a_respaced_line_keeps_where_it_was_before() {
+        let (_tmp, root, mut p) = reconciled(&[("f.py", "def a():\n  x\n")]);
+        let t1 = turn(&mut p, &root, "one", |r| {
+            fs::write(r.join("f.py"), "def a():\n  y\n  z\n").unwrap()
+        });
+        // A formatter: the same lines, re-indented, and one really new.
+        let t2 = turn(&mut p, &root, "fmt", |r| {
+            fs::write(r.join("f.py"), "def a():\n    y\n    w\n    z\n").unwrap()
+        });
+        let b = p.blame(&rp("f.py")).unwrap();
+        assert!(b.lines[1..].iter().all(|l| origin(l) == Origin::Turn(t2)));
+        let moved: Vec<(u64, u64, Option<i64>)> = b
+            .reformatted
+            .iter()
+            .map(|r| (r.line, r.pre_line, r.pre_turn))
+            .collect();
+        assert_eq!(moved, [(2, 2, Some(t1)), (4, 3, Some(t1))]);
+    }
+
+    #[test]
+    fn a_committed_version_follows_only_the_turns_before_it() {
+        let (_tmp, root, mut p) = reconciled(&[("f.txt", "a\nb\n")]);
+        let t1 = turn(&mut p, &root, "one", |r| {
+            fs::write(r.join("f.txt"), "a\nB\n").unwrap()
+        });
+        let started = |p: &Project, t: i64| {
+            p.log(10)
+                .unwrap()
+                .iter()
+                .find(|i| i.id == t)
+                .unwrap()
+                .started_ns
+        };
+        let made = started(&p, t1) + 1;
+        // A later turn rewrites B; the commit does not have it.
+        let t2 = turn(&mut p, &root, "two", |r| {
+            fs::write(r.join("f.txt"), "a\nb2\n").unwrap()
+        });
+        assert!(started(&p, t2) > made);
+        let at = BlameAt {
+            text: "a\nB\nmine\n".into(),
+            before_ns: made,
+        };
+        let b = p.blame_version(&rp("f.txt"), Some(&at)).unwrap();
+        assert_eq!(
+            origins(&b),
+            [
+                ("a".to_string(), Origin::Baseline),
+                ("B".to_string(), Origin::Turn(t1)),
+                ("mine".to_string(), Origin::BetweenTurns),
+            ]
+        );
     }
 
     #[test]

@@ -12,7 +12,7 @@ pub use ckpt_types::{
     MergedFile, ModeChange, OtherTurn, PartialRewind, RenamedFrom, RewindRecord, RewindState,
     ScanSummary, Skipped, TurnDetail, TurnEntry, TurnInfo, TurnStatus,
 };
-pub use ckpt_types::{Blame, BlameLine, LineOrigin};
+pub use ckpt_types::{Blame, BlameAt, BlameLine, LineOrigin, Reformatted};
 pub use ckpt_types::{GcReport, HeldBy, Hold, NextDrop, Retention, RetentionView};
 
 /// How a project is captured. The defaults suit a source tree.

@@ -293,8 +293,23 @@ impl Project {
     /// all baseline. Anything but a captured text file is an
     /// [`Error::BadInput`] that says what it is.
     pub fn blame(&self, path: &RelPath) -> Result<Blame> {
-        let spans = self.open_ledger_spans(path)?;
-        blame::blame(&self.conn, &self.store, path, &spans)
+        self.blame_version(path, None)
+    }
+
+    /// [`Project::blame`] of the version `at` (a committed one) instead of
+    /// the file as it is now; `None`: as it is now.
+    pub fn blame_version(
+        &self,
+        path: &RelPath,
+        at: Option<&crate::model::BlameAt>,
+    ) -> Result<Blame> {
+        let spans = if at.is_some() {
+            // Ledger spans are lines of the file as it is now.
+            Vec::new()
+        } else {
+            self.open_ledger_spans(path)?
+        };
+        blame::blame(&self.conn, &self.store, path, &spans, at)
     }
 
     /// The turn operations over this project's database.

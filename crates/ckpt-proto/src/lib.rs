@@ -28,7 +28,7 @@ mod request;
 mod response;
 
 pub use ckpt_types::{
-    mode, Action, ActionKind, AnchorState, Blame, BlameLine, Bucket, ChangeKind, Conflict,
+    mode, Action, ActionKind, AnchorState, Blame, BlameAt, BlameLine, Bucket, ChangeKind, Conflict,
     ContinuedTurn, CopyConflict, Counts, Entry, EntryBody, EntryKind, FileDiff, Hash, LedgerAnchor,
     LedgerEntry, LedgerEvent, LedgerStatus, LineOrigin, LineSpan, MergeMode, MergeOutcome,
     MergedFile, ModeChange, OpenTurn, OtherTurn, PartialRewind, RelPath, RenamedFrom, RewindFlags,

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::WirePath;
+use crate::{BlameAt, WirePath};
 use crate::{
     CopyIn, Diff, Export, LedgerAdd, LedgerFilter, LedgerRecord, LedgerSetStatus, Log, Redo,
     Rewind, TurnEnd, TurnStart,
@@ -84,6 +84,9 @@ pub enum Request {
     Blame {
         dir: WirePath,
         path: WirePath,
+        /// A committed version to blame instead of the file on disk.
+        #[serde(default)]
+        at: Option<BlameAt>,
     },
     Export(Export),
     CopyIn(CopyIn),

@@ -531,7 +531,11 @@ fn ledger_request() -> impl Strategy<Value = Request> {
         ),
         (odd_path(), proptest::collection::vec(ledger_record(), 0..3))
             .prop_map(|(dir, entries)| Request::LedgerImport { dir, entries }),
-        (odd_path(), odd_path()).prop_map(|(dir, path)| Request::Blame { dir, path }),
+        (odd_path(), odd_path()).prop_map(|(dir, path)| Request::Blame {
+            dir,
+            path,
+            at: None,
+        }),
         (odd_path(), any::<i64>(), any::<i64>(), odd_path()).prop_map(|(dir, from, to, out)| {
             Request::Export(ckpt_proto::Export { dir, from, to, out })
         }),

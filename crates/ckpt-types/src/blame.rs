@@ -49,6 +49,33 @@ pub struct Blame {
     /// Relative to the project root.
     pub path: RelPath,
     pub lines: Vec<BlameLine>,
+    /// The lines whose last change only moved whitespace (a formatter's
+    /// work), with where they were before it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reformatted: Vec<Reformatted>,
+}
+
+/// A line whose last change was whitespace only: `line` (as in
+/// [`BlameLine::line`]) was `pre_line` of the version before that change,
+/// where it came from `pre_origin` (and `pre_turn`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Reformatted {
+    pub line: u64,
+    pub pre_line: u64,
+    pub pre_origin: LineOrigin,
+    #[serde(default)]
+    pub pre_turn: Option<i64>,
+}
+
+/// A version of a file other than the one on disk to blame: a committed
+/// one (`ckptctl blame --rev`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BlameAt {
+    /// The version's text.
+    pub text: String,
+    /// When it was made (the commit's time): turns started later cannot
+    /// have written it.
+    pub before_ns: i64,
 }
 
 #[cfg(test)]
@@ -83,6 +110,7 @@ mod tests {
                     ledger: vec![7],
                 },
             ],
+            reformatted: vec![],
         };
         let json = r#"{"path":"f.txt","lines":[{"line":1,"text":"a","origin":"between-turns","turn":null,"agent":null,"session":null,"label":null,"time_ns":null,"ledger":[]},{"line":2,"text":"b","origin":"turn","turn":3,"agent":"claude","session":"s","label":"fix","time_ns":5,"ledger":[7]}]}"#;
         assert_eq!(serde_json::to_string(&b).unwrap(), json);

@@ -16,7 +16,7 @@ pub mod state;
 pub mod time;
 pub mod turn;
 
-pub use blame::{Blame, BlameLine, LineOrigin};
+pub use blame::{Blame, BlameAt, BlameLine, LineOrigin, Reformatted};
 pub use ledger::{
     AnchorState, Bucket, EntryBody, LedgerAnchor, LedgerEntry, LedgerEvent, LedgerStatus, LineSpan,
     Severity,

@@ -144,7 +144,7 @@ pub(crate) fn turn_id(s: &str) -> Result<i64, String> {
 }
 
 /// `4` or `4..7` as (first, last); the daemon judges the order.
-pub(crate) fn turn_range(s: &str) -> Result<(i64, i64), String> {
+pub fn turn_range(s: &str) -> Result<(i64, i64), String> {
     let range = match s.split_once("..") {
         Some((a, b)) => turn_id(a).and_then(|a| Ok((a, turn_id(b)?))),
         None => turn_id(s).map(|t| (t, t)),

@@ -345,6 +345,7 @@ fn concrete(proj: &Path, g: &Gen) -> Request {
         Gen::Blame(s, f) => Request::Blame {
             dir: p(s),
             path: p(f),
+            at: None,
         },
         Gen::Export(s, from, to, out) => Request::Export(ckpt_proto::Export {
             dir: p(s),

@@ -35,6 +35,7 @@ mod seed;
 mod service;
 mod sessions;
 mod snapshots;
+mod trace;
 mod ui;
 mod watches;
 mod workcopy;

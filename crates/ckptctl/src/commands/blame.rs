@@ -19,6 +19,7 @@ pub fn query(ctx: &Ctx, file: &Path) -> anyhow::Result<BlameReply> {
     ctx.reply(&Request::Blame {
         dir: ctx.wire_dir(),
         path: ctx.wire_path(file)?,
+        at: None,
     })
 }
 
@@ -27,12 +28,30 @@ pub fn query(ctx: &Ctx, file: &Path) -> anyhow::Result<BlameReply> {
 pub struct BlameArgs {
     /// A text file in the project, as it is now.
     pub file: PathBuf,
+    /// The file as committed at REV (read with `git show`), its lines
+    /// attributed to the turns that wrote them.
+    #[arg(long, value_name = "REV", conflicts_with = "notes")]
+    pub rev: Option<String>,
+    /// Attribution from the git-ai notes under refs/notes/ai (written by
+    /// `ckptctl trace notes write` here or elsewhere, or by git-ai), for
+    /// the file at HEAD: needs no ckpt history.
+    #[arg(long)]
+    pub notes: bool,
 }
 
 pub fn run(ctx: &Ctx, args: BlameArgs) -> anyhow::Result<u8> {
+    if args.rev.is_some() || args.notes {
+        // They run git: ckpt-trace does.
+        return super::sibling::forward(super::sibling::TRACE, "the provenance tool");
+    }
     let b = query(ctx, &args.file)?;
+    print(ctx, &b)
+}
+
+/// Prints a blame as `ckptctl blame` does.
+pub fn print(ctx: &Ctx, b: &BlameReply) -> anyhow::Result<u8> {
     if ctx.g.json {
-        output::json(&b)?;
+        output::json(b)?;
         return Ok(0);
     }
     let cols: Vec<[String; 3]> = b.lines.iter().map(columns).collect();

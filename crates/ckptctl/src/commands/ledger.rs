@@ -85,7 +85,8 @@ pub enum LedgerAction {
     /// Every entry, with its history: JSON (for `ledger import` in another
     /// clone) or Markdown (for a pull-request description).
     Export {
-        /// JSON for `ledger import`, Markdown for people.
+        /// JSON for `ledger import`, Markdown for people, SARIF for code
+        /// scanning.
         #[arg(long, value_enum, default_value_t = ExportFormat::Json)]
         format: ExportFormat,
     },
@@ -101,6 +102,8 @@ pub enum LedgerAction {
 pub enum ExportFormat {
     Json,
     Markdown,
+    /// SARIF 2.1.0, for code scanning (GitHub's and others').
+    Sarif,
 }
 
 #[derive(Args, Debug, Clone, Default)]
@@ -185,6 +188,9 @@ pub fn run(ctx: &Ctx, action: LedgerAction) -> anyhow::Result<u8> {
             set_status(ctx, id, status, who, why)
         }
         LedgerAction::Reopen { id, why, who } => set_status(ctx, id, LedgerStatus::Open, who, why),
+        LedgerAction::Export {
+            format: ExportFormat::Sarif,
+        } => super::sibling::forward(super::sibling::TRACE, "the provenance tool"),
         LedgerAction::Export { format } => export(ctx, format),
         LedgerAction::Import { file } => import(ctx, &file),
     }
@@ -452,6 +458,7 @@ fn export(ctx: &Ctx, format: ExportFormat) -> anyhow::Result<u8> {
         }
         ExportFormat::Markdown if ctx.g.quiet => {}
         ExportFormat::Markdown => print!("{}", markdown(&l.entries)),
+        ExportFormat::Sarif => unreachable!("run hands SARIF to ckpt-trace"),
     }
     Ok(0)
 }

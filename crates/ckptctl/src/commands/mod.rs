@@ -151,6 +151,10 @@ pub enum Command {
     /// (`ckptctl ui --help`).
     #[command(disable_help_flag = true)]
     Ui(Family),
+    /// Provenance that travels: Agent Trace records of turns or a commit,
+    /// git-ai notes under refs/notes/ai (`ckptctl trace --help`).
+    #[command(disable_help_flag = true)]
+    Trace(Family),
 }
 
 impl Command {
@@ -325,5 +329,7 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
         }
         // ratatui and crossterm stay out of the hook path: ckpt-ui runs it.
         Command::Ui(_) => sibling::forward(sibling::UI, "the terminal timeline"),
+        // git, JSON schemas of other tools: ckpt-trace runs it.
+        Command::Trace(_) => sibling::forward(sibling::TRACE, "the provenance tool"),
     }
 }

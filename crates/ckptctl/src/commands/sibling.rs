@@ -1,6 +1,7 @@
 //! The executables that ship next to `ckptctl` from the same build:
 //! `ckpt-mcp` (the MCP server), `ckpt-hooks` (`hooks install` and
-//! friends), `ckpt-doctor` (`status`, `doctor`), `ckpt-workcopy` (`workcopy …`) and `ckpt-ui` (`ui`). They hold what `ckptctl`, started on every hook call, should
+//! friends), `ckpt-doctor` (`status`, `doctor`), `ckpt-workcopy` (`workcopy …`), `ckpt-ui` (`ui`) and `ckpt-trace`
+//! (`trace …`, `blame --rev|--notes`, `ledger export --format sarif`). They hold what `ckptctl`, started on every hook call, should
 //! not link (docs/measurements.md, issue 18).
 
 use std::os::unix::process::CommandExt;
@@ -45,3 +46,4 @@ pub const DOCTOR: &str = "ckpt-doctor";
 pub const WORKCOPY: &str = "ckpt-workcopy";
 pub const CONFIG: &str = "ckpt-config";
 pub const UI: &str = "ckpt-ui";
+pub const TRACE: &str = "ckpt-trace";

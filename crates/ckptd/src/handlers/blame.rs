@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use ckpt_proto::{Blame, WirePath};
+use ckpt_proto::{Blame, BlameAt, WirePath};
 
 use super::gate::Gate;
 use super::About;
@@ -16,6 +16,7 @@ pub fn handle(
     g: Gate,
     dir: &WirePath,
     path: &WirePath,
+    at: Option<&BlameAt>,
 ) -> ReqResult<About<Blame>> {
     let h = d.project_for(dir)?;
     h.ensure_available()?;
@@ -23,6 +24,6 @@ pub fn handle(
     // The current content is the cache's: it must hold every edit made
     // before this request.
     g.pass(d, &h)?;
-    let blame = h.call(|p| p.blame(&rel))?;
+    let blame = h.call(|p| p.blame_version(&rel, at))?;
     Ok((h, blame))
 }

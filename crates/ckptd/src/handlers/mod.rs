@@ -70,8 +70,8 @@ pub fn handle(d: &Arc<Daemon>, req: Request) -> Response {
         Request::LedgerImport { dir, entries } => {
             ledger::import(d, &dir, &entries).map(about(Response::LedgerImported))
         }
-        Request::Blame { dir, path } => {
-            blame::handle(d, g, &dir, &path).map(about(Response::Blame))
+        Request::Blame { dir, path, at } => {
+            blame::handle(d, g, &dir, &path, at.as_ref()).map(about(Response::Blame))
         }
         Request::Export(r) => export::handle(d, g, r).map(about(Response::Export)),
         Request::CopyIn(r) => copy_in::handle(d, g, r).map(about(Response::CopyIn)),
