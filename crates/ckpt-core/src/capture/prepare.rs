@@ -256,7 +256,7 @@ fn read_one(root: &Root, seen: Seen, max_size: u64) -> (Captured, Option<Stat>) 
         StatKind::File if stat.size > max_size => skipped(format!(
             // The exact size: the reason is part of the state, so a size
             // change must change it.
-            "larger than the {} cap ({} bytes)",
+            "{OVER_CAP} {} cap ({} bytes)",
             mib(max_size),
             stat.size
         )),
@@ -275,6 +275,20 @@ fn read_one(root: &Root, seen: Seen, max_size: u64) -> (Captured, Option<Stat>) 
     };
     out.new = Some((state, stat));
     (out, None)
+}
+
+/// How a skip reason for a file over the size cap starts.
+const OVER_CAP: &str = "larger than the";
+
+/// Why a skipped path is a gap in a turn's capture: over the size cap, or
+/// unreadable (anything else ckpt cannot capture), read from the reason
+/// written above.
+pub(crate) fn gap_of(reason: &str) -> crate::model::GapKind {
+    if reason.starts_with(OVER_CAP) {
+        crate::model::GapKind::SizeCap
+    } else {
+        crate::model::GapKind::Unreadable
+    }
 }
 
 /// `16 MiB`, `16.2 MiB`: the cap in a skip reason as people read it.
