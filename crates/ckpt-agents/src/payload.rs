@@ -20,6 +20,8 @@ pub struct Payload {
     /// (workspace roots).
     pub cwd: Keys,
     pub transcript: Keys,
+    /// A tool call's shell command (pre-tool hooks; other tools have none).
+    pub command: Keys,
     /// A key that means another agent sent this payload: Cursor runs
     /// Claude Code's hooks too, and its turns are its own hook's to mark.
     pub sent_by_other: Option<&'static str>,
@@ -31,6 +33,7 @@ pub struct HookInput {
     pub session: Option<String>,
     pub cwd: Option<PathBuf>,
     pub transcript: Option<String>,
+    pub command: Option<String>,
     /// The payload came from another agent (see `Payload::sent_by_other`).
     pub other_agent: bool,
 }
@@ -53,6 +56,7 @@ impl Payload {
                 .filter(|s| !s.is_empty())
                 .map(PathBuf::from),
             transcript: find_str(&v, self.transcript),
+            command: find_str(&v, self.command),
             other_agent: self.sent_by_other.is_some_and(|k| v.get(k).is_some()),
         })
     }
@@ -91,6 +95,7 @@ mod tests {
         prompt: &[&["prompt"]],
         cwd: &[&["cwd"], &["roots"]],
         transcript: &[&["transcript_path"]],
+        command: &[&["tool_input", "command"]],
         sent_by_other: Some("other_version"),
     };
 
@@ -103,6 +108,11 @@ mod tests {
         assert_eq!(h.cwd, Some(PathBuf::from("/w")));
         assert_eq!(h.prompt.as_deref(), Some("hi"));
         assert_eq!(h.transcript, None, "an empty path is no path");
+        assert_eq!(h.command, None);
+        let h = P
+            .parse(r#"{"tool_name":"Bash","tool_input":{"command":"git push"}}"#)
+            .unwrap();
+        assert_eq!(h.command.as_deref(), Some("git push"));
         assert!(!h.other_agent);
         assert!(P.parse(r#"{"other_version":"1"}"#).unwrap().other_agent);
     }

@@ -10,6 +10,7 @@ pub const CLAUDE_CODE: Option<Payload> = Some(Payload {
     prompt: &[&["prompt"]],
     cwd: &[&["cwd"]],
     transcript: &[&["transcript_path"]],
+    command: &[&["tool_input", "command"]],
     // Cursor runs Claude Code's hooks as well, adding `cursor_version`
     // (https://cursor.com/docs/agent/hooks, "Claude Code hooks").
     sent_by_other: Some("cursor_version"),
@@ -21,6 +22,7 @@ pub const CODEX: Option<Payload> = Some(Payload {
     prompt: &[&["prompt"]],
     cwd: &[&["cwd"]],
     transcript: &[&["transcript_path"]],
+    command: &[&["tool_input", "command"]],
     sent_by_other: None,
 });
 
@@ -30,6 +32,7 @@ pub const GEMINI: Option<Payload> = Some(Payload {
     prompt: &[&["prompt"]],
     cwd: &[&["cwd"]],
     transcript: &[&["transcript_path"]],
+    command: &[&["tool_input", "command"]],
     sent_by_other: None,
 });
 
@@ -39,6 +42,7 @@ pub const CURSOR: Option<Payload> = Some(Payload {
     prompt: &[&["prompt"]],
     cwd: &[&["workspace_roots"], &["cwd"]],
     transcript: &[&["transcript_path"]],
+    command: &[&["command"]],
     sent_by_other: None,
 });
 
@@ -48,6 +52,7 @@ pub const COPILOT: Option<Payload> = Some(Payload {
     prompt: &[&["prompt"]],
     cwd: &[&["cwd"]],
     transcript: &[&["transcriptPath"], &["transcript_path"]],
+    command: &[],
     sent_by_other: None,
 });
 
@@ -57,6 +62,7 @@ pub const CLINE: Option<Payload> = Some(Payload {
     prompt: &[&["userPromptSubmit", "prompt"]],
     cwd: &[&["workspaceRoots"]],
     transcript: &[],
+    command: &[],
     sent_by_other: None,
 });
 
@@ -66,6 +72,7 @@ pub const KIRO: Option<Payload> = Some(Payload {
     prompt: &[&["prompt"]],
     cwd: &[&["cwd"]],
     transcript: &[],
+    command: &[],
     sent_by_other: None,
 });
 
@@ -75,6 +82,7 @@ pub const OPENCODE: Option<Payload> = Some(Payload {
     prompt: &[&["prompt"]],
     cwd: &[&["cwd"]],
     transcript: &[],
+    command: &[],
     sent_by_other: None,
 });
 

@@ -216,6 +216,28 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE turns ADD COLUMN pinned INTEGER NOT NULL DEFAULT 0;
     CREATE INDEX turns_pinned ON turns(id) WHERE pinned = 1;
     ",
+    // 15: what a turn did beyond the tree and how complete its capture is.
+    // `turn_commands`: the shell commands its tool calls ran (as the
+    // agents' hooks give them), classified when read (effects.rs), so a
+    // better rule applies to old turns too. `turn_capture`: what the
+    // daemon saw go wrong while the turn was open, once per kind
+    // (`rescanned` after lost events, or a `GapKind`), with how often.
+    "
+    CREATE TABLE turn_commands (
+        turn    INTEGER NOT NULL REFERENCES turns(id),
+        seq     INTEGER NOT NULL,
+        command TEXT NOT NULL,
+        at_ns   INTEGER NOT NULL,
+        PRIMARY KEY (turn, seq)
+    ) WITHOUT ROWID;
+    CREATE TABLE turn_capture (
+        turn   INTEGER NOT NULL REFERENCES turns(id),
+        kind   TEXT NOT NULL,
+        detail TEXT NOT NULL,
+        times  INTEGER NOT NULL,
+        PRIMARY KEY (turn, kind)
+    ) WITHOUT ROWID;
+    ",
 ];
 
 /// The schema version this build writes and understands.

@@ -26,6 +26,7 @@ mod capture;
 mod confined;
 mod db;
 mod diff;
+pub mod effects;
 mod error;
 mod export;
 mod fsck;

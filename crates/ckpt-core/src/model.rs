@@ -13,7 +13,20 @@ pub use ckpt_types::{
     ScanSummary, Skipped, TurnDetail, TurnEntry, TurnInfo, TurnStatus,
 };
 pub use ckpt_types::{Blame, BlameAt, BlameLine, LineOrigin, Reformatted};
+pub use ckpt_types::{
+    Capture, Caveats, Effect, EffectCategory, Gap, GapKind, Integrity, PartialCapture,
+};
 pub use ckpt_types::{GcReport, HeldBy, Hold, NextDrop, Retention, RetentionView};
+
+/// What the daemon saw go wrong with capture, noted on every open turn
+/// ([`crate::Project::note_capture`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CaptureNote {
+    /// Events were lost and a full rescan found what they would have told.
+    Rescanned,
+    /// Content may be missing.
+    Gap(GapKind, String),
+}
 
 /// How a project is captured. The defaults suit a source tree.
 #[derive(Clone, Debug)]
@@ -186,4 +199,9 @@ pub struct ProjectStatus {
     /// Bytes the blob store takes (compressed, inline and files).
     pub store_bytes: u64,
     pub blobs: u64,
+    /// Turns whose capture is partial (a noted gap, or a path not captured
+    /// before or after the turn).
+    pub partial_turns: u64,
+    /// Turns whose capture is complete after a rescan (lost events).
+    pub rescanned_turns: u64,
 }

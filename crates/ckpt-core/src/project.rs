@@ -7,7 +7,7 @@
 //! |---|---|
 //! | `open`, `open_existing`, `root`, `root_identity`, `reopen_root`, `is_excluded`, `not_captured`, `status`, `read_blob` | here |
 //! | `check_paths` (events), `reconcile` (full scan) | `capture::check_paths`, `capture::reconcile` (here: one line each) |
-//! | `turn_start`, `turn_start_closing`, `turn_end`, `turn_end_of`, `close_open_turns`, `tool_start`, `tool_end`, `open_turn`, `open_turn_of`, `turn_meta`, `log`, `log_of`, `show` | `turns::Turns` (here: one line each) |
+//! | `turn_start`, `turn_start_closing`, `turn_end`, `turn_end_of`, `close_open_turns`, `tool_start`, `tool_command`, `tool_end`, `note_capture`, `caveats`, `open_turn`, `open_turn_of`, `turn_meta`, `log`, `log_of`, `show` | `turns::Turns` (here: one line each) |
 //! | `rewinds` | `history::rewind_records` (here: one line) |
 //! | `rewind`, `redo`, `recover` | `rewind::rewind`, `rewind::redo`, `rewind::recover` (here: one line each) |
 //! | `copy_in` (a work copy's changes as a turn) | `rewind::copy_in` (here: one line) |
@@ -201,6 +201,7 @@ impl Project {
             |r| Ok((r.get(0)?, r.get(1)?)),
         )?;
         let turns = history::count_turns(&self.conn)?;
+        let (partial_turns, rescanned_turns) = history::integrity_counts(&self.conn)?;
         let (blobs, store_bytes) = self.store.usage(&self.conn)?;
         let open_turns: Vec<ckpt_types::OpenTurn> = history::open_turns(&self.conn)?
             .into_iter()
@@ -215,6 +216,8 @@ impl Project {
             skipped: skipped as u64,
             store_bytes,
             blobs,
+            partial_turns,
+            rescanned_turns,
         })
     }
 
@@ -314,7 +317,10 @@ impl Project {
 
     /// The turn operations over this project's database.
     fn turns(&self) -> Turns<'_> {
-        Turns { conn: &self.conn }
+        Turns {
+            conn: &self.conn,
+            root: &self.root,
+        }
     }
 
     /// Opens a new turn for `meta.session`, closing that session's open
@@ -332,6 +338,24 @@ impl Project {
     /// calls (see [`Turns::tool_start`]).
     pub fn tool_start(&mut self, session: Option<&str>) -> Result<u32> {
         self.turns().tool_start(session)
+    }
+
+    /// Records the shell command a tool call of `session` runs on the
+    /// session's open turn (see [`Turns::tool_command`]); false with none.
+    pub fn tool_command(&mut self, session: Option<&str>, command: &str) -> Result<bool> {
+        self.turns().tool_command(session, command)
+    }
+
+    /// Notes what went wrong with capture on every open turn (their
+    /// `integrity`); returns how many turns it was noted on.
+    pub fn note_capture(&mut self, note: &CaptureNote) -> Result<usize> {
+        self.turns().note_capture(note)
+    }
+
+    /// What a rewind of `turns` does not undo (commands with effects
+    /// outside the tree) and what it cannot restore (partial captures).
+    pub fn caveats(&self, turns: &[i64]) -> Result<Caveats> {
+        self.turns().caveats(turns)
     }
 
     /// A tool call of `session` ended; returns its tool calls still running.

@@ -7,8 +7,8 @@ use crate::cache;
 use crate::error::{Error, Result};
 use crate::history;
 use crate::model::{
-    ChangeKind, ContinuedTurn, Counts, PartialRewind, TurnDetail, TurnEntry, TurnInfo, TurnMeta,
-    TurnStatus,
+    CaptureNote, Caveats, ChangeKind, ContinuedTurn, Counts, Effect, Gap, GapKind, Integrity,
+    PartialCapture, PartialRewind, TurnDetail, TurnEntry, TurnInfo, TurnMeta, TurnStatus,
 };
 use crate::relpath::RelPath;
 use crate::state::State;
@@ -65,6 +65,8 @@ pub(crate) fn continue_turns(tx: &Connection, continued: &mut [ContinuedTurn]) -
 /// which names each).
 pub(crate) struct Turns<'a> {
     pub(crate) conn: &'a Connection,
+    /// The project's root, which the commands a turn ran are read against.
+    pub(crate) root: &'a std::path::Path,
 }
 
 impl Turns<'_> {
@@ -100,6 +102,38 @@ impl Turns<'_> {
     /// tool calls still running.
     pub(crate) fn tool_end(&self, session: Option<&str>) -> Result<u32> {
         Ok(history::add_tool_call(self.conn, session, -1)?.unwrap_or(0))
+    }
+
+    /// Records `command` (a tool call's shell command) on `session`'s open
+    /// turn; false when it has none.
+    pub(crate) fn tool_command(&self, session: Option<&str>, command: &str) -> Result<bool> {
+        history::add_command(self.conn, session, command, now_ns())
+    }
+
+    /// Notes what went wrong with capture on every open turn.
+    pub(crate) fn note_capture(&self, note: &CaptureNote) -> Result<usize> {
+        match note {
+            CaptureNote::Rescanned => history::note_capture(self.conn, history::RESCANNED, ""),
+            CaptureNote::Gap(kind, detail) => {
+                history::note_capture(self.conn, kind.as_str(), detail)
+            }
+        }
+    }
+
+    /// What a rewind of `turns` does not undo, and what it cannot restore.
+    pub(crate) fn caveats(&self, turns: &[i64]) -> Result<Caveats> {
+        let mut out = Caveats::default();
+        for &turn in turns {
+            let info = self.show(turn)?.info;
+            out.effects.extend(info.effects);
+            if info.integrity.is_partial() {
+                out.partial_capture.push(PartialCapture {
+                    turn,
+                    gaps: info.integrity.gaps,
+                });
+            }
+        }
+        Ok(out)
     }
 
     /// The open turns a change seen now goes to, and whether it is shared.
@@ -205,6 +239,9 @@ impl Turns<'_> {
         let entries = history::entries(self.conn, turn)?;
         let counts = counts(&entries, |p| cache::state(self.conn, p))?;
         let partial = partly_rewound(self.conn, turn, row.status, &entries)?;
+        let commands = history::commands(self.conn, turn)?;
+        let effects = effects_of(turn, &commands, self.root);
+        let integrity = integrity(self.conn, turn, &entries)?;
         Ok(TurnDetail {
             info: TurnInfo {
                 id: turn,
@@ -219,10 +256,71 @@ impl Turns<'_> {
                 ledger_entries: crate::ledger::count_for_turn(self.conn, turn)?,
                 conversation: row.meta.conversation.as_deref().map(conversation_of),
                 partial,
+                integrity,
+                effects,
             },
             entries,
+            commands,
         })
     }
+}
+
+/// The commands' effects outside the tree, in the order they ran.
+fn effects_of(turn: i64, commands: &[String], root: &std::path::Path) -> Vec<Effect> {
+    commands
+        .iter()
+        .flat_map(|c| {
+            crate::effects::classify(c, root)
+                .into_iter()
+                .map(move |r| Effect {
+                    turn,
+                    command: c.clone(),
+                    category: r.category,
+                    rule: r.name.to_string(),
+                    reason: r.reason.to_string(),
+                })
+        })
+        .collect()
+}
+
+/// A turn's capture: what the daemon noted while it was open, and each
+/// path whose state on either side could not be captured (it cannot be
+/// restored to, or from).
+fn integrity(conn: &Connection, turn: i64, entries: &[TurnEntry]) -> Result<Integrity> {
+    let mut rescans = 0;
+    let mut gaps = Vec::new();
+    for (kind, detail, times) in history::capture_notes(conn, turn)? {
+        match GapKind::parse(&kind) {
+            Some(kind) => gaps.push(Gap {
+                kind,
+                path: None,
+                detail,
+            }),
+            None if kind == history::RESCANNED => rescans = times,
+            None => {}
+        }
+    }
+    for e in entries {
+        let post = match &e.post {
+            Some(p) => Some(p.clone()),
+            None => Some(cache::state(conn, &e.path)?),
+        };
+        let skipped = [Some(&e.pre), post.as_ref()]
+            .into_iter()
+            .flatten()
+            .find_map(|s| match s {
+                State::Skipped { reason } => Some(reason.clone()),
+                _ => None,
+            });
+        if let Some(reason) = skipped {
+            gaps.push(Gap {
+                kind: crate::capture::gap_of(&reason),
+                path: Some(e.path.clone()),
+                detail: reason,
+            });
+        }
+    }
+    Ok(Integrity::of(rescans, gaps))
 }
 
 /// What applied rewinds did to `turn` in part: a live turn some of whose

@@ -113,6 +113,29 @@ fn print_project_detail(p: &ProjectInfo) {
         line.push_str(&format!(", turn {} open ({session})", t.turn));
     }
     println!("{line}");
+    print_integrity(p);
+}
+
+/// Turns whose capture is not complete, with what to do about it (as
+/// watchman's recrawl warning says how often it rescanned, and why).
+fn print_integrity(p: &ProjectInfo) {
+    if p.partial_turns > 0 {
+        println!(
+            "    {} with a partial capture: a rewind cannot restore everything they changed (`ckptctl log` marks them, \
+             `ckptctl show N` says what is missing). To capture more: raise capture.max_file_mib \
+             for large files, make unreadable files readable by you, and see `degraded` and \
+             `ckptctl doctor` for the watch limit or a full disk",
+            output::count(p.partial_turns, "turn")
+        );
+    }
+    if p.rescanned_turns > 0 {
+        println!(
+            "    {} complete only after a rescan: the file watcher lost events (a queue \
+             overflow). Nothing is missing; to avoid the rescans, raise \
+             fs.inotify.max_queued_events (sysctl) or exclude busy directories in .ckptignore",
+            output::count(p.rescanned_turns, "turn")
+        );
+    }
 }
 
 /// Every agent ckpt supports, read at user scope and at the scope of the

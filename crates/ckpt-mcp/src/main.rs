@@ -138,6 +138,11 @@ struct Rewind {
     /// answer). Overlapping edits leave the file as it is.
     #[serde(default)]
     merge: bool,
+    /// Apply it even though some undone turn's capture is partial
+    /// (`partial_capture` in the plan: files ckpt could not capture, which
+    /// it cannot restore). Only after telling the user what stays as it is.
+    #[serde(default)]
+    accept_partial: bool,
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -240,21 +245,24 @@ impl Ckpt {
     /// the answer). `redo` undoes a rewind. With `conversation:
     /// true` your conversation is forked back to before `turn` as well (a
     /// new session; the answer's `conversation` names the command that
-    /// resumes it, or says in `skipped` why it was not forked).
+    /// resumes it, or says in `skipped` why it was not forked). The plan's
+    /// `effects` are commands the undone turns ran that a rewind does not
+    /// undo (a push, a publish…): tell the user. A turn whose capture is
+    /// partial (`partial_capture`) is refused unless `accept_partial: true`.
     #[tool(annotations(destructive_hint = true, idempotent_hint = false))]
     async fn rewind(&self, Parameters(a): Parameters<Rewind>) -> CallToolResult {
         let dry_run = !a.confirm;
         let r = self.call_raw(move |ctx| {
             let paths = wire_paths(ctx, &a.paths)?;
             let partial = !paths.is_empty();
-            let req = ckpt_proto::Rewind {
+            let req = |dry_run| ckpt_proto::Rewind {
                 dir: ctx.wire_dir(),
                 to: if a.after {
                     ckpt_proto::RewindTo::After(a.turn)
                 } else {
                     ckpt_proto::RewindTo::Before(a.turn)
                 },
-                paths,
+                paths: paths.clone(),
                 // Never forced: the user's own edits keep it refused.
                 flags: RewindFlags {
                     dry_run,
@@ -262,7 +270,21 @@ impl Ckpt {
                 },
                 merge: a.merge.then_some(ckpt_proto::MergeMode::Clean),
             };
-            let r = rewind::request_rewind(ctx, req)?;
+            if !dry_run && !a.accept_partial {
+                let plan = rewind::request_rewind(ctx, req(true))?;
+                if let Some(p) = plan.body.caveats.partial_capture.first() {
+                    let mut gaps = Vec::new();
+                    output::caveats(&mut gaps, &plan.body.caveats)?;
+                    anyhow::bail!(
+                        "refused: the capture of turn {} is partial, so this rewind cannot restore \
+                         everything; nothing changed. Tell the user what it cannot restore, and \
+                         call again with accept_partial: true if they agree:\n{}",
+                        p.turn,
+                        String::from_utf8_lossy(&gaps).trim_end()
+                    );
+                }
+            }
+            let r = rewind::request_rewind(ctx, req(dry_run))?;
             Ok(rewind::with(ctx, r, a.conversation, partial))
         });
         rewind_result(r.await)

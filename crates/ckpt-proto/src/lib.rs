@@ -35,6 +35,9 @@ pub use ckpt_types::{
     RewindKind, RewindRecord, RewindState, ScanSummary, Severity, Skipped, State, TurnDetail,
     TurnEntry, TurnInfo, TurnStatus, WirePath,
 };
+pub use ckpt_types::{
+    Capture, Caveats, Effect, EffectCategory, Gap, GapKind, Integrity, PartialCapture,
+};
 pub use envelope::Reply;
 pub use frame::{
     decode_body, encode, read_frame, read_frame_or_end, write_frame, FrameError, Message,

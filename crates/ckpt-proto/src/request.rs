@@ -97,6 +97,10 @@ pub enum Request {
         dir: WirePath,
         #[serde(default)]
         session: Option<String>,
+        /// The shell command the tool runs, when the agent's hook names
+        /// one: kept with the turn (`show`'s `commands` and `effects`).
+        #[serde(default)]
+        command: Option<String>,
     },
     /// A tool call of `session` ended (barrier first).
     ToolEnd {

@@ -557,7 +557,11 @@ fn ledger_request() -> impl Strategy<Value = Request> {
                     session,
                 })
             ),
-        (odd_path(), opt()).prop_map(|(dir, session)| Request::ToolStart { dir, session }),
+        (odd_path(), opt(), opt()).prop_map(|(dir, session, command)| Request::ToolStart {
+            dir,
+            session,
+            command
+        }),
         (odd_path(), opt()).prop_map(|(dir, session)| Request::ToolEnd { dir, session }),
     ]
 }

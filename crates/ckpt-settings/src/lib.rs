@@ -44,6 +44,7 @@ pub mod key {
     pub const WORKCOPY_RUN_TIMEOUT_SECS: &str = "workcopy.run_timeout_secs";
     pub const WORKCOPY_MAX_FILES: &str = "workcopy.max_files";
     pub const WORKCOPY_MAX_MIB: &str = "workcopy.max_mib";
+    pub const WORKCOPY_CO_AUTHORED_BY: &str = "workcopy.co_authored_by";
 }
 
 /// What a key holds.
@@ -182,6 +183,12 @@ pub const KEYS: &[Key] = &[
         kind: Kind::Int { min: 1, unit: "MiB" },
         default: DefaultValue::Int(256),
         doc: "The most bytes a work copy copies",
+    },
+    Key {
+        name: key::WORKCOPY_CO_AUTHORED_BY,
+        kind: Kind::Patterns,
+        default: DefaultValue::Patterns(&[]),
+        doc: "`Co-authored-by` trailers `workcopy commit` adds (\"Name <email>\"); the agent is named by `Assisted-by` either way",
     },
 ];
 
@@ -474,6 +481,14 @@ impl Settings {
     /// The most bytes a work copy copies.
     pub fn workcopy_max_bytes(&self) -> u64 {
         mib(self.int(key::WORKCOPY_MAX_MIB))
+    }
+
+    /// Who `workcopy commit` names in `Co-authored-by` trailers.
+    pub fn co_authored_by(&self) -> &[String] {
+        match &self.entry(key::WORKCOPY_CO_AUTHORED_BY).value {
+            Value::Patterns(p) => p,
+            Value::Int(_) => panic!("workcopy.co_authored_by is a list"),
+        }
     }
 }
 

@@ -5,6 +5,7 @@
 //! from the command line to the core.
 
 pub mod blame;
+pub mod effects;
 pub mod ledger;
 pub mod mode;
 pub mod names;
@@ -17,6 +18,9 @@ pub mod time;
 pub mod turn;
 
 pub use blame::{Blame, BlameAt, BlameLine, LineOrigin, Reformatted};
+pub use effects::{
+    Capture, Caveats, Effect, EffectCategory, Gap, GapKind, Integrity, PartialCapture,
+};
 pub use ledger::{
     AnchorState, Bucket, EntryBody, LedgerAnchor, LedgerEntry, LedgerEvent, LedgerStatus, LineSpan,
     Severity,

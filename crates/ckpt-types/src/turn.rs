@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{RelPath, Skipped, State};
+use crate::{Effect, Integrity, RelPath, Skipped, State};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -105,6 +105,13 @@ pub struct TurnInfo {
     /// is live and untouched, or rewound whole.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub partial: Option<PartialRewind>,
+    /// Whether the turn's capture is complete, complete after a rescan,
+    /// or partial and why.
+    #[serde(default)]
+    pub integrity: Integrity,
+    /// Commands its tool calls ran whose effects a rewind does not undo.
+    #[serde(default)]
+    pub effects: Vec<Effect>,
 }
 
 impl TurnInfo {
@@ -210,6 +217,10 @@ impl Serialize for TurnEntry {
 pub struct TurnDetail {
     pub info: TurnInfo,
     pub entries: Vec<TurnEntry>,
+    /// The shell commands the turn's tool calls ran, as the agents' hooks
+    /// gave them, oldest first.
+    #[serde(default)]
+    pub commands: Vec<String>,
 }
 
 /// One path's unified diff within a turn.
@@ -284,8 +295,10 @@ mod tests {
                     reason: "why".into(),
                 }],
             }),
+            integrity: Integrity::default(),
+            effects: vec![],
         };
-        let json = r#"{"id":3,"started_ns":10,"ended_ns":null,"label":"fix","agent":null,"session":"s1","status":"rewound","counts":{"added":1,"modified":2,"deleted":3,"skipped":4},"ledger_entries":5,"conversation":{"at":7},"partial":{"rewinds":[9],"rewound":["a"],"left":[{"path":"b","reason":"why"}]}}"#;
+        let json = r#"{"id":3,"started_ns":10,"ended_ns":null,"label":"fix","agent":null,"session":"s1","status":"rewound","counts":{"added":1,"modified":2,"deleted":3,"skipped":4},"ledger_entries":5,"conversation":{"at":7},"partial":{"rewinds":[9],"rewound":["a"],"left":[{"path":"b","reason":"why"}]},"integrity":{"capture":"complete","rescans":0},"effects":[]}"#;
         assert_eq!(serde_json::to_string(&info).unwrap(), json);
         let back: TurnInfo = serde_json::from_str(json).unwrap();
         assert_eq!(serde_json::to_string(&back).unwrap(), json);

@@ -592,6 +592,8 @@ pub(crate) mod tests {
             ledger_entries: 0,
             conversation: None,
             partial: None,
+            integrity: Default::default(),
+            effects: Vec::new(),
         }
     }
 
@@ -653,6 +655,7 @@ pub(crate) mod tests {
             blocked: Vec::new(),
             merged: Vec::new(),
             continued: Vec::new(),
+            caveats: Default::default(),
             elapsed_ms: 7,
         })
     }
@@ -675,6 +678,7 @@ pub(crate) mod tests {
                         shared: true,
                     },
                 ],
+                commands: Vec::new(),
             },
         })
     }

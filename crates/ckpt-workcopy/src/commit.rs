@@ -86,6 +86,7 @@ pub fn prepare(
         paths,
         left_out,
         commit: None,
+        trailers: Vec::new(),
     })
 }
 
@@ -101,6 +102,7 @@ pub fn run(original: &Path, rec: &CommitRecord) -> anyhow::Result<String> {
     commit
         .env("GIT_LITERAL_PATHSPECS", "1")
         .args(["commit", "--quiet", "--only", "-m", &rec.message])
+        .args(rec.trailers.iter().flat_map(|t| ["--trailer", t.as_str()]))
         .args(FROM_STDIN);
     let done = feed(add, &names)
         .context("staging the applied paths")

@@ -7,6 +7,7 @@
 //! state file says what has been decided (see [`state`]).
 
 pub mod apply;
+pub mod assisted;
 pub mod cli;
 pub mod command;
 pub mod commit;

@@ -184,6 +184,10 @@ pub struct CommitRecord {
     pub left_out: Vec<(String, String)>,
     /// The commit made (`committed`).
     pub commit: Option<String>,
+    /// Trailers the commit message ends with (`Assisted-by: AGENT:MODEL`,
+    /// `Co-authored-by` when configured).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub trailers: Vec<String>,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]

@@ -1,7 +1,8 @@
 //! Printing: JSON documents, human tables, sizes, times, warnings.
 
 use ckpt_proto::{
-    Counts, PartialRewind, RelPath, State, TurnEntry, TurnInfo, TurnStatus, WirePath,
+    Capture, Caveats, Counts, Effect, Gap, Integrity, PartialRewind, RelPath, State, TurnEntry,
+    TurnInfo, TurnStatus, WirePath,
 };
 use std::io::Write;
 
@@ -138,6 +139,92 @@ pub fn partial(out: &mut impl Write, p: &PartialRewind) -> std::io::Result<()> {
             s.path.quoted(),
             s.reason
         )?;
+    }
+    Ok(())
+}
+
+/// What `log` marks a turn with before its label: a capture that is not
+/// complete, commands with effects outside the tree.
+pub fn marks(t: &TurnInfo) -> String {
+    let mut m = String::new();
+    match t.integrity.capture {
+        Capture::Complete => {}
+        Capture::Rescanned => m.push_str("[rescanned] "),
+        Capture::Partial => m.push_str("[partial capture] "),
+    }
+    let mut kinds: Vec<&str> = t.effects.iter().map(|e| e.category.as_str()).collect();
+    kinds.dedup();
+    if !kinds.is_empty() {
+        m.push_str(&format!("[outside: {}] ", kinds.join(", ")));
+    }
+    m
+}
+
+/// A command as a line quotes it: one line, cut when long.
+fn command_text(c: &str) -> String {
+    const MAX: usize = 200;
+    let one: String = c.split_whitespace().collect::<Vec<_>>().join(" ");
+    if one.chars().count() > MAX {
+        format!("{}…", one.chars().take(MAX).collect::<String>())
+    } else {
+        one
+    }
+}
+
+/// `turn 7 ran `git push --force origin main`: a rewind does not undo that`.
+pub fn effect(e: &Effect) -> String {
+    format!(
+        "turn {} ran `{}`: a rewind does not undo that ({}: {})",
+        e.turn,
+        command_text(&e.command),
+        e.category.as_str(),
+        e.reason
+    )
+}
+
+/// One gap of a turn's capture, as a line.
+fn gap(g: &Gap) -> String {
+    let what = match &g.path {
+        Some(p) => p.quoted(),
+        None => g.kind.as_str().replace('_', " "),
+    };
+    format!("{what}: {}", g.detail)
+}
+
+/// A turn's capture, for `show`: complete, after a rescan, or partial with
+/// what a rewind cannot restore.
+pub fn integrity(out: &mut impl Write, i: &Integrity) -> std::io::Result<()> {
+    match i.capture {
+        Capture::Complete => writeln!(out, "capture: complete"),
+        Capture::Rescanned => writeln!(
+            out,
+            "capture: complete after {} (events were lost; a full scan found every change)",
+            count(u64::from(i.rescans), "rescan")
+        ),
+        Capture::Partial => {
+            writeln!(out, "capture: PARTIAL; a rewind cannot restore:")?;
+            for g in &i.gaps {
+                writeln!(out, "  {}", gap(g))?;
+            }
+            Ok(())
+        }
+    }
+}
+
+/// What a rewind does not undo and cannot restore, said before its plan.
+pub fn caveats(out: &mut impl Write, c: &Caveats) -> std::io::Result<()> {
+    for e in &c.effects {
+        writeln!(out, "{}", effect(e))?;
+    }
+    for p in &c.partial_capture {
+        for g in &p.gaps {
+            writeln!(
+                out,
+                "turn {}'s capture is partial: a rewind cannot restore {}",
+                p.turn,
+                gap(g)
+            )?;
+        }
     }
     Ok(())
 }

@@ -380,7 +380,11 @@ fn concrete(proj: &Path, g: &Gen) -> Request {
         Gen::Tool(s, start, named) => {
             let session = named.then(|| "s1".to_string());
             if *start {
-                Request::ToolStart { dir: p(s), session }
+                Request::ToolStart {
+                    dir: p(s),
+                    session,
+                    command: None,
+                }
             } else {
                 Request::ToolEnd { dir: p(s), session }
             }

@@ -2,6 +2,7 @@
 //! (one link per `cargo test` instead of one per file). Run one area with
 //! `cargo test -p ckpt-e2e --test e2e -- rewind::`.
 
+mod assisted;
 mod blame;
 mod bursts;
 mod capture;
@@ -11,6 +12,7 @@ mod config;
 mod conversation;
 mod degraded;
 mod doctor;
+mod effects;
 mod export;
 mod fsck;
 mod full_disk;

@@ -524,3 +524,48 @@ fn mcp_rewind_inside_the_agents_own_turn_keeps_recording_the_rest_of_the_prompt(
     assert_eq!(std::fs::read(proj.join("a.txt")).unwrap(), b"a0\n");
     assert!(!proj.join("c.txt").exists());
 }
+
+/// A turn whose capture is partial (a file over the size cap) is not
+/// rewound through MCP until the model passes `accept_partial: true`; the
+/// refusal says what cannot be restored and changes nothing.
+#[test]
+fn mcp_rewind_refuses_a_partial_turn_without_accept_partial() {
+    let env = Env::new();
+    std::fs::create_dir_all(env.user_config().parent().unwrap()).unwrap();
+    std::fs::write(env.user_config(), "[capture]\nmax_file_mib = 1\n").unwrap();
+    let _d = env.start_daemon();
+    let proj = env.git_repo("app", &[("a.txt", b"a0\n")]);
+    env.ctl_ok(&proj, &["watch"]);
+    let before = snapshot_work(&proj);
+    env.ctl_ok(&proj, &["turn-start", "--label", "big"]);
+    sh(&proj, "echo a1 > a.txt");
+    std::fs::write(proj.join("big.bin"), binary(3, 2 << 20)).unwrap();
+    env.ctl_ok(&proj, &["turn-end"]);
+    let after = snapshot_work(&proj);
+
+    let mut mcp = Mcp::start(&env, &proj, &proj);
+    mcp.initialize();
+    // The plan says it; only applying it is refused.
+    let plan = mcp.call_ok("rewind", json!({"turn": 1}));
+    assert_eq!(
+        plan["partial_capture"][0]["gaps"][0]["path"], "big.bin",
+        "{plan:#}"
+    );
+    let (is_error, text) = mcp.call("rewind", json!({"turn": 1, "confirm": true}));
+    assert!(is_error, "{text}");
+    assert!(
+        text.contains("accept_partial") && text.contains("cannot restore big.bin"),
+        "{text}"
+    );
+    assert_same_tree("refused", &after, &snapshot_work(&proj));
+
+    let done = mcp.call_ok(
+        "rewind",
+        json!({"turn": 1, "confirm": true, "accept_partial": true}),
+    );
+    assert_eq!(done["outcome"], "applied", "{done:#}");
+    let mut now = snapshot_work(&proj);
+    // A file ckpt could not capture is left as it is.
+    assert!(now.remove(b"big.bin".as_slice()).is_some(), "{now:?}");
+    assert_same_tree("rewound but for big.bin", &before, &now);
+}

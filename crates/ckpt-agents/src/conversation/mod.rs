@@ -18,6 +18,7 @@ mod claude_code;
 mod codex;
 mod gemini;
 mod jsonl;
+mod model;
 mod status;
 
 use std::path::{Path, PathBuf};
@@ -27,6 +28,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::Home;
+pub use model::model_of;
 pub use status::{adapters_status, AdapterStatus};
 
 /// How much of a transcript's end a turn-start reads to find the last

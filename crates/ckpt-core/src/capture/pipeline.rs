@@ -30,7 +30,11 @@ pub(super) fn capture(
     scan_start: i64,
     report: &mut ScanSummary,
 ) -> Result<()> {
-    let to = Turns { conn: parts.conn }.recipients()?;
+    let to = Turns {
+        conn: parts.conn,
+        root: parts.root,
+    }
+    .recipients()?;
     let conn = &mut *parts.conn;
     if seen.is_empty() {
         if !gone.is_empty() {

@@ -279,11 +279,25 @@ fn read_one(root: &Root, seen: Seen, max_size: u64) -> (Captured, Option<Stat>) 
     (out, None)
 }
 
+/// How a skip reason for a file over the size cap starts.
+const OVER_CAP: &str = "larger than the";
+
 /// A file over the size cap. The exact size is in the reason, which is
 /// part of the state, so a size change changes it.
 fn over_cap(max_size: u64, size: u64) -> State {
     State::Skipped {
-        reason: format!("larger than the {} cap ({size} bytes)", mib(max_size)),
+        reason: format!("{OVER_CAP} {} cap ({size} bytes)", mib(max_size)),
+    }
+}
+
+/// Why a skipped path is a gap in a turn's capture: over the size cap, or
+/// unreadable (anything else ckpt cannot capture), read from the reason
+/// written above.
+pub(crate) fn gap_of(reason: &str) -> crate::model::GapKind {
+    if reason.starts_with(OVER_CAP) {
+        crate::model::GapKind::SizeCap
+    } else {
+        crate::model::GapKind::Unreadable
     }
 }
 

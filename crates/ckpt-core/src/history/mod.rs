@@ -15,8 +15,12 @@ use crate::relpath::RelPath;
 use crate::state::{Hash, State};
 
 mod audit;
+mod beyond;
 
 pub(crate) use audit::{audit_actions, audit_entries, audit_rewinds, audit_turns};
+pub(crate) use beyond::{
+    add_command, capture_notes, commands, integrity_counts, note_capture, RESCANNED,
+};
 
 /// A turn's status as `turns.status` holds it; an unknown one reads as
 /// closed (fsck reports it).
@@ -754,6 +758,7 @@ pub(crate) fn record_applied_turn(
 /// Removes the turn of a journaled write that was not applied (it has no
 /// entries yet).
 pub(crate) fn drop_unapplied_turn(conn: &Connection, turn: i64) -> Result<()> {
+    beyond::drop_for(conn, "turn = ?1", turn)?;
     conn.execute("DELETE FROM turns WHERE id = ?1", [turn])?;
     Ok(())
 }
@@ -862,6 +867,7 @@ pub(crate) fn drop_turns_through(conn: &Connection, last: i64) -> Result<u64> {
         [last],
     )?;
     conn.execute("DELETE FROM turn_entries WHERE turn <= ?1", [last])?;
+    beyond::drop_for(conn, "turn <= ?1", last)?;
     Ok(conn.execute("DELETE FROM turns WHERE id <= ?1", [last])? as u64)
 }
 

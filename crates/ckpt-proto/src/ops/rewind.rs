@@ -5,8 +5,8 @@ use serde::{Deserialize, Serialize};
 use crate::Reply;
 
 use crate::{
-    Action, Conflict, ContinuedTurn, MergeMode, MergedFile, RewindFlags, RewindRecord, Skipped,
-    WirePath,
+    Action, Caveats, Conflict, ContinuedTurn, MergeMode, MergedFile, RewindFlags, RewindRecord,
+    Skipped, WirePath,
 };
 
 /// `rewind`: restore the state from just before a turn, or just after
@@ -94,6 +94,10 @@ pub struct RewindBody {
     /// for in the middle of its turn are still recorded.
     #[serde(default)]
     pub continued: Vec<ContinuedTurn>,
+    /// What the rewound turns did that it does not undo, and what of them
+    /// it cannot restore (turns whose capture is partial).
+    #[serde(flatten)]
+    pub caveats: Caveats,
     pub elapsed_ms: u64,
 }
 

@@ -39,6 +39,12 @@ pub struct ProjectInfo {
     pub entries: u64,
     #[serde(default)]
     pub skipped: u64,
+    /// Turns whose capture is partial (`show` says what is missing).
+    #[serde(default)]
+    pub partial_turns: u64,
+    /// Turns complete only after a rescan (events were lost).
+    #[serde(default)]
+    pub rescanned_turns: u64,
     #[serde(default)]
     pub store_bytes: u64,
     #[serde(default)]

@@ -302,7 +302,9 @@ pub fn commit_cmd(
         .context("an applied work copy has its apply record")?;
     let message =
         message.unwrap_or_else(|| format!("Apply work copy {} (ckpt turn {turn})", wc.name));
-    let plan = commit::prepare(&wc.original, rec, message)?;
+    let mut plan = commit::prepare(&wc.original, rec, message)?;
+    let co_authors = limits::settings(&wc.original).co_authored_by().to_vec();
+    plan.trailers = crate::assisted::trailers(ctx, &wc.copy, &co_authors);
     wc.state = Phase::Committing;
     wc.commit = Some(plan);
     store.save(&wc)?;

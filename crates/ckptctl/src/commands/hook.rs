@@ -103,8 +103,8 @@ fn call(
             Some(t) => t.project,
             None => return Ok(Some(nothing_to_close(ctx))),
         },
-        Event::ToolStart => turn::window(ctx, meta.session, true)?.project,
-        Event::ToolEnd => turn::window(ctx, meta.session, false)?.project,
+        Event::ToolStart => turn::window(ctx, meta.session, true, input.command)?.project,
+        Event::ToolEnd => turn::window(ctx, meta.session, false, None)?.project,
     };
     Ok(Some(calls::Done {
         project: project.to_string(),

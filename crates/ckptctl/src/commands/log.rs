@@ -88,6 +88,7 @@ pub fn run(ctx: &Ctx, args: LogArgs) -> anyhow::Result<u8> {
             Row::Turn(t) => {
                 let label = t.label.as_deref().unwrap_or("").replace('\n', " ");
                 let label: String = label.chars().take(60).collect();
+                let label = format!("{}{label}", output::marks(t));
                 let took = t.ended_ns.map_or("-".to_string(), |e| {
                     output::duration(u64::try_from(e - t.started_ns).unwrap_or(0) / 1_000_000_000)
                 });

@@ -266,8 +266,19 @@ fn finish(
         && (!r.blocked.is_empty() || (!flags.force && !r.conflicts.is_empty()));
     if ctx.g.json {
         output::json(&doc)?;
-    } else if !ctx.g.quiet || r.outcome == Outcome::Refused || would_refuse {
-        print(r, flags, after, verbose);
+    } else {
+        // What it does not undo comes first, even with --quiet (on stderr).
+        let mut caveats = Vec::new();
+        output::caveats(&mut caveats, &r.caveats)?;
+        let caveats = String::from_utf8_lossy(&caveats);
+        if ctx.g.quiet {
+            eprint!("{caveats}");
+        } else {
+            print!("{caveats}");
+        }
+        if !ctx.g.quiet || r.outcome == Outcome::Refused || would_refuse {
+            print(r, flags, after, verbose);
+        }
     }
     if let Some(c) = &doc.conversation {
         print_conversation(ctx, r, c);

@@ -65,6 +65,22 @@ pub fn run(ctx: &Ctx, args: ShowArgs) -> anyhow::Result<u8> {
     if let Some(c) = &i.conversation {
         writeln!(out, "conversation before the prompt: {c}")?;
     }
+    output::integrity(&mut out, &i.integrity)?;
+    if !s.turn.commands.is_empty() {
+        let (shown, left_out) = output::listed(&s.turn.commands, args.verbose);
+        writeln!(
+            out,
+            "{} run by its tool calls:",
+            output::count(s.turn.commands.len() as u64, "command")
+        )?;
+        for c in shown {
+            writeln!(out, "  $ {}", c.replace('\n', " "))?;
+        }
+        output::more(&mut out, left_out, "-v lists them all")?;
+    }
+    for e in &i.effects {
+        writeln!(out, "{}", output::effect(e))?;
+    }
     writeln!(
         out,
         "{}{}",

@@ -61,7 +61,7 @@ pub fn run(ctx: Ctx, args: ToolArgs, start: bool) -> anyhow::Result<u8> {
         };
         return super::hook::run(ctx, agent, event, meta);
     }
-    let r = window(&ctx, session, start)?;
+    let r = window(&ctx, session, start, None)?;
     if ctx.g.json {
         output::json(&r)?;
     } else if !ctx.g.quiet {

@@ -77,10 +77,21 @@ pub fn end_unless_none_open(
     }
 }
 
-pub fn window(ctx: &Ctx, session: Option<String>, start: bool) -> anyhow::Result<ToolReply> {
+/// `command`: the shell command a starting tool call runs, if its hook
+/// names one.
+pub fn window(
+    ctx: &Ctx,
+    session: Option<String>,
+    start: bool,
+    command: Option<String>,
+) -> anyhow::Result<ToolReply> {
     let dir = ctx.wire_dir();
     let req = if start {
-        Request::ToolStart { dir, session }
+        Request::ToolStart {
+            dir,
+            session,
+            command,
+        }
     } else {
         Request::ToolEnd { dir, session }
     };

@@ -75,11 +75,13 @@ pub fn handle(d: &Arc<Daemon>, req: Request) -> Response {
         }
         Request::Export(r) => export::handle(d, g, r).map(about(Response::Export)),
         Request::CopyIn(r) => copy_in::handle(d, g, r).map(about(Response::CopyIn)),
-        Request::ToolStart { dir, session } => {
-            tool::handle(d, g, &dir, session, true).map(about(Response::Tool))
-        }
+        Request::ToolStart {
+            dir,
+            session,
+            command,
+        } => tool::handle(d, g, &dir, session, Some(command)).map(about(Response::Tool)),
         Request::ToolEnd { dir, session } => {
-            tool::handle(d, g, &dir, session, false).map(about(Response::Tool))
+            tool::handle(d, g, &dir, session, None).map(about(Response::Tool))
         }
         Request::Pin { dir, turn, pinned } => {
             retention::pin(d, &dir, turn, pinned).map(about(Response::Pinned))

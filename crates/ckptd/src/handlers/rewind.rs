@@ -33,7 +33,9 @@ pub fn rewind(d: &Arc<Daemon>, g: Gate, r: Rewind) -> ReqResult<About<RewindBody
         RewindTo::Before(t) => p.rewind(t, opts),
         RewindTo::After(t) => p.rewind_after(t, opts),
     })?;
-    let body = reply(&h, false, outcome, start);
+    let mut body = reply(&h, false, outcome, start);
+    // Said with the plan, so a dry run says it before anything starts.
+    body.caveats = h.call(|p| p.caveats(&body.turns))?;
     Ok((h, body))
 }
 
@@ -116,6 +118,7 @@ fn reply(h: &ProjectHandle, redo: bool, outcome: RewindOutcome, start: Instant) 
         blocked: plan.blocked,
         merged: plan.merged,
         continued: plan.continued,
+        caveats: Default::default(),
         elapsed_ms: start.elapsed().as_millis() as u64,
     }
 }

@@ -18,19 +18,25 @@ pub fn handle(
     g: Gate,
     dir: &WirePath,
     session: Option<String>,
-    start: bool,
+    // `Some` for a start, with the command it runs if the hook named one.
+    start: Option<Option<String>>,
 ) -> ReqResult<About<ToolBody>> {
     let h = d.project_for(dir)?;
     let session = session.as_deref();
     g.pass(d, &h)?;
     let (running, turn) = h.call(|p| {
-        let running = if start {
-            p.tool_start(session)?
-        } else {
-            p.tool_end(session)?
+        let running = match &start {
+            Some(command) => {
+                if let Some(c) = command {
+                    p.tool_command(session, c)?;
+                }
+                p.tool_start(session)?
+            }
+            None => p.tool_end(session)?,
         };
         Ok((running, p.open_turn_of(session)?))
     })?;
+    let start = start.is_some();
     tracing::debug!(root = %h.root.display(), session, start, running, "tool window");
     let body = ToolBody { running, turn };
     Ok((h, body))

@@ -182,7 +182,10 @@ impl ProjectHandle {
         }
         let mut h = lock(&self.health);
         if h.degraded.as_ref().is_none_or(|d| !d.persistent()) {
-            h.degraded = Some(DegradedReason::CaptureFailed(e.to_string()));
+            h.degraded = Some(DegradedReason::CaptureFailed {
+                message: e.to_string(),
+                disk_full: e.kind == ErrorKind::DiskFull,
+            });
         }
         tracing::error!(root = %self.root.display(), error = %e, "capture failed");
     }

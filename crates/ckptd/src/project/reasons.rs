@@ -3,6 +3,8 @@
 
 use std::path::Path;
 
+use ckpt_core::{CaptureNote, GapKind};
+
 use crate::backend::WatchFailure;
 
 /// Why capture for a project cannot be fully trusted.
@@ -23,7 +25,7 @@ pub enum DegradedReason {
     /// A rewind failed part-way.
     RewindFailed(String),
     /// Capturing changes failed (a full disk, an unreadable tree).
-    CaptureFailed(String),
+    CaptureFailed { message: String, disk_full: bool },
 }
 
 impl DegradedReason {
@@ -50,7 +52,30 @@ impl DegradedReason {
                 format!("recovering an interrupted rewind failed: {e}")
             }
             DegradedReason::RewindFailed(e) => format!("a rewind failed: {e}"),
-            DegradedReason::CaptureFailed(e) => format!("capture failed: {e}"),
+            DegradedReason::CaptureFailed { message, .. } => format!("capture failed: {message}"),
+        }
+    }
+
+    /// What it means for the turns open while it held, noted on them by
+    /// the full scan that follows it: lost events were found by the
+    /// rescan; a watcher that cannot watch, or a capture that failed,
+    /// leaves a gap. `None` for what is not about capture (a rewind, the
+    /// start-up).
+    pub fn capture_note(&self) -> Option<CaptureNote> {
+        let gap = |kind| Some(CaptureNote::Gap(kind, self.message()));
+        match self {
+            DegradedReason::LostEvents => Some(CaptureNote::Rescanned),
+            DegradedReason::Watcher(WatchFailure::WatchLimit) => gap(GapKind::WatchLimit),
+            DegradedReason::Watcher(_)
+            | DegradedReason::NoWatcher
+            | DegradedReason::NoWorker(_) => gap(GapKind::CaptureFailed),
+            DegradedReason::CaptureFailed {
+                disk_full: true, ..
+            } => gap(GapKind::DiskFull),
+            DegradedReason::CaptureFailed { .. } => gap(GapKind::CaptureFailed),
+            DegradedReason::NoLoader(_)
+            | DegradedReason::RecoveryFailed(_)
+            | DegradedReason::RewindFailed(_) => None,
         }
     }
 }

@@ -179,9 +179,16 @@ impl ProjectHandle {
         // A rewind that could neither finish nor roll back (a full disk)
         // is finished from its journal first, or the scan would take its
         // half-way tree for changes.
+        // What went wrong before this scan is noted on the turns open now,
+        // once the scan has captured what it could.
+        let note = self.degraded().and_then(|d| d.capture_note());
         let scanned = self.call(|p| {
             p.recover()?;
-            p.reconcile()
+            let report = p.reconcile()?;
+            if let Some(note) = &note {
+                p.note_capture(note)?;
+            }
+            Ok(report)
         });
         match &scanned {
             Ok(report) => {
