@@ -216,6 +216,11 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE turns ADD COLUMN pinned INTEGER NOT NULL DEFAULT 0;
     CREATE INDEX turns_pinned ON turns(id) WHERE pinned = 1;
     ",
+    // 15: the work copy whose apply made the turn, while that copy is kept
+    // (`workcopy remove` clears it): gc keeps the turn, and every later one.
+    "
+    ALTER TABLE turns ADD COLUMN workcopy TEXT;
+    ",
 ];
 
 /// The schema version this build writes and understands.

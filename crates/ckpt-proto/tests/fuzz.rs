@@ -551,6 +551,7 @@ fn ledger_request() -> impl Strategy<Value = Request> {
                     label,
                     agent,
                     session,
+                    workcopy: None,
                 })
             ),
         (odd_path(), opt()).prop_map(|(dir, session)| Request::ToolStart { dir, session }),

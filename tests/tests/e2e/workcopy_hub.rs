@@ -616,3 +616,67 @@ fn a_crash_while_pushing_is_settled_from_the_remotes_ref() {
     let now = env.ctl_json(&proj, &["workcopy", "status", "w"]);
     assert_eq!(now["workcopy"]["state"], "pushed", "{now}");
 }
+
+/// gc keeps a finished apply's turn (and every later one) while its work
+/// copy is kept, so the apply stays undoable and `workcopy status` can
+/// show it; `workcopy remove` lets it go.
+#[test]
+fn gc_keeps_a_work_copys_apply_until_the_copy_is_removed() {
+    let env = Env::new();
+    let _d = env.start_daemon_with(&[("CKPT_TEST_GC_GRACE_SECS", "0")]);
+    let proj = env.git_repo("p", &[("a.txt", b"a\n")]);
+    std::fs::create_dir_all(proj.join(".ckpt")).unwrap();
+    std::fs::write(
+        proj.join(".ckpt/config.toml"),
+        "[retention]\nturns = 1\ndays = 0\n",
+    )
+    .unwrap();
+    env.ctl_ok(&proj, &["watch"]);
+    let turn = |v: &str| {
+        env.ctl_ok(&proj, &["turn-start"]);
+        std::fs::write(proj.join("f.txt"), v).unwrap();
+        env.ctl_ok(&proj, &["turn-end"]);
+    };
+    turn("1");
+    let wc = env.ctl_json(
+        &proj,
+        &["workcopy", "create", "--base", "current", "--name", "w"],
+    );
+    let copy = PathBuf::from(wc["copy"].as_str().unwrap());
+    sh(&copy, "echo from the copy > a.txt");
+    let applied = env.ctl_json(&proj, &["workcopy", "apply", "w", "--no-preview"]);
+    let t = applied["turn"].as_i64().unwrap();
+    turn("2");
+    turn("3");
+    let status = env.ctl_ok(&proj, &["status"]);
+    assert!(
+        status.contains(&format!("kept from turn {t} on (a work copy's apply)")),
+        "{status}"
+    );
+    let r = env.ctl_json(&proj, &["gc"]);
+    assert_eq!(r["through"], t - 1, "{r}");
+    let ids: Vec<i64> = env.ctl_json(&proj, &["log"])["turns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["id"].as_i64().unwrap())
+        .collect();
+    assert!(ids.contains(&t), "{ids:?}");
+    let st = env.ctl_ok(&proj, &["workcopy", "status", "w"]);
+    assert!(st.contains(&format!("applied as turn {t}")), "{st}");
+    // Still undoable.
+    env.ctl_ok(&proj, &["rewind", &t.to_string(), "--force"]);
+    assert_eq!(std::fs::read(proj.join("a.txt")).unwrap(), b"a\n");
+    env.ctl_ok(&proj, &["redo"]);
+
+    env.ctl_ok(&proj, &["workcopy", "remove", "w"]);
+    let r = env.ctl_json(&proj, &["gc"]);
+    assert!(r["through"].as_i64().unwrap() >= t, "{r}");
+    let ids: Vec<i64> = env.ctl_json(&proj, &["log"])["turns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["id"].as_i64().unwrap())
+        .collect();
+    assert!(!ids.contains(&t), "{ids:?}");
+}

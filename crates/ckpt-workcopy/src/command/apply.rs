@@ -135,6 +135,7 @@ pub fn apply_cmd(ctx: &Ctx, store: &Store, wc: WorkCopy, contract: Contract) -> 
         label: Some(format!("workcopy apply {}", wc.name)),
         agent: Some(crate::apply::AGENT.into()),
         session: Some(rec.session.clone()),
+        workcopy: Some(wc.name.clone()),
     });
     // The apply is a turn of the original's history: watch it (its baseline
     // taken now) before any state says an apply is under way.

@@ -616,6 +616,28 @@ fn remove(ctx: &Ctx, store: &Store, wc: &WorkCopy, force: bool) -> anyhow::Resul
             }
         }
     }
+    if wc.apply.is_some() {
+        // Its applies' turns were kept for it (gc keeps a work copy's
+        // apply undoable and inspectable while the copy is kept).
+        match ctx.request(&Request::ReleaseWorkcopy {
+            dir: wc.original.as_path().into(),
+            name: wc.name.clone(),
+        }) {
+            Ok(Response::Released(_)) => {}
+            Ok(other) => return Err(unexpected(other)),
+            Err(e) if force => eprintln!(
+                "ckptctl: warning: the original {} keeps the apply's turn past retention: {}",
+                wc.original.display(),
+                output::error_message(&e)
+            ),
+            Err(e) => {
+                return Err(e.context(format!(
+                    "releasing the apply's turns in {} (--force removes it anyway)",
+                    wc.original.display()
+                )))
+            }
+        }
+    }
     discard(store, wc)?;
     if ctx.g.json {
         output::json(&json!({ "removed": wc.name, "copy": wc.copy }))?;
