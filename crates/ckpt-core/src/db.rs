@@ -238,6 +238,11 @@ const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (turn, kind)
     ) WITHOUT ROWID;
     ",
+    // 16: the work copy whose apply made the turn, while that copy is kept
+    // (`workcopy remove` clears it): gc keeps the turn, and every later one.
+    "
+    ALTER TABLE turns ADD COLUMN workcopy TEXT;
+    ",
 ];
 
 /// The schema version this build writes and understands.

@@ -23,7 +23,7 @@ const NS: i64 = 1_000_000_000;
 
 /// The first turn that must stay, of each [`Hold`], lowest first.
 fn held(conn: &Connection) -> Result<Option<HeldBy>> {
-    let sql: [(Hold, &str); 4] = [
+    let sql: [(Hold, &str); 5] = [
         (Hold::Pinned, "SELECT min(id) FROM turns WHERE pinned = 1"),
         (
             Hold::Open,
@@ -41,6 +41,10 @@ fn held(conn: &Connection) -> Result<Option<HeldBy>> {
             Hold::Apply,
             "SELECT min(min(turn, coalesce(applies, turn))) FROM rewinds
              WHERE status NOT IN ('applied', 'redone', 'failed')",
+        ),
+        (
+            Hold::WorkCopy,
+            "SELECT min(id) FROM turns WHERE workcopy IS NOT NULL",
         ),
     ];
     let mut first: Option<HeldBy> = None;
@@ -227,6 +231,28 @@ pub(crate) fn view(conn: &Connection, policy: &Retention) -> Result<RetentionVie
         due,
         next,
     })
+}
+
+/// Records that work copy `name`'s apply made `turn`: kept until
+/// [`release_workcopy`].
+pub(crate) fn keep_for_workcopy(conn: &Connection, turn: i64, name: &str) -> Result<()> {
+    let n = conn.execute(
+        "UPDATE turns SET workcopy = ?2 WHERE id = ?1",
+        params![turn, name],
+    )?;
+    if n == 0 {
+        return Err(Error::UnknownTurn(turn));
+    }
+    Ok(())
+}
+
+/// Work copy `name` is gone: the turns its applies made may go. How many
+/// it held.
+pub(crate) fn release_workcopy(conn: &Connection, name: &str) -> Result<usize> {
+    Ok(conn.execute(
+        "UPDATE turns SET workcopy = NULL WHERE workcopy = ?1",
+        [name],
+    )?)
 }
 
 /// Pins or unpins `turn`. A rewound turn is pinned too: redo brings it back.

@@ -51,9 +51,9 @@ pub use error::{Error, ErrorKind, Result};
 pub use export::utc_fields;
 pub use export::{
     check_out_dir, entry_of, export_files, fingerprint, fingerprint_lines, frozen_files,
-    manifest_state, state_holds, write_new_files, ExportFiles, ExportManifest, ExportRange,
-    FingerprintLine, ManifestPath, ManifestState, RangePath, SkippedPath, MANIFEST_FILE,
-    PATCH_FILE, REPORT_FILE, ZIP_FILE,
+    frozen_patch, manifest_state, state_holds, write_new_files, ExportFiles, ExportManifest,
+    ExportRange, FingerprintLine, ManifestPath, ManifestState, RangePath, SkippedPath,
+    MANIFEST_FILE, PATCH_FILE, REPORT_FILE, ZIP_FILE,
 };
 pub use fsck::{fsck, Finding, FindingKind, FsckCounts, FsckOptions, FsckReport};
 pub use ledger::{

@@ -521,6 +521,18 @@ impl Project {
         gc::set_pinned(&self.conn, turn, pinned)
     }
 
+    /// Keeps `turn` (and every later turn) past retention for work copy
+    /// `name`, whose apply made it, until [`Project::release_workcopy`].
+    pub fn keep_for_workcopy(&mut self, turn: i64, name: &str) -> Result<()> {
+        gc::keep_for_workcopy(&self.conn, turn, name)
+    }
+
+    /// Work copy `name` is removed: retention may drop the turns its
+    /// applies made. How many it kept.
+    pub fn release_workcopy(&mut self, name: &str) -> Result<usize> {
+        gc::release_workcopy(&self.conn, name)
+    }
+
     /// Takes a new size cap and extra excludes (a changed config); returns
     /// whether the excludes changed, after which a full scan finds what
     /// they no longer exclude.

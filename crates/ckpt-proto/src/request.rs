@@ -114,6 +114,12 @@ pub enum Request {
         turn: i64,
         pinned: bool,
     },
+    /// Work copy `name` is removed: retention may drop the turns its
+    /// applies made in the project at `dir`.
+    ReleaseWorkcopy {
+        dir: WirePath,
+        name: String,
+    },
     /// Run retention now; with `dry_run`, only say what it would drop.
     Gc {
         dir: WirePath,
@@ -166,6 +172,7 @@ impl Request {
             | Request::LedgerSetStatus(_)
             | Request::LedgerImport { .. }
             | Request::Pin { .. }
+            | Request::ReleaseWorkcopy { .. }
             | Request::Gc { .. } => Barrier::Never,
         }
     }

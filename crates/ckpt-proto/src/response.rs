@@ -5,8 +5,8 @@ use serde::{Deserialize, Serialize};
 use crate::{
     ActivityReply, BlameReply, CopyInReply, DiffReply, ExportReply, FsckReply, GcReply,
     LedgerAdded, LedgerEntryReply, LedgerImported, LedgerReply, LogReply, PinReply, ProjectList,
-    RewindReply, RewindsReply, ShowReply, StatusReply, Synced, ToolReply, TurnEnded, TurnStarted,
-    Unwatched, Watched,
+    ReleasedReply, RewindReply, RewindsReply, ShowReply, StatusReply, Synced, ToolReply, TurnEnded,
+    TurnStarted, Unwatched, Watched,
 };
 
 /// What the daemon answers: exactly one response per request.
@@ -45,6 +45,8 @@ pub enum Response {
     Tool(ToolReply),
     /// `Pin`, pinning or unpinning.
     Pinned(PinReply),
+    /// `ReleaseWorkcopy`.
+    Released(ReleasedReply),
     Gc(GcReply),
 }
 

@@ -555,6 +555,7 @@ fn ledger_request() -> impl Strategy<Value = Request> {
                     label,
                     agent,
                     session,
+                    workcopy: None,
                 })
             ),
         (odd_path(), opt(), opt()).prop_map(|(dir, session, command)| Request::ToolStart {

@@ -70,6 +70,9 @@ pub enum Hold {
     /// A journaled rewind, redo or work-copy apply that has not finished
     /// names it.
     Apply,
+    /// A work copy's apply made it, and that work copy is still kept: the
+    /// apply stays undoable and `workcopy status` can show it.
+    WorkCopy,
 }
 
 impl Hold {
@@ -79,6 +82,7 @@ impl Hold {
             Hold::Open => "still open",
             Hold::Ledger => "an open ledger entry",
             Hold::Apply => "an unfinished rewind or apply",
+            Hold::WorkCopy => "a work copy's apply",
         }
     }
 }

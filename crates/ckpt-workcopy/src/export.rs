@@ -47,18 +47,30 @@ pub struct WorkcopyManifest {
     pub commit: Option<String>,
 }
 
-/// The copy's changes against its base, frozen: the patch and the ZIP, with
-/// each changed path's states and entries.
+/// The copy's changes against its base, frozen: each changed path's states
+/// and entries, with every file's bytes, from which the patch, the ZIP and
+/// the expected git tree are made.
 pub struct Frozen {
     pub paths: Vec<RangePath>,
-    pub files: ckpt_core::ExportFiles,
+    pub blobs: HashMap<Hash, Vec<u8>>,
     pub changed: Vec<Changed>,
 }
 
 impl Frozen {
-    pub fn patch_sha256(&self) -> String {
-        Hash::of(&self.files.patch).to_hex()
+    /// The patch alone: preview and apply need no ZIP (it costs as much
+    /// again).
+    pub fn patch(&self) -> Vec<u8> {
+        ckpt_core::frozen_patch(&self.paths, &self.blobs).0
     }
+
+    /// The patch and the ZIP, for an export.
+    pub fn files(&self) -> anyhow::Result<ckpt_core::ExportFiles> {
+        Ok(ckpt_core::frozen_files(&self.paths, &self.blobs)?)
+    }
+}
+
+pub fn sha256(bytes: &[u8]) -> String {
+    Hash::of(bytes).to_hex()
 }
 
 /// Freezes the changes from `base` to `now` (the copy's manifest): every
@@ -93,10 +105,9 @@ pub fn freeze(
         let path = RelPath::new(path.as_str()).map_err(|e| anyhow::anyhow!("{path}: {e}"))?;
         paths.push(RangePath { path, pre, post });
     }
-    let files = ckpt_core::frozen_files(&paths, &blobs)?;
     Ok(Frozen {
         paths,
-        files,
+        blobs,
         changed,
     })
 }
@@ -110,7 +121,8 @@ pub fn export(store: &Store, wc: &WorkCopy, out: &Path) -> anyhow::Result<Workco
     )?;
     let base = store.load_manifest(&wc.name)?;
     let now = fingerprint::manifest(&wc.copy)?;
-    let Frozen { paths, files, .. } = freeze(store, wc, &base, &now)?;
+    let frozen = freeze(store, wc, &base, &now)?;
+    let (paths, files) = (&frozen.paths, frozen.files()?);
     let p = preview::preview_of(wc, &base, now)?;
     let m = WorkcopyManifest {
         tool: "ckpt".into(),

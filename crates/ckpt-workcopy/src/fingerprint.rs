@@ -21,7 +21,7 @@ pub type Manifest = BTreeMap<String, Entry>;
 pub fn entry_of(abs: &Path) -> anyhow::Result<Option<Entry>> {
     let md = match std::fs::symlink_metadata(abs) {
         Ok(md) => md,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) if absent(&e) => return Ok(None),
         Err(e) => return Err(e).with_context(|| format!("reading {}", abs.display())),
     };
     let mode = md.mode() & 0o7777;
@@ -45,6 +45,12 @@ pub fn entry_of(abs: &Path) -> anyhow::Result<Option<Entry>> {
         );
     };
     Ok(Some(Entry { kind, mode, sha256 }))
+}
+
+/// Whether a failed lstat says the path is not there: missing, or below a
+/// file (a copy that made a file a directory names paths below it).
+pub fn absent(e: &std::io::Error) -> bool {
+    e.kind() == std::io::ErrorKind::NotFound || e.raw_os_error() == Some(libc::ENOTDIR)
 }
 
 /// The fingerprint of `items`, which must come in byte order of their paths.

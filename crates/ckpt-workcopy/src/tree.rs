@@ -1,132 +1,174 @@
-//! The git tree an apply gives, computed apart: in a temporary index
-//! (`GIT_INDEX_FILE` in a temporary directory) of the copy's own
-//! repository, `read-tree` of the base, `apply --cached` of the patch,
-//! `write-tree`. Neither the original's `.git` nor the copy's index,
-//! files or refs are touched; the blobs written go to the copy's object
-//! store.
+//! The git tree an apply gives: the base commit's tree with every changed
+//! path set to one side's entry. [`expected`] sets the copy's entries
+//! (what the apply writes), [`of_original`] the original's entries after
+//! the apply; the two ids are equal exactly when the original holds, at
+//! every changed path, what the copy held.
 //!
-//! After an apply the same is done from the original's files instead of
-//! the patch ([`of_original`]): the two ids are equal exactly when the
-//! original holds, at every changed path, what the previewed patch gives.
+//! Both go through [`tree`]: a temporary index (`read-tree` of the base),
+//! each changed path staged as an entry with `update-index --index-info`
+//! (which drops a file where a directory's entries go and the other way
+//! round, so a file replaced by a directory is no special case, as it was
+//! for `git apply --cached`), `write-tree`. The blobs come from bytes in
+//! memory through `git fast-import`, the very bytes the patch was made of.
+//!
+//! Nothing is written into any repository: git runs in the copy's
+//! repository with a temporary object directory whose alternate is the
+//! copy's (`GIT_OBJECT_DIRECTORY`, `GIT_ALTERNATE_OBJECT_DIRECTORIES`), so
+//! git itself, in the repository's own hash, names the blobs and trees,
+//! and the objects are gone with the temporary directory.
 
+use std::borrow::Cow;
 use std::io::Write;
+use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
 use anyhow::Context;
+use ckpt_core::State;
 
-use super::fingerprint::{self, Entry, Kind};
+use super::export::Frozen;
+use super::fingerprint::Entry;
 use super::git;
-use super::state::{BaseKind, Store, WorkCopy};
+use super::state::WorkCopy;
 
 /// A changed path with its entry at the base and in the copy.
 pub type Changed = (String, Option<Entry>, Option<Entry>);
 
-/// [`expected`], or `None` with a warning on stderr when git cannot
-/// compute it (`git apply --cached` refuses some file-to-directory
-/// patches): the tree is a check on the apply, never a reason to refuse it.
-pub fn expected_or_warn(
-    store: &Store,
-    wc: &WorkCopy,
-    changed: &[Changed],
-    patch: &[u8],
-) -> Option<String> {
-    expected(store, wc, changed, patch).unwrap_or_else(|e| {
-        eprintln!("ckptctl: warning: no expected git tree: {e:#}");
-        None
-    })
+/// A changed path as a git tree holds it: a blob with its mode (a file or
+/// a symlink), or no entry (absent, or a directory, which git records only
+/// through its files).
+pub struct GitEntry<'a> {
+    pub path: &'a str,
+    pub blob: Option<(&'static str, Cow<'a, [u8]>)>,
 }
 
-/// The tree id of the base with `patch` applied (`None` outside git).
-pub fn expected(
-    store: &Store,
-    wc: &WorkCopy,
-    changed: &[Changed],
-    patch: &[u8],
-) -> anyhow::Result<Option<String>> {
-    let Some(ix) = TempIndex::new(wc)? else {
-        return Ok(None);
-    };
-    if wc.base == BaseKind::Current {
-        // The base is the original's tree, not its HEAD: its content at
-        // the changed paths goes in first, as the patch's pre-image.
-        let objects = store.objects(&wc.name);
-        let staged = changed
-            .iter()
-            .map(|(p, b, _)| (p.as_str(), b.as_ref().map(|e| (e, objects.join(&e.sha256)))))
-            .collect::<Vec<_>>();
-        ix.stage(&staged, |_, kept| Ok(Source::File(kept.clone())))?;
+/// The git mode of a file with permission bits `mode`.
+fn file_mode(mode: u32) -> &'static str {
+    if mode & 0o111 != 0 {
+        "100755"
+    } else {
+        "100644"
     }
-    if !patch.is_empty() {
-        ix.run(&["apply", "--cached", "--whitespace=nowarn", "-"], patch)
-            .context("applying the patch to the base in a temporary index")?;
+}
+
+/// The tree id of the base with the copy's entries at the changed paths
+/// (`None` outside git): what the apply gives.
+pub fn expected(wc: &WorkCopy, frozen: &Frozen) -> anyhow::Result<Option<String>> {
+    let mut entries = Vec::with_capacity(frozen.paths.len());
+    for (rp, (path, _, _)) in frozen.paths.iter().zip(&frozen.changed) {
+        let blob = match &rp.post {
+            State::File { hash, mode, .. } => {
+                let data = frozen
+                    .blobs
+                    .get(hash)
+                    .with_context(|| format!("{path}: its content was not read"))?;
+                Some((file_mode(*mode), Cow::Borrowed(&data[..])))
+            }
+            State::Symlink { target } => Some(("120000", Cow::Borrowed(&target[..]))),
+            State::Absent | State::Dir { .. } => None,
+            State::Skipped { reason } => anyhow::bail!("{path}: not read ({reason})"),
+        };
+        entries.push(GitEntry { path, blob });
     }
-    ix.write_tree().map(Some)
+    tree(wc, &entries)
 }
 
 /// The tree id of the base with the original's entries at `changed`'s
 /// paths (`None` outside git): after an apply, [`expected`]'s id.
 pub fn of_original(wc: &WorkCopy, changed: &[Changed]) -> anyhow::Result<Option<String>> {
-    let Some(ix) = TempIndex::new(wc)? else {
-        return Ok(None);
-    };
-    let mut now = Vec::new();
-    for (p, _, _) in changed {
-        now.push((p.as_str(), fingerprint::entry_of(&wc.original.join(p))?));
+    let mut entries = Vec::with_capacity(changed.len());
+    for (path, _, _) in changed {
+        let abs = wc.original.join(path);
+        let md = match std::fs::symlink_metadata(&abs) {
+            Ok(md) => Some(md),
+            Err(e) if super::fingerprint::absent(&e) => None,
+            Err(e) => return Err(e).with_context(|| format!("reading {}", abs.display())),
+        };
+        let blob = match md {
+            Some(md) if md.file_type().is_symlink() => {
+                let target = std::fs::read_link(&abs)
+                    .with_context(|| format!("reading {}", abs.display()))?;
+                Some(("120000", Cow::Owned(target.as_os_str().as_bytes().to_vec())))
+            }
+            Some(md) if md.is_file() => {
+                use std::os::unix::fs::PermissionsExt;
+                let data =
+                    std::fs::read(&abs).with_context(|| format!("reading {}", abs.display()))?;
+                Some((file_mode(md.permissions().mode()), Cow::Owned(data)))
+            }
+            _ => None,
+        };
+        entries.push(GitEntry { path, blob });
     }
-    let staged = now
-        .iter()
-        .map(|(p, e)| (*p, e.as_ref().map(|e| (e, wc.original.join(p)))))
-        .collect::<Vec<_>>();
-    ix.stage(&staged, |e, abs| {
-        Ok(match e.kind {
-            Kind::Symlink => Source::Bytes(
-                std::fs::read_link(abs)
-                    .with_context(|| format!("reading {}", abs.display()))?
-                    .into_os_string()
-                    .into_encoded_bytes(),
-            ),
-            _ => Source::File(abs.clone()),
-        })
-    })?;
-    ix.write_tree().map(Some)
+    tree(wc, &entries)
 }
 
-/// Where a blob's bytes are.
-enum Source {
-    /// In this file (for a symlink's entry, a file holding its target).
-    File(PathBuf),
-    /// These bytes (a symlink's target).
-    Bytes(Vec<u8>),
+/// The tree id of the base commit with `entries` staged over it (`None`
+/// when the copy has no base commit: an original outside git).
+pub fn tree(wc: &WorkCopy, entries: &[GitEntry]) -> anyhow::Result<Option<String>> {
+    let Some(base) = &wc.base_commit else {
+        return Ok(None);
+    };
+    let ix = TempIndex::new(wc)?;
+    ix.run(&["read-tree", base.as_str()], &[])
+        .context("reading the base commit into a temporary index")?;
+    let ids = ix.blobs(
+        entries
+            .iter()
+            .filter_map(|e| e.blob.as_ref().map(|b| &b.1[..])),
+    )?;
+    let mut lines = Vec::new();
+    // Removals first, then entries: a path's entry replaces whatever of its
+    // parents or children the index holds.
+    let zero = "0".repeat(base.len());
+    for e in entries.iter().filter(|e| e.blob.is_none()) {
+        lines.extend_from_slice(format!("0 {zero}\t{}\0", e.path).as_bytes());
+    }
+    let blobs = entries
+        .iter()
+        .filter_map(|e| e.blob.as_ref().map(|b| (e.path, b.0)));
+    for ((path, mode), id) in blobs.zip(&ids) {
+        lines.extend_from_slice(format!("{mode} {id}\t{path}\0").as_bytes());
+    }
+    if !lines.is_empty() {
+        ix.run(&["update-index", "-z", "--index-info"], &lines)
+            .context("staging the changed paths in a temporary index")?;
+    }
+    let out = ix.run(&["write-tree"], &[])?;
+    Ok(Some(String::from_utf8_lossy(&out).trim().to_string()))
 }
 
 struct TempIndex {
     dir: tempfile::TempDir,
     copy: PathBuf,
+    /// The copy's object directory, absolute.
+    objects: PathBuf,
 }
 
 impl TempIndex {
-    /// `None` when the copy has no base commit (an original outside git).
-    fn new(wc: &WorkCopy) -> anyhow::Result<Option<TempIndex>> {
-        let Some(base) = &wc.base_commit else {
-            return Ok(None);
-        };
+    fn new(wc: &WorkCopy) -> anyhow::Result<TempIndex> {
         let dir = tempfile::Builder::new()
             .prefix("ckpt-tree-")
             .tempdir()
             .context("creating a temporary directory for the index")?;
-        let ix = TempIndex {
+        // git takes a repository whose object directory is missing for none.
+        std::fs::create_dir(dir.path().join("objects"))
+            .context("creating the temporary object directory")?;
+        let objects = git::text(&wc.copy, &["rev-parse", "--git-path", "objects"])?;
+        Ok(TempIndex {
             dir,
             copy: wc.copy.clone(),
-        };
-        ix.run(&["read-tree", base.as_str()], &[])
-            .context("reading the base commit into a temporary index")?;
-        Ok(Some(ix))
+            objects: wc.copy.join(objects),
+        })
     }
 
     fn git(&self) -> Command {
         let mut c = git::cmd(&self.copy);
         c.env("GIT_INDEX_FILE", self.dir.path().join("index"))
+            // Objects written go to the temporary directory; the copy's are
+            // read through it.
+            .env("GIT_OBJECT_DIRECTORY", self.dir.path().join("objects"))
+            .env("GIT_ALTERNATE_OBJECT_DIRECTORIES", &self.objects)
             // What the base commit names, not what a replace ref says.
             .env("GIT_NO_REPLACE_OBJECTS", "1");
         c
@@ -142,11 +184,14 @@ impl TempIndex {
             .spawn()
             .with_context(|| format!("running git {}", args.join(" ")))?;
         let mut stdin = child.stdin.take().context("git's stdin")?;
-        let input = input.to_vec();
-        // From a thread: git may fill its output pipe before reading all.
-        let writer = std::thread::spawn(move || stdin.write_all(&input));
-        let out = child.wait_with_output().context("waiting for git")?;
-        let _ = writer.join();
+        let out = std::thread::scope(|s| {
+            // From a thread: git may fill its output pipe before reading all.
+            let writer = s.spawn(move || stdin.write_all(input));
+            let out = child.wait_with_output();
+            let _ = writer.join();
+            out
+        })
+        .context("waiting for git")?;
         anyhow::ensure!(
             out.status.success(),
             "git {} failed: {}",
@@ -156,86 +201,40 @@ impl TempIndex {
         Ok(out.stdout)
     }
 
-    /// Sets each path's index entry to its entry's content (`None`, or a
-    /// directory, which git does not record: no entry), removals first so
-    /// a file may replace a directory and the other way round.
-    fn stage<T>(
-        &self,
-        paths: &[(&str, Option<(&Entry, T)>)],
-        source: impl Fn(&Entry, &T) -> anyhow::Result<Source>,
-    ) -> anyhow::Result<()> {
-        let mut lines = Vec::new();
-        let mut blobs = Vec::new();
-        for (path, e) in paths {
-            match e {
-                Some((e, t)) if e.kind != Kind::Dir => blobs.push((*path, *e, source(e, t)?)),
-                _ => {
-                    lines.extend_from_slice(b"0 0000000000000000000000000000000000000000\t");
-                    lines.extend_from_slice(path.as_bytes());
-                    lines.push(0);
-                }
+    /// Writes each of `blobs` into the temporary object directory with one
+    /// `git fast-import`; their ids, in order.
+    fn blobs<'a>(&self, blobs: impl Iterator<Item = &'a [u8]>) -> anyhow::Result<Vec<String>> {
+        let mut stream = Vec::new();
+        let mut n = 0;
+        for data in blobs {
+            n += 1;
+            stream.extend_from_slice(format!("blob\nmark :{n}\ndata {}\n", data.len()).as_bytes());
+            stream.extend_from_slice(data);
+            stream.push(b'\n');
+        }
+        if n == 0 {
+            return Ok(Vec::new());
+        }
+        stream.extend_from_slice(b"done\n");
+        let marks = self.dir.path().join("marks");
+        let arg = format!("--export-marks={}", marks.display());
+        self.run(&["fast-import", "--quiet", "--done", &arg], &stream)?;
+        let text = std::fs::read_to_string(&marks).context("reading git fast-import's marks")?;
+        let mut ids = vec![String::new(); n];
+        for line in text.lines() {
+            let parsed = line
+                .strip_prefix(':')
+                .and_then(|l| l.split_once(' '))
+                .and_then(|(m, id)| Some((m.parse::<usize>().ok()?, id)));
+            match parsed {
+                Some((m, id)) if (1..=n).contains(&m) => ids[m - 1] = id.to_string(),
+                _ => anyhow::bail!("git fast-import's marks: unexpected line {line:?}"),
             }
         }
-        // One hash-object for every blob: files by path, the rest written
-        // into the temporary directory first.
-        let mut files = Vec::new();
-        for (i, (_, _, s)) in blobs.iter().enumerate() {
-            let tmp = self.dir.path().join(format!("blob-{i}"));
-            let file = match s {
-                // --stdin-paths reads one path a line.
-                Source::File(p) if p.to_str().is_some_and(|n| !n.contains('\n')) => p.clone(),
-                Source::File(p) => {
-                    std::fs::copy(p, &tmp).with_context(|| format!("reading {}", p.display()))?;
-                    tmp
-                }
-                Source::Bytes(b) => {
-                    std::fs::write(&tmp, b)
-                        .with_context(|| format!("writing {}", tmp.display()))?;
-                    tmp
-                }
-            };
-            let name = file
-                .to_str()
-                .filter(|n| !n.contains('\n'))
-                .with_context(|| format!("{}: git needs a one-line UTF-8 path", file.display()))?
-                .to_string();
-            files.push(name);
-        }
-        if !blobs.is_empty() {
-            let mut input = files.join("\n").into_bytes();
-            input.push(b'\n');
-            let out = self.run(
-                &["hash-object", "-w", "--no-filters", "--stdin-paths"],
-                &input,
-            )?;
-            let ids: Vec<&str> = std::str::from_utf8(&out)
-                .context("git hash-object's output")?
-                .lines()
-                .collect();
-            anyhow::ensure!(
-                ids.len() == blobs.len(),
-                "git hash-object gave {} ids for {} files",
-                ids.len(),
-                blobs.len()
-            );
-            for ((path, e, _), id) in blobs.iter().zip(ids) {
-                let mode = match e.kind {
-                    Kind::Symlink => "120000",
-                    _ if e.mode & 0o111 != 0 => "100755",
-                    _ => "100644",
-                };
-                lines.extend_from_slice(format!("{mode} {id}\t{path}").as_bytes());
-                lines.push(0);
-            }
-        }
-        if !lines.is_empty() {
-            self.run(&["update-index", "-z", "--index-info"], &lines)?;
-        }
-        Ok(())
-    }
-
-    fn write_tree(&self) -> anyhow::Result<String> {
-        let out = self.run(&["write-tree"], &[])?;
-        Ok(String::from_utf8_lossy(&out).trim().to_string())
+        anyhow::ensure!(
+            ids.iter().all(|id| !id.is_empty()),
+            "git fast-import named fewer blobs than the {n} given"
+        );
+        Ok(ids)
     }
 }

@@ -12,9 +12,9 @@ use anyhow::{anyhow, bail, Context};
 use ckpt_proto::{
     read_frame, write_frame, ActivityReply, BlameReply, CopyInReply, DiffReply, ErrorKind,
     ExportReply, FrameError, FsckReply, GcReply, LedgerAdded, LedgerEntryReply, LedgerImported,
-    LedgerReply, LogReply, PinReply, ProjectList, Request, Response, RewindReply, RewindsReply,
-    ShowReply, StatusReply, Synced, ToolReply, TurnEnded, TurnStarted, Unwatched, Watched,
-    PROTOCOL_VERSION,
+    LedgerReply, LogReply, PinReply, ProjectList, ReleasedReply, Request, Response, RewindReply,
+    RewindsReply, ShowReply, StatusReply, Synced, ToolReply, TurnEnded, TurnStarted, Unwatched,
+    Watched, PROTOCOL_VERSION,
 };
 use interprocess::local_socket::{prelude::*, GenericFilePath, Stream};
 
@@ -227,6 +227,7 @@ from_response!(
     CopyIn(CopyInReply),
     Tool(ToolReply),
     Pinned(PinReply),
+    Released(ReleasedReply),
     Gc(GcReply),
 );
 

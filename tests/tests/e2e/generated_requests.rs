@@ -375,6 +375,7 @@ fn concrete(proj: &Path, g: &Gen) -> Request {
                 label: None,
                 agent: None,
                 session: None,
+                workcopy: None,
             })
         }
         Gen::Tool(s, start, named) => {

@@ -105,6 +105,107 @@ fn preview_shows_the_tree_the_apply_gives_and_apply_shows_the_original_has_it() 
     assert_eq!(tree_of_files(&proj), tree);
 }
 
+/// Previews and applies the copy `w` of `proj` (made, then changed by
+/// `script` in it); checks the tree the preview shows is the one the
+/// apply reports and the original then holds, with the original's `.git`
+/// untouched throughout. Returns that tree.
+fn preview_and_apply(env: &Env, proj: &Path, base: &str, script: &str) -> String {
+    env.ctl_ok(proj, &["watch"]);
+    let wc = env.ctl_json(proj, &["workcopy", "create", "--base", base, "--name", "w"]);
+    let copy = PathBuf::from(wc["copy"].as_str().unwrap());
+    sh(&copy, script);
+    let git_before = snapshot_git(proj);
+    let p = env.ctl_json(proj, &["workcopy", "preview", "w"]);
+    let tree = p["tree"].as_str().expect("a tree id").to_string();
+    let out = env.ctl_json(proj, &["workcopy", "apply", "w"]);
+    assert_eq!(out["tree"]["expected"], tree.as_str(), "{out}");
+    assert_eq!(out["tree"]["found"], tree.as_str(), "{out}");
+    assert_eq!(out["tree"]["matches"], true, "{out}");
+    assert_same_tree("the original's .git", &git_before, &snapshot_git(proj));
+    tree
+}
+
+#[test]
+fn a_file_replaced_by_a_directory_has_its_tree() {
+    let env = Env::new();
+    let _d = env.start_daemon();
+    let proj = env.git_repo("p", &[("README", b"readme\n"), ("a.txt", b"a\n")]);
+    let tree = preview_and_apply(
+        &env,
+        &proj,
+        "HEAD",
+        "rm README && mkdir README && echo data > README/data",
+    );
+    assert_eq!(tree, tree_of_files(&proj));
+    assert_eq!(std::fs::read(proj.join("README/data")).unwrap(), b"data\n");
+}
+
+#[test]
+fn a_directory_replaced_by_a_file_has_its_tree() {
+    let env = Env::new();
+    let _d = env.start_daemon();
+    let proj = env.git_repo(
+        "p",
+        &[
+            ("docs/a.md", b"a\n"),
+            ("docs/sub/b.md", b"b\n"),
+            ("x", b"x\n"),
+        ],
+    );
+    let tree = preview_and_apply(&env, &proj, "HEAD", "rm -r docs && echo now a file > docs");
+    assert_eq!(tree, tree_of_files(&proj));
+    assert_eq!(std::fs::read(proj.join("docs")).unwrap(), b"now a file\n");
+}
+
+/// Soak seeds 9184763450458383329 and 15216840453779333329: the base
+/// commit has a file (README) where the original's tree has a directory,
+/// and the copy deletes a file in it. Staging the base's README/x dropped
+/// the commit's README from the expected tree, removing README/x after the
+/// apply kept it: the trees differed with nothing else writing. Both sides
+/// now stage the same entries over the commit, which keeps its README.
+#[test]
+fn a_deletion_below_a_committed_file_the_tree_holds_as_a_directory_has_its_tree() {
+    let env = Env::new();
+    let _d = env.start_daemon();
+    let proj = env.git_repo("p", &[("README", b"readme\n"), ("a.txt", b"a\n")]);
+    sh(&proj, "rm README && mkdir README && echo x > README/x");
+    let tree = preview_and_apply(&env, &proj, "current", "rm README/x");
+    // Only README/x changed, and the commit has none: the commit's tree.
+    assert_eq!(tree, git_text(&proj, &["rev-parse", "HEAD^{tree}"]));
+    assert!(!proj.join("README/x").exists());
+}
+
+/// An apply the daemon refuses wrote nothing: the preview's token is
+/// still good for the apply once the obstacle is gone.
+#[test]
+fn an_apply_the_daemon_refuses_leaves_the_token_valid() {
+    let env = Env::new();
+    let _d = env.start_daemon();
+    let proj = env.git_repo("p", &[("d/x", b"x\n"), ("a.txt", b"a\n")]);
+    env.ctl_ok(&proj, &["watch"]);
+    let wc = env.ctl_json(&proj, &["workcopy", "create", "--name", "w"]);
+    let copy = PathBuf::from(wc["copy"].as_str().unwrap());
+    sh(&copy, "rm -r d && echo b > a.txt");
+    let token = env.ctl_json(&proj, &["workcopy", "preview", "w"])["token"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // The user's own file in the directory the copy deletes: the daemon's
+    // plan finds it, the preview's paths do not.
+    sh(&proj, "echo mine > d/mine");
+    let before = snapshot_work(&proj);
+    let out = env.ctl(&proj, &["workcopy", "apply", "w", "--token", &token]);
+    assert_eq!(out.code(), 3, "{out:?}");
+    assert!(out.stderr.contains("apply refused"), "{out:?}");
+    assert_same_tree("after a refused apply", &before, &snapshot_work(&proj));
+    let st = env.ctl(&proj, &["workcopy", "status", "w"]);
+    assert!(st.stdout.contains("last preview's token: valid"), "{st:?}");
+    sh(&proj, "rm d/mine");
+    let out = env.ctl_json(&proj, &["workcopy", "apply", "w", "--token", &token]);
+    assert_eq!(out["applied"], true, "{out}");
+    assert!(!proj.join("d").exists());
+}
+
 #[test]
 fn apply_needs_the_previews_token_and_refuses_what_changed_since() {
     let env = Env::new();
@@ -514,4 +615,68 @@ fn a_crash_while_pushing_is_settled_from_the_remotes_ref() {
     );
     let now = env.ctl_json(&proj, &["workcopy", "status", "w"]);
     assert_eq!(now["workcopy"]["state"], "pushed", "{now}");
+}
+
+/// gc keeps a finished apply's turn (and every later one) while its work
+/// copy is kept, so the apply stays undoable and `workcopy status` can
+/// show it; `workcopy remove` lets it go.
+#[test]
+fn gc_keeps_a_work_copys_apply_until_the_copy_is_removed() {
+    let env = Env::new();
+    let _d = env.start_daemon_with(&[("CKPT_TEST_GC_GRACE_SECS", "0")]);
+    let proj = env.git_repo("p", &[("a.txt", b"a\n")]);
+    std::fs::create_dir_all(proj.join(".ckpt")).unwrap();
+    std::fs::write(
+        proj.join(".ckpt/config.toml"),
+        "[retention]\nturns = 1\ndays = 0\n",
+    )
+    .unwrap();
+    env.ctl_ok(&proj, &["watch"]);
+    let turn = |v: &str| {
+        env.ctl_ok(&proj, &["turn-start"]);
+        std::fs::write(proj.join("f.txt"), v).unwrap();
+        env.ctl_ok(&proj, &["turn-end"]);
+    };
+    turn("1");
+    let wc = env.ctl_json(
+        &proj,
+        &["workcopy", "create", "--base", "current", "--name", "w"],
+    );
+    let copy = PathBuf::from(wc["copy"].as_str().unwrap());
+    sh(&copy, "echo from the copy > a.txt");
+    let applied = env.ctl_json(&proj, &["workcopy", "apply", "w", "--no-preview"]);
+    let t = applied["turn"].as_i64().unwrap();
+    turn("2");
+    turn("3");
+    let status = env.ctl_ok(&proj, &["status"]);
+    assert!(
+        status.contains(&format!("kept from turn {t} on (a work copy's apply)")),
+        "{status}"
+    );
+    let r = env.ctl_json(&proj, &["gc"]);
+    assert_eq!(r["through"], t - 1, "{r}");
+    let ids: Vec<i64> = env.ctl_json(&proj, &["log"])["turns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["id"].as_i64().unwrap())
+        .collect();
+    assert!(ids.contains(&t), "{ids:?}");
+    let st = env.ctl_ok(&proj, &["workcopy", "status", "w"]);
+    assert!(st.contains(&format!("applied as turn {t}")), "{st}");
+    // Still undoable.
+    env.ctl_ok(&proj, &["rewind", &t.to_string(), "--force"]);
+    assert_eq!(std::fs::read(proj.join("a.txt")).unwrap(), b"a\n");
+    env.ctl_ok(&proj, &["redo"]);
+
+    env.ctl_ok(&proj, &["workcopy", "remove", "w"]);
+    let r = env.ctl_json(&proj, &["gc"]);
+    assert!(r["through"].as_i64().unwrap() >= t, "{r}");
+    let ids: Vec<i64> = env.ctl_json(&proj, &["log"])["turns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["id"].as_i64().unwrap())
+        .collect();
+    assert!(!ids.contains(&t), "{ids:?}");
 }

@@ -244,6 +244,21 @@ pub fn export_files(
 /// Builds the patch and the ZIP of `paths` (sorted by path bytes), with
 /// every file's content in `blobs`: what a work copy's export uses.
 pub fn frozen_files(paths: &[RangePath], blobs: &HashMap<Hash, Vec<u8>>) -> Result<ExportFiles> {
+    let (patch, skipped) = frozen_patch(paths, blobs);
+    let zip = archive::zip(paths, blobs)?;
+    Ok(ExportFiles {
+        patch,
+        zip,
+        skipped,
+    })
+}
+
+/// The patch of [`frozen_files`] alone, with the paths it leaves out: what
+/// a work copy's preview and apply need (the ZIP costs as much again).
+pub fn frozen_patch(
+    paths: &[RangePath],
+    blobs: &HashMap<Hash, Vec<u8>>,
+) -> (Vec<u8>, Vec<SkippedPath>) {
     let mut patch_text = Vec::new();
     let mut skipped = Vec::new();
     for rp in paths {
@@ -283,12 +298,7 @@ pub fn frozen_files(paths: &[RangePath], blobs: &HashMap<Hash, Vec<u8>>) -> Resu
             });
         }
     }
-    let zip = archive::zip(paths, blobs)?;
-    Ok(ExportFiles {
-        patch: patch_text,
-        zip,
-        skipped,
-    })
+    (patch_text, skipped)
 }
 
 /// A state as git sees it: files and symlinks; `None` for anything else.

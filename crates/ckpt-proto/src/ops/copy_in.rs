@@ -22,6 +22,10 @@ pub struct CopyIn {
     pub agent: Option<String>,
     #[serde(default)]
     pub session: Option<String>,
+    /// The work copy whose apply this is: its turn is kept past retention
+    /// until `ReleaseWorkcopy` names that copy.
+    #[serde(default)]
+    pub workcopy: Option<String>,
 }
 
 /// One path of a `CopyIn`; `None` entries mean absent. The path is the

@@ -15,4 +15,14 @@ pub struct Pinned {
     pub retention: RetentionView,
 }
 
+pub type ReleasedReply = Reply<Released>;
+
+/// A work copy's turns released, and retention as it now stands.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Released {
+    /// How many turns it kept.
+    pub turns: usize,
+    pub retention: RetentionView,
+}
+
 pub type GcReply = Reply<GcReport>;

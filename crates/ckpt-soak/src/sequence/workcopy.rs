@@ -162,6 +162,15 @@ impl Seq<'_> {
             return mismatch(format!("workcopy apply {name} failed: {}", c.describe()));
         }
         let v: serde_json::Value = c.parse()?;
+        // The original is a git repository: the apply reports the tree it
+        // computed before and the one the original then holds, equal.
+        let t = &v["tree"];
+        if t["matches"] != serde_json::Value::Bool(true) || t["expected"].is_null() {
+            return mismatch(format!(
+                "workcopy apply {name}: the original's git tree is not the one computed before the apply: {t}; stderr: {}",
+                c.stderr
+            ));
+        }
         match applied_turn(&v["state"]) {
             Some(t) => Ok(t),
             None => mismatch(format!("workcopy apply {name}: no turn in {}", c.stdout)),

@@ -47,11 +47,11 @@ pub fn apply_cmd(ctx: &Ctx, store: &Store, wc: WorkCopy, contract: Contract) -> 
     let now = fingerprint::manifest(&wc.copy)?;
     let frozen = export::freeze(store, &wc, &base, &now)?;
     let expected = if contract.no_preview {
-        tree::expected_or_warn(store, &wc, &frozen.changed, &frozen.files.patch)
+        tree::expected(&wc, &frozen)?
     } else {
         let target = contract::target(&wc.original);
         let found = contract::Found {
-            patch_sha256: &frozen.patch_sha256(),
+            patch_sha256: &export::sha256(&frozen.patch()),
             target: &target,
             now: now_secs(),
         };
@@ -135,6 +135,7 @@ pub fn apply_cmd(ctx: &Ctx, store: &Store, wc: WorkCopy, contract: Contract) -> 
         label: Some(format!("workcopy apply {}", wc.name)),
         agent: Some(crate::apply::AGENT.into()),
         session: Some(rec.session.clone()),
+        workcopy: Some(wc.name.clone()),
     });
     // The apply is a turn of the original's history: watch it (its baseline
     // taken now) before any state says an apply is under way.
@@ -153,8 +154,10 @@ pub fn apply_cmd(ctx: &Ctx, store: &Store, wc: WorkCopy, contract: Contract) -> 
     }
     wc.state = Phase::Applying;
     wc.apply = Some(rec);
-    if !contract.no_preview {
-        // Taken now: a refused apply must be previewed again too.
+    // Taken with the intent: an apply cut short must not run twice on one
+    // token. One that writes nothing gives it back (`give_back`).
+    let took = !contract.no_preview;
+    if took {
         if let Some(r) = wc.preview.as_mut() {
             r.used = true;
         }
@@ -171,6 +174,7 @@ pub fn apply_cmd(ctx: &Ctx, store: &Store, wc: WorkCopy, contract: Contract) -> 
         Ok(Response::CopyIn(r)) => {
             wc.state = Phase::Ready;
             wc.apply = None;
+            give_back(&mut wc, took);
             store.save(&wc)?;
             if ctx.g.json {
                 output::json(
@@ -194,13 +198,25 @@ pub fn apply_cmd(ctx: &Ctx, store: &Store, wc: WorkCopy, contract: Contract) -> 
         // The daemon may have written some or all of it: look.
         Err(e) => match settle(ctx, store, wc) {
             Ok(wc) if wc.state == Phase::Applied => report_applied(ctx, &wc, 0, &frozen.changed),
-            Ok(wc) if wc.state == Phase::Ready => Err(e.context("nothing was applied")),
+            Ok(mut wc) if wc.state == Phase::Ready => {
+                give_back(&mut wc, took);
+                store.save(&wc)?;
+                Err(e.context("nothing was applied"))
+            }
             Ok(wc) => Err(e.context(format!(
                 "the apply may be cut short; `ckptctl workcopy status {}` looks again",
                 wc.name
             ))),
             Err(e2) => Err(e.context(format!("and looking at the original failed: {e2:#}"))),
         },
+    }
+}
+
+/// The preview's token, valid again after an apply that wrote nothing (a
+/// refusal is not a use), if this apply `took` it.
+fn give_back(wc: &mut WorkCopy, took: bool) {
+    if let (true, Some(r)) = (took, wc.preview.as_mut()) {
+        r.used = false;
     }
 }
 
@@ -217,8 +233,7 @@ fn report_applied(
         .apply
         .as_ref()
         .context("an applied work copy has its apply record")?;
-    // No expected tree (outside git, or git could not compute it): nothing
-    // to check against.
+    // No expected tree (outside git): nothing to check against.
     let found = match rec.tree {
         Some(_) => tree::of_original(wc, changed)?,
         None => None,
@@ -257,19 +272,46 @@ fn report_applied(
             wc.name
         );
     }
-    // The apply is done either way: a difference is said, not hidden, and
-    // the tree check can be wrong where the apply was not (file-to-directory
-    // changes, found by the soak).
     if !matches {
-        eprintln!(
-            "ckptctl: warning: the original's git tree at the changed paths is {}, not {} as \
-             computed before the apply; `ckptctl rewind {turn}` in {} undoes the apply",
-            found.as_deref().unwrap_or("none"),
-            rec.tree.as_deref().unwrap_or("none"),
-            wc.original.display()
-        );
+        check_tree_difference(wc, changed, found.as_deref(), rec.tree.as_deref())?;
     }
     Ok(0)
+}
+
+/// A tree after the apply that is not the one computed before it: a
+/// warning when someone changed a path since (the apply is done either
+/// way), an error when the original holds every changed path as the copy
+/// does, for then the two trees were computed differently: ckpt's fault.
+fn check_tree_difference(
+    wc: &WorkCopy,
+    changed: &[tree::Changed],
+    found: Option<&str>,
+    expected: Option<&str>,
+) -> anyhow::Result<()> {
+    let mut since = Vec::new();
+    for (path, _, copy) in changed {
+        if fingerprint::entry_of(&wc.original.join(path))? != *copy {
+            since.push(path.as_str());
+        }
+    }
+    let turn = applied_turn(wc);
+    let (found, expected) = (found.unwrap_or("none"), expected.unwrap_or("none"));
+    anyhow::ensure!(
+        !since.is_empty(),
+        "the original's git tree at the changed paths is {found}, not {expected} as computed \
+         before the apply, though it holds every path as the copy does: a fault of ckpt's, \
+         please report it (the apply is done as turn {turn}; `ckptctl rewind {turn}` in {} \
+         undoes it)",
+        wc.original.display()
+    );
+    eprintln!(
+        "ckptctl: warning: the original's git tree at the changed paths is {found}, not \
+         {expected}: {} changed since the apply ({}); `ckptctl rewind {turn}` in {} undoes the apply",
+        output::count(since.len() as u64, "path"),
+        since.join(", "),
+        wc.original.display()
+    );
+    Ok(())
 }
 
 pub fn commit_cmd(

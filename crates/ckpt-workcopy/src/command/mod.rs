@@ -393,8 +393,9 @@ fn preview_cmd(ctx: &Ctx, store: &Store, wc: &WorkCopy) -> anyhow::Result<u8> {
     let base = store.load_manifest(&wc.name)?;
     let now = fingerprint::manifest(&wc.copy)?;
     let frozen = crate::export::freeze(store, wc, &base, &now)?;
+    let patch_sha256 = crate::export::sha256(&frozen.patch());
     let p = preview::preview_of(wc, &base, now)?;
-    let tree = crate::tree::expected_or_warn(store, wc, &frozen.changed, &frozen.files.patch);
+    let tree = crate::tree::expected(wc, &frozen)?;
     let refused = p.conflicts > 0 || p.leaving_symlinks > 0;
     // A token only for what apply would take.
     let issued = if refused {
@@ -403,7 +404,7 @@ fn preview_cmd(ctx: &Ctx, store: &Store, wc: &WorkCopy) -> anyhow::Result<u8> {
         let rec = PreviewRecord {
             token: contract::new_token()?,
             issued: crate::state::now_secs(),
-            patch_sha256: frozen.patch_sha256(),
+            patch_sha256: patch_sha256.clone(),
             tree: tree.clone(),
             target: contract::target(&wc.original),
             used: false,
@@ -420,7 +421,7 @@ fn preview_cmd(ctx: &Ctx, store: &Store, wc: &WorkCopy) -> anyhow::Result<u8> {
             "original": wc.original,
             "preview": p,
             "tree": tree,
-            "patch_sha256": frozen.patch_sha256(),
+            "patch_sha256": patch_sha256,
             "usage": usage,
             "limits": lim,
             "token": issued.as_ref().map(|r| &r.token),
@@ -461,7 +462,7 @@ fn preview_cmd(ctx: &Ctx, store: &Store, wc: &WorkCopy) -> anyhow::Result<u8> {
         }
         println!(
             "patch SHA-256 {}; the copy holds {} files, {} (limits {}, {})",
-            frozen.patch_sha256(),
+            patch_sha256,
             usage.files,
             output::bytes(usage.bytes),
             lim.max_files,
@@ -611,6 +612,28 @@ fn remove(ctx: &Ctx, store: &Store, wc: &WorkCopy, force: bool) -> anyhow::Resul
                 return Err(e.context(format!(
                     "unwatching {} (--force removes it anyway)",
                     wc.copy.display()
+                )))
+            }
+        }
+    }
+    if wc.apply.is_some() {
+        // Its applies' turns were kept for it (gc keeps a work copy's
+        // apply undoable and inspectable while the copy is kept).
+        match ctx.request(&Request::ReleaseWorkcopy {
+            dir: wc.original.as_path().into(),
+            name: wc.name.clone(),
+        }) {
+            Ok(Response::Released(_)) => {}
+            Ok(other) => return Err(unexpected(other)),
+            Err(e) if force => eprintln!(
+                "ckptctl: warning: the original {} keeps the apply's turn past retention: {}",
+                wc.original.display(),
+                output::error_message(&e)
+            ),
+            Err(e) => {
+                return Err(e.context(format!(
+                    "releasing the apply's turns in {} (--force removes it anyway)",
+                    wc.original.display()
                 )))
             }
         }

@@ -50,8 +50,16 @@ pub fn handle(d: &Arc<Daemon>, g: Gate, r: proto::CopyIn) -> ReqResult<About<Cop
         ..RewindOptions::default()
     };
     let opts = d.config.hooks.arm(opts);
+    let workcopy = r.workcopy;
     let outcome = h
-        .call(|p| p.copy_in(&src, meta, paths, opts))
+        .call(|p| {
+            let out = p.copy_in(&src, meta, paths, opts)?;
+            // Under the same lock: no gc runs between the apply and this.
+            if let (CopyOutcome::Applied { turn, .. }, Some(name)) = (&out, &workcopy) {
+                p.keep_for_workcopy(*turn, name)?;
+            }
+            Ok(out)
+        })
         .inspect_err(|e| failed(&h, e))?;
     let mut reply = CopyInBody {
         outcome: proto::Outcome::Refused,

@@ -86,6 +86,9 @@ pub fn handle(d: &Arc<Daemon>, req: Request) -> Response {
         Request::Pin { dir, turn, pinned } => {
             retention::pin(d, &dir, turn, pinned).map(about(Response::Pinned))
         }
+        Request::ReleaseWorkcopy { dir, name } => {
+            retention::release_workcopy(d, &dir, &name).map(about(Response::Released))
+        }
         Request::Gc { dir, dry_run } => retention::gc(d, &dir, dry_run).map(about(Response::Gc)),
     };
     result.unwrap_or_else(Response::from)

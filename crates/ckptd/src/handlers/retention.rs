@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use ckpt_proto::{GcReport, Pinned, WirePath};
+use ckpt_proto::{GcReport, Pinned, Released, WirePath};
 
 use super::About;
 use crate::daemon::Daemon;
@@ -24,6 +24,13 @@ pub fn pin(d: &Arc<Daemon>, dir: &WirePath, turn: i64, pinned: bool) -> ReqResul
             retention,
         },
     ))
+}
+
+pub fn release_workcopy(d: &Arc<Daemon>, dir: &WirePath, name: &str) -> ReqResult<About<Released>> {
+    let h = d.project_for(dir)?;
+    let policy = h.retention_policy();
+    let (turns, retention) = h.call(|p| Ok((p.release_workcopy(name)?, p.retention(&policy)?)))?;
+    Ok((h, Released { turns, retention }))
 }
 
 pub fn gc(d: &Arc<Daemon>, dir: &WirePath, dry_run: bool) -> ReqResult<About<GcReport>> {
