@@ -14,6 +14,11 @@ pub use ckpt_types::{
 };
 pub use ckpt_types::{Blame, BlameLine, LineOrigin};
 pub use ckpt_types::{GcReport, HeldBy, Hold, NextDrop, Retention, RetentionView};
+pub use ckpt_types::{Progress, ProgressOp};
+
+/// Told how far a full scan or an apply has got, after every entry: it
+/// must be cheap, and decides itself how often to pass it on.
+pub type Observer = Box<dyn Fn(&Progress) + Send + Sync>;
 
 /// How a project is captured. The defaults suit a source tree.
 #[derive(Clone, Debug)]

@@ -262,7 +262,7 @@ impl Ckpt {
                 },
                 merge: a.merge.then_some(ckpt_proto::MergeMode::Clean),
             };
-            let r = rewind::request_rewind(ctx, req)?;
+            let r = rewind::request_rewind(ctx, req, false)?;
             Ok(rewind::with(ctx, r, a.conversation, partial))
         });
         rewind_result(r.await)
@@ -282,7 +282,7 @@ impl Ckpt {
                 dry_run,
                 ..RewindFlags::default()
             };
-            let r = rewind::request_redo(ctx, flags)?;
+            let r = rewind::request_redo(ctx, flags, false)?;
             Ok(rewind::with(ctx, r, a.conversation, false))
         });
         rewind_result(r.await)

@@ -80,6 +80,8 @@ fn serve_connection(mut stream: Stream, d: Arc<Daemon>) {
         }
     }
     let mut greeted = false;
+    // The hello asked for progress frames before long replies.
+    let mut progress = false;
     loop {
         let req = match read_frame_or_end::<_, Request>(&mut stream) {
             Ok(Some(req)) => req,
@@ -103,8 +105,11 @@ fn serve_connection(mut stream: Stream, d: Arc<Daemon>) {
         };
         let started = std::time::Instant::now();
         let reply = if greeted {
-            handle(&d, req)
+            // No duplicate, no progress: the reply alone still answers.
+            let out = progress.then(|| socket::duplicate(&stream).ok()).flatten();
+            crate::progress::while_handling(out, || handle(&d, req))
         } else {
+            progress = matches!(req, Request::Hello { progress: true, .. });
             let reply = hello(&req);
             if !matches!(reply, Response::Hello(_)) {
                 let _ = send(&mut stream, &reply);

@@ -246,6 +246,7 @@ fn version_mismatch_is_refused_clearly() {
         &Request::Hello {
             version: PROTOCOL_VERSION + 41,
             client: "future".into(),
+            progress: false,
         },
     )
     .unwrap();
