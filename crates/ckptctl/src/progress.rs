@@ -4,16 +4,12 @@
 //! `--json` or `-q`, and never for a hook's call (those ask for no frames).
 
 use std::io::IsTerminal;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use ckpt_proto::{Progress, ProgressOp};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::output;
-
-/// A request answered sooner shows nothing: a line that flashes and
-/// clears tells nobody anything.
-const SHOW_AFTER: Duration = Duration::from_millis(500);
 
 /// A spinner (a bar once a total is known) on stderr.
 pub struct Bar {
@@ -22,7 +18,6 @@ pub struct Bar {
     op: Option<ProgressOp>,
     /// What the command does ("rewinding"), before the step's name.
     what: String,
-    started: Instant,
     shown: bool,
 }
 
@@ -32,21 +27,21 @@ pub fn wanted(json: bool, quiet: bool) -> bool {
 }
 
 impl Bar {
-    /// A hidden bar saying `what`, drawn from the first frame that comes
-    /// [`SHOW_AFTER`] the start (a daemon that sends none shows nothing).
+    /// A hidden bar saying `what`, drawn from the first frame on (the
+    /// daemon sends none for a request done within 100 ms, nor does a
+    /// daemon that predates them), ticking on between frames.
     pub fn start(what: &str) -> Bar {
         Bar {
             pb: ProgressBar::with_draw_target(None, ProgressDrawTarget::hidden()),
             op: None,
             what: what.to_string(),
-            started: Instant::now(),
             shown: false,
         }
     }
 
     /// Draws one progress frame.
     pub fn update(&mut self, p: &Progress) {
-        if !self.shown && self.started.elapsed() >= SHOW_AFTER {
+        if !self.shown {
             self.shown = true;
             self.pb
                 .set_draw_target(ProgressDrawTarget::stderr_with_hz(10));
