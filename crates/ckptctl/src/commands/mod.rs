@@ -164,7 +164,7 @@ pub enum HookCommand {
 /// The hook path's parser: [`Cli`] with the [`HookCommand`]s only. clap
 /// builds every argument of every subcommand before it parses, which
 /// took a hook call's instructions from 0.80 M to 1.13 M once `ckptctl`
-/// had 37 commands (docs/measurements.md, "The hook path's parser").
+/// had 37 commands (docs/measurements.md, stop 42).
 #[derive(Parser, Debug)]
 #[command(name = "ckptctl", version, propagate_version = true)]
 struct HookCli {
