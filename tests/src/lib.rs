@@ -620,6 +620,11 @@ impl Drop for Daemon {
 
 /// Connects and exchanges hellos over the raw protocol.
 pub fn hello(socket: &Path) -> std::io::Result<UnixStream> {
+    hello_asking(socket, false)
+}
+
+/// [`hello`]; with `progress`, the hello asks for progress frames.
+pub fn hello_asking(socket: &Path, progress: bool) -> std::io::Result<UnixStream> {
     let mut s = UnixStream::connect(ckpt_proto::paths::socket_address(socket))?;
     s.set_read_timeout(Some(Duration::from_secs(30)))?;
     write_frame(
@@ -627,6 +632,7 @@ pub fn hello(socket: &Path) -> std::io::Result<UnixStream> {
         &Request::Hello {
             version: PROTOCOL_VERSION,
             client: "e2e".into(),
+            progress,
         },
     )
     .map_err(|e| std::io::Error::other(e.to_string()))?;

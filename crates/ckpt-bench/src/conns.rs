@@ -38,6 +38,7 @@ pub fn run(bins: &Bins, work: &Path, conns: usize, reps: usize, timeout: Duratio
     let hello = ckpt_proto::encode(&ckpt_proto::Request::Hello {
         version: ckpt_proto::PROTOCOL_VERSION,
         client: "ckpt-bench idle".into(),
+        progress: false,
     })?;
     let (mut without, mut with) = (Vec::new(), Vec::new());
     for rep in 1..=reps {

@@ -17,6 +17,11 @@ pub use ckpt_types::{
     Capture, Caveats, Effect, EffectCategory, Gap, GapKind, Integrity, PartialCapture,
 };
 pub use ckpt_types::{GcReport, HeldBy, Hold, NextDrop, Retention, RetentionView};
+pub use ckpt_types::{Progress, ProgressOp};
+
+/// Told how far a full scan or an apply has got, after every entry: it
+/// must be cheap, and decides itself how often to pass it on.
+pub type Observer = Box<dyn Fn(&Progress) + Send + Sync>;
 
 /// What the daemon saw go wrong with capture, noted on every open turn
 /// ([`crate::Project::note_capture`]).

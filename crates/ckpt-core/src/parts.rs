@@ -8,7 +8,7 @@ use std::path::Path;
 use rusqlite::Connection;
 
 use crate::confined::Root;
-use crate::model::Options;
+use crate::model::{Observer, Options, Progress};
 use crate::scan::Excludes;
 use crate::store::BlobStore;
 
@@ -23,4 +23,15 @@ pub(crate) struct Parts<'a> {
     pub(crate) opts: &'a Options,
     /// Reloaded when `.ckptignore` changes.
     pub(crate) excludes: &'a mut Excludes,
+    /// Told how far a scan or an apply has got (see [`Observer`]).
+    pub(crate) observer: Option<&'a Observer>,
+}
+
+impl Parts<'_> {
+    /// Tells the observer, if any, how far the operation has got.
+    pub(crate) fn progress(&self, p: Progress) {
+        if let Some(o) = self.observer {
+            o(&p);
+        }
+    }
 }

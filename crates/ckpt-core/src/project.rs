@@ -62,6 +62,8 @@ pub struct Project {
     pub(crate) store: BlobStore,
     pub(crate) opts: Options,
     pub(crate) excludes: Excludes,
+    /// Told how far a full scan or an apply has got ([`Project::observe`]).
+    observer: Option<Observer>,
 }
 
 impl Project {
@@ -134,6 +136,7 @@ impl Project {
             store,
             opts,
             excludes,
+            observer: None,
         })
     }
 
@@ -235,7 +238,14 @@ impl Project {
             store: &self.store,
             opts: &self.opts,
             excludes: &mut self.excludes,
+            observer: self.observer.as_ref(),
         }
+    }
+
+    /// Sets who is told how far full scans and applies get (`None`: nobody);
+    /// returns the one it replaces.
+    pub fn observe(&mut self, observer: Option<Observer>) -> Option<Observer> {
+        std::mem::replace(&mut self.observer, observer)
     }
 
     /// Re-checks these paths (and, for a new, replaced or removed

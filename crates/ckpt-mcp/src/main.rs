@@ -271,7 +271,7 @@ impl Ckpt {
                 merge: a.merge.then_some(ckpt_proto::MergeMode::Clean),
             };
             if !dry_run && !a.accept_partial {
-                let plan = rewind::request_rewind(ctx, req(true))?;
+                let plan = rewind::request_rewind(ctx, req(true), false)?;
                 if let Some(p) = plan.body.caveats.partial_capture.first() {
                     let mut gaps = Vec::new();
                     output::caveats(&mut gaps, &plan.body.caveats)?;
@@ -284,7 +284,7 @@ impl Ckpt {
                     );
                 }
             }
-            let r = rewind::request_rewind(ctx, req(dry_run))?;
+            let r = rewind::request_rewind(ctx, req(dry_run), false)?;
             Ok(rewind::with(ctx, r, a.conversation, partial))
         });
         rewind_result(r.await)
@@ -304,7 +304,7 @@ impl Ckpt {
                 dry_run,
                 ..RewindFlags::default()
             };
-            let r = rewind::request_redo(ctx, flags)?;
+            let r = rewind::request_redo(ctx, flags, false)?;
             Ok(rewind::with(ctx, r, a.conversation, false))
         });
         rewind_result(r.await)

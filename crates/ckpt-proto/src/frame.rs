@@ -201,6 +201,7 @@ mod tests {
         let request = Request::Hello {
             version: 1,
             client: "x".repeat(MAX_REQUEST),
+            progress: false,
         };
         assert!(matches!(encode(&request), Err(FrameError::TooLarge { .. })));
         let big = Response::Error {

@@ -15,7 +15,7 @@
 //! ```
 //! use ckpt_proto::{read_frame, write_frame, Request, PROTOCOL_VERSION};
 //! let mut buf = Vec::new();
-//! write_frame(&mut buf, &Request::Hello { version: PROTOCOL_VERSION, client: String::new() }).unwrap();
+//! write_frame(&mut buf, &Request::Hello { version: PROTOCOL_VERSION, client: String::new(), progress: false }).unwrap();
 //! let back: Request = read_frame(&mut buf.as_slice()).unwrap();
 //! assert!(matches!(back, Request::Hello { version: PROTOCOL_VERSION, .. }));
 //! ```
@@ -31,9 +31,9 @@ pub use ckpt_types::{
     mode, Action, ActionKind, AnchorState, Blame, BlameAt, BlameLine, Bucket, ChangeKind, Conflict,
     ContinuedTurn, CopyConflict, Counts, Entry, EntryBody, EntryKind, FileDiff, Hash, LedgerAnchor,
     LedgerEntry, LedgerEvent, LedgerStatus, LineOrigin, LineSpan, MergeMode, MergeOutcome,
-    MergedFile, ModeChange, OpenTurn, OtherTurn, PartialRewind, RelPath, RenamedFrom, RewindFlags,
-    RewindKind, RewindRecord, RewindState, ScanSummary, Severity, Skipped, State, TurnDetail,
-    TurnEntry, TurnInfo, TurnStatus, WirePath,
+    MergedFile, ModeChange, OpenTurn, OtherTurn, PartialRewind, Progress, ProgressOp, RelPath,
+    RenamedFrom, RewindFlags, RewindKind, RewindRecord, RewindState, ScanSummary, Severity,
+    Skipped, State, TurnDetail, TurnEntry, TurnInfo, TurnStatus, WirePath,
 };
 pub use ckpt_types::{
     Capture, Caveats, Effect, EffectCategory, Gap, GapKind, Integrity, PartialCapture,

@@ -18,6 +18,12 @@ pub enum Request {
         version: u32,
         #[serde(default)]
         client: String,
+        /// Send [`Response::Progress`](crate::Response::Progress) frames
+        /// before the reply of a long request on this connection (a scan,
+        /// an apply). Off unless asked (a daemon that knows no such field
+        /// ignores it and sends none): a hook's call never reads any.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        progress: bool,
     },
     /// Watch a tree. With `discover`, `dir` is a starting point: the root is
     /// the git top-level containing it, else `dir` itself.

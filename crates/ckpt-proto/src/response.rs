@@ -4,15 +4,20 @@ use serde::{Deserialize, Serialize};
 
 use crate::{
     ActivityReply, BlameReply, CopyInReply, DiffReply, ExportReply, FsckReply, GcReply,
-    LedgerAdded, LedgerEntryReply, LedgerImported, LedgerReply, LogReply, PinReply, ProjectList,
-    ReleasedReply, RewindReply, RewindsReply, ShowReply, StatusReply, Synced, ToolReply, TurnEnded,
-    TurnStarted, Unwatched, Watched,
+    LedgerAdded, LedgerEntryReply, LedgerImported, LedgerReply, LogReply, PinReply, Progress,
+    ProjectList, ReleasedReply, RewindReply, RewindsReply, ShowReply, StatusReply, Synced,
+    ToolReply, TurnEnded, TurnStarted, Unwatched, Watched,
 };
 
-/// What the daemon answers: exactly one response per request.
+/// What the daemon answers: exactly one response per request, after any
+/// number of [`Response::Progress`] frames if the hello asked for them.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub enum Response {
     Hello(HelloReply),
+    /// How far the request's scan or apply has got: sent at most ~10 times
+    /// a second, only to a connection whose hello asked for it; the reply
+    /// follows.
+    Progress(Progress),
     Error {
         kind: ErrorKind,
         message: String,

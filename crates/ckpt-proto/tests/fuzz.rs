@@ -301,7 +301,11 @@ fn odd_path() -> impl Strategy<Value = WirePath> {
 fn request() -> impl Strategy<Value = Request> {
     let opt = || proptest::option::of(".{0,16}");
     prop_oneof![
-        (any::<u32>(), ".{0,16}").prop_map(|(version, client)| Request::Hello { version, client }),
+        (any::<u32>(), ".{0,16}").prop_map(|(version, client)| Request::Hello {
+            version,
+            client,
+            progress: false,
+        }),
         (odd_path(), any::<bool>()).prop_map(|(dir, discover)| Request::Watch { dir, discover }),
         (odd_path(), any::<bool>())
             .prop_map(|(dir, drop_data)| Request::Unwatch { dir, drop_data }),

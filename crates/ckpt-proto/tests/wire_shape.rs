@@ -130,3 +130,64 @@ fn a_project_reply_puts_project_first_and_degraded_last_as_before() {
         (wire("/p"), BarrierMethod::Scan, 7, Some("x"))
     );
 }
+
+/// A hello that asks for progress frames, and a frame, go through the
+/// framing and come back the same; a hook's hello (no progress) is
+/// written as before the field existed, and a hello of an older client
+/// (no field) reads as not asking.
+#[test]
+fn progress_frames_and_the_hello_that_asks_for_them_round_trip() {
+    use ckpt_proto::{read_frame, write_frame, Progress, ProgressOp};
+    let mut buf = Vec::new();
+    let asking = Request::Hello {
+        version: 1,
+        client: "ckptctl".into(),
+        progress: true,
+    };
+    write_frame(&mut buf, &asking).unwrap();
+    let frame = Progress {
+        op: ProgressOp::Apply,
+        done: 12,
+        total: Some(40),
+        bytes: 4096,
+    };
+    write_frame(&mut buf, &Response::Progress(frame)).unwrap();
+    let mut r = buf.as_slice();
+    match read_frame::<_, Request>(&mut r).unwrap() {
+        Request::Hello { progress, .. } => assert!(progress),
+        other => panic!("unexpected {other:?}"),
+    }
+    match read_frame::<_, Response>(&mut r).unwrap() {
+        Response::Progress(p) => assert_eq!(p, frame),
+        other => panic!("unexpected {other:?}"),
+    }
+
+    let hook = Request::Hello {
+        version: 1,
+        client: "ckptctl".into(),
+        progress: false,
+    };
+    assert_eq!(
+        serde_json::to_string(&hook).unwrap(),
+        r#"{"Hello":{"version":1,"client":"ckptctl"}}"#
+    );
+    let older: Request = serde_json::from_str(r#"{"Hello":{"version":1}}"#).unwrap();
+    assert!(matches!(
+        older,
+        Request::Hello {
+            progress: false,
+            ..
+        }
+    ));
+    let scan: Response =
+        serde_json::from_str(r#"{"Progress":{"op":"scan","done":3,"bytes":9}}"#).unwrap();
+    assert!(matches!(
+        scan,
+        Response::Progress(Progress {
+            op: ProgressOp::Scan,
+            done: 3,
+            total: None,
+            bytes: 9
+        })
+    ));
+}

@@ -301,6 +301,7 @@ fn hello(socket: &Path) -> anyhow::Result<()> {
         &Request::Hello {
             version: PROTOCOL_VERSION,
             client: "ckpt-soak".into(),
+            progress: false,
         },
     )?;
     match read_frame::<_, Response>(&mut s)? {

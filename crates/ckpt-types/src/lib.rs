@@ -10,6 +10,7 @@ pub mod ledger;
 pub mod mode;
 pub mod names;
 pub mod path;
+pub mod progress;
 pub mod retention;
 pub mod rewind;
 pub mod scan;
@@ -26,6 +27,7 @@ pub use ledger::{
     Severity,
 };
 pub use path::{below_range, RelPath, UnsafePath, WirePath};
+pub use progress::{Progress, ProgressOp};
 pub use retention::{GcReport, HeldBy, Hold, NextDrop, Retention, RetentionView};
 pub use rewind::{
     Action, ActionKind, Conflict, ContinuedTurn, CopyConflict, MergeMode, MergeOutcome, MergedFile,

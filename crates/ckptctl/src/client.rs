@@ -12,9 +12,9 @@ use anyhow::{anyhow, bail, Context};
 use ckpt_proto::{
     read_frame, write_frame, ActivityReply, BlameReply, CopyInReply, DiffReply, ErrorKind,
     ExportReply, FrameError, FsckReply, GcReply, LedgerAdded, LedgerEntryReply, LedgerImported,
-    LedgerReply, LogReply, PinReply, ProjectList, ReleasedReply, Request, Response, RewindReply,
-    RewindsReply, ShowReply, StatusReply, Synced, ToolReply, TurnEnded, TurnStarted, Unwatched,
-    Watched, PROTOCOL_VERSION,
+    LedgerReply, LogReply, PinReply, Progress, ProjectList, ReleasedReply, Request, Response,
+    RewindReply, RewindsReply, ShowReply, StatusReply, Synced, ToolReply, TurnEnded, TurnStarted,
+    Unwatched, Watched, PROTOCOL_VERSION,
 };
 use interprocess::local_socket::{prelude::*, GenericFilePath, Stream};
 
@@ -83,11 +83,21 @@ pub struct Client {
     hello_pending: bool,
 }
 
+/// What to do with progress frames: ask for them in the hello, and pass
+/// each one on.
+pub type OnProgress<'a> = &'a mut dyn FnMut(&Progress);
+
 impl Client {
     /// Connects and sends the hello (its reply is checked with the first
     /// request's); starts a daemon first if none answers (unless
     /// `CKPT_NO_AUTOSTART=1`).
     pub fn connect(conn: &Connection) -> anyhow::Result<Client> {
+        Client::connect_asking(conn, false)
+    }
+
+    /// [`Client::connect`]; with `progress`, the hello asks the daemon for
+    /// progress frames before long replies (see [`Client::request_observed`]).
+    pub fn connect_asking(conn: &Connection, progress: bool) -> anyhow::Result<Client> {
         let socket = conn.socket.clone();
         let stream = match connect(&socket) {
             Ok(s) => s,
@@ -115,7 +125,8 @@ impl Client {
             socket,
             hello_pending: false,
         };
-        write_frame(&mut client.stream, &hello_request()).context("sending the hello to ckptd")?;
+        write_frame(&mut client.stream, &hello_request(progress))
+            .context("sending the hello to ckptd")?;
         client.hello_pending = true;
         Ok(client)
     }
@@ -129,7 +140,7 @@ impl Client {
             socket,
             hello_pending: false,
         };
-        write_frame(&mut client.stream, &hello_request()).ok()?;
+        write_frame(&mut client.stream, &hello_request(false)).ok()?;
         client.check_hello().ok()?;
         Some(client)
     }
@@ -161,13 +172,29 @@ impl Client {
 
     /// Sends one request; a daemon-side failure becomes a [`DaemonError`].
     pub fn request(&mut self, req: &Request) -> anyhow::Result<Response> {
+        self.request_observed(req, &mut |_| {})
+    }
+
+    /// [`Client::request`], passing every progress frame that comes before
+    /// the reply to `on_progress` (a daemon that sends none is fine).
+    pub fn request_observed(
+        &mut self,
+        req: &Request,
+        on_progress: OnProgress<'_>,
+    ) -> anyhow::Result<Response> {
         let sent = write_frame(&mut self.stream, req);
         if std::mem::take(&mut self.hello_pending) {
             // A daemon that refused the hello has closed the connection, so
             // the send may have failed: its reason comes first.
             self.check_hello()?;
         }
-        match sent.and_then(|()| read_frame(&mut self.stream)) {
+        let mut read = || loop {
+            match read_frame(&mut self.stream)? {
+                Response::Progress(p) => on_progress(&p),
+                r => return Ok(r),
+            }
+        };
+        match sent.and_then(|()| read()) {
             Ok(Response::Error { kind, message }) => Err(anyhow!(DaemonError { kind, message })),
             Ok(r) => Ok(r),
             Err(FrameError::Io(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
@@ -243,10 +270,11 @@ fn connect(path: &Path) -> std::io::Result<Stream> {
     Stream::connect(address.to_fs_name::<GenericFilePath>()?)
 }
 
-fn hello_request() -> Request {
+fn hello_request(progress: bool) -> Request {
     Request::Hello {
         version: PROTOCOL_VERSION,
         client: format!("ckptctl {}", env!("CARGO_PKG_VERSION")),
+        progress,
     }
 }
 

@@ -26,6 +26,7 @@ pub mod cli;
 pub mod client;
 pub mod commands;
 pub mod output;
+pub mod progress;
 pub mod term;
 
 use std::process::ExitCode;

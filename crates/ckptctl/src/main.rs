@@ -4,13 +4,11 @@
 use std::process::ExitCode;
 
 use ckptctl::{cli, commands};
-use clap::Parser;
 
 fn main() -> ExitCode {
     // SAFETY: at start-up, before any thread exists.
     unsafe { ckptctl::default_sigpipe() };
-    let cli =
-        ckptctl::commands::Cli::parse_from(cli::args_with_merge_mode_joined(std::env::args_os()));
+    let cli = commands::parse(cli::args_with_merge_mode_joined(std::env::args_os()));
     let json = cli.global.json;
     ckptctl::exit_code(commands::run(cli), json)
 }

@@ -1,8 +1,8 @@
 //! Printing: JSON documents, human tables, sizes, times, warnings.
 
 use ckpt_proto::{
-    Capture, Caveats, Counts, Effect, Gap, Integrity, PartialRewind, RelPath, State, TurnEntry,
-    TurnInfo, TurnStatus, WirePath,
+    Capture, Caveats, Counts, Effect, Gap, Integrity, PartialRewind, RelPath, RewindKind,
+    RewindRecord, State, TurnEntry, TurnInfo, TurnStatus, WirePath,
 };
 use std::io::Write;
 
@@ -231,10 +231,36 @@ pub fn caveats(out: &mut impl Write, c: &Caveats) -> std::io::Result<()> {
 
 /// `1 path`, `2 paths`, `1 entry`, `3 entries`.
 pub fn count(n: u64, noun: &str) -> String {
+    // English's regular plurals: entry → entries, watch → watches.
+    let sibilant = ["s", "x", "z", "ch", "sh"]
+        .iter()
+        .any(|e| noun.ends_with(e));
     match (n, noun.strip_suffix('y')) {
         (1, _) => format!("1 {noun}"),
         (n, Some(stem)) => format!("{n} {stem}ies"),
+        (n, None) if sibilant => format!("{n} {noun}es"),
         (n, None) => format!("{n} {noun}s"),
+    }
+}
+
+/// What a rewind or a redo did and to which turns: "rewind 3 to before
+/// turn 6 (turns 6, 7)", "redo 4 of rewind 3 (turns 6, 7)"; without
+/// `numbered`, no id of its own ("rewind to before turn 6 (…)").
+pub fn rewind_what(r: &RewindRecord, numbered: bool) -> String {
+    let turns = r
+        .turns
+        .iter()
+        .map(i64::to_string)
+        .collect::<Vec<_>>()
+        .join(", ");
+    let id = if numbered {
+        format!(" {}", r.id)
+    } else {
+        String::new()
+    };
+    match (r.kind(), r.redoes) {
+        (RewindKind::Redo, Some(of)) => format!("redo{id} of rewind {of} (turns {turns})"),
+        _ => format!("rewind{id} to before turn {} (turns {turns})", r.turn),
     }
 }
 
@@ -372,6 +398,9 @@ mod tests {
         assert_eq!(count(3, "path"), "3 paths");
         assert_eq!(count(1, "entry"), "1 entry");
         assert_eq!(count(2, "entry"), "2 entries");
+        assert_eq!(count(2, "watch"), "2 watches");
+        assert_eq!(count(1, "watch"), "1 watch");
+        assert_eq!(count(3, "box"), "3 boxes");
     }
 
     #[test]

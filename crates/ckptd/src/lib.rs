@@ -29,6 +29,7 @@ mod handlers;
 mod lock;
 mod mutex;
 mod pathmap;
+mod progress;
 mod project;
 mod registry;
 mod reserve;

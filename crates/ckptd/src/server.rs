@@ -96,12 +96,19 @@ fn serve_connection(stream: Stream, d: Arc<Daemon>) {
         tracing::warn!(error = %e, "cannot set a receive timeout; refusing connection");
         return;
     }
-    serve(stream, d, false);
+    serve(stream, d, None);
+}
+
+/// What a connection's hello settled.
+#[derive(Clone, Copy)]
+struct Greeted {
+    /// It asked for progress frames before long replies.
+    progress: bool,
 }
 
 /// Answers requests until the connection ends, or parks it when it falls
 /// silent. `greeted`: its hello was answered.
-fn serve(mut stream: Stream, d: Arc<Daemon>, mut greeted: bool) {
+fn serve(mut stream: Stream, d: Arc<Daemon>, mut greeted: Option<Greeted>) {
     loop {
         match socket::wait_readable(&stream, IDLE) {
             Ok(true) => {}
@@ -125,22 +132,29 @@ fn serve(mut stream: Stream, d: Arc<Daemon>, mut greeted: bool) {
             }
             Err(e @ FrameError::Json(_)) => {
                 let msg = format!("{e} (expected a request; is the client the same version?)");
-                if send(&mut stream, &error(ErrorKind::BadFrame, msg)).is_err() || !greeted {
+                if send(&mut stream, &error(ErrorKind::BadFrame, msg)).is_err() || greeted.is_none()
+                {
                     return;
                 }
                 continue;
             }
         };
         let started = std::time::Instant::now();
-        let reply = if greeted {
-            handle(&d, req)
+        let reply = if let Some(g) = greeted {
+            // No duplicate, no progress: the reply alone still answers.
+            let out = g
+                .progress
+                .then(|| socket::duplicate(&stream).ok())
+                .flatten();
+            crate::progress::while_handling(out, || handle(&d, req))
         } else {
+            let progress = matches!(req, Request::Hello { progress: true, .. });
             let reply = hello(&req);
             if !matches!(reply, Response::Hello(_)) {
                 let _ = send(&mut stream, &reply);
                 return;
             }
-            greeted = true;
+            greeted = Some(Greeted { progress });
             reply
         };
         let sent = send(&mut stream, &reply);
@@ -156,7 +170,7 @@ fn serve(mut stream: Stream, d: Arc<Daemon>, mut greeted: bool) {
 
 /// Waits, without a thread, for a silent connection to speak (or close),
 /// then serves it on a blocking thread again.
-fn park(stream: Stream, d: Arc<Daemon>, greeted: bool) {
+fn park(stream: Stream, d: Arc<Daemon>, greeted: Option<Greeted>) {
     let rt = tokio::runtime::Handle::current();
     rt.clone().spawn(async move {
         // SAFETY: `Parked` owns the stream, whose descriptor stays open and

@@ -137,6 +137,13 @@ impl AsRawFd for Parked {
     }
 }
 
+/// A second handle on `stream`'s socket, for writing progress frames
+/// while the request runs (the stream itself is busy with the request).
+pub fn duplicate(stream: &Stream) -> std::io::Result<std::os::unix::net::UnixStream> {
+    let Stream::UdSocket(s) = stream;
+    Ok(s.inner().as_fd().try_clone_to_owned()?.into())
+}
+
 /// The effective uid of the process at the other end of a connected Unix
 /// socket: `SO_PEERCRED` on Linux.
 #[cfg(any(target_os = "linux", target_os = "android"))]

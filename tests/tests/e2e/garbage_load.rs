@@ -45,6 +45,7 @@ fn hello_frame() -> Vec<u8> {
     ckpt_proto::encode(&Request::Hello {
         version: ckpt_proto::PROTOCOL_VERSION,
         client: "garbage".into(),
+        progress: false,
     })
     .expect("hello encodes")
 }

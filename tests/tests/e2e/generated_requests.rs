@@ -287,6 +287,7 @@ fn concrete(proj: &Path, g: &Gen) -> Request {
         Gen::Hello(v) => Request::Hello {
             version: *v,
             client: String::new(),
+            progress: false,
         },
         Gen::Status => Request::Status,
         Gen::Projects => Request::Projects,

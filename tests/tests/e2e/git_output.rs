@@ -40,7 +40,7 @@ fn renaming_turn(env: &Env) -> std::path::PathBuf {
 
 /// `ckptctl ARGS` run on a terminal (util-linux `script` gives it a pty),
 /// with `env` set; returns what the terminal showed.
-fn on_terminal(env: &Env, proj: &Path, args: &[&str], vars: &[(&str, &str)]) -> String {
+pub fn on_terminal(env: &Env, proj: &Path, args: &[&str], vars: &[(&str, &str)]) -> String {
     let mut line = format!("'{}'", bin("ckptctl").display());
     for a in args {
         line.push_str(&format!(" '{a}'"));

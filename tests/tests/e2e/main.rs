@@ -25,6 +25,7 @@ mod ledger;
 mod mcp;
 mod planning;
 mod process;
+mod progress;
 mod protocol;
 mod real_claude_code;
 mod real_codex;

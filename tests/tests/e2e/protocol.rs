@@ -246,6 +246,7 @@ fn version_mismatch_is_refused_clearly() {
         &Request::Hello {
             version: PROTOCOL_VERSION + 41,
             client: "future".into(),
+            progress: false,
         },
     )
     .unwrap();
@@ -549,6 +550,7 @@ fn idle_connections_beyond_the_thread_pool_do_not_hold_up_a_hook_call() {
             &Request::Hello {
                 version: PROTOCOL_VERSION,
                 client: "late".into(),
+                progress: false,
             },
         )
         .unwrap();

@@ -8,7 +8,7 @@ use super::pipeline::capture;
 use super::{Seen, BATCH_BYTES, BATCH_PATHS};
 use crate::cache::{self, CacheRow};
 use crate::error::Result;
-use crate::model::ScanSummary;
+use crate::model::{Progress, ProgressOp, ScanSummary};
 use crate::parts::Parts;
 use crate::relpath::RelPath;
 use crate::scan::{self, Excludes};
@@ -112,6 +112,12 @@ pub(crate) fn reconcile(parts: &mut Parts<'_>) -> Result<ScanSummary> {
                     old,
                 });
             }
+            parts.progress(Progress {
+                op: ProgressOp::Scan,
+                done: report.entries,
+                total: None,
+                bytes: report.bytes_hashed + seen_bytes,
+            });
         }
         if seen_bytes >= BATCH_BYTES || seen.len() + gone.len() >= BATCH_PATHS {
             let (s, g) = (std::mem::take(&mut seen), std::mem::take(&mut gone));

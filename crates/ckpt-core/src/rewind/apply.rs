@@ -6,7 +6,7 @@ use crate::cache;
 use crate::confined::{sync_while, Dirs, Staged, StatKind, WholeFs};
 use crate::db;
 use crate::error::{Error, IoContext, Result};
-use crate::model::Action;
+use crate::model::{Action, Progress, ProgressOp};
 use crate::parts::Parts;
 use crate::prefetch;
 use crate::relpath::RelPath;
@@ -128,7 +128,8 @@ fn run_steps(
             blobs.len().min(SYNC_THREADS),
             whole.as_ref(),
             |queue| -> Result<()> {
-                for (path, state) in steps {
+                let mut bytes = 0;
+                for (i, (path, state)) in steps.iter().enumerate() {
                     next_op(hook)?;
                     if let Some((file, dev)) = ensure(parts, dirs, path, state, blob, &mut staged)?
                     {
@@ -145,6 +146,15 @@ fn run_steps(
                             .ctx_in("put into place", parts.root, s.path.as_path())?;
                         committed += 1;
                     }
+                    if let State::File { size, .. } = state {
+                        bytes += size;
+                    }
+                    parts.progress(Progress {
+                        op: ProgressOp::Apply,
+                        done: i as u64 + 1,
+                        total: Some(steps.len() as u64),
+                        bytes,
+                    });
                 }
                 Ok(())
             },

@@ -163,7 +163,7 @@ pub fn apply_cmd(ctx: &Ctx, store: &Store, wc: WorkCopy, contract: Contract) -> 
         }
     }
     store.save(&wc)?;
-    match ctx.request(&request) {
+    match ctx.request_showing(&request, "applying") {
         Ok(Response::CopyIn(r)) if r.outcome == Outcome::Applied => {
             wc.state = Phase::Applied;
             wc.apply.as_mut().expect("set above").turn = r.turn;

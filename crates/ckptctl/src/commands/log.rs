@@ -2,7 +2,7 @@
 
 use std::io::Write;
 
-use ckpt_proto::{LogReply, Request, RewindKind, RewindRecord, RewindState, TurnInfo, TurnStatus};
+use ckpt_proto::{LogReply, Request, RewindRecord, RewindState, TurnInfo, TurnStatus};
 use clap::Args;
 
 use super::Ctx;
@@ -151,16 +151,7 @@ pub fn run(ctx: &Ctx, args: LogArgs) -> anyhow::Result<u8> {
 
 /// `rewind 3 to before turn 2 (turns 2, 3), 1 path`, as the history shows it.
 fn rewind_line(r: &RewindRecord) -> String {
-    let turns = r
-        .turns
-        .iter()
-        .map(i64::to_string)
-        .collect::<Vec<_>>()
-        .join(", ");
-    let what = match (r.kind(), r.redoes) {
-        (RewindKind::Redo, Some(of)) => format!("redo {} of rewind {of} (turns {turns})", r.id),
-        _ => format!("rewind {} to before turn {} (turns {turns})", r.id, r.turn),
-    };
+    let what = output::rewind_what(r, true);
     let partial = if r.partial() { ", partial" } else { "" };
     let state = match r.state {
         RewindState::Applied | RewindState::Redone => "",

@@ -57,17 +57,8 @@ pub enum Command {
     Unwatch(unwatch::UnwatchArgs),
     /// List watched projects.
     Projects,
-    /// Barrier, close the session's open turn (--session; without it, the
-    /// default session's), open a new one; prints its id.
-    TurnStart(turn_start::TurnStartArgs),
-    /// Barrier, close the session's open turn; prints what it changed.
-    TurnEnd(turn_end::TurnEndArgs),
-    /// A tool call of the session starts (agents' pre-tool hooks): until
-    /// tool-end, a change seen while only this session runs tools goes to
-    /// its turn alone instead of to every open turn.
-    ToolStart(tool::ToolArgs),
-    /// The session's tool call ended (agents' post-tool hooks).
-    ToolEnd(tool::ToolArgs),
+    #[command(flatten)]
+    Hook(HookCommand),
     /// Wait until every change made so far has been captured.
     Sync,
     /// Turns, newest first.
@@ -157,6 +148,84 @@ pub enum Command {
     Trace(Family),
 }
 
+/// The commands agents' hooks call: parsed by [`HookCli`] alone, without
+/// building the whole command tree, and shown in `--help` where they sit.
+#[derive(Subcommand, Debug)]
+pub enum HookCommand {
+    /// Barrier, close the session's open turn (--session; without it, the
+    /// default session's), open a new one; prints its id.
+    TurnStart(turn_start::TurnStartArgs),
+    /// Barrier, close the session's open turn; prints what it changed.
+    TurnEnd(turn_end::TurnEndArgs),
+    /// A tool call of the session starts (agents' pre-tool hooks): until
+    /// tool-end, a change seen while only this session runs tools goes to
+    /// its turn alone instead of to every open turn.
+    ToolStart(tool::ToolArgs),
+    /// The session's tool call ended (agents' post-tool hooks).
+    ToolEnd(tool::ToolArgs),
+}
+
+/// The hook path's parser: [`Cli`] with the [`HookCommand`]s only. clap
+/// builds every argument of every subcommand before it parses, which
+/// took a hook call's instructions from 0.80 M to 1.13 M once `ckptctl`
+/// had 37 commands (docs/measurements.md, stop 42).
+#[derive(Parser, Debug)]
+#[command(name = "ckptctl", version, propagate_version = true)]
+struct HookCli {
+    #[command(flatten)]
+    global: Global,
+    #[command(subcommand)]
+    command: HookCommand,
+}
+
+/// Parses the command line: a hook command (or `--version` alone) with
+/// [`HookCli`], anything else, or anything it does not take, with [`Cli`]
+/// (so every message is the whole parser's).
+pub fn parse(args: Vec<std::ffi::OsString>) -> Cli {
+    if on_hook_path(&args) {
+        match HookCli::try_parse_from(&args) {
+            Ok(h) => {
+                return Cli {
+                    global: h.global,
+                    command: Command::Hook(h.command),
+                }
+            }
+            Err(e) if e.kind() == clap::error::ErrorKind::DisplayVersion => e.exit(),
+            // Help and errors from the whole parser: the same words.
+            Err(_) => {}
+        }
+    }
+    Cli::parse_from(args)
+}
+
+/// Whether the command line names a [`HookCommand`] (its first word that
+/// is neither a flag nor a global option's value) or is `--version` alone.
+fn on_hook_path(args: &[std::ffi::OsString]) -> bool {
+    const HOOK: [&str; 4] = ["turn-start", "turn-end", "tool-start", "tool-end"];
+    // The global options that take a value as the next word.
+    const VALUED: [&str; 4] = ["--socket", "--data-dir", "--color", "-C"];
+    let mut words = args.iter().skip(1);
+    if let [v] = &args[1.min(args.len())..] {
+        if v == "--version" || v == "-V" {
+            return true;
+        }
+    }
+    while let Some(w) = words.next() {
+        let Some(w) = w.to_str() else {
+            return false;
+        };
+        if !w.starts_with('-') {
+            return HOOK.contains(&w);
+        }
+        // `-C DIR`, also after other short flags (`-qC DIR`).
+        let short_c = !w.starts_with("--") && w.ends_with('C');
+        if VALUED.contains(&w) || short_c {
+            words.next();
+        }
+    }
+    false
+}
+
 impl Command {
     /// The name of a command that acts on no single project, where `-C`
     /// means nothing.
@@ -214,6 +283,31 @@ impl Ctx {
     /// Connects, sends one request, returns the reply.
     pub fn request(&self, req: &Request) -> anyhow::Result<Response> {
         self.connect()?.request(req)
+    }
+
+    /// [`Ctx::reply`] for a request that may take long (a scan, an
+    /// apply): on a terminal, its progress is shown on stderr as `what`
+    /// until the reply comes.
+    pub fn reply_showing<T>(&self, req: &Request, what: &str) -> anyhow::Result<Reply<T>>
+    where
+        Reply<T>: FromResponse,
+    {
+        let r = Reply::<T>::from_response(self.request_showing(req, what)?)?;
+        // Warned once the bar has cleared its line.
+        self.warn_if_degraded(&r);
+        Ok(r)
+    }
+
+    /// [`Ctx::request`] with its progress shown, as [`Ctx::reply_showing`].
+    pub fn request_showing(&self, req: &Request, what: &str) -> anyhow::Result<Response> {
+        if !crate::progress::wanted(self.g.json, self.g.quiet) {
+            return self.request(req);
+        }
+        let mut client = Client::connect_asking(&self.g.connection(), true)?;
+        let mut bar = crate::progress::Bar::start(what);
+        let response = client.request_observed(req, &mut |p| bar.update(p));
+        bar.finish();
+        response
     }
 
     /// Connects, sends one request, and takes the reply it calls for.
@@ -289,10 +383,10 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Watch(args) => watch::run(&ctx, args),
         Command::Unwatch(args) => unwatch::run(&ctx, args),
         Command::Projects => projects::run(&ctx),
-        Command::TurnStart(args) => turn_start::run(ctx, args),
-        Command::TurnEnd(args) => turn_end::run(ctx, args),
-        Command::ToolStart(args) => tool::run(ctx, args, true),
-        Command::ToolEnd(args) => tool::run(ctx, args, false),
+        Command::Hook(HookCommand::TurnStart(args)) => turn_start::run(ctx, args),
+        Command::Hook(HookCommand::TurnEnd(args)) => turn_end::run(ctx, args),
+        Command::Hook(HookCommand::ToolStart(args)) => tool::run(ctx, args, true),
+        Command::Hook(HookCommand::ToolEnd(args)) => tool::run(ctx, args, false),
         Command::Sync => sync::run(&ctx),
         Command::Log(args) => log::run(&ctx, args),
         Command::Show(args) => show::run(&ctx, args),
@@ -331,5 +425,47 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Ui(_) => sibling::forward(sibling::UI, "the terminal timeline"),
         // git, JSON schemas of other tools: ckpt-trace runs it.
         Command::Trace(_) => sibling::forward(sibling::TRACE, "the provenance tool"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(line: &str) -> Vec<std::ffi::OsString> {
+        line.split_whitespace().map(Into::into).collect()
+    }
+
+    /// The hook commands (and `--version` alone) take the small parser,
+    /// past global options and their values; nothing else does.
+    #[test]
+    fn only_hook_commands_take_the_hook_path() {
+        for line in [
+            "ckptctl turn-start",
+            "ckptctl -q -C /p turn-end --session s",
+            "ckptctl --socket /s -qC /p tool-start",
+            "ckptctl --color never turn-start --from-hook=codex",
+            "ckptctl --version",
+        ] {
+            assert!(on_hook_path(&words(line)), "{line}");
+            // (`--version` would print and exit the test.)
+            if !line.ends_with("--version") {
+                assert!(matches!(parse(words(line)).command, Command::Hook(_)));
+            }
+        }
+        for line in [
+            "ckptctl log",
+            "ckptctl -C turn-start log",
+            "ckptctl --socket turn-end status",
+            "ckptctl",
+            "ckptctl --version log",
+        ] {
+            assert!(!on_hook_path(&words(line)), "{line}");
+        }
+        // Both parsers read a hook command alike.
+        let line = words("ckptctl -q -C /p turn-start --label x --session s");
+        let small = format!("{:?}", parse(line.clone()));
+        let whole = format!("{:?}", Cli::parse_from(line));
+        assert_eq!(small, whole);
     }
 }

@@ -104,6 +104,7 @@ pub fn rewind(ctx: &Ctx, args: RewindArgs) -> anyhow::Result<u8> {
             flags: args.flags,
             merge: args.merge,
         },
+        true,
     )?;
     let after = match to {
         RewindTo::After(n) => Some(n),
@@ -143,7 +144,7 @@ pub fn last_turn(ctx: &Ctx, session: Option<&str>, last: bool) -> anyhow::Result
 }
 
 pub fn redo(ctx: &Ctx, args: RedoArgs) -> anyhow::Result<u8> {
-    let r = request_redo(ctx, args.flags)?;
+    let r = request_redo(ctx, args.flags, true)?;
     finish(
         ctx,
         with(ctx, r, args.conversation, false),
@@ -229,10 +230,16 @@ fn turns_since(ctx: &Ctx, from: i64) -> anyhow::Result<Vec<ckpt_proto::TurnInfo>
     Ok(log::query(ctx, count, None)?.body.turns)
 }
 
-/// Asks for a rewind (or its plan): the document `--json` prints.
-pub fn request_rewind(ctx: &Ctx, req: Rewind) -> anyhow::Result<RewindReply> {
+/// Asks for a rewind (or its plan): the document `--json` prints. With
+/// `progress`, a long one shows it on a terminal.
+pub fn request_rewind(ctx: &Ctx, req: Rewind, progress: bool) -> anyhow::Result<RewindReply> {
     let after = matches!(req.to, RewindTo::After(_));
-    ctx.reply(&Request::Rewind(req)).map_err(|e| {
+    let req = Request::Rewind(req);
+    let reply = match progress {
+        true => ctx.reply_showing(&req, "rewinding"),
+        false => ctx.reply(&req),
+    };
+    reply.map_err(|e| {
         // A daemon that predates `after` refuses the request for want of
         // `turn` (ckpt_proto::RewindTo): say so, not just the serde words.
         if after && format!("{e:#}").contains("missing field `turn`") {
@@ -243,12 +250,17 @@ pub fn request_rewind(ctx: &Ctx, req: Rewind) -> anyhow::Result<RewindReply> {
     })
 }
 
-/// Asks for a redo (or its plan): the document `--json` prints.
-pub fn request_redo(ctx: &Ctx, flags: RewindFlags) -> anyhow::Result<RewindReply> {
-    ctx.reply(&Request::Redo(Redo {
+/// Asks for a redo (or its plan): the document `--json` prints. With
+/// `progress`, a long one shows it on a terminal.
+pub fn request_redo(ctx: &Ctx, flags: RewindFlags, progress: bool) -> anyhow::Result<RewindReply> {
+    let req = Request::Redo(Redo {
         dir: ctx.wire_dir(),
         flags,
-    }))
+    });
+    match progress {
+        true => ctx.reply_showing(&req, "redoing"),
+        false => ctx.reply(&req),
+    }
 }
 
 /// Exits as the real run would: 3 when it is (or, for a dry run, would

@@ -1,6 +1,6 @@
 //! `ckptctl rewinds [-n N | --all]`: past rewinds and redos, newest first.
 
-use ckpt_proto::{Request, RewindKind, RewindRecord, RewindState, RewindsReply};
+use ckpt_proto::{Request, RewindRecord, RewindState, RewindsReply};
 use clap::Args;
 
 use super::Ctx;
@@ -59,16 +59,7 @@ pub fn run(ctx: &Ctx, args: RewindsArgs) -> anyhow::Result<u8> {
 /// `#4  2026-12-02 11:00:00  rewind to before turn 2 (turns 2, 3)  partial  applied`,
 /// then the paths it was limited to and those it left.
 fn print_one(r: &RewindRecord) {
-    let turns = r
-        .turns
-        .iter()
-        .map(i64::to_string)
-        .collect::<Vec<_>>()
-        .join(", ");
-    let what = match (r.kind(), r.redoes) {
-        (RewindKind::Redo, Some(of)) => format!("redo of rewind {of} (turns {turns})"),
-        _ => format!("rewind to before turn {} (turns {turns})", r.turn),
-    };
+    let what = output::rewind_what(r, false);
     let whole = if r.partial() { "partial" } else { "whole" };
     let state = match r.state {
         RewindState::Pending => "pending",

@@ -6,9 +6,13 @@ use super::Ctx;
 use crate::output;
 
 pub fn run(ctx: &Ctx) -> anyhow::Result<u8> {
-    let s: Synced = ctx.reply(&Request::Sync {
-        dir: ctx.wire_dir(),
-    })?;
+    // A full scan (after lost events) shows its progress.
+    let s: Synced = ctx.reply_showing(
+        &Request::Sync {
+            dir: ctx.wire_dir(),
+        },
+        "syncing",
+    )?;
     if ctx.g.json {
         output::json(&s)?;
     } else if !ctx.g.quiet {

@@ -1,13 +1,9 @@
 //! `ckptctl watch [DIR]`: watch a tree; returns once the baseline is taken.
-//! On a terminal, a spinner on stderr shows that the scan is going on.
+//! On a terminal, the scan's progress (entries, bytes) shows on stderr.
 
-use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::time::{Duration, Instant};
 
-use ckpt_proto::{Request, Watched};
+use ckpt_proto::{Request, WatchedBody};
 use clap::Args;
 
 use super::{absolute, Ctx};
@@ -29,19 +25,13 @@ pub fn run(ctx: &Ctx, args: WatchArgs) -> anyhow::Result<u8> {
         Some(d) => (absolute(d)?, false),
         None => (ctx.dir.clone(), true),
     };
-    let mut client = ctx.connect()?;
-    let show_progress = !ctx.g.json && !ctx.g.quiet && std::io::stderr().is_terminal();
-    let spinner = show_progress.then(|| Spinner::start(format!("scanning {}", dir.display())));
-    let reply = client.reply::<Watched>(&Request::Watch {
-        dir: dir.as_path().into(),
-        discover,
-    });
-    if let Some(s) = spinner {
-        s.stop();
-    }
-    // Warned once the spinner has cleared its line.
-    let w = reply?;
-    ctx.warn_if_degraded(&w);
+    let w = ctx.reply_showing::<WatchedBody>(
+        &Request::Watch {
+            dir: dir.as_path().into(),
+            discover,
+        },
+        &format!("watching {}", dir.display()),
+    )?;
     if ctx.g.json {
         output::json(&w)?;
     } else if !ctx.g.quiet {
@@ -82,47 +72,5 @@ fn print_paths(heading: &str, paths: &[ckpt_proto::Skipped]) {
     }
     if paths.len() > 20 {
         println!("  … and {} more", paths.len() - 20);
-    }
-}
-
-/// A one-line spinner with elapsed time, on stderr.
-struct Spinner {
-    stop: Arc<AtomicBool>,
-    thread: std::thread::JoinHandle<()>,
-}
-
-impl Spinner {
-    fn start(message: String) -> Spinner {
-        let stop = Arc::new(AtomicBool::new(false));
-        let flag = Arc::clone(&stop);
-        let thread = std::thread::spawn(move || {
-            let frames = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
-            let start = Instant::now();
-            let mut i = 0;
-            // Quick baselines finish before the spinner would even show.
-            std::thread::sleep(Duration::from_millis(150));
-            while !flag.load(Ordering::Relaxed) {
-                let mut err = std::io::stderr().lock();
-                let _ = write!(
-                    err,
-                    "\r\x1b[2K{} {message}… {:.1}s",
-                    frames[i % frames.len()],
-                    start.elapsed().as_secs_f64()
-                );
-                let _ = err.flush();
-                drop(err);
-                i += 1;
-                std::thread::sleep(Duration::from_millis(100));
-            }
-            if i > 0 {
-                let _ = write!(std::io::stderr(), "\r\x1b[2K");
-            }
-        });
-        Spinner { stop, thread }
-    }
-
-    fn stop(self) {
-        self.stop.store(true, Ordering::Relaxed);
-        let _ = self.thread.join();
     }
 }

@@ -83,7 +83,12 @@ impl ProjectHandle {
     /// status cache is refreshed by `status_nowait`, off the hot path.)
     pub fn call<T>(&self, f: impl FnOnce(&mut Project) -> ckpt_core::Result<T>) -> ReqResult<T> {
         let mut guard = lock(&self.core);
+        // A request whose client asked for progress hears of this call's.
+        let observed = crate::progress::observer().map(|o| guard.observe(Some(o)));
         let result = std::panic::catch_unwind(AssertUnwindSafe(|| f(&mut guard)));
+        if let Some(before) = observed {
+            guard.observe(before);
+        }
         match result {
             Ok(r) => r.map_err(ReqError::from),
             Err(payload) => Err(ReqError::internal(format!(
