@@ -6,7 +6,8 @@
 //! Completion is clap_complete's dynamic kind: the script the shell loads
 //! calls this executable (`CKPT_COMPLETE=bash ckpt-hooks -- ckptctl show
 //! …`), which answers from the command line and, for turn numbers and
-//! session ids, from the daemon (never starting one).
+//! session ids, from the daemon (never starting one); work-copy names from
+//! the work copies' own records.
 
 use std::io::Write;
 use std::path::Path;
@@ -32,7 +33,27 @@ pub fn complete_if_asked() {
 /// `ckptctl`'s command, with the values the daemon knows attached to the
 /// arguments that take them.
 fn command() -> clap::Command {
-    let mut cmd = Cli::command();
+    // `workcopy` is parsed by its sibling, so `ckptctl`'s tree holds only
+    // its name: complete from the sibling's own tree.
+    let mut cmd = Cli::command().mut_subcommand("workcopy", |outer| {
+        let mut wc = ckpt_workcopy::cli::WorkcopyCli::command().name("workcopy");
+        if let Some(about) = outer.get_about() {
+            wc = wc.about(about.clone());
+        }
+        let names: Vec<String> = wc
+            .get_subcommands()
+            .map(|s| s.get_name().to_string())
+            .collect();
+        for name in names {
+            wc = wc.mut_subcommand(name, |sub| {
+                sub.mut_args(|a| match a.get_id().as_str() {
+                    "name" => a.add(ArgValueCandidates::new(workcopies)),
+                    _ => a,
+                })
+            });
+        }
+        wc
+    });
     let names: Vec<String> = cmd
         .get_subcommands()
         .map(|s| s.get_name().to_string())
@@ -73,6 +94,22 @@ fn sessions() -> Vec<CompletionCandidate> {
         }
     }
     seen.into_iter().map(CompletionCandidate::new).collect()
+}
+
+/// The work copies' names, with the project each copies.
+fn workcopies() -> Vec<CompletionCandidate> {
+    let Ok(data) = Global::default().with_env().data_dir() else {
+        return Vec::new();
+    };
+    ckpt_workcopy::state::Store::new(&data)
+        .list()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|wc| {
+            let help = wc.original.display().to_string();
+            CompletionCandidate::new(wc.name).help(Some(help.into()))
+        })
+        .collect()
 }
 
 /// The current directory's project's newest turns; a completion never

@@ -354,6 +354,14 @@ fn completions_and_man_pages_come_from_the_sibling() {
     assert!(complete(&["rewind", ""]).contains("1\tfix the header\n"));
     assert!(complete(&["log", "--session", ""]).contains("s9\n"));
     assert!(complete(&["di"]).starts_with("diff\t"));
+    // `workcopy` is its sibling's: its subcommands and the copies' names.
+    env.ctl_ok(
+        &proj,
+        &["workcopy", "create", "--base", "current", "--name", "wc1"],
+    );
+    assert!(complete(&["workcopy", "pre"]).starts_with("preview\t"));
+    let names = complete(&["workcopy", "status", ""]);
+    assert!(names.contains("wc1\t"), "{names}");
 
     let man = env.ctl_ok(&proj, &["man"]);
     assert!(man.contains(".TH ckptctl 1"), "{man}");
