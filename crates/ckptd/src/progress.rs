@@ -56,15 +56,17 @@ impl Sink {
 }
 
 /// Runs `f` (a request's handler); with `out`, the progress of the core
-/// calls it makes on this thread is written to `out` meanwhile. Every
-/// frame has been written when this returns, so the reply comes last.
-pub fn while_handling<T>(out: Option<UnixStream>, f: impl FnOnce() -> T) -> T {
+/// calls it makes on this thread is written to `out` meanwhile (from its
+/// first step if `at_once`, else after [`INTERVAL`]). Every frame has been
+/// written when this returns, so the reply comes last.
+pub fn while_handling<T>(out: Option<UnixStream>, at_once: bool, f: impl FnOnce() -> T) -> T {
     let Some(out) = out else {
         return f();
     };
+    let first = if at_once { Duration::ZERO } else { INTERVAL };
     let sink = Arc::new(Sink {
         out: Mutex::new(Some(out)),
-        next: Mutex::new(Instant::now() + INTERVAL),
+        next: Mutex::new(Instant::now() + first),
     });
     SINK.with(|s| *s.borrow_mut() = Some(Arc::clone(&sink)));
     // Cleared even if `f` panics (the server catches it).

@@ -146,7 +146,8 @@ fn serve(mut stream: Stream, d: Arc<Daemon>, mut greeted: Option<Greeted>) {
                 .progress
                 .then(|| socket::duplicate(&stream).ok())
                 .flatten();
-            crate::progress::while_handling(out, || handle(&d, req))
+            let at_once = d.config.hooks.progress_at_once();
+            crate::progress::while_handling(out, at_once, || handle(&d, req))
         } else {
             let progress = matches!(req, Request::Hello { progress: true, .. });
             let reply = hello(&req);

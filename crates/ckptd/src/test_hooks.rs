@@ -27,6 +27,11 @@ pub struct TestHooks {
     /// seconds old (not an hour), so a test sees what a gc frees.
     #[cfg(feature = "test-hooks")]
     gc_grace_secs: Option<u64>,
+    /// `CKPT_TEST_PROGRESS_AT_ONCE=1`: a connection that asked for
+    /// progress gets a frame from a request's first step, not only after
+    /// 100 ms, so a test does not depend on how fast the machine is.
+    #[cfg(feature = "test-hooks")]
+    progress_at_once: bool,
 }
 
 impl TestHooks {
@@ -40,6 +45,7 @@ impl TestHooks {
             fake_watch_limit: var("CKPT_TEST_FAKE_WATCH_LIMIT").is_some(),
             gc_grace_secs: var("CKPT_TEST_GC_GRACE_SECS")
                 .and_then(|v| v.to_str().and_then(|s| s.parse().ok())),
+            progress_at_once: var("CKPT_TEST_PROGRESS_AT_ONCE").is_some(),
         }
     }
 
@@ -58,6 +64,17 @@ impl TestHooks {
     #[cfg(not(feature = "test-hooks"))]
     pub fn gc_grace_secs(&self) -> Option<u64> {
         None
+    }
+
+    /// Whether progress frames start at a request's first step.
+    #[cfg(feature = "test-hooks")]
+    pub fn progress_at_once(&self) -> bool {
+        self.progress_at_once
+    }
+
+    #[cfg(not(feature = "test-hooks"))]
+    pub fn progress_at_once(&self) -> bool {
+        false
     }
 
     /// Whether every new watch is to fail as if the watch limit were hit.

@@ -43,7 +43,7 @@ fn wire(p: &Path) -> WirePath {
 #[test]
 fn the_daemon_sends_progress_frames_only_to_a_connection_that_asks() {
     let env = Env::new();
-    let _d = env.start_daemon();
+    let _d = env.start_daemon_with(&[("CKPT_TEST_PROGRESS_AT_ONCE", "1")]);
     let root = tree(&env, "p", 3000);
     let mut asking = hello_asking(&env.socket, true).unwrap();
     asking
@@ -134,7 +134,7 @@ fn the_daemon_sends_progress_frames_only_to_a_connection_that_asks() {
 #[test]
 fn ckptctl_shows_progress_on_a_terminal_only_and_never_with_json() {
     let env = Env::new();
-    let _d = env.start_daemon();
+    let _d = env.start_daemon_with(&[("CKPT_TEST_PROGRESS_AT_ONCE", "1")]);
 
     let shown = tree(&env, "shown", 2000);
     let screen = on_terminal(&env, &shown, &["watch"], &[]);
