@@ -128,7 +128,7 @@ fn walk(root: &Path) -> Result<(Vec<PathBuf>, Vec<PathBuf>)> {
 }
 
 /// The first watch's floor, in seconds.
-fn floor_watch(root: &Path, db: &Path) -> Result<f64> {
+pub fn floor_watch(root: &Path, db: &Path) -> Result<f64> {
     let t = Instant::now();
     let (files, _) = walk(root)?;
     let lanes = tape_sha256::lane_width().max(1);
@@ -180,7 +180,7 @@ fn floor_watch(root: &Path, db: &Path) -> Result<f64> {
 }
 
 /// Restart to synced's floor, in seconds.
-fn floor_restart(root: &Path) -> Result<f64> {
+pub fn floor_restart(root: &Path) -> Result<f64> {
     let t = Instant::now();
     let (_, dirs) = walk(root)?;
     // SAFETY: inotify_init1 takes flags only.

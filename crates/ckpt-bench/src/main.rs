@@ -36,6 +36,7 @@
 //! cargo run --release -p ckpt-bench -- --many-clients 50       # issue 35's many agents
 //! cargo run --release -p ckpt-bench -- --big-turn 5000,50000   # issue 35's peak RSS per turn size
 //! cargo run --release -p ckpt-bench -- --floors 50000           # issue 35's operations against their floors
+//! cargo run --release -p ckpt-bench -- --sizes 5000,50000,1000000 # issue 35's p50/p99 as the tree grows
 //! ```
 //!
 //! Exit status: 0 if every scenario was right, 1 if any was WRONG or failed.
@@ -52,6 +53,7 @@ mod procstat;
 mod report;
 mod scenarios;
 mod shapes;
+mod sizes;
 mod system;
 mod tree;
 mod verify;
@@ -144,6 +146,12 @@ struct Args {
     /// runs.
     #[arg(long, value_name = "N")]
     floors: Option<usize>,
+    /// Only time the first watch and restart (against their floors), idle
+    /// turns, one-file rewinds and the hook call's floor on trees of each
+    /// size given (e.g. 5000,50000,500000,1000000), and print p50/p99 per
+    /// operation and size (issue 35); nothing else runs.
+    #[arg(long, value_name = "N,N", value_delimiter = ',')]
+    sizes: Vec<usize>,
     /// Projects for `--many-clients`.
     #[arg(long, default_value_t = 20)]
     projects: usize,
@@ -310,6 +318,11 @@ fn real_main() -> Result<bool> {
         let bins = Bins::locate(args.bin_dir.as_deref())?;
         let reps = args.reps.unwrap_or(3).max(1);
         return floors::run(&bins, &work, n, reps, timeout);
+    }
+    if !args.sizes.is_empty() {
+        let bins = Bins::locate(args.bin_dir.as_deref())?;
+        let reps = args.reps.unwrap_or(100).max(1);
+        return sizes::run(&bins, &work, &args.sizes, reps, timeout);
     }
     if !args.big_turn.is_empty() {
         let bins = Bins::locate(args.bin_dir.as_deref())?;
