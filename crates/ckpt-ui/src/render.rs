@@ -242,10 +242,9 @@ fn turn_detail(t: &TurnInfo) -> Vec<Line<'static>> {
     }
     let mut second = t.label.as_deref().unwrap_or("").replace('\n', " ");
     if let Some(p) = &t.partial {
-        let by: Vec<String> = p.rewinds.iter().map(i64::to_string).collect();
         second = format!(
             "[rewind {}: {} restored, {} left] {second}",
-            by.join(", "),
+            ckptctl::output::ids(&p.rewinds),
             p.rewound.len(),
             p.left.len()
         );
@@ -405,12 +404,11 @@ fn dialog(f: &mut Frame, app: &App, d: &Dialog) {
         Ask::Redo => format!(" redo the rewind to before turn {}? ", p.turn),
     };
     let mut lines: Vec<Line> = Vec::new();
-    let turns: Vec<String> = p.turns.iter().map(i64::to_string).collect();
     let verb = if p.redo { "brings back" } else { "undoes" };
     lines.push(Line::from(format!(
         "{verb} turn{} {}: {}",
-        if turns.len() == 1 { "" } else { "s" },
-        turns.join(", "),
+        if p.turns.len() == 1 { "" } else { "s" },
+        ckptctl::output::ids(&p.turns),
         ckptctl::output::count(p.actions.len() as u64, "path")
     )));
     for a in &p.actions {

@@ -508,12 +508,7 @@ fn moved(at: usize, action: Action, len: usize) -> usize {
 
 /// `rewound to before turn 3 (turns 3, 4): 2 paths in 5 ms: a.txt, b/`.
 pub fn result_line(r: &RewindReply) -> String {
-    let turns = r
-        .turns
-        .iter()
-        .map(i64::to_string)
-        .collect::<Vec<_>>()
-        .join(", ");
+    let turns = ckptctl::output::ids(&r.turns);
     let what = if r.redo {
         format!("redid the rewind to before turn {} (turns {turns})", r.turn)
     } else {

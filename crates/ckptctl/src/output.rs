@@ -116,14 +116,17 @@ pub fn session_of(t: &TurnInfo) -> String {
     }
 }
 
-/// What rewinds did to a turn in part, a line each (`show`).
-pub fn partial(out: &mut impl Write, p: &PartialRewind) -> std::io::Result<()> {
-    let by = p
-        .rewinds
-        .iter()
+/// Turn or rewind ids as a list: `3, 4`.
+pub fn ids(list: &[i64]) -> String {
+    list.iter()
         .map(i64::to_string)
         .collect::<Vec<_>>()
-        .join(", ");
+        .join(", ")
+}
+
+/// What rewinds did to a turn in part, a line each (`show`).
+pub fn partial(out: &mut impl Write, p: &PartialRewind) -> std::io::Result<()> {
+    let by = ids(&p.rewinds);
     if !p.rewound.is_empty() {
         let paths: Vec<String> = p.rewound.iter().map(RelPath::quoted).collect();
         writeln!(
@@ -247,12 +250,7 @@ pub fn count(n: u64, noun: &str) -> String {
 /// turn 6 (turns 6, 7)", "redo 4 of rewind 3 (turns 6, 7)"; without
 /// `numbered`, no id of its own ("rewind to before turn 6 (…)").
 pub fn rewind_what(r: &RewindRecord, numbered: bool) -> String {
-    let turns = r
-        .turns
-        .iter()
-        .map(i64::to_string)
-        .collect::<Vec<_>>()
-        .join(", ");
+    let turns = ids(&r.turns);
     let id = if numbered {
         format!(" {}", r.id)
     } else {

@@ -76,8 +76,7 @@ pub fn retention(r: &ckpt_proto::RetentionView) -> String {
         p.max_age_secs / (24 * 3600)
     );
     if !r.pinned.is_empty() {
-        let pinned: Vec<String> = r.pinned.iter().map(i64::to_string).collect();
-        s.push_str(&format!("; pinned {}", pinned.join(", ")));
+        s.push_str(&format!("; pinned {}", output::ids(&r.pinned)));
     }
     let next = match (r.due, r.next) {
         (Some(t), _) => format!("turns up to {t} are past it: the next gc drops them"),

@@ -304,11 +304,7 @@ fn finish(
 
 /// `turn 3`, `turns 3, 4`.
 fn turns(list: &[i64]) -> String {
-    let ids = list
-        .iter()
-        .map(i64::to_string)
-        .collect::<Vec<_>>()
-        .join(", ");
+    let ids = output::ids(list);
     match list.len() {
         1 => format!("turn {ids}"),
         _ => format!("turns {ids}"),
