@@ -722,3 +722,22 @@ pub fn binary(seed: u8, len: usize) -> Vec<u8> {
         .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed) ^ (i >> 3) as u8)
         .collect()
 }
+
+/// Writes a project's settings file, `.ckpt/config.toml`.
+pub fn project_config(proj: &Path, toml: &str) {
+    std::fs::create_dir_all(proj.join(".ckpt")).unwrap();
+    std::fs::write(proj.join(".ckpt/config.toml"), toml).unwrap();
+}
+
+/// `len` bytes that do not compress, different for each `seed`.
+pub fn noise(len: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(2).wrapping_add(1);
+    (0..len)
+        .map(|_| {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (x >> 56) as u8
+        })
+        .collect()
+}

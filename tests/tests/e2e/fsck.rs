@@ -7,20 +7,6 @@ use std::path::{Path, PathBuf};
 
 use ckpt_e2e::*;
 
-/// Incompressible bytes (a small LCG), so the file is stored as an object
-/// file rather than inline in the database.
-fn noise(len: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed;
-    (0..len)
-        .map(|_| {
-            x = x
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (x >> 56) as u8
-        })
-        .collect()
-}
-
 /// A watched project with a turn, a rewind and a redo behind it; returns
 /// it and its store directory.
 fn project_with_history(env: &Env) -> (PathBuf, PathBuf) {

@@ -5,29 +5,11 @@ use std::path::{Path, PathBuf};
 
 use ckpt_e2e::*;
 
-/// Incompressible bytes, so each version costs its size in the store.
-fn noise(len: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(2).wrapping_add(1);
-    (0..len)
-        .map(|_| {
-            x = x
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (x >> 56) as u8
-        })
-        .collect()
-}
-
 /// A watched project keeping one turn, of any age, and three turns each
 /// writing a new 64 KiB version of `f.bin`.
 fn three_turns(env: &Env) -> PathBuf {
     let proj = env.git_repo("app", &[("a.txt", b"a\n")]);
-    std::fs::create_dir_all(proj.join(".ckpt")).unwrap();
-    std::fs::write(
-        proj.join(".ckpt/config.toml"),
-        "[retention]\nturns = 1\ndays = 0\n",
-    )
-    .unwrap();
+    project_config(&proj, "[retention]\nturns = 1\ndays = 0\n");
     env.ctl_ok(&proj, &["watch"]);
     for v in 1..=3 {
         env.ctl_ok(&proj, &["turn-start"]);
@@ -152,11 +134,7 @@ fn a_store_over_its_budget_drops_its_oldest_turns() {
     // Turn 6 pinned: the budget drops turns 1 to 5, oldest first, and
     // says the store is still over it (turns 6 and 7 hold three versions).
     env.ctl_ok(&proj, &["pin", "6"]);
-    std::fs::write(
-        proj.join(".ckpt/config.toml"),
-        "[retention]\nturns = 100\n[store]\nbudget_mib = 3\n",
-    )
-    .unwrap();
+    project_config(&proj, "[retention]\nturns = 100\n[store]\nbudget_mib = 3\n");
     let r = env.ctl_json(&proj, &["gc"]);
     assert_eq!(turn_ids(&env, &proj), [6, 7], "{r}");
     assert_eq!(r["over_budget"], true, "{r}");

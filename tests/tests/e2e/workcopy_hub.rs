@@ -404,12 +404,7 @@ fn the_original_projects_config_sets_the_limits_and_the_run_timeout() {
     let env = Env::new();
     let _d = env.start_daemon();
     let (proj, copy) = setup(&env);
-    std::fs::create_dir_all(proj.join(".ckpt")).unwrap();
-    std::fs::write(
-        proj.join(".ckpt/config.toml"),
-        "[workcopy]\nmax_files = 4\nrun_timeout_secs = 1\n",
-    )
-    .unwrap();
+    project_config(&proj, "[workcopy]\nmax_files = 4\nrun_timeout_secs = 1\n");
     sh(&copy, "touch one two");
     let out = env.ctl(&proj, &["workcopy", "preview", "w"]);
     assert_eq!(out.code(), 1, "{out:?}");
@@ -625,12 +620,7 @@ fn gc_keeps_a_work_copys_apply_until_the_copy_is_removed() {
     let env = Env::new();
     let _d = env.start_daemon_with(&[("CKPT_TEST_GC_GRACE_SECS", "0")]);
     let proj = env.git_repo("p", &[("a.txt", b"a\n")]);
-    std::fs::create_dir_all(proj.join(".ckpt")).unwrap();
-    std::fs::write(
-        proj.join(".ckpt/config.toml"),
-        "[retention]\nturns = 1\ndays = 0\n",
-    )
-    .unwrap();
+    project_config(&proj, "[retention]\nturns = 1\ndays = 0\n");
     env.ctl_ok(&proj, &["watch"]);
     let turn = |v: &str| {
         env.ctl_ok(&proj, &["turn-start"]);
