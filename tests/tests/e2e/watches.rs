@@ -416,6 +416,40 @@ fn watch_and_status_count_the_same_paths_not_captured() {
     assert!(line.contains("  1 not captured"), "{line}");
 }
 
+/// `status` while a long operation holds the project (here a paused
+/// rewind) answers busy with the counts the watch left, not with zeros.
+#[test]
+fn status_while_the_project_is_busy_keeps_the_counts_of_the_watch() {
+    let env = Env::new();
+    let marker = env.path().join("paused");
+    let d = env.start_daemon_with(&[
+        ("CKPT_TEST_PAUSE_REWIND_AFTER", "1"),
+        ("CKPT_TEST_PAUSE_MARKER", marker.to_str().unwrap()),
+    ]);
+    let proj = env.git_repo("p", &[("a.txt", b"a\n")]);
+    sh(&proj, "mkfifo pipe");
+    env.ctl_ok(&proj, &["watch"]);
+    env.ctl_ok(&proj, &["turn-start"]);
+    sh(&proj, "echo b > a.txt");
+    env.ctl_ok(&proj, &["turn-end"]);
+    let mut rewind = env
+        .ctl_cmd(&proj, &["rewind", "1"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for("the rewind to pause", Duration::from_secs(60), || {
+        marker.exists()
+    });
+    let status = env.ctl_json(&proj, &["status"]);
+    let p = &status["projects"][0];
+    assert_eq!(p["busy"], true, "{status}");
+    assert_eq!(p["skipped"], 1, "{status}");
+    assert_eq!(p["entries"], 2, "{status}");
+    d.kill();
+    wait_timeout(&mut rewind, Duration::from_secs(30)).expect("ckptctl returns");
+}
+
 /// Waits until `status` reports the project at `root` with `health`.
 fn wait_health(env: &Env, root: &Path, health: &str) {
     wait_for(

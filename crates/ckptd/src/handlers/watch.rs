@@ -21,7 +21,11 @@ pub fn handle(d: &Arc<Daemon>, dir: &WirePath, discover: bool) -> ReqResult<Abou
     if !already {
         // What the store holds as not captured, as `status` counts it: this
         // scan's own list misses what the worker captured before it.
-        scan.skipped = h.call(|p| p.not_captured())?;
+        let (skipped, status) = h.call(|p| Ok((p.not_captured()?, p.status()?)))?;
+        scan.skipped = skipped;
+        // A `status` while a scan that follows (a degraded watcher's) holds
+        // the project answers from this, not from nothing.
+        h.remember_status(status);
     }
     let body = WatchedBody {
         id: h.id.clone(),

@@ -136,6 +136,12 @@ impl ProjectHandle {
         }
     }
 
+    /// What [`status_nowait`](Self::status_nowait) answers while the
+    /// project is busy, until it next reads the status itself.
+    pub fn remember_status(&self, s: ProjectStatus) {
+        *lock(&self.status_cache) = Some(s);
+    }
+
     /// When the worker last captured a change: events of excluded paths and
     /// cookies never reach it, and checks that found nothing changed do not
     /// count.
