@@ -36,6 +36,7 @@
 //! cargo run --release -p ckpt-bench -- --many-clients 50       # issue 35's many agents
 //! cargo run --release -p ckpt-bench -- --big-turn 5000,50000   # issue 35's peak RSS per turn size
 //! cargo run --release -p ckpt-bench -- --floors 50000           # issue 35's operations against their floors
+//! cargo run --release -p ckpt-bench -- --store-bytes 100000     # issue 35's store bytes per small file
 //! ```
 //!
 //! Exit status: 0 if every scenario was right, 1 if any was WRONG or failed.
@@ -52,6 +53,7 @@ mod procstat;
 mod report;
 mod scenarios;
 mod shapes;
+mod store_bytes;
 mod system;
 mod tree;
 mod verify;
@@ -144,6 +146,11 @@ struct Args {
     /// runs.
     #[arg(long, value_name = "N")]
     floors: Option<usize>,
+    /// Only time the first watch of N files of ~17 bytes and measure the
+    /// project database per b-tree (SQLite's dbstat), in bytes per file
+    /// (issue 35); nothing else runs.
+    #[arg(long, value_name = "N")]
+    store_bytes: Option<usize>,
     /// Projects for `--many-clients`.
     #[arg(long, default_value_t = 20)]
     projects: usize,
@@ -311,6 +318,12 @@ fn real_main() -> Result<bool> {
         let reps = args.reps.unwrap_or(3).max(1);
         return floors::run(&bins, &work, n, reps, timeout);
     }
+    if let Some(n) = args.store_bytes {
+        let bins = Bins::locate(args.bin_dir.as_deref())?;
+        let reps = args.reps.unwrap_or(1).max(1);
+        let keep = args.keep || args.work_dir.is_some();
+        return store_bytes::run(&bins, &work, n, reps, keep, timeout);
+    }
     if !args.big_turn.is_empty() {
         let bins = Bins::locate(args.bin_dir.as_deref())?;
         return bigturn::run(&bins, &work, &args.big_turn, timeout);
@@ -393,6 +406,12 @@ fn real_main() -> Result<bool> {
     }
     shutdown(&mut lab);
     drop(lab);
+    if let (true, Some(bins)) = (quick, &bins) {
+        // Exercised, not judged: a tiny tree's bytes per file say little.
+        if let Err(e) = store_bytes::run(bins, &work, 300, 1, false, timeout) {
+            res.fail("store-bytes", "ckpt", "error", 1, format!("{e:#}"));
+        }
+    }
 
     let mut scale_meta = json!(null);
     if sel("scale") {
