@@ -37,6 +37,7 @@
 //! cargo run --release -p ckpt-bench -- --big-turn 5000,50000   # issue 35's peak RSS per turn size
 //! cargo run --release -p ckpt-bench -- --floors 50000           # issue 35's operations against their floors
 //! cargo run --release -p ckpt-bench -- --sizes 5000,50000,1000000 # issue 35's p50/p99 as the tree grows
+//! cargo run --release -p ckpt-bench -- --store-bytes 100000     # issue 35's store bytes per small file
 //! ```
 //!
 //! Exit status: 0 if every scenario was right, 1 if any was WRONG or failed.
@@ -54,6 +55,7 @@ mod report;
 mod scenarios;
 mod shapes;
 mod sizes;
+mod store_bytes;
 mod system;
 mod tree;
 mod verify;
@@ -152,6 +154,11 @@ struct Args {
     /// operation and size (issue 35); nothing else runs.
     #[arg(long, value_name = "N,N", value_delimiter = ',')]
     sizes: Vec<usize>,
+    /// Only time the first watch of N files of ~17 bytes and measure the
+    /// project database per b-tree (SQLite's dbstat), in bytes per file
+    /// (issue 35); nothing else runs.
+    #[arg(long, value_name = "N")]
+    store_bytes: Option<usize>,
     /// Projects for `--many-clients`.
     #[arg(long, default_value_t = 20)]
     projects: usize,
@@ -324,6 +331,12 @@ fn real_main() -> Result<bool> {
         let reps = args.reps.unwrap_or(100).max(1);
         return sizes::run(&bins, &work, &args.sizes, reps, timeout);
     }
+    if let Some(n) = args.store_bytes {
+        let bins = Bins::locate(args.bin_dir.as_deref())?;
+        let reps = args.reps.unwrap_or(1).max(1);
+        let keep = args.keep || args.work_dir.is_some();
+        return store_bytes::run(&bins, &work, n, reps, keep, timeout);
+    }
     if !args.big_turn.is_empty() {
         let bins = Bins::locate(args.bin_dir.as_deref())?;
         return bigturn::run(&bins, &work, &args.big_turn, timeout);
@@ -406,6 +419,12 @@ fn real_main() -> Result<bool> {
     }
     shutdown(&mut lab);
     drop(lab);
+    if let (true, Some(bins)) = (quick, &bins) {
+        // Exercised, not judged: a tiny tree's bytes per file say little.
+        if let Err(e) = store_bytes::run(bins, &work, 300, 1, false, timeout) {
+            res.fail("store-bytes", "ckpt", "error", 1, format!("{e:#}"));
+        }
+    }
 
     let mut scale_meta = json!(null);
     if sel("scale") {

@@ -44,7 +44,9 @@ impl CacheRow {
     }
 }
 
-const COLS: &str = "path, kind, mode, data, size, mtime_ns, ctime_ns, ino, dev, racy, nlink";
+/// `ctime_after_ns` is ctime less mtime (wrapping): 0, stored in no bytes,
+/// for nearly every file.
+const COLS: &str = "path, kind, mode, data, size, mtime_ns, ctime_after_ns, ino, dev, racy, nlink";
 
 fn from_row(row: &Row) -> rusqlite::Result<Option<(RelPath, CacheRow)>> {
     let path: Vec<u8> = row.get(0)?;
@@ -58,12 +60,13 @@ fn from_row(row: &Row) -> rusqlite::Result<Option<(RelPath, CacheRow)>> {
         3 => StatKind::Symlink,
         _ => StatKind::Other,
     };
+    let mtime_ns: i64 = row.get(5)?;
     let stat = Stat {
         kind: stat_kind,
         mode: mode as u32,
         size: size as u64,
-        mtime_ns: row.get(5)?,
-        ctime_ns: row.get(6)?,
+        mtime_ns,
+        ctime_ns: mtime_ns.wrapping_add(row.get(6)?),
         ino: row.get::<_, i64>(7)? as u64,
         dev: row.get::<_, i64>(8)? as u64,
         nlink: row.get::<_, i64>(10)? as u64,
@@ -196,7 +199,7 @@ pub(crate) fn put(
         data,
         stat.size as i64,
         stat.mtime_ns,
-        stat.ctime_ns,
+        stat.ctime_ns.wrapping_sub(stat.mtime_ns),
         stat.ino as i64,
         stat.dev as i64,
         racy,

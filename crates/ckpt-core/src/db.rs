@@ -243,6 +243,43 @@ const MIGRATIONS: &[&str] = &[
     "
     ALTER TABLE turns ADD COLUMN workcopy TEXT;
     ",
+    // 17: fewer bytes per stored file (issue 35). `files` keeps ctime as
+    // its distance from mtime. `blobs` is keyed by its
+    // hash alone (WITHOUT ROWID: no second b-tree of the hash and a rowid),
+    // and loses its `blobs_pack` index, which would now hold the hash again:
+    // a pack's blobs are found by a scan (gc, fsck), and a single pack is
+    // known empty from its own size (pack.rs). A packed blob's `created_ns`
+    // is NULL, its pack's time, until it is freshened.
+    "
+    CREATE TABLE blobs17 (
+        hash        BLOB PRIMARY KEY,
+        size        INTEGER NOT NULL,
+        csize       INTEGER NOT NULL,
+        created_ns  INTEGER,
+        data        BLOB,
+        base        BLOB,
+        depth       INTEGER NOT NULL DEFAULT 0,
+        pack        INTEGER,
+        pack_offset INTEGER
+    ) WITHOUT ROWID;
+    INSERT INTO blobs17
+        SELECT b.hash, b.size, b.csize,
+            CASE WHEN b.created_ns <= (SELECT p.created_ns FROM packs p WHERE p.id = b.pack)
+                THEN NULL ELSE b.created_ns END,
+            b.data, b.base, b.depth, b.pack, b.pack_offset
+        FROM blobs b WHERE b.hash IS NOT NULL;
+    DROP TABLE blobs;
+    ALTER TABLE blobs17 RENAME TO blobs;
+    -- A file's ctime as its distance from its mtime: 0 (no bytes) for
+    -- nearly every file, as one write sets both. A time too far out to
+    -- subtract becomes 0: that row's stat no longer matches, so the file
+    -- is read again once.
+    ALTER TABLE files RENAME COLUMN ctime_ns TO ctime_after_ns;
+    UPDATE files SET ctime_after_ns = CASE
+        WHEN mtime_ns BETWEEN -4611686018427387904 AND 4611686018427387904
+            AND ctime_after_ns BETWEEN -4611686018427387904 AND 4611686018427387904
+        THEN ctime_after_ns - mtime_ns ELSE 0 END;
+    ",
 ];
 
 /// The schema version this build writes and understands.
@@ -333,6 +370,9 @@ fn migrate(conn: &mut Connection) -> Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod migrate17_tests;
 
 #[cfg(test)]
 mod tests {

@@ -15,7 +15,9 @@ use crate::confined::{Root, Stat, StatKind};
 use crate::error::Result;
 use crate::par::{par_map, par_shares};
 use crate::state::{Hash, State};
-use crate::store::{BlobStore, Prepared, PreparedPack, DELTA_MIN, PACK_BLOB_MAX, PACK_TARGET};
+use crate::store::{
+    BlobStore, Prepared, PreparedPack, DELTA_MIN, PACK_BLOB_MAX, PACK_COUNT, PACK_TARGET,
+};
 
 /// How a capture worker reads the store: through the writer's connection
 /// on the caller's thread, else through a read-only connection of its own,
@@ -155,21 +157,22 @@ pub(super) fn pack_small(
 }
 
 /// Splits `(index, size)` pairs, in order, into groups of about
-/// [`PACK_TARGET`] bytes (a rest under half of that joins the last group);
-/// with less than half a pack's worth, leaves them all alone.
+/// [`PACK_TARGET`] bytes or [`PACK_COUNT`] files (a rest under half of
+/// that joins the last group); with less than half a pack's worth, leaves
+/// them all alone.
 fn group_for_packs(files: &[(usize, usize)]) -> (Vec<Vec<usize>>, Vec<usize>) {
     let mut groups: Vec<Vec<usize>> = Vec::new();
     let (mut group, mut bytes) = (Vec::new(), 0);
     for &(i, len) in files {
         bytes += len;
         group.push(i);
-        if bytes >= PACK_TARGET {
+        if bytes >= PACK_TARGET || group.len() >= PACK_COUNT {
             groups.push(std::mem::take(&mut group));
             bytes = 0;
         }
     }
     let alone = match groups.last_mut() {
-        _ if bytes >= PACK_TARGET / 2 => {
+        _ if bytes >= PACK_TARGET / 2 || group.len() >= PACK_COUNT / 2 => {
             groups.push(group);
             Vec::new()
         }
@@ -316,6 +319,7 @@ mod tests {
     use std::fs;
 
     use super::super::tests::{large_text, setup};
+    use super::PACK_COUNT;
     use crate::project::Project;
     use crate::relpath::RelPath;
 
@@ -398,6 +402,34 @@ mod tests {
                 p.read_blob(&hash).unwrap(),
                 fs::read(root.join(path.as_path())).unwrap()
             );
+        }
+    }
+
+    #[test]
+    fn a_batch_of_many_tiny_files_is_packed_by_count() {
+        let (_tmp, root, mut p) = setup();
+        p.reconcile().unwrap();
+        let n = PACK_COUNT * 3;
+        let paths: Vec<RelPath> = (0..n)
+            .map(|i| {
+                fs::write(root.join(format!("t{i}")), format!("tiny {i}\n")).unwrap();
+                RelPath::new(format!("t{i}")).unwrap()
+            })
+            .collect();
+        assert_eq!(p.check_paths(paths.clone()).unwrap().changed, n as u64);
+        // Far under a pack's bytes, but no tiny file keeps a pack (and its
+        // row's ~40 bytes) to itself.
+        for path in &paths {
+            let hash = crate::cache::state(&p.conn, path).unwrap().hash().unwrap();
+            let in_its_pack: i64 = p
+                .conn
+                .query_row(
+                    "SELECT count(*) FROM blobs WHERE pack = (SELECT pack FROM blobs WHERE hash = ?1)",
+                    [&hash.0[..]],
+                    |r| r.get(0),
+                )
+                .unwrap();
+            assert!(in_its_pack > 1, "{} is alone in its pack", path.display());
         }
     }
 

@@ -60,16 +60,33 @@ pub(super) fn packs(c: &mut Checker) -> Result<()> {
     let mut packs = c
         .conn
         .prepare("SELECT id, size, data FROM packs ORDER BY id")?;
-    let mut members = c
-        .conn
-        .prepare("SELECT hash, size, pack_offset FROM blobs WHERE pack = ?1")?;
+    // Every packed blob in pack order, read beside the packs (no index
+    // finds one pack's blobs).
+    let mut members = c.conn.prepare(
+        "SELECT pack, hash, size, pack_offset FROM blobs WHERE pack IS NOT NULL ORDER BY pack",
+    )?;
+    let mut members = members.query([])?;
+    let mut next: Option<(i64, Member)> = None;
     let mut rows = packs.query([])?;
     while let Some(r) = rows.next()? {
         let (id, size, data): (i64, i64, Value) = (r.get(0)?, r.get(1)?, r.get(2)?);
         c.report.checked.packs += 1;
-        let blobs: Vec<(Vec<u8>, i64, Option<i64>)> = members
-            .query_map([id], |m| Ok((m.get(0)?, m.get(1)?, m.get(2)?)))?
-            .collect::<rusqlite::Result<_>>()?;
+        let mut blobs: Vec<Member> = Vec::new();
+        loop {
+            if next.is_none() {
+                let Some(m) = members.next()? else { break };
+                next = Some((m.get(0)?, (m.get(1)?, m.get(2)?, m.get(3)?)));
+            }
+            match next.take() {
+                // Blobs of a pack that is gone are reported by `rows`.
+                Some((pack, _)) if pack < id => {}
+                Some((pack, member)) if pack == id => blobs.push(member),
+                later => {
+                    next = later;
+                    break;
+                }
+            }
+        }
         c.report.checked.blobs += blobs.len() as u64;
         if blobs.is_empty() {
             c.warning(
@@ -130,6 +147,9 @@ pub(super) fn packs(c: &mut Checker) -> Result<()> {
     }
     Ok(())
 }
+
+/// A packed blob's name, size and offset in its pack.
+type Member = (Vec<u8>, i64, Option<i64>);
 
 /// The raw content of a pack row, or why it cannot be had.
 fn decode_pack(size: i64, data: Value) -> std::result::Result<Vec<u8>, String> {

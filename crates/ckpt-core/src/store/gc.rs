@@ -9,7 +9,7 @@ use std::io::ErrorKind;
 use rusqlite::{Connection, OptionalExtension};
 
 use super::objects::{hex_hash, is_hex, mtime_ns, TMP_PREFIX};
-use super::BlobStore;
+use super::{BlobStore, CREATED};
 use crate::error::{IoContext, Result};
 use crate::state::Hash;
 
@@ -80,19 +80,24 @@ impl BlobStore {
         let mut out = Doomed::default();
         let referenced = &with_delta_bases(tx, referenced)?;
         let mut doomed = Vec::new();
+        // The packs a kept blob is in: every row is read, as no index finds
+        // a pack's blobs.
+        let mut kept_packs = HashSet::new();
         {
-            let mut stmt = tx.prepare(
-                "SELECT hash, csize, data IS NULL AND pack IS NULL FROM blobs WHERE created_ns < ?1",
-            )?;
+            let mut stmt = tx.prepare(&format!(
+                "SELECT hash, csize, data IS NULL AND pack IS NULL, {CREATED} < ?1, pack FROM blobs"
+            ))?;
             let mut rows = stmt.query([cutoff])?;
             while let Some(row) = rows.next()? {
                 let raw: Vec<u8> = row.get(0)?;
-                let Some(hash) = Hash::from_slice(&raw) else {
-                    continue; // not a name we wrote; leave it alone
-                };
-                if referenced.contains(&hash) {
+                let old: Option<bool> = row.get(3)?;
+                let hash = Hash::from_slice(&raw);
+                // Not a name we wrote, young, or referenced: kept.
+                let Some(hash) = hash.filter(|h| old == Some(true) && !referenced.contains(h))
+                else {
+                    kept_packs.extend(row.get::<_, Option<i64>>(4)?);
                     continue;
-                }
+                };
                 let csize: i64 = row.get(1)?;
                 let is_file: bool = row.get(2)?;
                 doomed.push(hash);
@@ -109,14 +114,15 @@ impl BlobStore {
             }
         }
         // A pack goes with the last blob that points into it.
-        let mut stmt = tx.prepare(
-            "DELETE FROM packs WHERE created_ns < ?1
-             AND NOT EXISTS (SELECT 1 FROM blobs WHERE pack = packs.id)
-             RETURNING csize",
-        )?;
-        let mut rows = stmt.query([cutoff])?;
-        while let Some(row) = rows.next()? {
-            out.bytes += row.get::<_, i64>(0)?.max(0) as u64;
+        let empty: Vec<(i64, i64)> = tx
+            .prepare("SELECT id, csize FROM packs WHERE created_ns < ?1")?
+            .query_map([cutoff], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .filter(|r| !matches!(r, Ok((id, _)) if kept_packs.contains(id)))
+            .collect::<rusqlite::Result<_>>()?;
+        let mut del = tx.prepare("DELETE FROM packs WHERE id = ?1")?;
+        for (id, csize) in empty {
+            del.execute([id])?;
+            out.bytes += csize.max(0) as u64;
         }
         out.blobs = doomed.len() as u64;
         Ok(out)

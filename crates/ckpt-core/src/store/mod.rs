@@ -38,7 +38,7 @@ use compress::{compress, compress_delta};
 use objects::sync_dir;
 pub(crate) use objects::{hex_hash, is_hex, TMP_PREFIX};
 use pack::{Pending, RecentPacks, PENDING_LEVEL};
-pub use pack::{PreparedPack, PACK_BLOB_MAX, PACK_TARGET};
+pub use pack::{PreparedPack, PACK_BLOB_MAX, PACK_COUNT, PACK_TARGET};
 
 /// A blob hashed and compressed, ready to be inserted by the writer. Making
 /// one needs no database, so it can happen on any thread.
@@ -214,7 +214,8 @@ impl BlobStore {
             blob.size as i64,
             // A packed blob's bytes are counted once, in its pack's row.
             if single.is_some() { 0 } else { blob.compressed.len() as i64 },
-            now,
+            // A packed blob is as old as its pack (NULL: 8 bytes less a row).
+            single.is_none().then_some(now),
             (inline && single.is_none()).then_some(&blob.compressed[..]),
             blob.base.map(|b| b.0.to_vec()),
             depth,
@@ -257,7 +258,14 @@ impl BlobStore {
 
 /// Gives a blob that is referenced again a fresh grace period against gc.
 fn freshen(conn: &Connection, hash: &Hash, now: i64) -> Result<()> {
-    conn.prepare_cached("UPDATE blobs SET created_ns = ?2 WHERE hash = ?1 AND created_ns < ?2")?
-        .execute(params![&hash.0[..], now])?;
+    conn.prepare_cached(&format!(
+        "UPDATE blobs SET created_ns = ?2 WHERE hash = ?1 AND {CREATED} < ?2"
+    ))?
+    .execute(params![&hash.0[..], now])?;
     Ok(())
 }
+
+/// A blob row's creation time (of `blobs`, unaliased): a packed blob's
+/// NULL `created_ns` is its pack's.
+pub(crate) const CREATED: &str =
+    "coalesce(created_ns, (SELECT p.created_ns FROM packs p WHERE p.id = blobs.pack))";

@@ -20,7 +20,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 use super::compress::compress;
 use super::{freshen, now_ns, BlobStore, Prepared};
 use crate::error::{Error, Result};
-use crate::state::Hash;
+use crate::state::{Hash, HashOf};
 
 /// Whole blobs smaller than this are packed.
 pub const PACK_BLOB_MAX: usize = 256 << 10;
@@ -30,6 +30,11 @@ pub const PACK_BLOB_MAX: usize = 256 << 10;
 /// 20%-of-the-tree target (1 MiB packs: 19.8%).
 /// (Small in tests, so a test batch fills packs.)
 pub const PACK_TARGET: usize = if cfg!(test) { 16 << 10 } else { 2 << 20 };
+
+/// Blobs gathered before a pack is compressed, however few their bytes: a
+/// single pack's row costs ~40 bytes more than its blob's place in a pack,
+/// which for a tree of tiny files is more than the file.
+pub const PACK_COUNT: usize = if cfg!(test) { 64 } else { 1024 };
 
 /// zstd level of a to-be-packed blob's own frame.
 pub(super) const PENDING_LEVEL: i32 = 1;
@@ -115,12 +120,13 @@ impl BlobStore {
             return Ok(());
         }
         let id = self.add_pack_row(conn, pack.raw_len, &pack.compressed)?;
+        // Created with its pack (a NULL `created_ns`).
         let mut insert = conn.prepare_cached(
-            "INSERT INTO blobs (hash, size, csize, created_ns, depth, pack, pack_offset)
-             VALUES (?1, ?2, 0, ?3, 0, ?4, ?5)",
+            "INSERT INTO blobs (hash, size, csize, depth, pack, pack_offset)
+             VALUES (?1, ?2, 0, 0, ?3, ?4)",
         )?;
         for (hash, size, offset) in new {
-            insert.execute(params![&hash.0[..], *size as i64, now, id, *offset as i64])?;
+            insert.execute(params![&hash.0[..], *size as i64, id, *offset as i64])?;
         }
         let mut point = conn.prepare_cached(
             "UPDATE blobs SET csize = 0, created_ns = ?2, data = NULL, base = NULL, depth = 0,
@@ -171,15 +177,32 @@ impl BlobStore {
         let compressed = zstd::bulk::compress(&raw, self.level)
             .map_err(|e| Error::Invariant(format!("compress pack: {e}")))?;
         let pack = self.add_pack_row(conn, raw.len(), &compressed)?;
+        // A single pack's blob starts at 0 and is its whole raw content.
         let mut point = conn.prepare_cached(
-            "UPDATE blobs SET pack = ?3, pack_offset = ?4 WHERE hash = ?1 AND pack = ?2",
+            "UPDATE blobs SET pack = ?3, pack_offset = ?4
+             WHERE hash = ?1 AND pack = ?2 AND pack_offset = 0
+             RETURNING size",
         )?;
-        let mut drop_single = conn.prepare_cached(
-            "DELETE FROM packs WHERE id = ?1 AND NOT EXISTS (SELECT 1 FROM blobs WHERE pack = ?1)",
+        // The pack the blob left is dropped if nothing else is in it: the
+        // blobs of a pack lie in disjoint ranges of its raw bytes, so one
+        // that spans them all is alone there, but for the one empty
+        // content (found by its name; no index finds a pack's blobs). The
+        // id is checked so, not trusted: after a rolled-back transaction
+        // it may name a newer pack.
+        let mut drop_left = conn.prepare_cached(
+            "DELETE FROM packs WHERE id = ?1 AND size = ?2
+             AND NOT EXISTS (SELECT 1 FROM blobs WHERE hash = ?3 AND pack = ?1)",
         )?;
+        let empty = Hash::of(b"");
         for (hash, single, offset) in offsets {
-            point.execute(params![&hash.0[..], single, pack, offset as i64])?;
-            drop_single.execute([single])?;
+            let moved: Option<i64> = point
+                .query_row(params![&hash.0[..], single, pack, offset as i64], |r| {
+                    r.get(0)
+                })
+                .optional()?;
+            if let Some(size) = moved {
+                drop_left.execute(params![single, size, &empty.0[..]])?;
+            }
         }
         Ok(())
     }
@@ -190,7 +213,7 @@ impl BlobStore {
         let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
         pending.bytes += blob.size as usize;
         pending.blobs.push((blob.hash, id, blob.compressed.clone()));
-        if pending.bytes >= PACK_TARGET {
+        if pending.bytes >= PACK_TARGET || pending.blobs.len() >= PACK_COUNT {
             let full = std::mem::take(&mut *pending);
             drop(pending);
             self.write_pack(conn, full)?;
@@ -394,6 +417,34 @@ mod tests {
         let blobs = fill_a_pack(&f);
         for (h, data) in &blobs {
             assert_eq!(&f.store.get(&f.conn, h).unwrap(), data);
+        }
+    }
+
+    #[test]
+    fn a_stale_pending_blob_never_drops_the_pack_that_took_its_id() {
+        // A blob gathered in a rolled-back transaction names a single pack
+        // whose id a later pack gets; packing the gathered blobs moves the
+        // blob but must leave that pack, which holds others.
+        for others in [vec![b"".to_vec()], vec![b"another blob".to_vec()]] {
+            let f = fixture(64 << 10);
+            let x = b"gathered, then rolled back".to_vec();
+            f.conn.execute_batch("BEGIN").unwrap();
+            let hx = put(&f, &x);
+            let single = count(&f, "SELECT max(id) FROM packs");
+            f.conn.execute_batch("ROLLBACK").unwrap();
+            let mut blobs: Vec<(Hash, Vec<u8>)> =
+                others.iter().map(|d| (Hash::of(d), d.clone())).collect();
+            // The empty blob lies at offset 0 beside x; another lies after.
+            let at = usize::from(others[0].is_empty());
+            blobs.insert(at, (hx, x.clone()));
+            f.store
+                .insert_pack(&f.conn, &f.store.prepare_pack(&blobs))
+                .unwrap();
+            assert_eq!(count(&f, "SELECT max(id) FROM packs"), single, "id reused");
+            fill_a_pack(&f);
+            for (h, data) in &blobs {
+                assert_eq!(&f.store.get(&f.conn, h).unwrap(), data);
+            }
         }
     }
 
