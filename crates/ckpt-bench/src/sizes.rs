@@ -1,17 +1,19 @@
 //! `--sizes N,N…`: what each operation costs as the tree grows (issue 35:
 //! an idle turn and a small rewind must stay flat from 5,000 to 1M files).
-//! Per size, on a tree of N small files in directories of 10 (1M files in
-//! 100k directories, the issue's shape), with a fresh daemon:
+//! Per size, a tree of N small files in directories of 10 (1M files in
+//! 100k directories, the issue's shape) and a daemon of its own:
 //!
 //! - the first watch and the restart to synced, each against its floor
 //!   (`floors.rs`), once;
-//! - `--reps` idle turns (`ckptctl turn-start`, then `turn-end`, each
-//!   timed as the process it is) and as many small turns (one file
-//!   rewritten) each rewound (`ckptctl rewind N`) and checked;
-//! - the hook call's floor: a static binary that connects to a socket the
-//!   bench serves and makes one round trip of a turn-start's size.
+//! - then, every size in turn within each of `--reps` repetitions (so the
+//!   machine's load falls on all sizes alike): an idle turn (`ckptctl
+//!   turn-start`, then `turn-end`, each timed as the process it is), the
+//!   hook call's floor (a static binary that connects to a socket the
+//!   bench serves and makes one round trip of a turn-start's bytes), and a
+//!   one-file turn rewound (`ckptctl rewind N`) and checked.
 //!
-//! Prints p50 and p99 per operation and size, and the daemon's RSS.
+//! Prints per size the ratios to the floors and to the smallest tree, the
+//! daemon's RSS, and a table of p50 and p99 per operation and size.
 
 use std::io::{Read, Write};
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -49,13 +51,30 @@ fn content(i: usize, version: &str) -> Vec<u8> {
     .into_bytes()
 }
 
-/// One row of the table: an operation's samples per size, in seconds.
-struct Row {
-    name: &'static str,
-    per_size: Vec<Vec<f64>>,
+/// One size's tree, its daemon and what was timed on it.
+struct Size {
+    n: usize,
+    root: PathBuf,
+    sys: Ckpt,
+    /// The first watch and restart to synced, each with its floor (s).
+    watch: (f64, f64),
+    restart: (f64, f64),
+    /// Per operation of `OPS`, its samples (s).
+    samples: Vec<Vec<f64>>,
+    wrong: usize,
 }
 
-/// Runs every size in turn; false if a small rewind was not exact.
+const OPS: [&str; 4] = [
+    "turn-start (idle)",
+    "turn-end (idle)",
+    "hook floor: static binary, connect, one round trip",
+    "rewind of a one-file turn",
+];
+
+/// Makes and watches each size's tree with a daemon of its own, then
+/// times the calls on every size in turn within each repetition, so that
+/// the machine's load falls on all sizes alike; false if a small rewind
+/// was not exact.
 pub fn run(
     bins: &Bins,
     work: &Path,
@@ -66,118 +85,138 @@ pub fn run(
     let client = floor_client()?;
     let socket = work.join("hook-floor.sock");
     let _server = FloorServer::start(&socket)?;
-    let names = [
-        "turn-start (idle)",
-        "turn-end (idle)",
-        "hook floor: static binary, connect, one round trip",
-        "rewind of a one-file turn",
-    ];
-    let mut rows: Vec<Row> = names
-        .iter()
-        .map(|&name| Row {
-            name,
-            per_size: Vec::new(),
-        })
-        .collect();
-    let mut ok = true;
+    let mut all = Vec::new();
     for &n in sizes {
-        let root = work.join(format!("sizes-{n}"));
-        let t = Instant::now();
-        for i in 0..n {
-            let f = file(&root, i);
-            if i % FAN == 0 {
-                std::fs::create_dir_all(f.parent().context("a file without a parent")?)?;
-            }
-            std::fs::write(f, content(i, "v0"))?;
+        all.push(watched(bins, work, n, timeout)?);
+    }
+    for rep in 0..reps {
+        for size in all.iter_mut() {
+            size.time_calls(rep, &client, &socket)?;
         }
-        eprintln!(
-            "[bench] sizes: {n} files made in {:.1} s",
-            t.elapsed().as_secs_f64()
-        );
-        let mut sys = Ckpt::new(
-            bins.clone(),
-            &root,
-            &work.join(format!("sizes-{n}-ckpt")),
-            timeout,
-        )?;
-        sys.prepare_fresh()?;
-        let t = Instant::now();
-        sys.init()?;
-        let watch = t.elapsed().as_secs_f64();
-        let floor_db = work.join(format!("sizes-{n}-floor.db"));
-        let watch_floor = floor_watch(&root, &floor_db)?;
-        std::fs::remove_file(&floor_db)?;
-        // Stopped first: the floor's watches and the daemon's together
-        // would pass the user's inotify limit at 1M files (192,530 here).
-        sys.shutdown();
-        let restart_floor = floor_restart(&root)?;
-        let restart = sys.restart_until_synced()?.as_secs_f64();
-        eprintln!("[bench] sizes: {n} files watched ({watch:.1} s) and restarted ({restart:.2} s)");
-
-        let mut samples: Vec<Vec<f64>> = vec![Vec::new(); names.len()];
-        let mut wrong = 0;
-        for rep in 0..reps {
-            let t = Instant::now();
-            sys.turn_start()?;
-            samples[0].push(t.elapsed().as_secs_f64());
-            let t = Instant::now();
-            sys.turn_end()?;
-            samples[1].push(t.elapsed().as_secs_f64());
-
-            let t = Instant::now();
-            round_trip(&client, &socket)?;
-            samples[2].push(t.elapsed().as_secs_f64());
-
-            // A file spread over the tree, so no cache stays warm for it.
-            let i = (rep * 7919) % n;
-            let turn = sys.turn_start()?;
-            std::fs::write(file(&root, i), content(i, "edited"))?;
-            sys.turn_end()?;
-            let t = Instant::now();
-            sys.rewind(turn)?;
-            samples[3].push(t.elapsed().as_secs_f64());
-            if std::fs::read(file(&root, i))? != content(i, "v0") {
-                wrong += 1;
-            }
-        }
-        let pid = sys.daemon_pid().context("no daemon pid")?;
+    }
+    let mut ok = true;
+    let smallest = all.first().map(|s| s.samples.clone());
+    for size in all.iter_mut() {
+        let pid = size.sys.daemon_pid().context("no daemon pid")?;
         let rss = procstat::sample(pid)?.rss;
-        sys.shutdown();
-        std::fs::remove_dir_all(&root)?;
-        let (start, floor) = (&samples[0], &samples[2]);
-        // Printed as each size ends: a 1M-file size takes many minutes.
+        size.sys.shutdown();
+        std::fs::remove_dir_all(&size.root)?;
+        let p50 = |k: usize| percentile(&size.samples[k], 0.50);
+        let p99 = |k: usize| percentile(&size.samples[k], 0.99);
+        let base = |k: usize, q: f64| smallest.as_ref().map_or(1.0, |b| percentile(&b[k], q));
         println!(
-            "{n} files: first watch {watch:.2} s vs floor {watch_floor:.2} s ({:.2}x); restart \
-             to synced {restart:.2} s vs floor {restart_floor:.2} s ({:.2}x); turn-start vs the \
-             hook floor: p50 {:.2}x, p99 {:.2}x; daemon RSS after the turns {:.1} MiB; {wrong} \
-             of {reps} rewinds not exact",
-            watch / watch_floor,
-            restart / restart_floor,
-            percentile(start, 0.50) / percentile(floor, 0.50),
-            percentile(start, 0.99) / percentile(floor, 0.99),
+            "{} files: first watch {:.2} s vs floor {:.2} s ({:.2}x); restart to synced {:.2} s \
+             vs floor {:.2} s ({:.2}x); turn-start vs the hook floor: p50 {:.2}x, p99 {:.2}x; \
+             against the smallest tree: turn-start p50 {:.2}x, one-file rewind p50 {:.2}x; \
+             daemon RSS after the turns {:.1} MiB; {} of {reps} rewinds not exact",
+            size.n,
+            size.watch.0,
+            size.watch.1,
+            size.watch.0 / size.watch.1,
+            size.restart.0,
+            size.restart.1,
+            size.restart.0 / size.restart.1,
+            p50(0) / p50(2),
+            p99(0) / p99(2),
+            p50(0) / base(0, 0.50),
+            p50(3) / base(3, 0.50),
             rss as f64 / (1 << 20) as f64,
+            size.wrong,
         );
-        ok &= wrong == 0;
-        for (row, s) in rows.iter_mut().zip(samples) {
-            row.per_size.push(s);
-        }
+        ok &= size.wrong == 0;
     }
 
     println!("p50 / p99 in ms over {reps} calls each; files in directories of {FAN}:");
     print!("{:<52}", "operation");
-    for &n in sizes {
-        print!(" | {:>17}", format!("{n} files"));
+    for size in &all {
+        print!(" | {:>17}", format!("{} files", size.n));
     }
     println!();
-    for row in &rows {
-        print!("{:<52}", row.name);
-        for s in &row.per_size {
+    for (k, name) in OPS.iter().enumerate() {
+        print!("{name:<52}");
+        for size in &all {
+            let s = &size.samples[k];
             let (p50, p99) = (percentile(s, 0.50), percentile(s, 0.99));
             print!(" | {:>17}", format!("{:.2} / {:.2}", p50 * 1e3, p99 * 1e3));
         }
         println!();
     }
     Ok(ok)
+}
+
+/// A tree of `n` files, watched by a new daemon: its first watch and its
+/// restart to synced timed against their floors.
+fn watched(bins: &Bins, work: &Path, n: usize, timeout: Duration) -> Result<Size> {
+    let root = work.join(format!("sizes-{n}"));
+    let t = Instant::now();
+    for i in 0..n {
+        let f = file(&root, i);
+        if i % FAN == 0 {
+            std::fs::create_dir_all(f.parent().context("a file without a parent")?)?;
+        }
+        std::fs::write(f, content(i, "v0"))?;
+    }
+    eprintln!(
+        "[bench] sizes: {n} files made in {:.1} s",
+        t.elapsed().as_secs_f64()
+    );
+    let mut sys = Ckpt::new(
+        bins.clone(),
+        &root,
+        &work.join(format!("sizes-{n}-ckpt")),
+        timeout,
+    )?;
+    sys.prepare_fresh()?;
+    let t = Instant::now();
+    sys.init()?;
+    let watch = t.elapsed().as_secs_f64();
+    let floor_db = work.join(format!("sizes-{n}-floor.db"));
+    let watch_floor = floor_watch(&root, &floor_db)?;
+    std::fs::remove_file(&floor_db)?;
+    // Stopped first: the floor's watches and the daemon's together would
+    // pass the user's inotify limit at 1M files (192,530 here).
+    sys.shutdown();
+    let restart_floor = floor_restart(&root)?;
+    let restart = sys.restart_until_synced()?.as_secs_f64();
+    eprintln!("[bench] sizes: {n} files watched ({watch:.1} s) and restarted ({restart:.2} s)");
+    Ok(Size {
+        n,
+        root,
+        sys,
+        watch: (watch, watch_floor),
+        restart: (restart, restart_floor),
+        samples: vec![Vec::new(); OPS.len()],
+        wrong: 0,
+    })
+}
+
+impl Size {
+    /// One repetition of every timed call.
+    fn time_calls(&mut self, rep: usize, client: &Path, socket: &Path) -> Result<()> {
+        let t = Instant::now();
+        self.sys.turn_start()?;
+        self.samples[0].push(t.elapsed().as_secs_f64());
+        let t = Instant::now();
+        self.sys.turn_end()?;
+        self.samples[1].push(t.elapsed().as_secs_f64());
+
+        let t = Instant::now();
+        round_trip(client, socket)?;
+        self.samples[2].push(t.elapsed().as_secs_f64());
+
+        // A file spread over the tree, so no cache stays warm for it.
+        let i = (rep * 7919) % self.n;
+        let turn = self.sys.turn_start()?;
+        std::fs::write(file(&self.root, i), content(i, "edited"))?;
+        self.sys.turn_end()?;
+        let t = Instant::now();
+        self.sys.rewind(turn)?;
+        self.samples[3].push(t.elapsed().as_secs_f64());
+        if std::fs::read(file(&self.root, i))? != content(i, "v0") {
+            self.wrong += 1;
+        }
+        Ok(())
+    }
 }
 
 /// The nearest-rank percentile `q` of `samples`.
