@@ -34,7 +34,7 @@ const BATCH_BYTES: u64 = if cfg!(test) { 64 << 10 } else { 8 << 20 };
 /// Most paths per write batch, whatever their size (a removal weighs
 /// nothing): bounds a full scan's memory when much changed.
 /// (Tiny in tests, so they cross batch and page boundaries.)
-const BATCH_PATHS: usize = if cfg!(test) { 4 } else { 4096 };
+pub(crate) const BATCH_PATHS: usize = if cfg!(test) { 4 } else { 4096 };
 
 /// A path to re-examine: its current stat (`None`: nothing there) and the
 /// cache row it is compared with.

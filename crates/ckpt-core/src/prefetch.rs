@@ -6,6 +6,7 @@
 //! reads use every core while the caller writes files in order. Readers
 //! take the blobs in batches, verified together ([`BlobStore::get_many`]).
 
+use std::ops::Range;
 use std::sync::mpsc::{sync_channel, Receiver};
 
 use rusqlite::{Connection, OpenFlags};
@@ -16,7 +17,7 @@ use crate::store::BlobStore;
 
 /// Most blobs in a batch: enough to fill the hashing lanes with contents
 /// of similar lengths.
-const BATCH_BLOBS: usize = if cfg!(test) { 3 } else { 256 };
+pub(crate) const BATCH_BLOBS: usize = if cfg!(test) { 3 } else { 256 };
 
 /// Most raw bytes in a batch (bounds memory, with one batch queued per
 /// reader, one being read and one being written).
@@ -58,8 +59,9 @@ pub(crate) fn with_blobs<R>(
                     return fail(e.into());
                 }
                 for batch in batches.iter().skip(t).step_by(threads) {
+                    let hashes: Vec<Hash> = blobs[batch.clone()].iter().map(|b| b.0).collect();
                     // A closed queue means the writer stopped: so do we.
-                    if tx.send(store.get_many(&conn, batch)).is_err() {
+                    if tx.send(store.get_many(&conn, &hashes)).is_err() {
                         return;
                     }
                 }
@@ -94,18 +96,19 @@ pub(crate) fn with_blobs<R>(
 }
 
 /// `blobs` cut, in order, into batches of at most [`BATCH_BLOBS`] blobs
-/// and [`BATCH_BYTES`] bytes (a bigger blob alone).
-fn batches(blobs: &[(Hash, u64)]) -> Vec<Vec<Hash>> {
-    let mut out: Vec<Vec<Hash>> = Vec::new();
+/// and [`BATCH_BYTES`] bytes (a bigger blob alone), as ranges of `blobs`:
+/// no second copy of every hash.
+fn batches(blobs: &[(Hash, u64)]) -> Vec<Range<usize>> {
+    let mut out: Vec<Range<usize>> = Vec::new();
     let mut bytes = 0;
-    for &(hash, size) in blobs {
+    for (i, &(_, size)) in blobs.iter().enumerate() {
         match out.last_mut() {
             Some(b) if b.len() < BATCH_BLOBS && bytes + size <= BATCH_BYTES => {
-                b.push(hash);
+                b.end = i + 1;
                 bytes += size;
             }
             _ => {
-                out.push(vec![hash]);
+                out.push(i..i + 1);
                 bytes = size;
             }
         }

@@ -100,10 +100,45 @@ pub fn decode_body<T: DeserializeOwned>(body: &[u8]) -> Result<T, FrameError> {
     serde_json::from_slice(body).map_err(FrameError::Json)
 }
 
-/// Writes one frame to a blocking writer and flushes it.
+/// How much of a frame [`write_frame`] holds at once.
+const WRITE_BUFFER: usize = 64 << 10;
+
+/// The body length of `msg`'s frame, checked against its limit: counted
+/// by serializing into nothing.
+pub fn body_len<T: Message>(msg: &T) -> Result<u32, FrameError> {
+    struct Count(usize);
+    impl Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    serde_json::to_writer(&mut count, msg).map_err(FrameError::Json)?;
+    let (len, max) = (count.0, T::MAX);
+    u32::try_from(len)
+        .ok()
+        .filter(|&n| n as usize <= max)
+        .ok_or(FrameError::TooLarge { len, max })
+}
+
+/// Writes one frame to a blocking writer and flushes it. The body is
+/// serialized twice, counted for the header and then written through a
+/// small buffer, so a reply that lists every path of a huge turn (~15 MB
+/// of JSON at 50,000 files) is never held whole. Any error but
+/// [`FrameError::Io`] comes before the first byte is written.
 pub fn write_frame<W: Write, T: Message>(w: &mut W, msg: &T) -> Result<(), FrameError> {
-    w.write_all(&encode(msg)?)?;
-    w.flush()?;
+    let len = body_len(msg)?;
+    let mut out = std::io::BufWriter::with_capacity(WRITE_BUFFER, w);
+    out.write_all(&len.to_be_bytes())?;
+    serde_json::to_writer(&mut out, msg).map_err(|e| match e.io_error_kind() {
+        Some(_) => FrameError::Io(e.into()),
+        None => FrameError::Json(e),
+    })?;
+    out.flush()?;
     Ok(())
 }
 
@@ -179,6 +214,30 @@ mod tests {
             }
             other => panic!("unexpected {other:?}"),
         }
+    }
+
+    /// The streamed frame is the encoded one, byte for byte, and one over
+    /// the limit writes nothing.
+    #[test]
+    fn a_written_frame_is_its_encoding_and_an_oversized_one_writes_nothing() {
+        let reply = Response::Error {
+            kind: ErrorKind::Other,
+            message: "x".repeat(3 * WRITE_BUFFER),
+        };
+        let mut buf = Vec::new();
+        write_frame(&mut buf, &reply).unwrap();
+        assert_eq!(buf, encode(&reply).unwrap());
+        let request = Request::Hello {
+            version: 1,
+            client: "x".repeat(MAX_REQUEST),
+            progress: false,
+        };
+        let mut buf = Vec::new();
+        assert!(matches!(
+            write_frame(&mut buf, &request),
+            Err(FrameError::TooLarge { .. })
+        ));
+        assert!(buf.is_empty());
     }
 
     #[test]

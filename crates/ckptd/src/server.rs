@@ -5,13 +5,12 @@
 //! between requests gives its thread back and waits on the runtime's IO
 //! driver (parked), so idle clients cannot starve the others.
 
-use std::io::Write;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use ckpt_proto::{
-    encode, read_frame_or_end, ErrorKind, FrameError, HelloReply, Request, Response,
+    read_frame_or_end, write_frame, ErrorKind, FrameError, HelloReply, Request, Response,
     PROTOCOL_VERSION,
 };
 use interprocess::local_socket::{prelude::*, Listener, Stream};
@@ -251,21 +250,26 @@ fn error(kind: ErrorKind, message: String) -> Response {
     Response::Error { kind, message }
 }
 
+/// Streamed (`write_frame`): a reply listing a huge turn's paths is not
+/// held a second time as JSON.
 fn send(wr: &mut Stream, reply: &Response) -> std::io::Result<()> {
-    let bytes = match encode(reply) {
-        Ok(b) => b,
-        Err(e) => {
-            let fallback = error(
-                ErrorKind::Internal,
-                // Sent after the request ran: say so, or a user retries a
-                // rewind that was applied.
-                format!(
-                    "the reply could not be sent ({e}), but the request was carried out \
-                     (`ckptctl log` shows turns); narrow a listing (e.g. diff one path)"
-                ),
-            );
-            encode(&fallback).map_err(|e| std::io::Error::other(e.to_string()))?
-        }
+    let e = match write_frame(wr, reply) {
+        Ok(()) => return Ok(()),
+        Err(FrameError::Io(e)) => return Err(e),
+        // Refused before anything was written.
+        Err(e) => e,
     };
-    wr.write_all(&bytes)
+    let fallback = error(
+        ErrorKind::Internal,
+        // Sent after the request ran: say so, or a user retries a
+        // rewind that was applied.
+        format!(
+            "the reply could not be sent ({e}), but the request was carried out \
+             (`ckptctl log` shows turns); narrow a listing (e.g. diff one path)"
+        ),
+    );
+    write_frame(wr, &fallback).map_err(|e| match e {
+        FrameError::Io(e) => e,
+        e => std::io::Error::other(e.to_string()),
+    })
 }

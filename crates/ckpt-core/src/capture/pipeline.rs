@@ -9,7 +9,7 @@ use std::sync::Mutex;
 use rusqlite::Connection;
 
 use super::prepare::{pack_small, prepare_one, read_batch, Reader};
-use super::{Captured, Seen, BATCH_BYTES};
+use super::{Captured, Seen, BATCH_BYTES, BATCH_PATHS};
 use crate::cache;
 use crate::error::Result;
 use crate::model::ScanSummary;
@@ -51,16 +51,20 @@ pub(super) fn capture(
         return Ok(());
     }
     seen.sort_by(|a, b| a.path.cmp(&b.path));
-    let mut batches = Vec::new();
-    while !seen.is_empty() {
-        let mut end = 0;
+    // Cut as they are taken, so only the batches in flight are copies; at
+    // most `BATCH_PATHS` each, or thousands of small files' contents, blobs
+    // and rows would make one batch.
+    let mut rest = seen.into_iter();
+    let mut batches = std::iter::from_fn(|| {
+        let mut batch = Vec::new();
         let mut bytes = 0;
-        while end < seen.len() && (end == 0 || bytes < BATCH_BYTES) {
-            bytes += seen[end].stat.map_or(0, |s| s.size);
-            end += 1;
+        while batch.len() < BATCH_PATHS && (batch.is_empty() || bytes < BATCH_BYTES) {
+            let Some(s) = rest.next() else { break };
+            bytes += s.stat.map_or(0, |s| s.size);
+            batch.push(s);
         }
-        batches.push(seen.drain(..end).collect::<Vec<Seen>>());
-    }
+        (!batch.is_empty()).then_some(batch)
+    });
     let (fs, store) = (parts.root_fs, parts.store);
     let (max, threads) = (parts.opts.max_file_size, parts.opts.threads);
     let db_path = conn.path().map(PathBuf::from);
@@ -86,7 +90,6 @@ pub(super) fn capture(
         let packs = pack_small(store, &mut captured, threads);
         Ok(Batch { captured, packs })
     };
-    let mut batches = batches.into_iter();
     let first = batches.next().expect("seen is not empty");
     let mut ready = prepare(first, Some(conn))?;
     let mut gone = Some(gone);

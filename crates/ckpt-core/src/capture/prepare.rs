@@ -383,8 +383,9 @@ mod tests {
                 .collect()
         };
         let before = packs(&p).len();
-        // 20 files of 3 KiB in one batch: three packs' worth (and a rest
-        // that joins the last), none left alone to be repacked later.
+        // 20 files of 3 KiB, cut into batches of `BATCH_PATHS`: each
+        // batch's files packed together, none left alone to be repacked
+        // later.
         let mut paths = Vec::new();
         for i in 0..20 {
             let name = format!("s{i}.rs");
@@ -394,7 +395,8 @@ mod tests {
         }
         assert_eq!(p.check_paths(paths.clone()).unwrap().changed, 20);
         let after = packs(&p);
-        assert_eq!(after.len() - before, 3, "{after:?}");
+        let batches = 20usize.div_ceil(crate::capture::BATCH_PATHS);
+        assert_eq!(after.len() - before, batches, "{after:?}");
         assert!(after[before..].iter().all(|&n| n > 1), "{after:?}");
         for path in &paths {
             let hash = crate::cache::state(&p.conn, path).unwrap().hash().unwrap();

@@ -231,6 +231,21 @@ pub(crate) fn record_pre(
 /// Every entry of `turn`, ordered by path. A row that does not decode (a
 /// tampered database) is an error.
 pub(crate) fn entries(conn: &Connection, turn: i64) -> Result<Vec<TurnEntry>> {
+    let mut out = Vec::new();
+    each_entry(conn, turn, |e| {
+        out.push(e);
+        Ok(())
+    })?;
+    Ok(out)
+}
+
+/// Calls `f` with each of `turn`'s entries, in path order, as they are
+/// read: a caller that keeps a part of each holds no list of them all.
+pub(crate) fn each_entry(
+    conn: &Connection,
+    turn: i64,
+    mut f: impl FnMut(TurnEntry) -> Result<()>,
+) -> Result<()> {
     let mut stmt = conn.prepare_cached(
         "SELECT path, pre_kind, pre_mode, pre_data, pre_size, post_kind, post_mode, post_data, post_size,
                 shared
@@ -248,7 +263,6 @@ pub(crate) fn entries(conn: &Connection, turn: i64) -> Result<Vec<TurnEntry>> {
             r.get::<_, bool>(9)?,
         ))
     })?;
-    let mut out = Vec::new();
     for row in rows {
         let (path, pre, post, shared) = row?;
         let path = crate::relpath::stored(path)?;
@@ -258,14 +272,14 @@ pub(crate) fn entries(conn: &Connection, turn: i64) -> Result<Vec<TurnEntry>> {
             Some(p) => Some(p.ok_or_else(bad)?),
             None => None,
         };
-        out.push(TurnEntry {
+        f(TurnEntry {
             path,
             pre,
             post,
             shared,
-        });
+        })?;
     }
-    Ok(out)
+    Ok(())
 }
 
 /// One live turn's entry for a path, with who ran the turn.
@@ -335,13 +349,14 @@ pub(crate) fn live_touches(conn: &Connection, path: &RelPath) -> Result<Vec<Path
 /// (`post_of` its path, for an entry that has none yet), or `None` when it
 /// ends as it began and so goes (a path ckpt could not capture never does).
 /// A rewind plans the open turn it undoes through this, without closing it.
+/// Each entry goes to `f` as it is read.
 pub(crate) fn closing(
     conn: &Connection,
     turn: i64,
     mut post_of: impl FnMut(&RelPath) -> Result<State>,
-) -> Result<Vec<(TurnEntry, Option<State>)>> {
-    let mut out = Vec::new();
-    for e in entries(conn, turn)? {
+    mut f: impl FnMut(TurnEntry, Option<State>) -> Result<()>,
+) -> Result<()> {
+    each_entry(conn, turn, |e| {
         let post = match &e.post {
             Some(post) => Some(post.clone()),
             // Two equal skipped states do not show the content stayed: ckpt
@@ -349,9 +364,8 @@ pub(crate) fn closing(
             None => Some(post_of(&e.path)?)
                 .filter(|post| *post != e.pre || matches!(post, State::Skipped { .. })),
         };
-        out.push((e, post));
-    }
-    Ok(out)
+        f(e, post)
+    })
 }
 
 /// Closes `turn`: each entry gets its post-image (`post_of` its path), or
@@ -371,13 +385,20 @@ pub(crate) fn close_turn(
             "UPDATE turn_entries SET post_kind = ?3, post_mode = ?4, post_data = ?5, post_size = ?6
              WHERE turn = ?1 AND path = ?2",
         )?;
-        for (e, post) in closing(tx, turn, post_of)? {
+        // Read whole before any row changes (a statement must not see the
+        // rows it reads change under it); only paths and posts are kept.
+        let mut posts: Vec<(RelPath, Option<State>)> = Vec::new();
+        closing(tx, turn, post_of, |e, post| {
+            posts.push((e.path, post));
+            Ok(())
+        })?;
+        for (path, post) in posts {
             let Some(post) = post else {
-                drop_entry.execute(params![turn, e.path.as_bytes()])?;
+                drop_entry.execute(params![turn, path.as_bytes()])?;
                 continue;
             };
             let (kind, mode, data, size) = crate::state::encode(&post);
-            set_post.execute(params![turn, e.path.as_bytes(), kind, mode, data, size])?;
+            set_post.execute(params![turn, path.as_bytes(), kind, mode, data, size])?;
         }
     }
     // A closed turn's session runs no tool call: its windows end with it.

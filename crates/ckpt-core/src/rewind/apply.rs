@@ -30,6 +30,9 @@ const SYNC_THREADS: usize = 8;
 /// Below it, fsyncs cost little and do not wait for other programs' writes.
 const SYNCFS_MIN: usize = 128;
 
+/// One path and the state to give it.
+type Step<'a> = (&'a RelPath, &'a State);
+
 pub(super) type Hook<'a> = &'a mut Option<Box<dyn FnMut(usize) -> Result<()> + Send>>;
 
 /// Applies `side` of `actions`, journaled as `journaled`, through
@@ -47,7 +50,7 @@ pub(super) fn apply(
 ) -> Result<()> {
     let steps = ordered(actions, side);
     let missing = db::reading(parts.conn, || {
-        for (path, state) in &steps {
+        for &(path, state) in &steps {
             if let State::File { hash, .. } = state {
                 if !parts.store.contains(parts.conn, hash)? {
                     return Ok(Some(format!("{hash} (for {path})")));
@@ -98,9 +101,11 @@ pub(super) fn apply(
 fn run_steps(
     parts: &Parts<'_>,
     dirs: &mut Dirs<'_>,
-    steps: &[(RelPath, State)],
+    steps: &[Step<'_>],
     hook: Hook<'_>,
 ) -> Result<()> {
+    // Only the files staged and not yet put into place: each is committed
+    // right after it is staged, so this stays short however many are written.
     let mut staged: Vec<Staged> = Vec::new();
     let mut committed = 0;
     let mut op = 0;
@@ -129,7 +134,7 @@ fn run_steps(
             whole.as_ref(),
             |queue| -> Result<()> {
                 let mut bytes = 0;
-                for (i, (path, state)) in steps.iter().enumerate() {
+                for (i, &(path, state)) in steps.iter().enumerate() {
                     next_op(hook)?;
                     if let Some((file, dev)) = ensure(parts, dirs, path, state, blob, &mut staged)?
                     {
@@ -146,6 +151,10 @@ fn run_steps(
                             .ctx_in("put into place", parts.root, s.path.as_path())?;
                         committed += 1;
                     }
+                    #[cfg(test)]
+                    MOST_STAGED.with(|n| n.set(n.get().max(staged.len())));
+                    staged.drain(..committed);
+                    committed = 0;
                     if let State::File { size, .. } = state {
                         bytes += size;
                     }
@@ -184,7 +193,7 @@ fn run_steps(
         .sync_touched(SYNC_THREADS, whole.as_ref())
         .and_then(|()| whole.as_ref().map_or(Ok(()), WholeFs::sync));
     match steps.first() {
-        Some((p, _)) => synced.ctx_in("sync the directories of", parts.root, p.as_path()),
+        Some(&(p, _)) => synced.ctx_in("sync the directories of", parts.root, p.as_path()),
         None => synced.ctx("sync", parts.root),
     }
 }
@@ -245,19 +254,19 @@ fn ensure(
 /// still equals its cache entry, which holds the state wanted, was never
 /// reached by the failed pass: rewriting it would need room that a full
 /// disk does not have, for nothing.
-fn still_to_undo(
+fn still_to_undo<'a>(
     parts: &Parts<'_>,
     dirs: &mut Dirs<'_>,
-    steps: Vec<(RelPath, State)>,
-) -> Result<Vec<(RelPath, State)>> {
+    steps: Vec<Step<'a>>,
+) -> Result<Vec<Step<'a>>> {
     let mut left = Vec::with_capacity(steps.len());
     for (path, state) in steps {
         let now = dirs
-            .lstat(&path)
+            .lstat(path)
             .ctx_in("stat", parts.root, path.as_path())?;
-        let untouched = match (cache::get(parts.conn, &path)?, now) {
-            (Some(row), Some(st)) => row.same_stat(&st) && row.state == state,
-            (None, None) => state == State::Absent,
+        let untouched = match (cache::get(parts.conn, path)?, now) {
+            (Some(row), Some(st)) => row.same_stat(&st) && row.state == *state,
+            (None, None) => *state == State::Absent,
             _ => false,
         };
         if !untouched {
@@ -272,10 +281,10 @@ fn still_to_undo(
 fn refresh_cache(
     conn: &rusqlite::Connection,
     dirs: &mut Dirs<'_>,
-    steps: &[(RelPath, State)],
+    steps: &[Step<'_>],
 ) -> Result<()> {
     let stamp = now_ns();
-    for (path, state) in steps {
+    for &(path, state) in steps {
         match dirs.lstat(path) {
             Ok(Some(stat)) if !matches!(state, State::Absent | State::Skipped { .. }) => {
                 cache::put(conn, path, state, &stat, stamp)?
@@ -292,15 +301,16 @@ fn refresh_cache(
 /// Execution order: removals deepest first (children before their
 /// directory), then everything else shallowest first (directories before
 /// their contents).
-fn ordered(actions: &[Action], side: Side) -> Vec<(RelPath, State)> {
-    let mut steps: Vec<(RelPath, State)> = actions
+/// Borrowed from the actions, so a rewind holds its paths and states once.
+fn ordered(actions: &[Action], side: Side) -> Vec<Step<'_>> {
+    let mut steps: Vec<Step<'_>> = actions
         .iter()
         .map(|a| {
             let state = match side {
                 Side::Target => &a.target,
                 Side::Current => &a.current,
             };
-            (a.path.clone(), state.clone())
+            (&a.path, state)
         })
         .collect();
     // Removals first, each path before its parent (a path sorts after its
@@ -314,6 +324,12 @@ fn ordered(actions: &[Action], side: Side) -> Vec<(RelPath, State)> {
             .then_with(|| if ra { pb.cmp(pa) } else { pa.cmp(pb) })
     });
     steps
+}
+
+#[cfg(test)]
+thread_local! {
+    /// The most files a rewind held staged at once.
+    static MOST_STAGED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
 #[cfg(test)]
@@ -346,6 +362,27 @@ mod tests {
             assert_eq!(SYNCFS_CALLS.with(|n| n.get()), syncfs, "{files} files");
             assert_eq!(FILE_FSYNCS.with(|n| n.get()), fsyncs, "{files} files");
         }
+    }
+
+    /// A rewind of many more files than a prefetch batch holds one staged
+    /// file at a time (each is put into place as soon as it is whole), and
+    /// restores every one exactly.
+    #[test]
+    fn a_rewind_holds_one_staged_file_at_a_time() {
+        let n = 40 * crate::prefetch::BATCH_BLOBS;
+        let (_tmp, root, mut p) = numbered_files(n, "one");
+        let before = snapshot(&root);
+        let turn = p.turn_start(TurnMeta::default()).unwrap();
+        for i in 0..n {
+            fs::write(root.join(format!("d/{i}.txt")), format!("two {i}\n")).unwrap();
+        }
+        p.reconcile().unwrap();
+        p.turn_end().unwrap();
+        super::MOST_STAGED.with(|n| n.set(0));
+        let out = p.rewind(turn, RewindOptions::default()).unwrap();
+        assert!(matches!(out, RewindOutcome::Applied { .. }), "{out:?}");
+        assert_eq!(snapshot(&root), before);
+        assert_eq!(super::MOST_STAGED.with(|n| n.get()), 1);
     }
 
     /// Replaced files much larger than the content restored: none is cut

@@ -6,7 +6,7 @@
 //! finished (or rolled back) by `recover` like any rewind.
 
 use crate::state::HashOf;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 use crate::confined::{Root, StatKind};
@@ -94,12 +94,8 @@ pub(crate) fn copy_in(
         });
     }
     let mut dirs = writer(parts)?;
-    let mut current = current_states(
-        parts,
-        &mut dirs,
-        targets.keys().cloned().collect(),
-        opts.after_barrier,
-    )?;
+    let states = current_states(parts, &mut dirs, targets.keys(), opts.after_barrier)?;
+    let mut current: HashMap<RelPath, State> = targets.keys().cloned().zip(states).collect();
     let mut conflicts = Vec::new();
     let mut wanted = Vec::new();
     for cp in paths {

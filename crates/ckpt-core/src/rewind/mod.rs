@@ -10,7 +10,7 @@
 //! Here: gathering each path's wanted state and the recovery; `plan`
 //! decides what is done, `journal` records it, `apply` writes it.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use rusqlite::Connection;
 
@@ -84,17 +84,22 @@ pub(crate) fn rewind(
     // Per path: the pre-image of the oldest turn that touched it (the
     // target) and the post-image of the newest (what the agent left;
     // for the open turn, what ending it now would record).
+    let partial = !opts.paths.is_empty();
     let mut touched: BTreeMap<RelPath, (State, State)> = BTreeMap::new();
+    // Which turns touched each path: only a partial rewind asks.
     let mut touched_by: BTreeMap<RelPath, Vec<i64>> = BTreeMap::new();
     for &t in &live {
-        for (e, post) in history::closing(parts.conn, t, |p| cache::state(parts.conn, p))? {
+        let post_of = |p: &RelPath| cache::state(parts.conn, p);
+        history::closing(parts.conn, t, post_of, |e, post| {
             if let Some(post) = post {
-                touched_by.entry(e.path.clone()).or_default().push(t);
+                if partial {
+                    touched_by.entry(e.path.clone()).or_default().push(t);
+                }
                 touched.entry(e.path).or_insert((e.pre, State::Absent)).1 = post;
             }
-        }
+            Ok(())
+        })?;
     }
-    let partial = !opts.paths.is_empty();
     // Only the turns that touched the paths asked for are undone.
     let mut undone = live.clone();
     if partial {
@@ -109,24 +114,19 @@ pub(crate) fn rewind(
     let others = other_sessions_touching(parts.conn, turn, row.started_ns, session, &touched)?;
     // One tree writer for the whole rewind: recheck, apply, refresh.
     let mut dirs = writer(parts)?;
-    let mut current = current_states(
-        parts,
-        &mut dirs,
-        touched.keys().cloned().collect(),
-        opts.after_barrier,
-    )?;
+    let current = current_states(parts, &mut dirs, touched.keys(), opts.after_barrier)?;
     let mut plan = db::reading(parts.conn, || {
-        let wanted = touched
-            .into_iter()
-            .map(|(path, (target, expected))| {
-                Ok(Wanted {
-                    current: take(&mut current, &path)?,
+        // Handed to the planner one by one: no second list of every path.
+        let wanted =
+            touched
+                .into_iter()
+                .zip(current)
+                .map(|((path, (target, expected)), current)| Wanted {
+                    current,
                     path,
                     target,
                     expected,
-                })
-            })
-            .collect::<Result<Vec<_>>>()?;
+                });
         let turns = undone.clone();
         plan::plan(
             &tree(parts),
@@ -224,28 +224,19 @@ pub(crate) fn redo(parts: &mut Parts<'_>, mut opts: RewindOptions) -> Result<Rew
     let open = history::open_turns(parts.conn)?;
     let actions = history::actions(parts.conn, id)?;
     let mut dirs = writer(parts)?;
-    let mut current = current_states(
-        parts,
-        &mut dirs,
-        actions.iter().map(|a| a.path.clone()).collect(),
-        opts.after_barrier,
-    )?;
+    let paths = actions.iter().map(|a| &a.path);
+    let current = current_states(parts, &mut dirs, paths, opts.after_barrier)?;
     let turns = match history::undone_turns(parts.conn, id)? {
         Some(turns) => turns,
         None => history::turns_rewound_by(parts.conn, id)?,
     };
     let mut plan = db::reading(parts.conn, || {
-        let wanted = actions
-            .into_iter()
-            .map(|a| {
-                Ok(Wanted {
-                    current: take(&mut current, &a.path)?,
-                    path: a.path,
-                    target: a.current,
-                    expected: a.target,
-                })
-            })
-            .collect::<Result<Vec<_>>>()?;
+        let wanted = actions.into_iter().zip(current).map(|(a, current)| Wanted {
+            current,
+            path: a.path,
+            target: a.current,
+            expected: a.target,
+        });
         plan::plan(
             &tree(parts),
             Kind::Redo,
@@ -347,43 +338,43 @@ fn tree<'a>(parts: &'a Parts<'a>) -> CacheTree<'a> {
 /// made before it has been checked (racy entries re-hashed on their
 /// events), so only a path whose stat differs from its cache entry (an
 /// edit since) is checked again; otherwise every path is, racy ones
-/// re-hashed. `paths` must not repeat.
-fn current_states(
+/// re-hashed. The states come in the order of `paths`, which must not
+/// repeat.
+fn current_states<'p>(
     parts: &mut Parts<'_>,
     dirs: &mut Dirs<'_>,
-    paths: Vec<RelPath>,
+    paths: impl Iterator<Item = &'p RelPath>,
     after_barrier: bool,
-) -> Result<HashMap<RelPath, State>> {
-    let mut current = HashMap::with_capacity(paths.len());
-    let changed = if after_barrier {
-        let mut changed = Vec::new();
-        db::reading(parts.conn, || {
-            for path in paths {
+) -> Result<Vec<State>> {
+    let mut current = Vec::new();
+    // Those to check again, by their place in `current`.
+    let mut changed: Vec<(usize, RelPath)> = Vec::new();
+    db::reading(parts.conn, || {
+        for (i, path) in paths.enumerate() {
+            let state = if after_barrier {
                 let now = dirs
-                    .lstat(&path)
+                    .lstat(path)
                     .ctx_in("stat", parts.root, path.as_path())?;
-                match (cache::get(parts.conn, &path)?, now) {
-                    (Some(row), Some(st)) if row.same_stat(&st) => {
-                        current.insert(path, row.state);
-                    }
-                    (None, None) => {
-                        current.insert(path, State::Absent);
-                    }
-                    _ => changed.push(path),
+                match (cache::get(parts.conn, path)?, now) {
+                    (Some(row), Some(st)) if row.same_stat(&st) => Some(row.state),
+                    (None, None) => Some(State::Absent),
+                    _ => None,
                 }
+            } else {
+                None
+            };
+            if state.is_none() {
+                changed.push((i, path.clone()));
             }
-            Ok(())
-        })?;
-        changed
-    } else {
-        paths
-    };
+            current.push(state.unwrap_or(State::Absent));
+        }
+        Ok(())
+    })?;
     if !changed.is_empty() {
-        capture::check_paths(parts, changed.clone())?;
+        capture::check_paths(parts, changed.iter().map(|(_, p)| p.clone()))?;
         db::reading(parts.conn, || {
-            for path in changed {
-                let state = cache::state(parts.conn, &path)?;
-                current.insert(path, state);
+            for (i, path) in changed {
+                current[i] = cache::state(parts.conn, &path)?;
             }
             Ok(())
         })?;
@@ -455,14 +446,6 @@ fn left_as_they_were(plan: &RewindPlan) -> Vec<crate::model::Skipped> {
     let mut left: Vec<_> = plan.skipped.iter().cloned().chain(overlapping).collect();
     left.sort();
     left
-}
-
-/// `path`'s state from `current_states`; an error if it is not there (a
-/// path listed twice).
-fn take(current: &mut HashMap<RelPath, State>, path: &RelPath) -> Result<State> {
-    current
-        .remove(path)
-        .ok_or_else(|| Error::Invariant(format!("{path} is listed twice")))
 }
 
 /// Makes a conflict of every planned path another session's turn changed

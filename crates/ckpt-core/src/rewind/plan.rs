@@ -84,7 +84,7 @@ pub(crate) fn plan(
     kind: Kind,
     turn: i64,
     turns: Vec<i64>,
-    wanted: Vec<Wanted>,
+    wanted: impl IntoIterator<Item = Wanted>,
     force: bool,
 ) -> Result<RewindPlan> {
     let mut p = Planner {
