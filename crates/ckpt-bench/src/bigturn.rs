@@ -12,6 +12,7 @@ use anyhow::{Context, Result};
 use crate::ckpt_runner::{Bins, Ckpt};
 use crate::procstat;
 use crate::system::System;
+use crate::tree::small_file;
 
 /// Files per directory.
 const FAN: usize = 100;
@@ -26,7 +27,7 @@ pub fn run(bins: &Bins, work: &Path, sizes: &[usize], timeout: Duration) -> Resu
             if i % FAN == 0 {
                 std::fs::create_dir_all(&dir)?;
             }
-            std::fs::write(dir.join(format!("f{i}.txt")), line(i, "before"))?;
+            std::fs::write(dir.join(format!("f{i}.txt")), small_file(i, "before"))?;
         }
         let mut sys = Ckpt::new(
             bins.clone(),
@@ -42,7 +43,7 @@ pub fn run(bins: &Bins, work: &Path, sizes: &[usize], timeout: Duration) -> Resu
         let turn = sys.turn_start()?;
         for i in 0..n {
             let f = root.join(format!("d{}/f{i}.txt", i / FAN));
-            std::fs::write(f, line(i, "after"))?;
+            std::fs::write(f, small_file(i, "after"))?;
         }
         let t = Instant::now();
         sys.turn_end()?;
@@ -53,7 +54,7 @@ pub fn run(bins: &Bins, work: &Path, sizes: &[usize], timeout: Duration) -> Resu
         let wrong = (0..n)
             .filter(|i| {
                 let f = root.join(format!("d{}/f{i}.txt", i / FAN));
-                std::fs::read(f).ok() != Some(line(*i, "before"))
+                std::fs::read(f).ok() != Some(small_file(*i, "before"))
             })
             .count();
         sys.shutdown();
@@ -72,13 +73,4 @@ pub fn run(bins: &Bins, work: &Path, sizes: &[usize], timeout: Duration) -> Resu
         std::fs::remove_dir_all(&root)?;
     }
     Ok(ok)
-}
-
-/// File `i`'s text in one version: a few hundred bytes, as source files are.
-fn line(i: usize, version: &str) -> Vec<u8> {
-    format!(
-        "// file {i}, {version}\n{}",
-        "let x = 1; // padding\n".repeat(12)
-    )
-    .into_bytes()
 }

@@ -25,6 +25,7 @@ use anyhow::{bail, Context, Result};
 use crate::ckpt_runner::{Bins, Ckpt};
 use crate::report::median;
 use crate::system::System;
+use crate::tree::small_file;
 
 /// Files per directory.
 const FAN: usize = 100;
@@ -36,14 +37,6 @@ fn file(root: &Path, i: usize) -> PathBuf {
     root.join(format!("d{}/f{i}.rs", i / FAN))
 }
 
-fn content(i: usize, version: &str) -> Vec<u8> {
-    format!(
-        "// file {i}, {version}\n{}",
-        "let x = 1; // padding\n".repeat(12)
-    )
-    .into_bytes()
-}
-
 /// Runs every scenario `reps` times against its floor; prints medians and
 /// ratios. False if a rewind did not restore the tree.
 pub fn run(bins: &Bins, work: &Path, n: usize, reps: usize, timeout: Duration) -> Result<bool> {
@@ -52,7 +45,7 @@ pub fn run(bins: &Bins, work: &Path, n: usize, reps: usize, timeout: Duration) -
         if i % FAN == 0 {
             std::fs::create_dir_all(root.join(format!("d{}", i / FAN)))?;
         }
-        std::fs::write(file(&root, i), content(i, "before"))?;
+        std::fs::write(file(&root, i), small_file(i, "before"))?;
     }
     let scratch = work.join("floors-scratch");
     std::fs::create_dir_all(&scratch)?;
@@ -78,7 +71,7 @@ pub fn run(bins: &Bins, work: &Path, n: usize, reps: usize, timeout: Duration) -
 
         let turn = sys.turn_start()?;
         for i in 0..n {
-            std::fs::write(file(&root, i), content(i, "after"))?;
+            std::fs::write(file(&root, i), small_file(i, "after"))?;
         }
         sys.turn_end()?;
         let t = Instant::now();
@@ -87,7 +80,7 @@ pub fn run(bins: &Bins, work: &Path, n: usize, reps: usize, timeout: Duration) -
         rows[2].1.push(rewound);
         rows[3].1.push(rewound);
         let wrong = (0..n)
-            .filter(|&i| std::fs::read(file(&root, i)).ok() != Some(content(i, "before")))
+            .filter(|&i| std::fs::read(file(&root, i)).ok() != Some(small_file(i, "before")))
             .count();
         if wrong > 0 {
             bail!("the rewind left {wrong} of {n} files wrong");
@@ -219,7 +212,7 @@ fn floor_rewind(root: &Path, n: usize, in_place: bool) -> Result<f64> {
     let t = Instant::now();
     for i in 0..n {
         let to = file(root, i);
-        let data = content(i, "before");
+        let data = small_file(i, "before");
         if in_place {
             let mut f = std::fs::OpenOptions::new().write(true).open(&to)?;
             f.write_all(&data)?;

@@ -27,6 +27,7 @@ use crate::ckpt_runner::{Bins, Ckpt};
 use crate::floors::{floor_restart, floor_watch};
 use crate::procstat;
 use crate::system::System;
+use crate::tree::small_file;
 
 /// Files per directory, and directories per parent.
 const FAN: usize = 10;
@@ -41,14 +42,6 @@ const REPLY: usize = 132;
 fn file(root: &Path, i: usize) -> PathBuf {
     let dir = i / FAN;
     root.join(format!("p{}/d{dir}/f{i}.rs", dir / PARENT_FAN))
-}
-
-fn content(i: usize, version: &str) -> Vec<u8> {
-    format!(
-        "// file {i}, {version}\n{}",
-        "let x = 1; // padding\n".repeat(12)
-    )
-    .into_bytes()
 }
 
 /// One size's tree, its daemon and what was timed on it.
@@ -154,7 +147,7 @@ fn watched(bins: &Bins, work: &Path, n: usize, timeout: Duration) -> Result<Size
         if i % FAN == 0 {
             std::fs::create_dir_all(f.parent().context("a file without a parent")?)?;
         }
-        std::fs::write(f, content(i, "v0"))?;
+        std::fs::write(f, small_file(i, "v0"))?;
     }
     eprintln!(
         "[bench] sizes: {n} files made in {:.1} s",
@@ -207,12 +200,12 @@ impl Size {
         // A file spread over the tree, so no cache stays warm for it.
         let i = (rep * 7919) % self.n;
         let turn = self.sys.turn_start()?;
-        std::fs::write(file(&self.root, i), content(i, "edited"))?;
+        std::fs::write(file(&self.root, i), small_file(i, "edited"))?;
         self.sys.turn_end()?;
         let t = Instant::now();
         self.sys.rewind(turn)?;
         self.samples[3].push(t.elapsed().as_secs_f64());
-        if std::fs::read(file(&self.root, i))? != content(i, "v0") {
+        if std::fs::read(file(&self.root, i))? != small_file(i, "v0") {
             self.wrong += 1;
         }
         Ok(())

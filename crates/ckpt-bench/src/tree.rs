@@ -273,3 +273,13 @@ pub fn dir_bytes(dir: &Path, skip: &dyn Fn(&Path) -> bool) -> u64 {
     }
     n
 }
+
+/// File `i`'s text in one version: a few hundred bytes, as source files
+/// are (the large-tree scenarios' files).
+pub fn small_file(i: usize, version: &str) -> Vec<u8> {
+    format!(
+        "// file {i}, {version}\n{}",
+        "let x = 1; // padding\n".repeat(12)
+    )
+    .into_bytes()
+}
