@@ -247,7 +247,7 @@ fn round_trip(client: &Path, socket: &Path) -> Result<()> {
 }
 
 /// Answers each connection's one frame with a reply of `REPLY` bytes, on a
-/// thread of its own, until dropped.
+/// thread of its own that ends with the bench.
 struct FloorServer {
     path: PathBuf,
 }
