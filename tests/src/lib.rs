@@ -498,6 +498,24 @@ impl Env {
         self.tmp.path().join("ckptd.log")
     }
 
+    /// `ckptctl rewind TURN` in `dir`, started in the background and left
+    /// once the daemon's `CKPT_TEST_PAUSE_MARKER` file `marker` exists (the
+    /// rewind paused at `CKPT_TEST_PAUSE_REWIND_AFTER`).
+    pub fn rewind_until_paused(&self, dir: &Path, turn: &str, marker: &Path) -> Child {
+        let rewind = self
+            .ctl_cmd(dir, &["rewind", turn])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        wait_for(
+            "the rewind to reach its pause point",
+            Duration::from_secs(60),
+            || marker.exists(),
+        );
+        rewind
+    }
+
     /// A `ckptctl` command in `dir`, pointed at this env, autostart off.
     pub fn ctl_cmd(&self, dir: &Path, args: &[&str]) -> Command {
         let mut cmd = Command::new(bin("ckptctl"));

@@ -351,17 +351,7 @@ fn a_rewind_cut_short_with_the_data_disk_full_is_finished_from_its_journal_once_
     env.ctl_ok(&proj, &["turn-end"]);
     let after = snapshot_work(&proj);
 
-    let mut rewind = env
-        .ctl_cmd(&proj, &["rewind", "1"])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    wait_for(
-        "the rewind to reach its pause point",
-        std::time::Duration::from_secs(60),
-        || marker.exists(),
-    );
+    let mut rewind = env.rewind_until_paused(&proj, "1", &marker);
     // Journaled and half-way; then the data disk fills and the daemon dies.
     let filler = env.data.join("filler");
     fill(&filler);

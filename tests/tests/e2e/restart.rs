@@ -2,7 +2,6 @@
 //! killed in the middle of a rewind. Nothing is lost and the tree is never
 //! left half-restored.
 
-use std::process::Stdio;
 use std::time::Duration;
 
 use ckpt_e2e::*;
@@ -94,17 +93,7 @@ fn sigkill_in_the_middle_of_a_rewind_leaves_one_of_the_two_states() {
     env.ctl_ok(&proj, &["turn-end"]);
     let after = snapshot_work(&proj);
 
-    let mut rewind = env
-        .ctl_cmd(&proj, &["rewind", "1"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    wait_for(
-        "the rewind to reach its pause point",
-        Duration::from_secs(60),
-        || marker.exists(),
-    );
+    let mut rewind = env.rewind_until_paused(&proj, "1", &marker);
     let mid = snapshot_work(&proj);
     assert_ne!(
         mid, before,
@@ -189,15 +178,7 @@ fn status_says_once_that_startup_finished_an_interrupted_rewind() {
     env.ctl_ok(&proj, &["turn-end"]);
     let before_restart = env.ctl_ok(&proj, &["status"]);
     assert!(!before_restart.contains("recovered:"), "{before_restart}");
-    let mut rewind = env
-        .ctl_cmd(&proj, &["rewind", "1"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    wait_for("the rewind to pause", Duration::from_secs(60), || {
-        marker.exists()
-    });
+    let mut rewind = env.rewind_until_paused(&proj, "1", &marker);
     d.kill();
     wait_timeout(&mut rewind, Duration::from_secs(30)).expect("ckptctl returns");
 

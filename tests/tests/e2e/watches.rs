@@ -432,15 +432,7 @@ fn status_while_the_project_is_busy_keeps_the_counts_of_the_watch() {
     env.ctl_ok(&proj, &["turn-start"]);
     sh(&proj, "echo b > a.txt");
     env.ctl_ok(&proj, &["turn-end"]);
-    let mut rewind = env
-        .ctl_cmd(&proj, &["rewind", "1"])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    wait_for("the rewind to pause", Duration::from_secs(60), || {
-        marker.exists()
-    });
+    let mut rewind = env.rewind_until_paused(&proj, "1", &marker);
     let status = env.ctl_json(&proj, &["status"]);
     let p = &status["projects"][0];
     assert_eq!(p["busy"], true, "{status}");
