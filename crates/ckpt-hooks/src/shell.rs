@@ -35,25 +35,28 @@ pub fn complete_if_asked() {
 fn command() -> clap::Command {
     // `workcopy` is parsed by its sibling, so `ckptctl`'s tree holds only
     // its name: complete from the sibling's own tree.
-    let mut cmd = Cli::command().mut_subcommand("workcopy", |outer| {
+    let cmd = Cli::command().mut_subcommand("workcopy", |outer| {
         let mut wc = ckpt_workcopy::cli::WorkcopyCli::command().name("workcopy");
         if let Some(about) = outer.get_about() {
             wc = wc.about(about.clone());
         }
-        let names: Vec<String> = wc
-            .get_subcommands()
-            .map(|s| s.get_name().to_string())
-            .collect();
-        for name in names {
-            wc = wc.mut_subcommand(name, |sub| {
-                sub.mut_args(|a| match a.get_id().as_str() {
-                    "name" => a.add(ArgValueCandidates::new(workcopies)),
-                    _ => a,
-                })
-            });
-        }
-        wc
+        each_subcommands_args(wc, |a| match a.get_id().as_str() {
+            "name" => a.add(ArgValueCandidates::new(workcopies)),
+            _ => a,
+        })
     });
+    each_subcommands_args(cmd, |a| match a.get_id().as_str() {
+        "turn" => a.add(ArgValueCandidates::new(turns)),
+        "session" => a.add(ArgValueCandidates::new(sessions)),
+        _ => a,
+    })
+}
+
+/// `cmd` with every argument of each of its subcommands passed through `f`.
+fn each_subcommands_args(
+    mut cmd: clap::Command,
+    f: impl Fn(clap::Arg) -> clap::Arg + Copy,
+) -> clap::Command {
     let names: Vec<String> = cmd
         .get_subcommands()
         .map(|s| s.get_name().to_string())
@@ -61,13 +64,7 @@ fn command() -> clap::Command {
     for name in names {
         // `mut_args` keeps the order (`mut_arg` moves an argument last,
         // which reorders positionals).
-        cmd = cmd.mut_subcommand(name, |sub| {
-            sub.mut_args(|a| match a.get_id().as_str() {
-                "turn" => a.add(ArgValueCandidates::new(turns)),
-                "session" => a.add(ArgValueCandidates::new(sessions)),
-                _ => a,
-            })
-        });
+        cmd = cmd.mut_subcommand(name, |sub| sub.mut_args(f));
     }
     cmd
 }
