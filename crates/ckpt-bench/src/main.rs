@@ -137,6 +137,14 @@ struct Args {
     /// the daemon's RSS over the run (issue 35); nothing else runs.
     #[arg(long, value_name = "N")]
     many_clients: Option<usize>,
+    /// `--many-clients` calls over the socket from the bench's threads
+    /// instead of a `ckptctl` process per call: the daemon's part alone.
+    #[arg(long)]
+    socket_clients: bool,
+    /// Each `--many-clients` client starts a turn at most every this many
+    /// milliseconds (0: back to back, the daemon saturated).
+    #[arg(long, value_name = "MS", default_value_t = 0)]
+    pace: u64,
     /// Only measure the daemon's peak RSS through a turn that rewrites all
     /// of N files and its rewind, for each N given (e.g. 5000,50000), each
     /// with a fresh daemon (issue 35); nothing else runs.
@@ -343,7 +351,23 @@ fn real_main() -> Result<bool> {
     }
     if let Some(n) = args.many_clients {
         let bins = Bins::locate(args.bin_dir.as_deref())?;
-        return many::run_all(&bins, &work, n, args.projects, args.seconds, timeout);
+        let via = if args.socket_clients {
+            many::Via::Socket
+        } else {
+            many::Via::Process
+        };
+        return many::run_all(
+            &bins,
+            &work,
+            n,
+            args.projects,
+            args.seconds,
+            many::Load {
+                via,
+                pace: Duration::from_millis(args.pace),
+            },
+            timeout,
+        );
     }
     let source = match &args.tree {
         Some(d) => tree::dir_source(d)?,

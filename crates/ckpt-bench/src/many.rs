@@ -4,14 +4,21 @@
 //! turn a forced `rewind N --path` of its file, checked byte for byte.
 //! Prints p50/p99 per operation, the rewinds that were not exact, and the
 //! daemon's RSS over the run (issue 35: p99 turn-start ≤ 20 ms, every
-//! rewind exact, RSS flat).
+//! rewind exact, RSS flat). With `--socket-clients` the clients call over
+//! the socket themselves, so the daemon's part is timed without the
+//! process start. `--pace MS` starts each client's turns at most every MS
+//! ms, as an agent between prompts; 0 (the default) is back to back, which
+//! measures how many turns the daemon serves at saturation.
 
+use std::io::Write;
+use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
+use ckpt_proto::{Request, Response, Rewind, RewindFlags, RewindTo, TurnEnd, TurnStart};
 
 use crate::ckpt_runner::{Bins, Ckpt};
 use crate::cmd::run;
@@ -36,8 +43,10 @@ pub fn run_all(
     clients: usize,
     projects: usize,
     secs: u64,
+    load: Load,
     timeout: Duration,
 ) -> Result<bool> {
+    let Load { via, pace } = load;
     let projects = projects.max(1);
     let roots: Vec<PathBuf> = (0..projects)
         .map(|p| work.join(format!("many/p{p}")))
@@ -57,13 +66,23 @@ pub fn run_all(
     let sys = Arc::new(sys);
     let tally = Arc::new(Mutex::new(Tally::default()));
     let stop = Arc::new(AtomicBool::new(false));
-    let deadline = Instant::now() + Duration::from_secs(secs);
+    let start = Instant::now();
+    let deadline = start + Duration::from_secs(secs);
     let threads: Vec<_> = (0..clients)
         .map(|i| {
             let (sys, tally, stop) = (Arc::clone(&sys), Arc::clone(&tally), Arc::clone(&stop));
             let root = roots[i % projects].clone();
             std::thread::spawn(move || {
-                let r = client(&sys, &root, i, deadline, &tally, timeout);
+                let session = format!("c{i}");
+                let calls = Calls {
+                    sys: &sys,
+                    root: &root,
+                    session: &session,
+                    timeout,
+                };
+                // Clients start spread over one pace, not all at once.
+                let first = start + pace.mul_f64(i as f64 / clients as f64);
+                let r = client(&calls, i, load, first, deadline, &tally);
                 if let Err(e) = r {
                     tally
                         .lock()
@@ -91,7 +110,11 @@ pub fn run_all(
         ("rewind --path", &mut t.rewind),
     ] {
         if v.is_empty() {
-            bail!("no {name} finished");
+            // The socket's clients start no process.
+            if via == Via::Process {
+                bail!("no {name} finished");
+            }
+            continue;
         }
         println!(
             "{name}: p50 {:.2} ms, p99 {:.2} ms ({} calls)",
@@ -111,84 +134,191 @@ pub fn run_all(
         println!("WRONG: {w}");
     }
     let p99 = percentile(&mut t.turn_start, 99);
-    let floor = percentile(&mut t.spawn, 99);
+    let against_spawn = match via {
+        Via::Process => format!(
+            ", {:.2}x the p99 of a bare spawn",
+            p99 / percentile(&mut t.spawn, 99)
+        ),
+        Via::Socket => " (calls over the socket, no process started)".to_string(),
+    };
+    let turns = t.turn_start.len() as f64 / secs as f64;
     println!(
-        "{clients} clients on {projects} projects for {secs} s: {} rewinds not exact; \
-         p99 turn-start {p99:.2} ms (issue 35: ≤ 20 ms), {:.2}x the p99 of a bare spawn",
+        "{clients} clients on {projects} projects for {secs} s, a turn each every {} ms at most: \
+         {turns:.0} turns/s, {} rewinds not exact; \
+         p99 turn-start {p99:.2} ms (issue 35: ≤ 20 ms){against_spawn}",
+        pace.as_millis(),
         t.wrong.len(),
-        p99 / floor
     );
     Ok(t.wrong.is_empty())
 }
 
+/// How the clients call the daemon, and how often.
+#[derive(Clone, Copy)]
+pub struct Load {
+    pub via: Via,
+    /// Each client starts a turn at most this often (zero: back to back).
+    pub pace: Duration,
+}
+
+/// How the clients reach the daemon.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Via {
+    /// A `ckptctl` process per call, as agents' hooks do.
+    Process,
+    /// A connection per call from the bench's own thread (hello and
+    /// request, as `ckptctl` sends them): the daemon's part alone, without
+    /// the process start that dominates on a loaded machine.
+    Socket,
+}
+
 /// One client's loop until `deadline`.
 fn client(
-    sys: &Ckpt,
-    root: &Path,
+    calls: &Calls,
     i: usize,
+    Load { via, pace }: Load,
+    mut next: Instant,
     deadline: Instant,
     tally: &Mutex<Tally>,
-    timeout: Duration,
 ) -> Result<()> {
-    let session = format!("c{i}");
+    let Calls {
+        sys, root, timeout, ..
+    } = *calls;
     let file = root.join(format!("client-{i}.txt"));
     let mut k = 0u64;
     while Instant::now() < deadline {
+        std::thread::sleep(next.saturating_duration_since(Instant::now()));
+        next = Instant::now().max(next) + pace;
         k += 1;
-        let t = Instant::now();
-        run(&mut sys.ctl_in(root, &["--version"]), None, timeout)?;
-        let spawned = t.elapsed();
+        let spawned = match via {
+            Via::Process => {
+                let t = Instant::now();
+                run(&mut sys.ctl_in(root, &["--version"]), None, timeout)?;
+                Some(t.elapsed())
+            }
+            Via::Socket => None,
+        };
         let before = std::fs::read(&file).ok();
         let t = Instant::now();
-        let out = run(
-            &mut sys.ctl_in(root, &["--json", "turn-start", "--session", &session]),
-            None,
-            timeout,
-        )?;
+        let turn = calls.turn_start(via)?;
         let started = t.elapsed();
-        let turn = ckpt_json::parse(&out.stdout())
-            .as_ref()
-            .and_then(ckpt_json::turn_id)
-            .with_context(|| format!("turn-start: {} {}", out.stdout(), out.stderr()))?;
         std::fs::write(&file, format!("client {i} turn {k}\n"))?;
         let t = Instant::now();
-        let end = run(
-            &mut sys.ctl_in(root, &["--json", "turn-end", "--session", &session]),
-            None,
-            timeout,
-        )?;
+        calls.turn_end(via)?;
         let ended = t.elapsed();
-        if !end.status().success() {
-            bail!("turn-end failed: {}", end.stderr());
-        }
         let mut rewound = None;
         if k.is_multiple_of(4) {
-            let (n, path) = (turn.to_string(), file.to_string_lossy());
             let t = Instant::now();
-            let rw = run(
-                &mut sys.ctl_in(root, &["--json", "rewind", &n, "--force", "--path", &path]),
-                None,
-                timeout,
-            )?;
+            let refused = calls.rewind(via, turn, &file)?;
             rewound = Some(t.elapsed());
             let now = std::fs::read(&file).ok();
-            if !rw.status().success() || now != before {
+            if refused.is_some() || now != before {
                 tally.lock().unwrap().wrong.push(format!(
-                    "client {i} turn {turn}: rewind exit {}, file {:?}, want {:?} ({})",
-                    rw.status(),
+                    "client {i} turn {turn}: file {:?}, want {:?} ({})",
                     now.map(|b| String::from_utf8_lossy(&b).into_owned()),
                     before.map(|b| String::from_utf8_lossy(&b).into_owned()),
-                    rw.stderr().trim()
+                    refused.unwrap_or_default()
                 ));
             }
         }
+        let ms = |d: Duration| d.as_secs_f64() * 1e3;
         let mut t = tally.lock().unwrap();
-        t.spawn.push(spawned.as_secs_f64() * 1e3);
-        t.turn_start.push(started.as_secs_f64() * 1e3);
-        t.turn_end.push(ended.as_secs_f64() * 1e3);
-        if let Some(r) = rewound {
-            t.rewind.push(r.as_secs_f64() * 1e3);
-        }
+        t.spawn.extend(spawned.map(ms));
+        t.turn_start.push(ms(started));
+        t.turn_end.push(ms(ended));
+        t.rewind.extend(rewound.map(ms));
     }
     Ok(())
+}
+
+/// One client's calls, by either way.
+struct Calls<'a> {
+    sys: &'a Ckpt,
+    root: &'a Path,
+    session: &'a str,
+    timeout: Duration,
+}
+
+impl Calls<'_> {
+    fn turn_start(&self, via: Via) -> Result<u64> {
+        if via == Via::Socket {
+            let req = Request::TurnStart(TurnStart {
+                dir: self.root.into(),
+                session: Some(self.session.into()),
+                ..TurnStart::default()
+            });
+            return match self.call(req)? {
+                Response::TurnStarted(r) => Ok(r.turn as u64),
+                other => bail!("turn-start: {other:?}"),
+            };
+        }
+        let out = self.ctl(&["--json", "turn-start", "--session", self.session])?;
+        ckpt_json::parse(&out.stdout())
+            .as_ref()
+            .and_then(ckpt_json::turn_id)
+            .with_context(|| format!("turn-start: {} {}", out.stdout(), out.stderr()))
+    }
+
+    fn turn_end(&self, via: Via) -> Result<()> {
+        if via == Via::Socket {
+            let req = Request::TurnEnd(TurnEnd {
+                dir: self.root.into(),
+                session: Some(self.session.into()),
+                transcript: None,
+            });
+            return match self.call(req)? {
+                Response::TurnEnded(_) => Ok(()),
+                other => bail!("turn-end: {other:?}"),
+            };
+        }
+        let out = self.ctl(&["--json", "turn-end", "--session", self.session])?;
+        if !out.status().success() {
+            bail!("turn-end failed: {}", out.stderr());
+        }
+        Ok(())
+    }
+
+    /// A forced rewind of `turn` for `file` alone; why it was refused, if
+    /// it was.
+    fn rewind(&self, via: Via, turn: u64, file: &Path) -> Result<Option<String>> {
+        if via == Via::Socket {
+            let req = Request::Rewind(Rewind {
+                dir: self.root.into(),
+                to: RewindTo::Before(turn as i64),
+                paths: vec![file.into()],
+                flags: RewindFlags {
+                    dry_run: false,
+                    force: true,
+                },
+                merge: None,
+            });
+            return Ok(match self.call(req)? {
+                Response::Rewind(_) => None,
+                other => Some(format!("{other:?}")),
+            });
+        }
+        let (n, path) = (turn.to_string(), file.to_string_lossy());
+        let out = self.ctl(&["--json", "rewind", &n, "--force", "--path", &path])?;
+        Ok((!out.status().success()).then(|| out.stderr().trim().to_string()))
+    }
+
+    fn ctl(&self, args: &[&str]) -> Result<crate::cmd::Timed> {
+        run(&mut self.sys.ctl_in(self.root, args), None, self.timeout)
+    }
+
+    /// One connection: hello and `req` written at once, then both replies.
+    fn call(&self, req: Request) -> Result<Response> {
+        let mut s = UnixStream::connect(self.sys.socket())?;
+        let hello = Request::Hello {
+            version: ckpt_proto::PROTOCOL_VERSION,
+            client: "ckpt-bench".into(),
+            progress: false,
+        };
+        let mut out = ckpt_proto::encode(&hello)?;
+        out.extend(ckpt_proto::encode(&req)?);
+        s.write_all(&out)?;
+        match ckpt_proto::read_frame(&mut s)? {
+            Response::Hello(_) => Ok(ckpt_proto::read_frame(&mut s)?),
+            other => bail!("hello: {other:?}"),
+        }
+    }
 }
