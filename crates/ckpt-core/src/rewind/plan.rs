@@ -25,6 +25,7 @@
 //!   directory above it the plan would take away.
 
 use std::collections::{BTreeMap, HashMap};
+use std::ops::Bound;
 
 use crate::error::Result;
 use crate::model::{Action, Conflict, RewindPlan, Skipped};
@@ -215,13 +216,24 @@ impl<T: Tree> Planner<'_, T> {
 
     /// R4, parents first, so a blocked directory blocks what is below it.
     fn parents(&mut self) -> Result<()> {
-        let exist: Vec<RelPath> = self
-            .actions
-            .values()
-            .filter(|a| !a.target.is_absent())
-            .map(|a| a.path.clone())
-            .collect();
-        for path in exist {
+        // Walked in path order one action at a time, not from a copy of
+        // every path. What `make_dir` adds or drops meanwhile is a
+        // directory whose own parent it has already settled.
+        let mut after: Option<RelPath> = None;
+        loop {
+            let from = match &after {
+                Some(p) => Bound::Excluded(p),
+                None => Bound::Unbounded,
+            };
+            let next = self
+                .actions
+                .range::<RelPath, _>((from, Bound::Unbounded))
+                .find(|(_, a)| !a.target.is_absent());
+            let Some((path, _)) = next else {
+                break;
+            };
+            let path = path.clone();
+            after = Some(path.clone());
             let Some(parent) = path.parent() else {
                 continue;
             };
