@@ -85,10 +85,13 @@ pub(super) fn apply(
         journaled.failed(parts.conn, side)?;
         return Err(e);
     }
+    let t0 = std::time::Instant::now();
     let tx = parts.conn.transaction()?;
     refresh_cache(&tx, dirs, &steps)?;
+    let refreshed = t0.elapsed();
     journaled.applied(&tx, side, actions)?;
     tx.commit()?;
+    tracing::debug!(refresh = ?refreshed, recorded = ?t0.elapsed(), "rewind recorded");
     Ok(())
 }
 
@@ -169,6 +172,7 @@ fn run_steps(
             },
         )
     };
+    let t0 = std::time::Instant::now();
     let (written, synced) = match parts.conn.path() {
         // (An in-memory database has no path to open again.)
         Some(db) if !db.is_empty() && blobs.len() >= PREFETCH_MIN => {
@@ -176,6 +180,7 @@ fn run_steps(
         }
         _ => write_all(&mut |hash: &Hash| parts.store.get(parts.conn, hash)),
     };
+    let t_written = t0.elapsed();
     match written.and_then(|()| synced.ctx("sync", parts.root)) {
         Ok(()) => {}
         // A simulated crash leaves everything as a dead process would.
@@ -189,9 +194,11 @@ fn run_steps(
         }
     }
     dirs.drop_spares();
+    let t_dropped = t0.elapsed();
     let synced = dirs
         .sync_touched(SYNC_THREADS, whole.as_ref())
         .and_then(|()| whole.as_ref().map_or(Ok(()), WholeFs::sync));
+    tracing::debug!(written = ?t_written, spares_dropped = ?t_dropped, synced = ?t0.elapsed(), files = blobs.len(), "rewind written");
     match steps.first() {
         Some(&(p, _)) => synced.ctx_in("sync the directories of", parts.root, p.as_path()),
         None => synced.ctx("sync", parts.root),
