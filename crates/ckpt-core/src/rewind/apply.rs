@@ -392,6 +392,29 @@ mod tests {
         assert_eq!(super::MOST_STAGED.with(|n| n.get()), 1);
     }
 
+    /// A replaced file that has another name is never rewritten with a
+    /// later file's content (its other name keeps what the agent wrote);
+    /// the files without one are, and every path is restored exactly.
+    #[test]
+    fn a_replaced_file_with_another_name_is_not_recycled() {
+        let n = 40;
+        let (tmp, root, mut p) = numbered_files(n, "one");
+        let before = snapshot(&root);
+        let turn = p.turn_start(TurnMeta::default()).unwrap();
+        for i in 0..n {
+            fs::write(root.join(format!("d/{i}.txt")), format!("two {i}\n")).unwrap();
+        }
+        // Outside the project, on its filesystem: not part of the turn.
+        let elsewhere = tmp.path().join("elsewhere");
+        fs::hard_link(root.join("d/0.txt"), &elsewhere).unwrap();
+        p.reconcile().unwrap();
+        p.turn_end().unwrap();
+        let out = p.rewind(turn, RewindOptions::default()).unwrap();
+        assert!(matches!(out, RewindOutcome::Applied { .. }), "{out:?}");
+        assert_eq!(snapshot(&root), before);
+        assert_eq!(fs::read_to_string(&elsewhere).unwrap(), "two 0\n");
+    }
+
     /// Replaced files much larger than the content restored: none is cut
     /// to fit (freeing blocks waits for the device on ext4 with `discard`).
     #[test]
