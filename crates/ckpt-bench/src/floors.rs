@@ -74,7 +74,11 @@ pub fn run(bins: &Bins, work: &Path, n: usize, reps: usize, timeout: Duration) -
             Vec::new(),
         ),
         ("full-tree rewind", Vec::new(), Vec::new()),
-        ("full-tree rewind (exchange, inodes reused)", Vec::new(), Vec::new()),
+        (
+            "full-tree rewind (exchange, inodes reused)",
+            Vec::new(),
+            Vec::new(),
+        ),
         ("full-tree rewind (in place)", Vec::new(), Vec::new()),
     ];
     let mut settled = Vec::new();
