@@ -9,11 +9,22 @@
 //!   bytes inserted into SQLite in one transaction.
 //! - restart to synced: the same walk, and one `inotify_add_watch` per
 //!   directory on a new inotify descriptor.
+//! - full-tree capture: the turn's writes, then every changed file read,
+//!   hashed, compressed and inserted as the first watch's floor does (no
+//!   walk: events name the files), its path's row replaced, into the
+//!   first watch floor's database.
 //! - full-tree rewind: every file written under a temporary name and
-//!   renamed over, then one `syncfs` (the issue's floor); and every file
+//!   renamed over, then one `syncfs` (the issue's floor); every file
+//!   written into the inode the previous one in its directory replaced,
+//!   under a temporary name, and exchanged with it (`RENAME_EXCHANGE`),
+//!   then one `syncfs`: the least a rewind that never shows a half-written
+//!   file can do without freeing an inode per file; and every file
 //!   rewritten in place, then one `syncfs`, which frees and allocates no
 //!   inode or block (on ext4 mounted with `discard` freeing waits for the
 //!   device, so there the rename floor is no floor: ckpt reuses inodes).
+//!
+//! The floors that write work on a twin of the tree the daemon does not
+//! watch, so its handling of their events is not timed as theirs.
 
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
@@ -41,11 +52,14 @@ fn file(root: &Path, i: usize) -> PathBuf {
 /// ratios. False if a rewind did not restore the tree.
 pub fn run(bins: &Bins, work: &Path, n: usize, reps: usize, timeout: Duration) -> Result<bool> {
     let root = work.join("floors-tree");
-    for i in 0..n {
-        if i % FAN == 0 {
-            std::fs::create_dir_all(root.join(format!("d{}", i / FAN)))?;
+    let twin = work.join("floors-twin");
+    for tree in [&root, &twin] {
+        for i in 0..n {
+            if i % FAN == 0 {
+                std::fs::create_dir_all(tree.join(format!("d{}", i / FAN)))?;
+            }
+            std::fs::write(file(tree, i), small_file(i, "before"))?;
         }
-        std::fs::write(file(&root, i), small_file(i, "before"))?;
     }
     let scratch = work.join("floors-scratch");
     std::fs::create_dir_all(&scratch)?;
@@ -53,40 +67,67 @@ pub fn run(bins: &Bins, work: &Path, n: usize, reps: usize, timeout: Duration) -
     let mut rows: Vec<(&str, Vec<f64>, Vec<f64>)> = vec![
         ("first watch", Vec::new(), Vec::new()),
         ("restart to synced", Vec::new(), Vec::new()),
+        ("full-tree turn (writes + turn-end)", Vec::new(), Vec::new()),
+        (
+            "full-tree turn-end (after the writes)",
+            Vec::new(),
+            Vec::new(),
+        ),
         ("full-tree rewind", Vec::new(), Vec::new()),
+        (
+            "full-tree rewind (exchange, inodes reused)",
+            Vec::new(),
+            Vec::new(),
+        ),
         ("full-tree rewind (in place)", Vec::new(), Vec::new()),
     ];
+    let mut settled = Vec::new();
     for rep in 1..=reps {
         sys.prepare_fresh()?;
         let t = Instant::now();
         sys.init()?;
         rows[0].1.push(t.elapsed().as_secs_f64());
-        rows[0].2.push(floor_watch(
-            &root,
-            &scratch.join(format!("floor-{rep}.db")),
-        )?);
+        let db = scratch.join(format!("floor-{rep}.db"));
+        rows[0].2.push(floor_watch(&root, &db)?);
 
         rows[1].1.push(sys.restart_until_synced()?.as_secs_f64());
         rows[1].2.push(floor_restart(&root)?);
 
         let turn = sys.turn_start()?;
-        for i in 0..n {
-            std::fs::write(file(&root, i), small_file(i, "after"))?;
-        }
+        let t = Instant::now();
+        write_all(&root, n, "after")?;
+        let ended = Instant::now();
         sys.turn_end()?;
+        rows[2].1.push(t.elapsed().as_secs_f64());
+        rows[3].1.push(ended.elapsed().as_secs_f64());
+        let t = Instant::now();
+        write_all(&twin, n, "after")?;
+        let writes = t.elapsed().as_secs_f64();
+        let capture = floor_capture(&twin, n, &db)?;
+        rows[2].2.push(writes + capture);
+        rows[3].2.push(capture);
+
         let t = Instant::now();
         sys.rewind(turn)?;
         let rewound = t.elapsed().as_secs_f64();
-        rows[2].1.push(rewound);
-        rows[3].1.push(rewound);
+        rows[4].1.push(rewound);
+        rows[5].1.push(rewound);
+        rows[6].1.push(rewound);
+        // The daemon checks the rewind's own events after its reply: not
+        // timed as the floors' work.
+        let t = Instant::now();
+        sys.settle()?;
+        settled.push(t.elapsed().as_secs_f64());
         let wrong = (0..n)
             .filter(|&i| std::fs::read(file(&root, i)).ok() != Some(small_file(i, "before")))
             .count();
         if wrong > 0 {
             bail!("the rewind left {wrong} of {n} files wrong");
         }
-        rows[2].2.push(floor_rewind(&root, n, false)?);
-        rows[3].2.push(floor_rewind(&root, n, true)?);
+        rows[4].2.push(floor_rewind(&twin, n, Rewrite::Rename)?);
+        write_all(&twin, n, "after")?;
+        rows[5].2.push(floor_rewind(&twin, n, Rewrite::Exchange)?);
+        rows[6].2.push(floor_rewind(&twin, n, Rewrite::InPlace)?);
         eprintln!("[bench] floors: round {rep} of {reps}");
     }
     sys.shutdown();
@@ -98,6 +139,8 @@ pub fn run(bins: &Bins, work: &Path, n: usize, reps: usize, timeout: Duration) -
         );
         println!("{name}: ckpt {c:.3} s, floor {f:.3} s, {:.2}x", c / f);
     }
+    let settled = median(settled).context("no sample")?;
+    println!("after a rewind's reply, the daemon settled (sync, freeing) in {settled:.3} s");
     Ok(true)
 }
 
@@ -120,21 +163,48 @@ fn walk(root: &Path) -> Result<(Vec<PathBuf>, Vec<PathBuf>)> {
     Ok((files, dirs))
 }
 
+/// Writes `version` of every file of the tree at `root`.
+fn write_all(root: &Path, n: usize, version: &str) -> Result<()> {
+    for i in 0..n {
+        std::fs::write(file(root, i), small_file(i, version))?;
+    }
+    Ok(())
+}
+
 /// The first watch's floor, in seconds.
 pub fn floor_watch(root: &Path, db: &Path) -> Result<f64> {
     let t = Instant::now();
     let (files, _) = walk(root)?;
-    let lanes = tape_sha256::lane_width().max(1);
-    let (tx, rx) = std::sync::mpsc::sync_channel::<(PathBuf, [u8; 32], Vec<u8>)>(1024);
     let conn = rusqlite::Connection::open(db)?;
     conn.execute_batch(
         "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;
          CREATE TABLE files (path BLOB PRIMARY KEY, hash BLOB NOT NULL) WITHOUT ROWID;
          CREATE TABLE blobs (hash BLOB PRIMARY KEY, data BLOB NOT NULL) WITHOUT ROWID;",
     )?;
+    store(&conn, &files)?;
+    Ok(t.elapsed().as_secs_f64())
+}
+
+/// The full-tree capture's floor, in seconds: the `n` files of `root`
+/// read, hashed, compressed and stored into `db`, the first watch floor's
+/// database, replacing their rows.
+fn floor_capture(root: &Path, n: usize, db: &Path) -> Result<f64> {
+    let files: Vec<PathBuf> = (0..n).map(|i| file(root, i)).collect();
+    let t = Instant::now();
+    let conn = rusqlite::Connection::open(db)?;
+    store(&conn, &files)?;
+    Ok(t.elapsed().as_secs_f64())
+}
+
+/// `files` read, hashed with tape-sha256's lanes and compressed on
+/// `THREADS` threads, and their paths, hashes and contents inserted in one
+/// transaction (a path's row replaced).
+fn store(conn: &rusqlite::Connection, files: &[PathBuf]) -> Result<()> {
+    let lanes = tape_sha256::lane_width().max(1);
+    let (tx, rx) = std::sync::mpsc::sync_channel::<(PathBuf, [u8; 32], Vec<u8>)>(1024);
     std::thread::scope(|s| -> Result<()> {
         for k in 0..THREADS {
-            let (tx, files) = (tx.clone(), &files);
+            let (tx, files) = (tx.clone(), files);
             s.spawn(move || -> Result<()> {
                 let mut mine: Vec<&PathBuf> = files.iter().skip(k).step_by(THREADS).collect();
                 while !mine.is_empty() {
@@ -159,7 +229,7 @@ pub fn floor_watch(root: &Path, db: &Path) -> Result<f64> {
         drop(tx);
         let txn = conn.unchecked_transaction()?;
         {
-            let mut f = txn.prepare("INSERT INTO files VALUES (?1, ?2)")?;
+            let mut f = txn.prepare("INSERT OR REPLACE INTO files VALUES (?1, ?2)")?;
             let mut b = txn.prepare("INSERT OR IGNORE INTO blobs VALUES (?1, ?2)")?;
             for (p, h, z) in rx {
                 f.execute(rusqlite::params![p.as_os_str().as_bytes(), &h[..]])?;
@@ -168,8 +238,7 @@ pub fn floor_watch(root: &Path, db: &Path) -> Result<f64> {
         }
         txn.commit()?;
         Ok(())
-    })?;
-    Ok(t.elapsed().as_secs_f64())
+    })
 }
 
 /// Restart to synced's floor, in seconds.
@@ -204,24 +273,71 @@ pub fn floor_restart(root: &Path) -> Result<f64> {
     Ok(took)
 }
 
+/// How a rewind floor puts each file's content in place.
+#[derive(Clone, Copy, PartialEq)]
+enum Rewrite {
+    /// A new file under a temporary name, renamed over.
+    Rename,
+    /// The inode the previous file of the directory replaced, rewritten
+    /// under a temporary name and exchanged with the file.
+    Exchange,
+    /// The file itself, rewritten.
+    InPlace,
+}
+
 /// The full-tree rewind's floor, in seconds: it writes the "before"
-/// contents, which the tree already holds, so the tree stays right;
-/// renamed over each file, or `in_place`.
-fn floor_rewind(root: &Path, n: usize, in_place: bool) -> Result<f64> {
+/// contents, so the tree ends right.
+fn floor_rewind(root: &Path, n: usize, how: Rewrite) -> Result<f64> {
     use std::io::Write;
+    use std::os::unix::fs::FileExt;
     let t = Instant::now();
+    // The exchange's spare: the replaced inode under its temporary name.
+    let mut spare: Option<(PathBuf, std::fs::File)> = None;
     for i in 0..n {
         let to = file(root, i);
         let data = small_file(i, "before");
-        if in_place {
-            let mut f = std::fs::OpenOptions::new().write(true).open(&to)?;
-            f.write_all(&data)?;
-            f.set_len(data.len() as u64)?;
-        } else {
-            let tmp = to.with_extension("rs.tmp");
-            std::fs::write(&tmp, &data)?;
-            std::fs::rename(&tmp, &to)?;
+        match how {
+            Rewrite::InPlace => {
+                let mut f = std::fs::OpenOptions::new().write(true).open(&to)?;
+                f.write_all(&data)?;
+                f.set_len(data.len() as u64)?;
+            }
+            Rewrite::Rename => {
+                let tmp = to.with_extension("rs.tmp");
+                std::fs::write(&tmp, &data)?;
+                std::fs::rename(&tmp, &to)?;
+            }
+            Rewrite::Exchange => {
+                if i % FAN == 0 {
+                    if let Some((tmp, _)) = spare.take() {
+                        std::fs::remove_file(tmp)?;
+                    }
+                }
+                let (tmp, f) = match spare.take() {
+                    Some(s) => s,
+                    None => {
+                        let tmp = to.with_extension("rs.tmp");
+                        let f = std::fs::File::create(&tmp)?;
+                        (tmp, f)
+                    }
+                };
+                f.write_all_at(&data, 0)?;
+                f.set_len(data.len() as u64)?;
+                rustix::fs::renameat_with(
+                    rustix::fs::CWD,
+                    &tmp,
+                    rustix::fs::CWD,
+                    &to,
+                    rustix::fs::RenameFlags::EXCHANGE,
+                )?;
+                // The replaced file, now under `tmp`, is the next spare.
+                let f = std::fs::OpenOptions::new().write(true).open(&tmp)?;
+                spare = Some((tmp, f));
+            }
         }
+    }
+    if let Some((tmp, _)) = spare {
+        std::fs::remove_file(tmp)?;
     }
     let dir = std::fs::File::open(root)?;
     // SAFETY: syncfs on a descriptor we hold open.

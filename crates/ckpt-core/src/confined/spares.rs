@@ -111,17 +111,19 @@ pub(super) fn open_regular(
 }
 
 /// `name` in `dir` opened for writing, and its stat, if it can be rewritten
-/// without anyone noticing (see `Dirs::harvest`); else the file if it could
-/// be opened.
+/// without anyone noticing (see `Dirs::harvest`): a regular file owned by
+/// `euid`; else the file if it could be opened (`Err(None)`: it is no
+/// regular file, or could not be opened for writing).
 #[cfg(target_os = "linux")]
 #[allow(clippy::unnecessary_cast)] // stat field types differ across platforms
 pub(super) fn recyclable(
     dir: &OwnedFd,
     name: &OsStr,
+    euid: u32,
 ) -> Result<(std::fs::File, rustix::fs::Stat), Option<std::fs::File>> {
     use std::os::fd::AsRawFd;
     let (file, st) = open_regular(dir, name, OFlags::WRONLY).ok_or(None)?;
-    if st.st_nlink != 1 || st.st_uid as u32 != rustix::process::geteuid().as_raw() {
+    if st.st_nlink != 1 || st.st_uid as u32 != euid {
         return Err(Some(file));
     }
     if !matches!(rustix::fs::flistxattr_query(&file), Ok(0)) {
@@ -143,6 +145,7 @@ pub(super) fn recyclable(
 pub(super) fn recyclable(
     _dir: &OwnedFd,
     _name: &OsStr,
+    _euid: u32,
 ) -> Result<(std::fs::File, rustix::fs::Stat), Option<std::fs::File>> {
     Err(None)
 }

@@ -49,6 +49,8 @@ pub(crate) struct Dirs<'a> {
     free_removed: Option<FreeRemoved>,
     /// Directory → what a new file in it gets (`new_file`).
     new_file: std::collections::HashMap<Vec<u8>, NewFile>,
+    /// This process's effective user, who must own a file to recycle it.
+    euid: u32,
 }
 
 /// A file written under a temp name, not yet renamed into place.
@@ -103,6 +105,7 @@ impl<'a> Dirs<'a> {
             doomed: Vec::new(),
             free_removed,
             new_file: Default::default(),
+            euid: rustix::process::geteuid().as_raw(),
         })
     }
 
@@ -403,21 +406,22 @@ impl<'a> Dirs<'a> {
     fn harvest(&mut self, path: &RelPath, dir: Vec<u8>, tmp: Vec<u8>) -> io::Result<()> {
         let fd = &self.open[&dir];
         let name = OsStr::from_bytes(&tmp);
-        let st = rustix::fs::statat(fd, name, AtFlags::SYMLINK_NOFOLLOW)?;
-        let kind = rustix::fs::FileType::from_raw_mode(st.st_mode as _);
-        if kind == rustix::fs::FileType::Directory {
-            // Became a directory since it was looked at: put it back.
-            let to = &self.open[&dir_key(&parent_comps(path))];
-            let flags = rustix::fs::RenameFlags::EXCHANGE;
-            rustix::fs::renameat_with(fd, name, to, path.file_name(), flags)?;
-            return Err(io::Error::other(format!(
-                "{path}: became a directory during the rewind"
-            )));
+        // Opening it for writing tells a regular file (with its stat); the
+        // kind is looked up only when that fails, to put a directory back.
+        let found = recyclable(fd, name, self.euid);
+        if matches!(found, Err(None)) {
+            let st = rustix::fs::statat(fd, name, AtFlags::SYMLINK_NOFOLLOW)?;
+            let kind = rustix::fs::FileType::from_raw_mode(st.st_mode as _);
+            if kind == rustix::fs::FileType::Directory {
+                // Became a directory since it was looked at: put it back.
+                let to = &self.open[&dir_key(&parent_comps(path))];
+                let flags = rustix::fs::RenameFlags::EXCHANGE;
+                rustix::fs::renameat_with(fd, name, to, path.file_name(), flags)?;
+                return Err(io::Error::other(format!(
+                    "{path}: became a directory during the rewind"
+                )));
+            }
         }
-        let found = match kind {
-            rustix::fs::FileType::RegularFile => recyclable(fd, name),
-            _ => Err(None),
-        };
         match found {
             Ok((file, st)) => self.keep_spare(Spare {
                 dir,

@@ -85,10 +85,13 @@ pub(super) fn apply(
         journaled.failed(parts.conn, side)?;
         return Err(e);
     }
+    let t0 = std::time::Instant::now();
     let tx = parts.conn.transaction()?;
     refresh_cache(&tx, dirs, &steps)?;
+    let refreshed = t0.elapsed();
     journaled.applied(&tx, side, actions)?;
     tx.commit()?;
+    tracing::debug!(refresh = ?refreshed, recorded = ?t0.elapsed(), "rewind recorded");
     Ok(())
 }
 
@@ -169,6 +172,7 @@ fn run_steps(
             },
         )
     };
+    let t0 = std::time::Instant::now();
     let (written, synced) = match parts.conn.path() {
         // (An in-memory database has no path to open again.)
         Some(db) if !db.is_empty() && blobs.len() >= PREFETCH_MIN => {
@@ -176,6 +180,7 @@ fn run_steps(
         }
         _ => write_all(&mut |hash: &Hash| parts.store.get(parts.conn, hash)),
     };
+    let t_written = t0.elapsed();
     match written.and_then(|()| synced.ctx("sync", parts.root)) {
         Ok(()) => {}
         // A simulated crash leaves everything as a dead process would.
@@ -189,9 +194,11 @@ fn run_steps(
         }
     }
     dirs.drop_spares();
+    let t_dropped = t0.elapsed();
     let synced = dirs
         .sync_touched(SYNC_THREADS, whole.as_ref())
         .and_then(|()| whole.as_ref().map_or(Ok(()), WholeFs::sync));
+    tracing::debug!(written = ?t_written, spares_dropped = ?t_dropped, synced = ?t0.elapsed(), files = blobs.len(), "rewind written");
     match steps.first() {
         Some(&(p, _)) => synced.ctx_in("sync the directories of", parts.root, p.as_path()),
         None => synced.ctx("sync", parts.root),
@@ -383,6 +390,29 @@ mod tests {
         assert!(matches!(out, RewindOutcome::Applied { .. }), "{out:?}");
         assert_eq!(snapshot(&root), before);
         assert_eq!(super::MOST_STAGED.with(|n| n.get()), 1);
+    }
+
+    /// A replaced file that has another name is never rewritten with a
+    /// later file's content (its other name keeps what the agent wrote);
+    /// the files without one are, and every path is restored exactly.
+    #[test]
+    fn a_replaced_file_with_another_name_is_not_recycled() {
+        let n = 40;
+        let (tmp, root, mut p) = numbered_files(n, "one");
+        let before = snapshot(&root);
+        let turn = p.turn_start(TurnMeta::default()).unwrap();
+        for i in 0..n {
+            fs::write(root.join(format!("d/{i}.txt")), format!("two {i}\n")).unwrap();
+        }
+        // Outside the project, on its filesystem: not part of the turn.
+        let elsewhere = tmp.path().join("elsewhere");
+        fs::hard_link(root.join("d/0.txt"), &elsewhere).unwrap();
+        p.reconcile().unwrap();
+        p.turn_end().unwrap();
+        let out = p.rewind(turn, RewindOptions::default()).unwrap();
+        assert!(matches!(out, RewindOutcome::Applied { .. }), "{out:?}");
+        assert_eq!(snapshot(&root), before);
+        assert_eq!(fs::read_to_string(&elsewhere).unwrap(), "two 0\n");
     }
 
     /// Replaced files much larger than the content restored: none is cut

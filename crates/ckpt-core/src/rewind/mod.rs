@@ -72,6 +72,7 @@ pub(crate) fn rewind(
     mut opts: RewindOptions,
 ) -> Result<RewindOutcome> {
     recover(parts)?;
+    let t0 = std::time::Instant::now();
     let row = history::turn(parts.conn, turn)?.ok_or(Error::UnknownTurn(turn))?;
     if row.status == TurnStatus::Rewound {
         return Err(Error::TurnRewound(turn));
@@ -112,9 +113,11 @@ pub(crate) fn rewind(
         undone = by.into_iter().collect();
     }
     let others = other_sessions_touching(parts.conn, turn, row.started_ns, session, &touched)?;
+    let t_collect = t0.elapsed();
     // One tree writer for the whole rewind: recheck, apply, refresh.
     let mut dirs = writer(parts)?;
     let current = current_states(parts, &mut dirs, touched.keys(), opts.after_barrier)?;
+    let t_recheck = t0.elapsed();
     let mut plan = db::reading(parts.conn, || {
         // Handed to the planner one by one: no second list of every path.
         let wanted =
@@ -138,6 +141,7 @@ pub(crate) fn rewind(
         )
     })?;
     name_other_sessions(&mut plan, others);
+    tracing::debug!(collect = ?t_collect, recheck = ?t_recheck, plan = ?t0.elapsed(), "rewind planned");
     let merged = match opts.merge {
         Some(mode) => merge::merge_conflicts(parts, &mut plan, mode, opts.flags.dry_run)?,
         None => Vec::new(),
@@ -281,7 +285,9 @@ fn carry_out(
     if plan.refused(opts.flags) {
         return Ok(RewindOutcome::Refused(plan));
     }
+    let t0 = std::time::Instant::now();
     let journaled = Journaled::write(parts.conn, &mut plan, marked, redoes, &note)?;
+    tracing::debug!(took = ?t0.elapsed(), "rewind journaled");
     apply(
         parts,
         dirs,
