@@ -330,6 +330,48 @@ fn checkpoint_truncate(wal: &rusqlite::hooks::Wal, pages: std::ffi::c_int) -> ru
     Ok(())
 }
 
+/// WAL frames after which a commit checkpoints during [`bulk`]: a
+/// scan's batches each touch pages all over the blob index, and a
+/// checkpoint per batch copied (and synced) most of them every time.
+const WAL_BULK_PAGES: i32 = 16 << 10;
+
+/// Page cache during [`bulk`], in KiB (SQLite's default is 2 MiB): the
+/// blob index of a million files is ~50 MiB, and each batch's random
+/// inserts read back and spill most of a small cache.
+const BULK_CACHE_KIB: i64 = 64 << 10;
+
+fn checkpoint_bulk(wal: &rusqlite::hooks::Wal, pages: std::ffi::c_int) -> rusqlite::Result<()> {
+    if pages >= WAL_BULK_PAGES {
+        if let Err(e) = wal.checkpoint_v2(rusqlite::hooks::CheckpointMode::TRUNCATE) {
+            tracing::debug!("wal checkpoint deferred: {e}");
+        }
+    }
+    Ok(())
+}
+
+/// Puts `conn` in bulk mode for a run of many write batches (a full
+/// scan): a larger page cache, and checkpoints every [`WAL_BULK_PAGES`]
+/// instead of every few hundred. Returns what [`bulk_end`] restores.
+pub(crate) fn bulk_begin(conn: &Connection) -> Result<i64> {
+    let before: i64 = conn.pragma_query_value(None, "cache_size", |r| r.get(0))?;
+    conn.pragma_update(None, "cache_size", -BULK_CACHE_KIB)?;
+    conn.wal_hook(Some(checkpoint_bulk));
+    Ok(before)
+}
+
+/// Ends bulk mode: the cache shrinks back to `cache_size` and its memory
+/// is freed, and the WAL is checkpointed and truncated, as after any
+/// commit.
+pub(crate) fn bulk_end(conn: &Connection, cache_size: i64) -> Result<()> {
+    conn.wal_hook(Some(checkpoint_truncate));
+    conn.pragma_update(None, "cache_size", cache_size)?;
+    conn.release_memory()?;
+    if let Err(e) = conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE)") {
+        tracing::debug!("wal checkpoint deferred: {e}");
+    }
+    Ok(())
+}
+
 /// Runs `f` in a transaction whose commit is durable before this returns
 /// (the WAL is synced), whatever the connection's usual setting.
 pub fn durably<T>(
