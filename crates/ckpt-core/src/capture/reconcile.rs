@@ -10,8 +10,8 @@ use rusqlite::Connection;
 use super::pipeline::capture;
 use super::{Seen, BATCH_BYTES, BATCH_PATHS};
 use crate::cache::{self, CacheRow};
-use crate::error::{IoContext, Result};
 use crate::confined::Stat;
+use crate::error::{IoContext, Result};
 use crate::model::{Progress, ProgressOp, ScanSummary, Skipped};
 use crate::parts::Parts;
 use crate::relpath::RelPath;
@@ -263,6 +263,39 @@ mod tests {
         ] {
             fs::write(root.join(f), f).unwrap();
         }
+    }
+
+    /// The merge takes a cached row below a directory the walk could not
+    /// read as still there only if it has heard of that directory by the
+    /// time it sees the walk's next entry: the walk's thread sends it first.
+    #[test]
+    fn the_walk_thread_reports_an_unreadable_directory_before_the_entries_after_it() {
+        use super::{Disk, Walked};
+        use crate::model::Skipped;
+        let (tx, rx) = std::sync::mpsc::sync_channel(4);
+        let stat = |p: &str| {
+            let tmp = std::env::temp_dir();
+            let st = crate::confined::Stat::from_std(&fs::symlink_metadata(&tmp).unwrap());
+            (RelPath::new(p).unwrap(), st)
+        };
+        let (a, b) = (stat("a"), stat("c"));
+        tx.send(vec![Walked::Entry(a.0, a.1)]).unwrap();
+        tx.send(vec![
+            Walked::Unreadable(Skipped::new(RelPath::new("b").unwrap(), "denied")),
+            Walked::Entry(b.0, b.1),
+        ])
+        .unwrap();
+        drop(tx);
+        let mut disk = Disk {
+            rx,
+            chunk: Vec::new().into_iter(),
+            unreadable: Vec::new(),
+        };
+        assert_eq!(disk.next().unwrap().0.display(), "a");
+        assert!(disk.unreadable.is_empty());
+        assert_eq!(disk.next().unwrap().0.display(), "c");
+        assert_eq!(disk.unreadable.len(), 1, "b, heard of before c");
+        assert!(disk.next().is_none());
     }
 
     #[test]
