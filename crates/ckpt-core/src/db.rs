@@ -320,12 +320,58 @@ pub fn open(path: &Path) -> Result<Connection> {
 }
 
 fn checkpoint_truncate(wal: &rusqlite::hooks::Wal, pages: std::ffi::c_int) -> rusqlite::Result<()> {
-    if pages >= WAL_TRUNCATE_PAGES {
+    checkpoint_past(wal, pages, WAL_TRUNCATE_PAGES)
+}
+
+/// Checkpoints and truncates the WAL once it holds `limit` pages.
+fn checkpoint_past(
+    wal: &rusqlite::hooks::Wal,
+    pages: std::ffi::c_int,
+    limit: i32,
+) -> rusqlite::Result<()> {
+    if pages >= limit {
         // The commit has happened; a checkpoint that cannot run now (a
         // reader in the way) runs after a later commit.
         if let Err(e) = wal.checkpoint_v2(rusqlite::hooks::CheckpointMode::TRUNCATE) {
             tracing::debug!("wal checkpoint deferred: {e}");
         }
+    }
+    Ok(())
+}
+
+/// WAL frames after which a commit checkpoints during [`bulk`]: a
+/// scan's batches each touch pages all over the blob index, and a
+/// checkpoint per batch copied (and synced) most of them every time.
+const WAL_BULK_PAGES: i32 = 16 << 10;
+
+/// Page cache during [`bulk`], in KiB (SQLite's default is 2 MiB): the
+/// blob index of a million files is ~50 MiB, and each batch's random
+/// inserts read back and spill most of a small cache.
+const BULK_CACHE_KIB: i64 = 64 << 10;
+
+fn checkpoint_bulk(wal: &rusqlite::hooks::Wal, pages: std::ffi::c_int) -> rusqlite::Result<()> {
+    checkpoint_past(wal, pages, WAL_BULK_PAGES)
+}
+
+/// Puts `conn` in bulk mode for a run of many write batches (a full
+/// scan): a larger page cache, and checkpoints every [`WAL_BULK_PAGES`]
+/// instead of every few hundred. Returns what [`bulk_end`] restores.
+pub(crate) fn bulk_begin(conn: &Connection) -> Result<i64> {
+    let before: i64 = conn.pragma_query_value(None, "cache_size", |r| r.get(0))?;
+    conn.pragma_update(None, "cache_size", -BULK_CACHE_KIB)?;
+    conn.wal_hook(Some(checkpoint_bulk));
+    Ok(before)
+}
+
+/// Ends bulk mode: the cache shrinks back to `cache_size` and its memory
+/// is freed, and the WAL is checkpointed and truncated, as after any
+/// commit.
+pub(crate) fn bulk_end(conn: &Connection, cache_size: i64) -> Result<()> {
+    conn.wal_hook(Some(checkpoint_truncate));
+    conn.pragma_update(None, "cache_size", cache_size)?;
+    conn.release_memory()?;
+    if let Err(e) = conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE)") {
+        tracing::debug!("wal checkpoint deferred: {e}");
     }
     Ok(())
 }
@@ -377,6 +423,39 @@ mod migrate17_tests;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Bulk mode holds the WAL past the usual checkpoint, and its end
+    /// gives the cache its old size back and leaves no WAL behind.
+    #[test]
+    fn bulk_mode_checkpoints_late_and_ends_as_it_began() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db.sqlite");
+        let conn = open(&path).unwrap();
+        let wal = dir.path().join("db.sqlite-wal");
+        let wal_len = || std::fs::metadata(&wal).map_or(0, |m| m.len());
+        let cache = |c: &Connection| -> i64 {
+            c.pragma_query_value(None, "cache_size", |r| r.get(0))
+                .unwrap()
+        };
+        let before = cache(&conn);
+        let was = bulk_begin(&conn).unwrap();
+        assert_eq!(cache(&conn), -BULK_CACHE_KIB);
+        let row = vec![7u8; 3000];
+        for i in 0..2 * WAL_TRUNCATE_PAGES {
+            conn.execute(
+                "INSERT INTO meta (key, value) VALUES (?1, ?2)",
+                rusqlite::params![i.to_string(), row],
+            )
+            .unwrap();
+        }
+        assert!(
+            wal_len() > (WAL_TRUNCATE_PAGES as u64) * 4096,
+            "no checkpoint at the usual size"
+        );
+        bulk_end(&conn, was).unwrap();
+        assert_eq!(cache(&conn), before);
+        assert_eq!(wal_len(), 0, "checkpointed and truncated");
+    }
 
     #[test]
     fn migrates_once_and_refuses_newer_schema() {

@@ -612,7 +612,8 @@ fn recover_and_reconcile(h: &ProjectHandle) {
         Ok(None) => {}
         Err(e) => h.mark_degraded(DegradedReason::RecoveryFailed(e.to_string())),
     }
-    h.reconcile_now();
+    // `watcher.add` has just walked the tree.
+    h.reconcile_after_watching();
 }
 
 /// What `status` says once about a rewind finished at start-up.

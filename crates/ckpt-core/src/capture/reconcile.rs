@@ -2,13 +2,17 @@
 //! read page by page in the same order, so memory does not grow with the
 //! size of the tree.
 
+use std::path::Path;
+use std::sync::mpsc::{Receiver, SyncSender};
+
 use rusqlite::Connection;
 
 use super::pipeline::capture;
 use super::{Seen, BATCH_BYTES, BATCH_PATHS};
 use crate::cache::{self, CacheRow};
-use crate::error::Result;
-use crate::model::{Progress, ProgressOp, ScanSummary};
+use crate::confined::Stat;
+use crate::error::{IoContext, Result};
+use crate::model::{Progress, ProgressOp, ScanSummary, Skipped};
 use crate::parts::Parts;
 use crate::relpath::RelPath;
 use crate::scan::{self, Excludes};
@@ -43,6 +47,62 @@ impl CacheCursor {
     }
 }
 
+/// What the walk's thread hands the merge: entries in path order, and
+/// each directory it could not read, ahead of the entries that follow it.
+enum Walked {
+    Entry(RelPath, Stat),
+    Unreadable(Skipped),
+}
+
+/// Entries per message from the walk's thread, and messages it may walk
+/// ahead of the merge: enough to keep walking while the merge's last
+/// capture (up to `SCAN_BATCHES` batches) is read and written.
+const WALK_CHUNK: usize = if cfg!(test) { 2 } else { 1024 };
+const WALK_AHEAD: usize = if cfg!(test) { 2 } else { 64 };
+
+/// Write batches handed to the pipeline at once, so it prepares one while
+/// it writes the one before (a single batch would leave the workers idle
+/// while it is written, and the writer while it is read).
+const SCAN_BATCHES: usize = 8;
+
+/// The walk as the merge reads it, from the walk's thread.
+struct Disk {
+    rx: Receiver<Vec<Walked>>,
+    chunk: std::vec::IntoIter<Walked>,
+    /// The directories the walk could not read, so far.
+    unreadable: Vec<Skipped>,
+}
+
+impl Disk {
+    fn next(&mut self) -> Option<(RelPath, Stat)> {
+        loop {
+            match self.chunk.next() {
+                Some(Walked::Entry(path, stat)) => return Some((path, stat)),
+                Some(Walked::Unreadable(s)) => self.unreadable.push(s),
+                None => self.chunk = self.rx.recv().ok()?.into_iter(),
+            }
+        }
+    }
+}
+
+/// Walks the tree on its own thread (the walk's syscalls overlap the
+/// merge and the capture), sending what it finds in order to `tx`.
+fn walk_into(root: &Path, excludes: &Excludes, tx: SyncSender<Vec<Walked>>) {
+    let mut walk = scan::SortedWalk::new(root, None, excludes);
+    let mut chunk = Vec::with_capacity(WALK_CHUNK);
+    loop {
+        let next = walk.next();
+        // Read while finding `next`: before it, as the merge must see it.
+        chunk.extend(walk.unreadable.drain(..).map(Walked::Unreadable));
+        let Some((path, stat)) = next else { break };
+        chunk.push(Walked::Entry(path, stat));
+        if chunk.len() >= WALK_CHUNK && tx.send(std::mem::take(&mut chunk)).is_err() {
+            return;
+        }
+    }
+    let _ = tx.send(chunk);
+}
+
 /// Full stat-compare scan of the tree against the hash cache; captures
 /// every change. The first call is the baseline.
 ///
@@ -50,10 +110,45 @@ impl CacheCursor {
 /// what changed is captured batch by batch as the merge goes, so memory
 /// does not grow with the size of the tree.
 pub(crate) fn reconcile(parts: &mut Parts<'_>) -> Result<ScanSummary> {
-    use std::cmp::Ordering;
     let scan_start = now_ns();
     *parts.excludes = Excludes::load(parts.root, &parts.opts.extra_excludes);
-    let mut walk = scan::SortedWalk::new(parts.root, None, parts.excludes);
+    let (root, excludes) = (parts.root, parts.excludes.clone());
+    std::thread::scope(|scope| {
+        let (tx, rx) = std::sync::mpsc::sync_channel(WALK_AHEAD);
+        let walker = std::thread::Builder::new()
+            .name("ckpt-walk".into())
+            .spawn_scoped(scope, move || walk_into(root, &excludes, tx))
+            .ctx("starting a walk of", root)?;
+        let mut disk = Disk {
+            rx,
+            chunk: Vec::new().into_iter(),
+            unreadable: Vec::new(),
+        };
+        let mut bulk = None;
+        let merged = merge(parts, &mut disk, scan_start, &mut bulk);
+        let ended = bulk.map_or(Ok(()), |c| crate::db::bulk_end(parts.conn, c));
+        // Dropped first, so a walk that is still going ends.
+        drop(disk.rx);
+        if walker.join().is_err() {
+            return Err(crate::Error::Invariant("the tree walk panicked".into()));
+        }
+        let mut report = merged?;
+        ended?;
+        report.unreadable = disk.unreadable;
+        Ok(report)
+    })
+}
+
+/// The merge of the walk with the cache, capturing as it goes. Once
+/// there is more to capture than one hand-off, the database goes into
+/// bulk mode (`bulk`: what to restore), which a small scan never needs.
+fn merge(
+    parts: &mut Parts<'_>,
+    disk: &mut Disk,
+    scan_start: i64,
+    bulk: &mut Option<i64>,
+) -> Result<ScanSummary> {
+    use std::cmp::Ordering;
     let mut cached = CacheCursor::default();
     let mut report = ScanSummary::default();
     let mut seen = Vec::new();
@@ -61,10 +156,10 @@ pub(crate) fn reconcile(parts: &mut Parts<'_>) -> Result<ScanSummary> {
     // Rows of paths that are excluded now: they simply leave the cache
     // (they were not deleted).
     let mut gone = Vec::new();
-    let mut disk = walk.next();
+    let mut on_disk = disk.next();
     let mut row = cached.next(parts.conn)?;
     loop {
-        let ord = match (&disk, &row) {
+        let ord = match (&on_disk, &row) {
             (None, None) => break,
             (Some(_), None) => Ordering::Less,
             (None, Some(_)) => Ordering::Greater,
@@ -76,7 +171,7 @@ pub(crate) fn reconcile(parts: &mut Parts<'_>) -> Result<ScanSummary> {
             // the same order, has tried to read by now), or is excluded.
             let (path, old) = row.take().expect("compared above");
             row = cached.next(parts.conn)?;
-            if walk
+            if disk
                 .unreadable
                 .iter()
                 .any(|d| path.starts_with(&d.path) && path != d.path)
@@ -93,8 +188,8 @@ pub(crate) fn reconcile(parts: &mut Parts<'_>) -> Result<ScanSummary> {
                 });
             }
         } else {
-            let (path, stat) = disk.take().expect("compared above");
-            disk = walk.next();
+            let (path, stat) = on_disk.take().expect("compared above");
+            on_disk = disk.next();
             report.entries += 1;
             let old = match ord {
                 Ordering::Equal => {
@@ -119,14 +214,18 @@ pub(crate) fn reconcile(parts: &mut Parts<'_>) -> Result<ScanSummary> {
                 bytes: report.bytes_hashed + seen_bytes,
             });
         }
-        if seen_bytes >= BATCH_BYTES || seen.len() + gone.len() >= BATCH_PATHS {
+        if seen_bytes >= SCAN_BATCHES as u64 * BATCH_BYTES
+            || seen.len() + gone.len() >= SCAN_BATCHES * BATCH_PATHS
+        {
+            if bulk.is_none() {
+                *bulk = Some(crate::db::bulk_begin(parts.conn)?);
+            }
             let (s, g) = (std::mem::take(&mut seen), std::mem::take(&mut gone));
             capture(parts, s, g, scan_start, &mut report)?;
             seen_bytes = 0;
         }
     }
     capture(parts, seen, gone, scan_start, &mut report)?;
-    report.unreadable = walk.unreadable;
     Ok(report)
 }
 
@@ -164,6 +263,39 @@ mod tests {
         ] {
             fs::write(root.join(f), f).unwrap();
         }
+    }
+
+    /// The merge takes a cached row below a directory the walk could not
+    /// read as still there only if it has heard of that directory by the
+    /// time it sees the walk's next entry: the walk's thread sends it first.
+    #[test]
+    fn the_walk_thread_reports_an_unreadable_directory_before_the_entries_after_it() {
+        use super::{Disk, Walked};
+        use crate::model::Skipped;
+        let (tx, rx) = std::sync::mpsc::sync_channel(4);
+        let stat = |p: &str| {
+            let tmp = std::env::temp_dir();
+            let st = crate::confined::Stat::from_std(&fs::symlink_metadata(&tmp).unwrap());
+            (RelPath::new(p).unwrap(), st)
+        };
+        let (a, b) = (stat("a"), stat("c"));
+        tx.send(vec![Walked::Entry(a.0, a.1)]).unwrap();
+        tx.send(vec![
+            Walked::Unreadable(Skipped::new(RelPath::new("b").unwrap(), "denied")),
+            Walked::Entry(b.0, b.1),
+        ])
+        .unwrap();
+        drop(tx);
+        let mut disk = Disk {
+            rx,
+            chunk: Vec::new().into_iter(),
+            unreadable: Vec::new(),
+        };
+        assert_eq!(disk.next().unwrap().0.display(), "a");
+        assert!(disk.unreadable.is_empty());
+        assert_eq!(disk.next().unwrap().0.display(), "c");
+        assert_eq!(disk.unreadable.len(), 1, "b, heard of before c");
+        assert!(disk.next().is_none());
     }
 
     #[test]

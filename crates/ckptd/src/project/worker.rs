@@ -187,6 +187,18 @@ impl ProjectHandle {
         // the scan lists them, so a change made in one after the scan's
         // listing still comes as an event.
         self.resync_watches();
+        self.scan_watched()
+    }
+
+    /// At start-up, right after every directory got its watch: the full
+    /// scan without looking for directories that lack one (at a million
+    /// files that second walk cost as much as the scan's own).
+    pub fn reconcile_after_watching(&self) -> bool {
+        self.check_root() && self.scan_watched().is_ok()
+    }
+
+    /// The full scan, once the watches are there.
+    fn scan_watched(&self) -> crate::error::ReqResult<ckpt_core::ScanSummary> {
         // A rewind that could neither finish nor roll back (a full disk)
         // is finished from its journal first, or the scan would take its
         // half-way tree for changes.
