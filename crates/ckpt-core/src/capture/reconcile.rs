@@ -52,6 +52,9 @@ impl CacheCursor {
 enum Walked {
     Entry(RelPath, Stat),
     Unreadable(Skipped),
+    /// The walk is complete. Without it, a closed channel means the walk
+    /// died, and the cached rows not yet reached are not deletions.
+    End,
 }
 
 /// Entries per message from the walk's thread, and messages it may walk
@@ -74,12 +77,20 @@ struct Disk {
 }
 
 impl Disk {
-    fn next(&mut self) -> Option<(RelPath, Stat)> {
+    fn next(&mut self) -> Result<Option<(RelPath, Stat)>> {
         loop {
             match self.chunk.next() {
-                Some(Walked::Entry(path, stat)) => return Some((path, stat)),
+                Some(Walked::Entry(path, stat)) => return Ok(Some((path, stat))),
                 Some(Walked::Unreadable(s)) => self.unreadable.push(s),
-                None => self.chunk = self.rx.recv().ok()?.into_iter(),
+                Some(Walked::End) => return Ok(None),
+                None => match self.rx.recv() {
+                    Ok(chunk) => self.chunk = chunk.into_iter(),
+                    Err(_) => {
+                        return Err(crate::Error::Invariant(
+                            "the tree walk ended before the tree did".into(),
+                        ))
+                    }
+                },
             }
         }
     }
@@ -100,6 +111,7 @@ fn walk_into(root: &Path, excludes: &Excludes, tx: SyncSender<Vec<Walked>>) {
             return;
         }
     }
+    chunk.push(Walked::End);
     let _ = tx.send(chunk);
 }
 
@@ -156,7 +168,7 @@ fn merge(
     // Rows of paths that are excluded now: they simply leave the cache
     // (they were not deleted).
     let mut gone = Vec::new();
-    let mut on_disk = disk.next();
+    let mut on_disk = disk.next()?;
     let mut row = cached.next(parts.conn)?;
     loop {
         let ord = match (&on_disk, &row) {
@@ -189,7 +201,7 @@ fn merge(
             }
         } else {
             let (path, stat) = on_disk.take().expect("compared above");
-            on_disk = disk.next();
+            on_disk = disk.next()?;
             report.entries += 1;
             let old = match ord {
                 Ordering::Equal => {
@@ -283,6 +295,7 @@ mod tests {
         tx.send(vec![
             Walked::Unreadable(Skipped::new(RelPath::new("b").unwrap(), "denied")),
             Walked::Entry(b.0, b.1),
+            Walked::End,
         ])
         .unwrap();
         drop(tx);
@@ -291,11 +304,33 @@ mod tests {
             chunk: Vec::new().into_iter(),
             unreadable: Vec::new(),
         };
-        assert_eq!(disk.next().unwrap().0.display(), "a");
+        let next = |d: &mut Disk| d.next().unwrap().map(|(p, _)| p.display());
+        assert_eq!(next(&mut disk).unwrap(), "a");
         assert!(disk.unreadable.is_empty());
-        assert_eq!(disk.next().unwrap().0.display(), "c");
+        assert_eq!(next(&mut disk).unwrap(), "c");
         assert_eq!(disk.unreadable.len(), 1, "b, heard of before c");
-        assert!(disk.next().is_none());
+        assert!(next(&mut disk).is_none());
+    }
+
+    /// A walk whose thread stops without saying it is done (it died) is an
+    /// error, not the end of the tree: the cached rows not reached yet would
+    /// otherwise be recorded as deleted.
+    #[test]
+    fn a_walk_that_stops_short_is_an_error_not_the_end_of_the_tree() {
+        use super::{Disk, Walked};
+        let (tx, rx) = std::sync::mpsc::sync_channel(4);
+        let tmp = std::env::temp_dir();
+        let st = crate::confined::Stat::from_std(&fs::symlink_metadata(&tmp).unwrap());
+        tx.send(vec![Walked::Entry(RelPath::new("a").unwrap(), st)])
+            .unwrap();
+        drop(tx);
+        let mut disk = Disk {
+            rx,
+            chunk: Vec::new().into_iter(),
+            unreadable: Vec::new(),
+        };
+        assert!(disk.next().unwrap().is_some());
+        assert!(disk.next().is_err());
     }
 
     #[test]
