@@ -277,6 +277,26 @@ mod tests {
         }
     }
 
+    /// The merge's view of a walk whose thread sent `chunks` and ended.
+    fn walked(chunks: Vec<Vec<super::Walked>>) -> super::Disk {
+        let (tx, rx) = std::sync::mpsc::sync_channel(chunks.len());
+        for c in chunks {
+            tx.send(c).unwrap();
+        }
+        super::Disk {
+            rx,
+            chunk: Vec::new().into_iter(),
+            unreadable: Vec::new(),
+        }
+    }
+
+    /// An entry of the walk at `path` (its stat is any directory's).
+    fn entry(path: &str) -> super::Walked {
+        let st = fs::symlink_metadata(std::env::temp_dir()).unwrap();
+        let st = crate::confined::Stat::from_std(&st);
+        super::Walked::Entry(RelPath::new(path).unwrap(), st)
+    }
+
     /// The merge takes a cached row below a directory the walk could not
     /// read as still there only if it has heard of that directory by the
     /// time it sees the walk's next entry: the walk's thread sends it first.
@@ -284,26 +304,11 @@ mod tests {
     fn the_walk_thread_reports_an_unreadable_directory_before_the_entries_after_it() {
         use super::{Disk, Walked};
         use crate::model::Skipped;
-        let (tx, rx) = std::sync::mpsc::sync_channel(4);
-        let stat = |p: &str| {
-            let tmp = std::env::temp_dir();
-            let st = crate::confined::Stat::from_std(&fs::symlink_metadata(&tmp).unwrap());
-            (RelPath::new(p).unwrap(), st)
-        };
-        let (a, b) = (stat("a"), stat("c"));
-        tx.send(vec![Walked::Entry(a.0, a.1)]).unwrap();
-        tx.send(vec![
-            Walked::Unreadable(Skipped::new(RelPath::new("b").unwrap(), "denied")),
-            Walked::Entry(b.0, b.1),
-            Walked::End,
-        ])
-        .unwrap();
-        drop(tx);
-        let mut disk = Disk {
-            rx,
-            chunk: Vec::new().into_iter(),
-            unreadable: Vec::new(),
-        };
+        let denied = Skipped::new(RelPath::new("b").unwrap(), "denied");
+        let mut disk = walked(vec![
+            vec![entry("a")],
+            vec![Walked::Unreadable(denied), entry("c"), Walked::End],
+        ]);
         let next = |d: &mut Disk| d.next().unwrap().map(|(p, _)| p.display());
         assert_eq!(next(&mut disk).unwrap(), "a");
         assert!(disk.unreadable.is_empty());
@@ -317,18 +322,7 @@ mod tests {
     /// otherwise be recorded as deleted.
     #[test]
     fn a_walk_that_stops_short_is_an_error_not_the_end_of_the_tree() {
-        use super::{Disk, Walked};
-        let (tx, rx) = std::sync::mpsc::sync_channel(4);
-        let tmp = std::env::temp_dir();
-        let st = crate::confined::Stat::from_std(&fs::symlink_metadata(&tmp).unwrap());
-        tx.send(vec![Walked::Entry(RelPath::new("a").unwrap(), st)])
-            .unwrap();
-        drop(tx);
-        let mut disk = Disk {
-            rx,
-            chunk: Vec::new().into_iter(),
-            unreadable: Vec::new(),
-        };
+        let mut disk = walked(vec![vec![entry("a")]]);
         assert!(disk.next().unwrap().is_some());
         assert!(disk.next().is_err());
     }
