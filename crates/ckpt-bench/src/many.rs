@@ -290,6 +290,7 @@ impl Calls<'_> {
                     force: true,
                 },
                 merge: None,
+                list: None,
             });
             return Ok(match self.call(req)? {
                 Response::Rewind(_) => None,

@@ -68,6 +68,11 @@ fn run(ctx: Ctx) -> anyhow::Result<u8> {
     })
 }
 
+/// How many of a rewind's actions its result lists (`counts` has them
+/// all): the model reads the result whole, and a full-tree rewind of
+/// 50,000 files would be 21 MB of it.
+const LISTED_ACTIONS: u64 = 100;
+
 const INSTRUCTIONS: &str = "ckpt records every change made to this project's files, \
 turn by turn (a turn is one user prompt and what the agent did for it), and can put \
 them back exactly. Use these tools when the user asks what you changed earlier or \
@@ -234,12 +239,13 @@ impl Ckpt {
     /// given); the user's other files are untouched. Use when the user asks
     /// to undo, revert or roll back what you did in the last turn(s): find
     /// the turn with list_turns. Without `confirm: true` nothing changes:
-    /// it returns the plan (`actions`, `conflicts`, `skipped`); tell the
-    /// user what it would do when in doubt, then call again with `confirm:
-    /// true`. `conflicts` are files edited after your turns, by the user:
-    /// the rewind is refused then and nothing changes; tell the user (they
-    /// can pass `paths` to rewind the other files, or run `ckptctl rewind
-    /// N --force` themselves). The turn you are in now is undone with them
+    /// it returns the plan (`actions`, the first 100 paths, with `counts`
+    /// of all; `conflicts`, `skipped`); tell the user what it would do when
+    /// in doubt, then call again with `confirm: true`. `conflicts` are
+    /// files edited after your turns, by the user: the rewind is refused
+    /// then and nothing changes; tell the user (they can pass `paths` to
+    /// rewind the other files, or run `ckptctl rewind N --force`
+    /// themselves). The turn you are in now is undone with them
     /// (what you did for this prompt so far too); what you do after the
     /// rewind is recorded in a new turn that continues it (`continued` in
     /// the answer). `redo` undoes a rewind. With `conversation:
@@ -269,6 +275,7 @@ impl Ckpt {
                     ..RewindFlags::default()
                 },
                 merge: a.merge.then_some(ckpt_proto::MergeMode::Clean),
+                list: Some(LISTED_ACTIONS),
             };
             if !dry_run && !a.accept_partial {
                 let plan = rewind::request_rewind(ctx, req(true), false)?;
@@ -304,7 +311,7 @@ impl Ckpt {
                 dry_run,
                 ..RewindFlags::default()
             };
-            let r = rewind::request_redo(ctx, flags, false)?;
+            let r = rewind::request_redo(ctx, flags, Some(LISTED_ACTIONS), false)?;
             Ok(rewind::with(ctx, r, a.conversation, false))
         });
         rewind_result(r.await)

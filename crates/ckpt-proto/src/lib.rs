@@ -28,12 +28,12 @@ mod request;
 mod response;
 
 pub use ckpt_types::{
-    mode, Action, ActionKind, AnchorState, Blame, BlameAt, BlameLine, Bucket, ChangeKind, Conflict,
-    ContinuedTurn, CopyConflict, Counts, Entry, EntryBody, EntryKind, FileDiff, Hash, LedgerAnchor,
-    LedgerEntry, LedgerEvent, LedgerStatus, LineOrigin, LineSpan, MergeMode, MergeOutcome,
-    MergedFile, ModeChange, OpenTurn, OtherTurn, PartialRewind, Progress, ProgressOp, RelPath,
-    RenamedFrom, RewindFlags, RewindKind, RewindRecord, RewindState, ScanSummary, Severity,
-    Skipped, State, TurnDetail, TurnEntry, TurnInfo, TurnStatus, WirePath,
+    mode, Action, ActionCounts, ActionKind, AnchorState, Blame, BlameAt, BlameLine, Bucket,
+    ChangeKind, Conflict, ContinuedTurn, CopyConflict, Counts, Entry, EntryBody, EntryKind,
+    FileDiff, Hash, LedgerAnchor, LedgerEntry, LedgerEvent, LedgerStatus, LineOrigin, LineSpan,
+    MergeMode, MergeOutcome, MergedFile, ModeChange, OpenTurn, OtherTurn, PartialRewind, Progress,
+    ProgressOp, RelPath, RenamedFrom, RewindFlags, RewindKind, RewindRecord, RewindState,
+    ScanSummary, Severity, Skipped, State, TurnDetail, TurnEntry, TurnInfo, TurnStatus, WirePath,
 };
 pub use ckpt_types::{
     Capture, Caveats, Effect, EffectCategory, Gap, GapKind, Integrity, PartialCapture,

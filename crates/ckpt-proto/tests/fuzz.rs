@@ -370,13 +370,15 @@ fn request() -> impl Strategy<Value = Request> {
                     },
                     paths,
                     flags: ckpt_proto::RewindFlags { dry_run, force },
-                    merge
+                    merge,
+                    list: None,
                 }
             )),
         (odd_path(), any::<bool>(), any::<bool>()).prop_map(|(dir, dry_run, force)| {
             Request::Redo(ckpt_proto::Redo {
                 dir,
                 flags: ckpt_proto::RewindFlags { dry_run, force },
+                list: None,
             })
         }),
         Just(Request::Status),

@@ -23,6 +23,7 @@ fn a_rewind_request_is_written_as_the_struct_variant_was() {
             force: false,
         },
         merge: Some(MergeMode::Markers),
+        list: None,
     });
     let json = serde_json::to_string(&req).unwrap();
     assert_eq!(
@@ -42,6 +43,7 @@ fn a_rewind_after_request_has_no_turn_so_an_older_daemon_refuses_it() {
         paths: vec![],
         flags: RewindFlags::default(),
         merge: None,
+        list: None,
     });
     let json = serde_json::to_string(&req).unwrap();
     assert_eq!(
@@ -85,7 +87,7 @@ fn a_rewind_after_request_has_no_turn_so_an_older_daemon_refuses_it() {
 #[test]
 fn a_redo_request_of_an_older_client_without_flags_decodes_to_the_defaults() {
     let req: Request = serde_json::from_str(r#"{"Redo":{"dir":"/p"}}"#).unwrap();
-    let Request::Redo(Redo { dir, flags }) = req else {
+    let Request::Redo(Redo { dir, flags, .. }) = req else {
         panic!("not a redo: {req:?}");
     };
     assert_eq!((dir, flags), (wire("/p"), RewindFlags::default()));

@@ -30,8 +30,8 @@ pub use path::{below_range, RelPath, UnsafePath, WirePath};
 pub use progress::{Progress, ProgressOp};
 pub use retention::{GcReport, HeldBy, Hold, NextDrop, Retention, RetentionView};
 pub use rewind::{
-    Action, ActionKind, Conflict, ContinuedTurn, CopyConflict, MergeMode, MergeOutcome, MergedFile,
-    OtherTurn, RewindFlags, RewindKind, RewindRecord, RewindState,
+    Action, ActionCounts, ActionKind, Conflict, ContinuedTurn, CopyConflict, MergeMode,
+    MergeOutcome, MergedFile, OtherTurn, RewindFlags, RewindKind, RewindRecord, RewindState,
 };
 pub use scan::{ScanSummary, Skipped};
 pub use state::{Entry, EntryKind, Hash, State};

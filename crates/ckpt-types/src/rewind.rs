@@ -85,6 +85,45 @@ impl Serialize for Action {
     }
 }
 
+/// How many paths a rewind (or redo) restores, deletes and recreates: the
+/// whole of it, when its reply lists only the first actions.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ActionCounts {
+    pub restore: u64,
+    pub delete: u64,
+    pub recreate: u64,
+}
+
+impl ActionCounts {
+    pub fn of<'a>(actions: impl IntoIterator<Item = &'a Action>) -> Self {
+        let mut n = Self::default();
+        for a in actions {
+            *n.of_kind_mut(a.kind()) += 1;
+        }
+        n
+    }
+
+    pub fn of_kind(&self, kind: ActionKind) -> u64 {
+        match kind {
+            ActionKind::Restore => self.restore,
+            ActionKind::Delete => self.delete,
+            ActionKind::Recreate => self.recreate,
+        }
+    }
+
+    fn of_kind_mut(&mut self, kind: ActionKind) -> &mut u64 {
+        match kind {
+            ActionKind::Restore => &mut self.restore,
+            ActionKind::Delete => &mut self.delete,
+            ActionKind::Recreate => &mut self.recreate,
+        }
+    }
+
+    pub fn total(&self) -> u64 {
+        self.restore + self.delete + self.recreate
+    }
+}
+
 /// A path edited after the agent's last turn touched it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Conflict {

@@ -89,10 +89,13 @@ impl Daemon {
                 paths: Vec::new(),
                 flags,
                 merge,
+                // The plan's pane lists every path.
+                list: None,
             }),
             Ask::Redo => Request::Redo(Redo {
                 dir: self.dir(),
                 flags,
+                list: None,
             }),
         };
         self.ask(&req)

@@ -409,7 +409,7 @@ fn dialog(f: &mut Frame, app: &App, d: &Dialog) {
         "{verb} turn{} {}: {}",
         if p.turns.len() == 1 { "" } else { "s" },
         ckptctl::output::ids(&p.turns),
-        ckptctl::output::count(p.actions.len() as u64, "path")
+        ckptctl::output::count(p.counts().total(), "path")
     )));
     for a in &p.actions {
         let verb = match a.kind() {

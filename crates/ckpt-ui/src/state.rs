@@ -517,7 +517,7 @@ pub fn result_line(r: &RewindReply) -> String {
     let paths: Vec<String> = r.actions.iter().map(|a| a.path.quoted()).collect();
     let mut line = format!(
         "{what}: {} in {} ms{}",
-        ckptctl::output::count(r.actions.len() as u64, "path"),
+        ckptctl::output::count(r.counts().total(), "path"),
         r.elapsed_ms,
         if r.redo { "" } else { " (R redoes)" }
     );
@@ -637,6 +637,7 @@ pub(crate) mod tests {
                     target: State::Absent,
                 },
             ],
+            counts: None,
             conflicts: (0..conflicts)
                 .map(|i| Conflict {
                     path: rel(&format!("edited{i}.txt")),

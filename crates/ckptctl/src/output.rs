@@ -309,10 +309,17 @@ pub const WHOLE: usize = 20;
 /// The part of `list` to print: all of it with `verbose` or when short,
 /// else the first [`LISTED`]; and how many are left out.
 pub fn listed<T>(list: &[T], verbose: bool) -> (&[T], usize) {
-    if verbose || list.len() <= WHOLE {
-        (list, 0)
+    listed_of(list, list.len(), verbose)
+}
+
+/// As [`listed`], of a listing of `total` paths of which `list` holds the
+/// first (at least [`WHOLE`] of them, or all).
+pub fn listed_of<T>(list: &[T], total: usize, verbose: bool) -> (&[T], usize) {
+    if verbose || total <= WHOLE {
+        (list, total.saturating_sub(list.len()))
     } else {
-        (&list[..LISTED], list.len() - LISTED)
+        let shown = &list[..LISTED.min(list.len())];
+        (shown, total - shown.len())
     }
 }
 

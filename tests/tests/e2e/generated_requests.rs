@@ -276,6 +276,8 @@ fn concrete(proj: &Path, g: &Gen) -> Request {
                 force: *force,
             },
             merge: force.then_some(ckpt_proto::MergeMode::Markers),
+            // Both a cut listing and a whole one.
+            list: dry_run.then_some(*turn as u64 % 3),
         }),
         Gen::Redo(s, dry_run, force) => Request::Redo(ckpt_proto::Redo {
             dir: p(s),
@@ -283,6 +285,7 @@ fn concrete(proj: &Path, g: &Gen) -> Request {
                 dry_run: *dry_run,
                 force: *force,
             },
+            list: force.then_some(1),
         }),
         Gen::Hello(v) => Request::Hello {
             version: *v,

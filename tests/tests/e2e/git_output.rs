@@ -251,6 +251,84 @@ fn long_listings_show_counts_and_the_first_paths_unless_verbose() {
     assert_eq!(short.lines().filter(|l| l.starts_with("  A  ")).count(), 20);
 }
 
+/// A plain `rewind` asks the daemon to list only what it prints (a
+/// full-tree rewind's every path is megabytes of reply): the first paths,
+/// every merged one, and counts of all. `-v` and `--json` get every path.
+#[test]
+fn a_rewind_reply_lists_what_the_client_prints_and_counts_every_path() {
+    use ckpt_proto::{
+        write_frame, ActionCounts, MergeMode, Request, Response, Rewind, RewindFlags, RewindTo,
+    };
+    let env = Env::new();
+    let _d = env.start_daemon();
+    let long: String = (1..=200).map(|i| format!("line {i}\n")).collect();
+    let proj = env.git_repo("p", &[("zz.txt", long.as_bytes())]);
+    env.ctl_ok(&proj, &["watch"]);
+    env.ctl_ok(&proj, &["turn-start"]);
+    sh(
+        &proj,
+        "for i in $(seq 10 39); do echo $i > f$i; done; sed -i 's/^line 2$/line 2 agent/' zz.txt",
+    );
+    env.ctl_ok(&proj, &["turn-end"]);
+    sh(&proj, "sed -i 's/^line 150$/line 150 user/' zz.txt");
+
+    let mut s = hello(&env.socket).unwrap();
+    let mut ask = |list| {
+        let req = Request::Rewind(Rewind {
+            dir: proj.as_path().into(),
+            to: RewindTo::Before(1),
+            paths: vec![],
+            flags: RewindFlags {
+                dry_run: true,
+                force: false,
+            },
+            merge: Some(MergeMode::Clean),
+            list,
+        });
+        write_frame(&mut s, &req).unwrap();
+        match recv(&mut s) {
+            Response::Rewind(r) => r,
+            other => panic!("{other:?}"),
+        }
+    };
+    let all = ActionCounts {
+        restore: 1,
+        delete: 30,
+        recreate: 0,
+    };
+    let cut = ask(Some(3));
+    let listed: Vec<String> = cut.actions.iter().map(|a| a.path.display()).collect();
+    assert_eq!(
+        listed,
+        ["f10", "f11", "f12", "zz.txt"],
+        "merged past the cut"
+    );
+    assert_eq!(cut.counts, Some(all));
+    let whole = ask(None);
+    assert_eq!(whole.actions.len(), 31);
+    assert_eq!(whole.counts, Some(all));
+
+    let dry = env.ctl_ok(&proj, &["rewind", "1", "--merge", "--dry-run"]);
+    assert!(dry.contains("  (would delete 30)\n"), "{dry}");
+    assert_eq!(dry.matches("would delete  ").count(), 10, "{dry}");
+    assert!(
+        dry.contains("  … and 20 more (`-v` lists every path)\n"),
+        "{dry}"
+    );
+    assert!(dry.contains("  would merge  zz.txt"), "{dry}");
+    let verbose = env.ctl_ok(&proj, &["rewind", "1", "--merge", "--dry-run", "-v"]);
+    assert_eq!(verbose.matches("would delete  ").count(), 30, "{verbose}");
+    let json = env.ctl_json(&proj, &["rewind", "1", "--merge", "--dry-run"]);
+    assert_eq!(json["actions"].as_array().unwrap().len(), 31, "{json}");
+    assert_eq!(json["counts"]["delete"], 30, "{json}");
+    // Applied, it says how many paths in all.
+    let applied = env.ctl_ok(&proj, &["rewind", "1", "--merge"]);
+    assert!(
+        applied.starts_with("rewind to before turn 1 (undoing turn 1): 31 paths in "),
+        "{applied}"
+    );
+}
+
 #[test]
 fn log_shows_who_how_long_rewinds_lanes_and_folds_empty_turns() {
     let env = Env::new();

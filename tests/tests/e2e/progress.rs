@@ -106,6 +106,7 @@ fn the_daemon_sends_progress_frames_only_to_a_connection_that_asks() {
             paths: vec![],
             flags: RewindFlags::default(),
             merge: None,
+            list: None,
         }),
     );
     assert!(matches!(reply, Response::Rewind(_)), "{reply:?}");
@@ -125,6 +126,7 @@ fn the_daemon_sends_progress_frames_only_to_a_connection_that_asks() {
         &Request::Redo(Redo {
             dir: wire(&root),
             flags: RewindFlags::default(),
+            list: None,
         }),
     );
     assert!(matches!(reply, Response::Rewind(_)), "{reply:?}");

@@ -5,8 +5,8 @@ use serde::{Deserialize, Serialize};
 use crate::Reply;
 
 use crate::{
-    Action, Caveats, Conflict, ContinuedTurn, MergeMode, MergedFile, RewindFlags, RewindRecord,
-    Skipped, WirePath,
+    Action, ActionCounts, Caveats, Conflict, ContinuedTurn, MergeMode, MergedFile, RewindFlags,
+    RewindRecord, Skipped, WirePath,
 };
 
 /// `rewind`: restore the state from just before a turn, or just after
@@ -23,6 +23,10 @@ pub struct Rewind {
     /// Merge text files changed since the rewound turns.
     #[serde(default)]
     pub merge: Option<MergeMode>,
+    /// List at most this many actions in the reply (see [`RewindBody`]);
+    /// none: every one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub list: Option<u64>,
 }
 
 /// Where a rewind goes. On the wire, one field of the request: `"turn": N`
@@ -54,6 +58,9 @@ pub struct Redo {
     pub dir: WirePath,
     #[serde(flatten)]
     pub flags: RewindFlags,
+    /// As [`Rewind::list`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub list: Option<u64>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -79,7 +86,12 @@ pub struct RewindBody {
     pub turn: i64,
     /// Turns undone (or, for a redo, brought back).
     pub turns: Vec<i64>,
+    /// What it does to each path, in path order. Under the request's
+    /// `list`, the first that many, and every one a merge wrote.
     pub actions: Vec<Action>,
+    /// Every action, counted by kind (a daemon older than `list` sent none).
+    #[serde(default)]
+    pub counts: Option<ActionCounts>,
     pub conflicts: Vec<Conflict>,
     pub skipped: Vec<Skipped>,
     /// Why it is refused even with `--force` (a redo that cannot put the
@@ -99,6 +111,36 @@ pub struct RewindBody {
     #[serde(flatten)]
     pub caveats: Caveats,
     pub elapsed_ms: u64,
+}
+
+impl RewindBody {
+    /// Every action, counted by kind, whether or not `actions` lists them all.
+    pub fn counts(&self) -> ActionCounts {
+        self.counts
+            .unwrap_or_else(|| ActionCounts::of(&self.actions))
+    }
+
+    /// Keeps the first `list` actions and those `--merge` wrote, whose
+    /// lines show the merge.
+    pub fn cut_actions(&mut self, list: usize) {
+        self.counts = Some(self.counts());
+        let merged: std::collections::BTreeSet<&crate::RelPath> = self
+            .merged
+            .iter()
+            .filter(|m| m.outcome != crate::MergeOutcome::Overlapping)
+            .map(|m| &m.path)
+            .collect();
+        let mut left = list;
+        self.actions.retain(|a| {
+            if merged.contains(&a.path) {
+                return true;
+            }
+            let keep = left > 0;
+            left = left.saturating_sub(1);
+            keep
+        });
+        self.actions.shrink_to_fit();
+    }
 }
 
 pub type RewindsReply = Reply<RewindsBody>;

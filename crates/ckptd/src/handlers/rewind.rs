@@ -6,7 +6,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use ckpt_core::{RewindOptions, RewindOutcome};
-use ckpt_proto::{ErrorKind, Outcome, Redo, Rewind, RewindBody, RewindTo, RewindsBody, WirePath};
+use ckpt_proto::{
+    ActionCounts, ErrorKind, Outcome, Redo, Rewind, RewindBody, RewindTo, RewindsBody, WirePath,
+};
 
 use super::gate::Gate;
 use super::About;
@@ -33,7 +35,7 @@ pub fn rewind(d: &Arc<Daemon>, g: Gate, r: Rewind) -> ReqResult<About<RewindBody
         RewindTo::Before(t) => p.rewind(t, opts),
         RewindTo::After(t) => p.rewind_after(t, opts),
     })?;
-    let mut body = reply(&h, false, outcome, start);
+    let mut body = reply(&h, false, outcome, start, r.list);
     // Said with the plan, so a dry run says it before anything starts.
     body.caveats = h.call(|p| p.caveats(&body.turns))?;
     Ok((h, body))
@@ -47,7 +49,7 @@ pub fn redo(d: &Arc<Daemon>, g: Gate, r: Redo) -> ReqResult<About<RewindBody>> {
     };
     let start = Instant::now();
     let outcome = apply(d, g, &h, opts, |p, opts| p.redo(opts))?;
-    let body = reply(&h, true, outcome, start);
+    let body = reply(&h, true, outcome, start, r.list);
     Ok((h, body))
 }
 
@@ -96,7 +98,14 @@ pub(super) fn failed(h: &ProjectHandle, e: &ReqError) {
     }
 }
 
-fn reply(h: &ProjectHandle, redo: bool, outcome: RewindOutcome, start: Instant) -> RewindBody {
+/// `list`: how many actions the client wants listed (see [`RewindBody`]).
+fn reply(
+    h: &ProjectHandle,
+    redo: bool,
+    outcome: RewindOutcome,
+    start: Instant,
+    list: Option<u64>,
+) -> RewindBody {
     let (kind, rewind_id, plan) = match outcome {
         RewindOutcome::DryRun(plan) => (Outcome::DryRun, None, plan),
         RewindOutcome::Refused(plan) => (Outcome::Refused, None, plan),
@@ -106,12 +115,13 @@ fn reply(h: &ProjectHandle, redo: bool, outcome: RewindOutcome, start: Instant) 
         root = %h.root.display(), redo, outcome = ?kind, turn = plan.turn,
         actions = plan.actions.len(), conflicts = plan.conflicts.len(), "rewind"
     );
-    RewindBody {
+    let mut body = RewindBody {
         redo,
         outcome: kind,
         rewind_id,
         turn: plan.turn,
         turns: plan.turns,
+        counts: Some(ActionCounts::of(&plan.actions)),
         actions: plan.actions,
         conflicts: plan.conflicts,
         skipped: plan.skipped,
@@ -120,5 +130,9 @@ fn reply(h: &ProjectHandle, redo: bool, outcome: RewindOutcome, start: Instant) 
         continued: plan.continued,
         caveats: Default::default(),
         elapsed_ms: start.elapsed().as_millis() as u64,
+    };
+    if let Some(n) = list {
+        body.cut_actions(usize::try_from(n).unwrap_or(usize::MAX));
     }
+    body
 }
