@@ -363,6 +363,22 @@ pub(crate) fn bulk_begin(conn: &Connection) -> Result<i64> {
     Ok(before)
 }
 
+/// Page cache during a burst of events, in KiB: the pages a 50,000-file
+/// turn's batches come back to (cache rows, blob index, its entries)
+/// without the bulk scan's 64 MiB, which would count against a turn's
+/// memory.
+const BURST_CACHE_KIB: i64 = 16 << 10;
+
+/// Bulk mode for a burst of events (a turn rewriting thousands of files,
+/// checked in many `check_paths` calls), with a smaller page cache than a
+/// scan's. Ended by [`bulk_end`].
+pub(crate) fn burst_begin(conn: &Connection) -> Result<i64> {
+    let before: i64 = conn.pragma_query_value(None, "cache_size", |r| r.get(0))?;
+    conn.pragma_update(None, "cache_size", -BURST_CACHE_KIB)?;
+    conn.wal_hook(Some(checkpoint_bulk));
+    Ok(before)
+}
+
 /// Ends bulk mode: the cache shrinks back to `cache_size` and its memory
 /// is freed, and the WAL is checkpointed and truncated, as after any
 /// commit.

@@ -16,6 +16,10 @@ use crate::mutex::lock;
 /// marked processed once every window is checked, as before.
 const CHECK_WINDOW: usize = 4096;
 
+/// Paths taken at once that start a burst (see `Project::burst_begin`):
+/// it lasts until the queue is drained.
+const BURST_PATHS: usize = 256;
+
 /// How often a project's retention policy is applied (after a batch of
 /// changes has been captured, never on a timer).
 const GC_INTERVAL: Duration = Duration::from_secs(3600);
@@ -50,6 +54,8 @@ impl ProjectHandle {
     }
 
     fn worker_loop(&self) {
+        // The cache size a burst restores when it ends.
+        let mut burst: Option<i64> = None;
         loop {
             self.poll_root();
             let (mut batch, seq, reconcile) = {
@@ -102,6 +108,10 @@ impl ProjectHandle {
                     // In path order, so a window holds neighbours; each as
                     // if its events had come in a batch of their own.
                     batch.sort_unstable();
+                    if burst.is_none() && batch.len() >= BURST_PATHS {
+                        // Without it the batches are checked as before.
+                        burst = self.call(|p| p.burst_begin()).ok();
+                    }
                     for window in batch.chunks(CHECK_WINDOW) {
                         let n = window.len();
                         match self.call(|p| p.check_paths(window.iter().cloned())) {
@@ -120,6 +130,15 @@ impl ProjectHandle {
                     let fresh = self.sync_dirs(&batch);
                     if !fresh.is_empty() {
                         self.recheck_at_cookie(fresh);
+                    }
+                }
+            }
+            // A burst ends once the queue is drained, before the barrier
+            // waiting on this batch returns: the WAL is as after any batch.
+            if burst.is_some() && lock(&self.queue).pending.is_empty() {
+                if let Some(cache_size) = burst.take() {
+                    if let Err(e) = self.call(|p| p.burst_end(cache_size)) {
+                        tracing::debug!(root = %self.root.display(), error = %e, "ending a burst");
                     }
                 }
             }
