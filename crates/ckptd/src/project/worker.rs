@@ -292,6 +292,44 @@ mod tests {
         h.stop_worker();
     }
 
+    /// Thousands of events taken at once are checked in bulk mode, which
+    /// ends, its WAL checkpointed and truncated, before the batch counts as
+    /// processed: a barrier returns on a store as after any batch.
+    #[test]
+    fn a_burst_is_captured_whole_and_ends_before_its_barrier_returns() {
+        let t = tempfile::tempdir().unwrap();
+        let h = crate::project::for_test(t.path());
+        h.call(|p| p.reconcile()).unwrap();
+        h.call(|p| p.turn_start(ckpt_core::TurnMeta::default()))
+            .unwrap();
+        let n = BURST_PATHS * 2;
+        let content = |i: usize| format!("file {i}\n").repeat(300);
+        for i in 0..n {
+            std::fs::write(h.root.join(format!("f{i}")), content(i)).unwrap();
+            h.enqueue(RelPath::new(format!("f{i}")).unwrap(), false);
+        }
+        // Queued before the worker starts, so it takes them at once.
+        let seq = h.queue().enqueued;
+        h.spawn_worker();
+        assert!(h.wait_processed(seq, Duration::from_secs(60)));
+        let wal = t.path().join("store").join("ckpt.db-wal");
+        assert_eq!(std::fs::metadata(&wal).map_or(0, |m| m.len()), 0);
+        h.stop_worker();
+        let ended = h.call(|p| p.turn_end()).unwrap();
+        assert_eq!(ended.entries.len(), n);
+        for e in &ended.entries {
+            let Some(ckpt_core::State::File { hash, .. }) = &e.post else {
+                panic!("{}: {:?}", e.path.display(), e.post);
+            };
+            let i: usize = e.path.display()[1..].parse().unwrap();
+            assert_eq!(
+                h.call(|p| p.read_blob(hash)).unwrap(),
+                content(i).as_bytes()
+            );
+        }
+        h.stop_worker();
+    }
+
     /// A subtree whose events were lost is checked whole: what appeared on
     /// disk and what left it, seen by no event.
     #[test]
