@@ -49,8 +49,17 @@ fn file(root: &Path, i: usize) -> PathBuf {
 }
 
 /// Runs every scenario `reps` times against its floor; prints medians and
-/// ratios. False if a rewind did not restore the tree.
-pub fn run(bins: &Bins, work: &Path, n: usize, reps: usize, timeout: Duration) -> Result<bool> {
+/// ratios. False if a rewind did not restore the tree. With `no_rewind`,
+/// the full-tree turn is not rewound and the trees are written back
+/// untimed.
+pub fn run(
+    bins: &Bins,
+    work: &Path,
+    n: usize,
+    reps: usize,
+    no_rewind: bool,
+    timeout: Duration,
+) -> Result<bool> {
     let root = work.join("floors-tree");
     let twin = work.join("floors-twin");
     for tree in [&root, &twin] {
@@ -83,6 +92,10 @@ pub fn run(bins: &Bins, work: &Path, n: usize, reps: usize, timeout: Duration) -
     ];
     let mut settled = Vec::new();
     for rep in 1..=reps {
+        if no_rewind && rep > 1 {
+            write_all(&root, n, "before")?;
+            write_all(&twin, n, "before")?;
+        }
         sys.prepare_fresh()?;
         let t = Instant::now();
         sys.init()?;
@@ -106,6 +119,10 @@ pub fn run(bins: &Bins, work: &Path, n: usize, reps: usize, timeout: Duration) -
         let capture = floor_capture(&twin, n, &db)?;
         rows[2].2.push(writes + capture);
         rows[3].2.push(capture);
+        if no_rewind {
+            eprintln!("[bench] floors: round {rep} of {reps}");
+            continue;
+        }
 
         let t = Instant::now();
         sys.rewind(turn)?;
@@ -133,14 +150,28 @@ pub fn run(bins: &Bins, work: &Path, n: usize, reps: usize, timeout: Duration) -
     sys.shutdown();
     println!("{n} files of ~300 bytes in directories of {FAN}, medians of {reps}:");
     for (name, ckpt, floor) in rows {
+        if ckpt.is_empty() {
+            continue;
+        }
+        // Each round's ratio too: on a shared machine the spread is the news.
+        let rounds: Vec<String> = ckpt
+            .iter()
+            .zip(&floor)
+            .map(|(c, f)| format!("{:.2}", c / f))
+            .collect();
         let (c, f) = (
             median(ckpt).context("no sample")?,
             median(floor).context("no sample")?,
         );
-        println!("{name}: ckpt {c:.3} s, floor {f:.3} s, {:.2}x", c / f);
+        println!(
+            "{name}: ckpt {c:.3} s, floor {f:.3} s, {:.2}x (rounds: {})",
+            c / f,
+            rounds.join(", ")
+        );
     }
-    let settled = median(settled).context("no sample")?;
-    println!("after a rewind's reply, the daemon settled (sync, freeing) in {settled:.3} s");
+    if let Some(settled) = median(settled) {
+        println!("after a rewind's reply, the daemon settled (sync, freeing) in {settled:.3} s");
+    }
     Ok(true)
 }
 

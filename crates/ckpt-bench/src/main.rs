@@ -156,6 +156,10 @@ struct Args {
     /// runs.
     #[arg(long, value_name = "N")]
     floors: Option<usize>,
+    /// With `--floors`: no rewind (its floors take minutes at 50,000 files);
+    /// the tree is written back between rounds, untimed.
+    #[arg(long)]
+    floors_no_rewind: bool,
     /// Only time the first watch and restart (against their floors), idle
     /// turns, one-file rewinds and the hook call's floor on trees of each
     /// size given (e.g. 5000,50000,500000,1000000), and print p50/p99 per
@@ -332,7 +336,7 @@ fn real_main() -> Result<bool> {
     if let Some(n) = args.floors {
         let bins = Bins::locate(args.bin_dir.as_deref())?;
         let reps = args.reps.unwrap_or(3).max(1);
-        return floors::run(&bins, &work, n, reps, timeout);
+        return floors::run(&bins, &work, n, reps, args.floors_no_rewind, timeout);
     }
     if !args.sizes.is_empty() {
         let bins = Bins::locate(args.bin_dir.as_deref())?;

@@ -357,10 +357,28 @@ fn checkpoint_bulk(wal: &rusqlite::hooks::Wal, pages: std::ffi::c_int) -> rusqli
 /// scan): a larger page cache, and checkpoints every [`WAL_BULK_PAGES`]
 /// instead of every few hundred. Returns what [`bulk_end`] restores.
 pub(crate) fn bulk_begin(conn: &Connection) -> Result<i64> {
+    bulk_with_cache(conn, BULK_CACHE_KIB)
+}
+
+/// Bulk mode with a page cache of `kib`.
+fn bulk_with_cache(conn: &Connection, kib: i64) -> Result<i64> {
     let before: i64 = conn.pragma_query_value(None, "cache_size", |r| r.get(0))?;
-    conn.pragma_update(None, "cache_size", -BULK_CACHE_KIB)?;
+    conn.pragma_update(None, "cache_size", -kib)?;
     conn.wal_hook(Some(checkpoint_bulk));
     Ok(before)
+}
+
+/// Page cache during a burst of events, in KiB: the pages a 50,000-file
+/// turn's batches come back to (cache rows, blob index, its entries)
+/// without the bulk scan's 64 MiB, which would count against a turn's
+/// memory.
+const BURST_CACHE_KIB: i64 = 16 << 10;
+
+/// Bulk mode for a burst of events (a turn rewriting thousands of files,
+/// checked in many `check_paths` calls), with a smaller page cache than a
+/// scan's. Ended by [`bulk_end`].
+pub(crate) fn burst_begin(conn: &Connection) -> Result<i64> {
+    bulk_with_cache(conn, BURST_CACHE_KIB)
 }
 
 /// Ends bulk mode: the cache shrinks back to `cache_size` and its memory
@@ -424,10 +442,21 @@ mod migrate17_tests;
 mod tests {
     use super::*;
 
-    /// Bulk mode holds the WAL past the usual checkpoint, and its end
-    /// gives the cache its old size back and leaves no WAL behind.
+    /// Bulk mode (a scan's, an event burst's) holds the WAL past the usual
+    /// checkpoint, and its end gives the cache its old size back and
+    /// leaves no WAL behind.
     #[test]
     fn bulk_mode_checkpoints_late_and_ends_as_it_began() {
+        type Begin = fn(&Connection) -> Result<i64>;
+        for (begin, kib) in [
+            (bulk_begin as Begin, BULK_CACHE_KIB),
+            (burst_begin as Begin, BURST_CACHE_KIB),
+        ] {
+            bulk_mode_case(begin, kib);
+        }
+    }
+
+    fn bulk_mode_case(begin: fn(&Connection) -> Result<i64>, kib: i64) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("db.sqlite");
         let conn = open(&path).unwrap();
@@ -438,8 +467,8 @@ mod tests {
                 .unwrap()
         };
         let before = cache(&conn);
-        let was = bulk_begin(&conn).unwrap();
-        assert_eq!(cache(&conn), -BULK_CACHE_KIB);
+        let was = begin(&conn).unwrap();
+        assert_eq!(cache(&conn), -kib);
         let row = vec![7u8; 3000];
         for i in 0..2 * WAL_TRUNCATE_PAGES {
             conn.execute(

@@ -255,6 +255,20 @@ impl Project {
         capture::check_paths(&mut self.parts(), paths)
     }
 
+    /// Starts a burst of `check_paths` calls (thousands of events): until
+    /// [`Project::burst_end`], checkpoints wait for a WAL of many batches
+    /// (one per batch copied the same index pages back each time) and the
+    /// page cache is larger. Returns what `burst_end` restores.
+    pub fn burst_begin(&mut self) -> Result<i64> {
+        crate::db::burst_begin(&self.conn)
+    }
+
+    /// Ends a burst: the WAL is checkpointed and truncated, the cache
+    /// shrinks back to `cache_size` (from [`Project::burst_begin`]).
+    pub fn burst_end(&mut self, cache_size: i64) -> Result<()> {
+        crate::db::bulk_end(&self.conn, cache_size)
+    }
+
     /// Full stat-compare scan of the tree against the hash cache; captures
     /// every change. The first call is the baseline.
     pub fn reconcile(&mut self) -> Result<ScanSummary> {

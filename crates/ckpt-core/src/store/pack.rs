@@ -164,10 +164,14 @@ impl BlobStore {
     fn write_pack(&self, conn: &Connection, pending: Pending) -> Result<()> {
         let mut raw = Vec::with_capacity(pending.bytes);
         let mut offsets = Vec::with_capacity(pending.blobs.len());
+        // One context for the pack's blobs: making one per blob cost more
+        // than decoding a small frame.
+        let mut dctx = zstd::bulk::Decompressor::new()
+            .map_err(|e| Error::Invariant(format!("zstd context: {e}")))?;
         for (hash, single, frame) in &pending.blobs {
             // A frame that does not decompress (it cannot: we made it) stays
             // in its single pack.
-            let Ok(data) = zstd::bulk::decompress(frame, PACK_BLOB_MAX) else {
+            let Ok(data) = dctx.decompress(frame, PACK_BLOB_MAX) else {
                 continue;
             };
             offsets.push((*hash, *single, raw.len()));

@@ -16,6 +16,10 @@ use crate::mutex::lock;
 /// marked processed once every window is checked, as before.
 const CHECK_WINDOW: usize = 4096;
 
+/// Paths taken at once that start a burst (see `Project::burst_begin`):
+/// it lasts until the queue is drained.
+const BURST_PATHS: usize = 256;
+
 /// How often a project's retention policy is applied (after a batch of
 /// changes has been captured, never on a timer).
 const GC_INTERVAL: Duration = Duration::from_secs(3600);
@@ -50,6 +54,8 @@ impl ProjectHandle {
     }
 
     fn worker_loop(&self) {
+        // The cache size a burst restores when it ends.
+        let mut burst: Option<i64> = None;
         loop {
             self.poll_root();
             let (mut batch, seq, reconcile) = {
@@ -102,6 +108,10 @@ impl ProjectHandle {
                     // In path order, so a window holds neighbours; each as
                     // if its events had come in a batch of their own.
                     batch.sort_unstable();
+                    if burst.is_none() && batch.len() >= BURST_PATHS {
+                        // Without it the batches are checked as before.
+                        burst = self.call(|p| p.burst_begin()).ok();
+                    }
                     for window in batch.chunks(CHECK_WINDOW) {
                         let n = window.len();
                         match self.call(|p| p.check_paths(window.iter().cloned())) {
@@ -120,6 +130,15 @@ impl ProjectHandle {
                     let fresh = self.sync_dirs(&batch);
                     if !fresh.is_empty() {
                         self.recheck_at_cookie(fresh);
+                    }
+                }
+            }
+            // A burst ends once the queue is drained, before the barrier
+            // waiting on this batch returns: the WAL is as after any batch.
+            if burst.is_some() && lock(&self.queue).pending.is_empty() {
+                if let Some(cache_size) = burst.take() {
+                    if let Err(e) = self.call(|p| p.burst_end(cache_size)) {
+                        tracing::debug!(root = %self.root.display(), error = %e, "ending a burst");
                     }
                 }
             }
@@ -270,6 +289,44 @@ mod tests {
         h.enqueue(f, false);
         settle(&h);
         assert!(h.last_change_ns().expect("noted") > first);
+        h.stop_worker();
+    }
+
+    /// Thousands of events taken at once are checked in bulk mode, which
+    /// ends, its WAL checkpointed and truncated, before the batch counts as
+    /// processed: a barrier returns on a store as after any batch.
+    #[test]
+    fn a_burst_is_captured_whole_and_ends_before_its_barrier_returns() {
+        let t = tempfile::tempdir().unwrap();
+        let h = crate::project::for_test(t.path());
+        h.call(|p| p.reconcile()).unwrap();
+        h.call(|p| p.turn_start(ckpt_core::TurnMeta::default()))
+            .unwrap();
+        let n = BURST_PATHS * 2;
+        let content = |i: usize| format!("file {i}\n").repeat(300);
+        for i in 0..n {
+            std::fs::write(h.root.join(format!("f{i}")), content(i)).unwrap();
+            h.enqueue(RelPath::new(format!("f{i}")).unwrap(), false);
+        }
+        // Queued before the worker starts, so it takes them at once.
+        let seq = h.queue().enqueued;
+        h.spawn_worker();
+        assert!(h.wait_processed(seq, Duration::from_secs(60)));
+        let wal = t.path().join("store").join("ckpt.db-wal");
+        assert_eq!(std::fs::metadata(&wal).map_or(0, |m| m.len()), 0);
+        h.stop_worker();
+        let ended = h.call(|p| p.turn_end()).unwrap();
+        assert_eq!(ended.entries.len(), n);
+        for e in &ended.entries {
+            let Some(ckpt_core::State::File { hash, .. }) = &e.post else {
+                panic!("{}: {:?}", e.path.display(), e.post);
+            };
+            let i: usize = e.path.display()[1..].parse().unwrap();
+            assert_eq!(
+                h.call(|p| p.read_blob(hash)).unwrap(),
+                content(i).as_bytes()
+            );
+        }
         h.stop_worker();
     }
 
