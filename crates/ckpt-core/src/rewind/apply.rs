@@ -49,16 +49,26 @@ pub(super) fn apply(
     hook: Hook<'_>,
 ) -> Result<()> {
     let steps = ordered(actions, side);
+    // Looked up in hash order, the store's order: each of its pages is
+    // read once, not once per file in path order.
+    let mut wanted: Vec<(&Hash, &RelPath)> = steps
+        .iter()
+        .filter_map(|&(path, state)| match state {
+            State::File { hash, .. } => Some((hash, path)),
+            _ => None,
+        })
+        .collect();
+    wanted.sort_unstable();
+    wanted.dedup_by_key(|(hash, _)| *hash);
     let missing = db::reading(parts.conn, || {
-        for &(path, state) in &steps {
-            if let State::File { hash, .. } = state {
-                if !parts.store.contains(parts.conn, hash)? {
-                    return Ok(Some(format!("{hash} (for {path})")));
-                }
+        for &(hash, path) in &wanted {
+            if !parts.store.contains(parts.conn, hash)? {
+                return Ok(Some(format!("{hash} (for {path})")));
             }
         }
         Ok(None)
     })?;
+    drop(wanted);
     if let Some(missing) = missing {
         journaled.failed(parts.conn, side)?;
         return Err(Error::MissingBlob(missing));
