@@ -30,8 +30,9 @@ const SYNC_THREADS: usize = 8;
 /// Below it, fsyncs cost little and do not wait for other programs' writes.
 const SYNCFS_MIN: usize = 128;
 
-/// One path and the state to give it.
-type Step<'a> = (&'a RelPath, &'a State);
+/// One path, the state to give it, and what the plan found there just
+/// before (a fresh apply only: `None` when it must look).
+type Step<'a> = (&'a RelPath, &'a State, Option<&'a State>);
 
 pub(super) type Hook<'a> = &'a mut Option<Box<dyn FnMut(usize) -> Result<()> + Send>>;
 
@@ -39,26 +40,38 @@ pub(super) type Hook<'a> = &'a mut Option<Box<dyn FnMut(usize) -> Result<()> + S
 /// `dirs` (the rewind's one tree writer), then records the outcome. On
 /// an ordinary failure the other side is applied to what was done, so
 /// the tree is left as it was; an injected failure (a test's simulated
-/// crash) leaves the journal pending for `recover`.
+/// crash) leaves the journal pending for `recover`. `fresh`: the
+/// actions' current states were found by this plan's recheck, moments
+/// ago, rather than read back from a journal.
 pub(super) fn apply(
     parts: &mut Parts<'_>,
     dirs: &mut Dirs<'_>,
     journaled: &Journaled,
     actions: &[Action],
-    side: Side,
+    (side, fresh): (Side, bool),
     hook: Hook<'_>,
 ) -> Result<()> {
-    let steps = ordered(actions, side);
+    let steps = ordered(actions, side, fresh);
+    // Looked up in hash order, the store's order: each of its pages is
+    // read once, not once per file in path order.
+    let mut wanted: Vec<(&Hash, &RelPath)> = steps
+        .iter()
+        .filter_map(|&(path, state, _)| match state {
+            State::File { hash, .. } => Some((hash, path)),
+            _ => None,
+        })
+        .collect();
+    wanted.sort_unstable();
+    wanted.dedup_by_key(|(hash, _)| *hash);
     let missing = db::reading(parts.conn, || {
-        for &(path, state) in &steps {
-            if let State::File { hash, .. } = state {
-                if !parts.store.contains(parts.conn, hash)? {
-                    return Ok(Some(format!("{hash} (for {path})")));
-                }
+        for &(hash, path) in &wanted {
+            if !parts.store.contains(parts.conn, hash)? {
+                return Ok(Some(format!("{hash} (for {path})")));
             }
         }
         Ok(None)
     })?;
+    drop(wanted);
     if let Some(missing) = missing {
         journaled.failed(parts.conn, side)?;
         return Err(Error::MissingBlob(missing));
@@ -69,7 +82,7 @@ pub(super) fn apply(
         if e.is_injected() {
             return Err(e);
         }
-        let back = still_to_undo(parts, dirs, ordered(actions, side.other()))?;
+        let back = still_to_undo(parts, dirs, ordered(actions, side.other(), false))?;
         if let Err(e2) = run_steps(parts, dirs, &back, &mut None) {
             // Marked failed, a half-way tree would stay half-way; pending,
             // `recover` finishes or rolls it back once it can.
@@ -121,7 +134,7 @@ fn run_steps(
     };
     let blobs: Vec<(Hash, u64)> = steps
         .iter()
-        .filter_map(|(_, s)| match s {
+        .filter_map(|(_, s, _)| match s {
             State::File { hash, size, .. } => Some((*hash, *size)),
             _ => None,
         })
@@ -137,10 +150,10 @@ fn run_steps(
             whole.as_ref(),
             |queue| -> Result<()> {
                 let mut bytes = 0;
-                for (i, &(path, state)) in steps.iter().enumerate() {
+                for (i, &step) in steps.iter().enumerate() {
                     next_op(hook)?;
-                    if let Some((file, dev)) = ensure(parts, dirs, path, state, blob, &mut staged)?
-                    {
+                    let (path, state, _) = step;
+                    if let Some((file, dev)) = ensure(parts, dirs, step, blob, &mut staged)? {
                         queue
                             .push(file, dev)
                             .ctx_in("sync", parts.root, path.as_path())?;
@@ -200,7 +213,7 @@ fn run_steps(
         .and_then(|()| whole.as_ref().map_or(Ok(()), WholeFs::sync));
     tracing::debug!(written = ?t_written, spares_dropped = ?t_dropped, synced = ?t0.elapsed(), files = blobs.len(), "rewind written");
     match steps.first() {
-        Some(&(p, _)) => synced.ctx_in("sync the directories of", parts.root, p.as_path()),
+        Some(&(p, _, _)) => synced.ctx_in("sync the directories of", parts.root, p.as_path()),
         None => synced.ctx("sync", parts.root),
     }
 }
@@ -213,16 +226,40 @@ fn run_steps(
 fn ensure(
     parts: &Parts<'_>,
     dirs: &mut Dirs<'_>,
-    path: &RelPath,
-    state: &State,
+    (path, state, found): Step<'_>,
     blob: &mut dyn FnMut(&Hash) -> Result<Vec<u8>>,
     staged: &mut Vec<Staged>,
 ) -> Result<Option<(std::fs::File, u64)>> {
     let (root, rel) = (parts.root, path.as_path());
+    if let State::File { hash, mode, .. } = state {
+        let data = blob(hash)?;
+        // A file or nothing found there just now stands for a look (one
+        // stat fewer per file): if that changed since, the exchange finds
+        // nothing and renames, or `harvest` finds a directory, puts it
+        // back and fails, and a rename over a directory fails.
+        let replaces_file = match found {
+            Some(State::File { .. }) => true,
+            Some(State::Absent) => false,
+            _ => {
+                let now = dirs.lstat(path).ctx_in("stat", root, rel)?;
+                if now.is_some_and(|s| s.kind == StatKind::Dir) {
+                    dirs.remove(path, now)
+                        .ctx_in("remove directory", root, rel)?;
+                }
+                now.is_some_and(|s| s.kind == StatKind::File)
+            }
+        };
+        let (s, file) = dirs
+            .stage(path, &data, *mode, replaces_file)
+            .ctx_in("write", root, rel)?;
+        let dev = s.dev;
+        staged.push(s);
+        return Ok(Some((file, dev)));
+    }
     let now = dirs.lstat(path).ctx_in("stat", root, rel)?;
     let is_dir = now.is_some_and(|s| s.kind == StatKind::Dir);
     match state {
-        State::Skipped { .. } => {}
+        State::Skipped { .. } | State::File { .. } => {}
         State::Absent => dirs.remove(path, now).ctx_in("remove", root, rel)?,
         State::Dir { mode } => {
             if now.is_some() && !is_dir {
@@ -230,20 +267,6 @@ fn ensure(
             }
             dirs.make_dir(path, *mode)
                 .ctx_in("create directory", root, rel)?;
-        }
-        State::File { hash, mode, .. } => {
-            let data = blob(hash)?;
-            if is_dir {
-                dirs.remove(path, now)
-                    .ctx_in("remove directory", root, rel)?;
-            }
-            let replaces_file = now.is_some_and(|s| s.kind == StatKind::File);
-            let (s, file) = dirs
-                .stage(path, &data, *mode, replaces_file)
-                .ctx_in("write", root, rel)?;
-            let dev = s.dev;
-            staged.push(s);
-            return Ok(Some((file, dev)));
         }
         State::Symlink { target } => {
             if is_dir {
@@ -267,7 +290,7 @@ fn still_to_undo<'a>(
     steps: Vec<Step<'a>>,
 ) -> Result<Vec<Step<'a>>> {
     let mut left = Vec::with_capacity(steps.len());
-    for (path, state) in steps {
+    for (path, state, found) in steps {
         let now = dirs
             .lstat(path)
             .ctx_in("stat", parts.root, path.as_path())?;
@@ -277,7 +300,7 @@ fn still_to_undo<'a>(
             _ => false,
         };
         if !untouched {
-            left.push((path, state));
+            left.push((path, state, found));
         }
     }
     Ok(left)
@@ -291,7 +314,7 @@ fn refresh_cache(
     steps: &[Step<'_>],
 ) -> Result<()> {
     let stamp = now_ns();
-    for &(path, state) in steps {
+    for &(path, state, _) in steps {
         match dirs.lstat(path) {
             Ok(Some(stat)) if !matches!(state, State::Absent | State::Skipped { .. }) => {
                 cache::put(conn, path, state, &stat, stamp)?
@@ -309,15 +332,15 @@ fn refresh_cache(
 /// directory), then everything else shallowest first (directories before
 /// their contents).
 /// Borrowed from the actions, so a rewind holds its paths and states once.
-fn ordered(actions: &[Action], side: Side) -> Vec<Step<'_>> {
+fn ordered(actions: &[Action], side: Side, fresh: bool) -> Vec<Step<'_>> {
     let mut steps: Vec<Step<'_>> = actions
         .iter()
         .map(|a| {
-            let state = match side {
-                Side::Target => &a.target,
-                Side::Current => &a.current,
+            let (state, found) = match side {
+                Side::Target => (&a.target, &a.current),
+                Side::Current => (&a.current, &a.target),
             };
-            (&a.path, state)
+            (&a.path, state, fresh.then_some(found))
         })
         .collect();
     // Removals first, each path before its parent (a path sorts after its
@@ -325,7 +348,7 @@ fn ordered(actions: &[Action], side: Side) -> Vec<Step<'_>> {
     // order, parents first. Byte order is also the order capture stored
     // small files in, many to a pack, so a whole-tree restore decodes each
     // pack once instead of jumping between packs depth by depth.
-    steps.sort_by(|(pa, sa), (pb, sb)| {
+    steps.sort_by(|(pa, sa, _), (pb, sb, _)| {
         let (ra, rb) = (sa.is_absent(), sb.is_absent());
         rb.cmp(&ra)
             .then_with(|| if ra { pb.cmp(pa) } else { pa.cmp(pb) })
@@ -413,6 +436,36 @@ mod tests {
         assert!(matches!(out, RewindOutcome::Applied { .. }), "{out:?}");
         assert_eq!(snapshot(&root), before);
         assert_eq!(fs::read_to_string(&elsewhere).unwrap(), "two 0\n");
+    }
+
+    /// A file the plan found, turned into a directory after planning: the
+    /// exchange that put the file into place meets the directory, puts it
+    /// back and fails, and the rollback leaves the tree as it was found.
+    #[test]
+    fn a_file_that_became_a_directory_after_planning_fails_the_rewind_whole() {
+        let n = 20;
+        let (_tmp, root, mut p) = numbered_files(n, "one");
+        let turn = p.turn_start(TurnMeta::default()).unwrap();
+        for i in 0..n {
+            fs::write(root.join(format!("d/{i}.txt")), format!("two {i}\n")).unwrap();
+        }
+        p.reconcile().unwrap();
+        p.turn_end().unwrap();
+        let after = snapshot(&root);
+        let at = root.join("d/5.txt");
+        let opts = RewindOptions {
+            before_op: Some(Box::new(move |op| {
+                if op == 0 {
+                    fs::remove_file(&at).unwrap();
+                    fs::create_dir(&at).unwrap();
+                }
+                Ok(())
+            })),
+            ..RewindOptions::default()
+        };
+        let err = p.rewind(turn, opts).unwrap_err();
+        assert!(err.to_string().contains("became a directory"), "{err}");
+        assert_eq!(snapshot(&root), after);
     }
 
     /// Replaced files much larger than the content restored: none is cut

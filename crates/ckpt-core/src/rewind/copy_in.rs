@@ -147,7 +147,7 @@ pub(crate) fn copy_in(
         &mut dirs,
         &journaled,
         &plan.actions,
-        Side::Target,
+        (Side::Target, true),
         &mut opts.take_hook(),
     )?;
     Ok(CopyOutcome::Applied {

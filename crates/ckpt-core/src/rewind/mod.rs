@@ -293,7 +293,7 @@ fn carry_out(
         dirs,
         &journaled,
         &plan.actions,
-        Side::Target,
+        (Side::Target, true),
         &mut opts.take_hook(),
     )?;
     Ok(RewindOutcome::Applied {
@@ -324,7 +324,14 @@ pub(crate) fn recover(parts: &mut Parts<'_>) -> Result<Option<RecoveryReport>> {
         }
     }
     let mut dirs = writer(parts)?;
-    apply(parts, &mut dirs, &journaled, &actions, side, &mut None)?;
+    apply(
+        parts,
+        &mut dirs,
+        &journaled,
+        &actions,
+        (side, false),
+        &mut None,
+    )?;
     Ok(Some(RecoveryReport {
         rewind_id: id,
         redo: side == Side::Current || journaled.redoes.is_some(),
