@@ -327,7 +327,6 @@ mod tests {
                 content(i).as_bytes()
             );
         }
-        h.stop_worker();
     }
 
     /// A subtree whose events were lost is checked whole: what appeared on
