@@ -252,8 +252,8 @@ pub fn request_rewind(ctx: &Ctx, req: Rewind, progress: bool) -> anyhow::Result<
 }
 
 /// How many actions the reply is to list: what `print` can show, unless
-/// every one is printed (`-v`, `--json`). A full-tree rewind of 50,000
-/// files lists them in 21 MB of JSON, about a second of its time.
+/// every one is printed (`-v`, `--json`): a full-tree rewind of 50,000
+/// files lists them in 21 MB of JSON.
 fn listing(ctx: &Ctx, verbose: bool) -> Option<u64> {
     (!verbose && !ctx.g.json).then_some(output::WHOLE as u64)
 }
