@@ -5,6 +5,7 @@
 //! `config --edit` with `EDITOR` a script.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use ckpt_e2e::*;
 
@@ -26,10 +27,15 @@ fn project_status(env: &Env, proj: &Path) -> serde_json::Value {
     s["projects"][0].clone()
 }
 
+/// The retention policy's turn count; `status` leaves the policy out while
+/// the project is busy (a restarted daemon's start-up scan), so it waits.
 fn keep_turns(env: &Env, proj: &Path) -> u64 {
-    project_status(env, proj)["retention"]["policy"]["keep_turns"]
-        .as_u64()
-        .expect("status gives the retention policy")
+    let mut turns = None;
+    wait_for("the project to be free", Duration::from_secs(30), || {
+        turns = project_status(env, proj)["retention"]["policy"]["keep_turns"].as_u64();
+        turns.is_some()
+    });
+    turns.unwrap()
 }
 
 fn setting<'a>(doc: &'a serde_json::Value, key: &str) -> &'a serde_json::Value {
