@@ -56,7 +56,8 @@ pub struct ProjectInfo {
     /// directory (per-directory watcher), one per root (recursive).
     #[serde(default)]
     pub watches: u64,
-    /// A long operation holds the project; the numbers are from before it.
+    /// A long operation held the project past the quarter second `status`
+    /// waits for it; the numbers are from before it.
     #[serde(default)]
     pub busy: bool,
     /// The daemon's start-up finished a rewind a crash interrupted: said in

@@ -1,11 +1,17 @@
 //! `projects`: every watched project with its health.
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use ckpt_proto::{Health, ProjectInfo, ProjectList, WirePath};
 
 use crate::daemon::Daemon;
 use crate::project::ProjectHandle;
+
+/// How long `status` waits, for every project together, for operations
+/// holding them: a worker's batch or a turn boundary lets go within it, so
+/// the answer is fresh; a long rewind does not, and its line says busy.
+const STATUS_PATIENCE: Duration = Duration::from_millis(250);
 
 pub fn handle(d: &Arc<Daemon>) -> ProjectList {
     ProjectList { projects: all(d) }
@@ -13,11 +19,12 @@ pub fn handle(d: &Arc<Daemon>) -> ProjectList {
 
 /// Every project, including stores that could not be opened.
 pub fn all(d: &Arc<Daemon>) -> Vec<ProjectInfo> {
+    let deadline = Instant::now() + STATUS_PATIENCE;
     let mut out: Vec<ProjectInfo> = d
         .registry
         .all()
         .iter()
-        .map(|h| project_info(d, h))
+        .map(|h| project_info(d, h, deadline))
         .collect();
     out.sort_by(|a, b| a.root.cmp(&b.root));
     for b in d.registry.broken() {
@@ -46,13 +53,13 @@ pub fn all(d: &Arc<Daemon>) -> Vec<ProjectInfo> {
     out
 }
 
-/// One project's line, without waiting for a long operation on it.
-pub fn project_info(d: &Daemon, h: &ProjectHandle) -> ProjectInfo {
+/// One project's line, waiting until `deadline` at most for an operation
+/// holding the project.
+pub fn project_info(d: &Daemon, h: &ProjectHandle, deadline: Instant) -> ProjectInfo {
     h.check_root();
     h.refresh_settings(&d.user_settings);
-    let policy = h.retention_policy();
-    let (status, busy) = h.status_nowait();
-    let s = status.as_ref();
+    let now = h.status_until(&h.retention_policy(), deadline);
+    let s = now.status.as_ref();
     ProjectInfo {
         root: WirePath::from(h.root.as_path()),
         id: h.id.clone(),
@@ -69,9 +76,9 @@ pub fn project_info(d: &Daemon, h: &ProjectHandle) -> ProjectInfo {
         blobs: s.map_or(0, |s| s.blobs),
         backlog: h.backlog(),
         watches: h.watch_count(),
-        busy,
+        busy: now.busy,
         recovered: h.take_recovered(),
         config_error: h.config_error(),
-        retention: h.try_call(|p| p.retention(&policy)).and_then(Result::ok),
+        retention: now.retention,
     }
 }

@@ -16,14 +16,25 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use ckpt_core::{Project, ProjectStatus};
+use ckpt_core::{Project, ProjectStatus, Retention, RetentionView};
 
 use crate::error::{panic_message, ReqError, ReqResult};
 use crate::mutex::lock;
 
 use watches::DirWatches;
+
+/// How often a `status` waiting for a held project tries it again.
+const STATUS_POLL: Duration = Duration::from_millis(2);
+
+/// What [`ProjectHandle::status_until`] found.
+pub struct StatusNow {
+    pub status: Option<ProjectStatus>,
+    pub retention: Option<RetentionView>,
+    /// Held past the deadline: `status` is the last one seen.
+    pub busy: bool,
+}
 
 pub struct ProjectHandle {
     pub id: String,
@@ -80,7 +91,7 @@ impl ProjectHandle {
 
     /// Runs `f` on the core project, holding its lock. A panic in the core
     /// becomes an internal error instead of taking the daemon down. (The
-    /// status cache is refreshed by `status_nowait`, off the hot path.)
+    /// status cache is refreshed by `status_until`, off the hot path.)
     pub fn call<T>(&self, f: impl FnOnce(&mut Project) -> ckpt_core::Result<T>) -> ReqResult<T> {
         let mut guard = lock(&self.core);
         // A request whose client asked for progress hears of this call's.
@@ -98,45 +109,46 @@ impl ProjectHandle {
         }
     }
 
-    /// Runs `f` on the core project if no operation holds it (`None`
-    /// otherwise): for `status`, which never waits for a busy project.
-    pub fn try_call<T>(
-        &self,
-        f: impl FnOnce(&mut Project) -> ckpt_core::Result<T>,
-    ) -> Option<ReqResult<T>> {
-        let mut guard = self.core.try_lock().ok()?;
-        let result = std::panic::catch_unwind(AssertUnwindSafe(|| f(&mut guard)));
-        Some(match result {
-            Ok(r) => r.map_err(ReqError::from),
-            Err(payload) => Err(ReqError::internal(format!(
-                "internal error in the capture engine: {}",
-                panic_message(payload.as_ref())
-            ))),
-        })
-    }
-
-    /// The status without waiting for a long operation: fresh if the project
-    /// is free, else the last one seen and `busy = true`.
-    pub fn status_nowait(&self) -> (Option<ProjectStatus>, bool) {
-        match self.core.try_lock() {
-            Ok(guard) => {
-                let fresh = std::panic::catch_unwind(AssertUnwindSafe(|| guard.status()));
-                drop(guard);
-                if let Ok(Ok(s)) = fresh {
-                    *lock(&self.status_cache) = Some(s.clone());
-                    return (Some(s), false);
+    /// The status and the retention view under `policy`, read in one hold
+    /// of the project. An operation holding it (a worker's batch, a turn
+    /// boundary) is waited for until `deadline`; past it (a long rewind)
+    /// the answer is the status last seen, no view, and `busy = true`.
+    pub fn status_until(&self, policy: &Retention, deadline: Instant) -> StatusNow {
+        let guard = loop {
+            match self.core.try_lock() {
+                Ok(guard) => break guard,
+                Err(std::sync::TryLockError::Poisoned(p)) => break p.into_inner(),
+                Err(std::sync::TryLockError::WouldBlock) if Instant::now() < deadline => {
+                    std::thread::sleep(STATUS_POLL);
                 }
-                (lock(&self.status_cache).clone(), false)
+                Err(std::sync::TryLockError::WouldBlock) => {
+                    return StatusNow {
+                        status: lock(&self.status_cache).clone(),
+                        retention: None,
+                        busy: true,
+                    };
+                }
             }
-            Err(std::sync::TryLockError::Poisoned(p)) => {
-                drop(p);
-                (lock(&self.status_cache).clone(), false)
-            }
-            Err(std::sync::TryLockError::WouldBlock) => (lock(&self.status_cache).clone(), true),
+        };
+        let read = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            (guard.status(), guard.retention(policy))
+        }));
+        drop(guard);
+        let (status, retention) = match read {
+            Ok((status, retention)) => (status.ok(), retention.ok()),
+            Err(_) => (None, None),
+        };
+        if let Some(s) = &status {
+            *lock(&self.status_cache) = Some(s.clone());
+        }
+        StatusNow {
+            status: status.or_else(|| lock(&self.status_cache).clone()),
+            retention,
+            busy: false,
         }
     }
 
-    /// What [`status_nowait`](Self::status_nowait) answers while the
+    /// What [`status_until`](Self::status_until) answers while the
     /// project is busy, until it next reads the status itself.
     pub fn remember_status(&self, s: ProjectStatus) {
         *lock(&self.status_cache) = Some(s);
@@ -213,5 +225,54 @@ impl ProjectHandle {
             }
         }
         r.settings
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `status` waits out a short hold of the project (a worker's batch)
+    /// and answers fresh, retention included; past its deadline it answers
+    /// busy from the status last seen.
+    #[test]
+    fn status_waits_for_a_short_hold_and_answers_busy_past_its_deadline() {
+        let t = tempfile::tempdir().unwrap();
+        let h = for_test(t.path());
+        let policy = Retention::default();
+        let first = h.status_until(&policy, Instant::now());
+        assert!(!first.busy && first.status.is_some() && first.retention.is_some());
+
+        let held = Arc::clone(&h);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let holder = std::thread::spawn(move || {
+            let _g = lock(&held.core);
+            tx.send(()).unwrap();
+            std::thread::sleep(Duration::from_millis(100));
+        });
+        rx.recv().unwrap();
+        let now = h.status_until(&policy, Instant::now() + Duration::from_secs(30));
+        assert!(!now.busy, "a hold of 100 ms is waited for");
+        assert_eq!(now.retention.map(|r| r.policy), Some(policy.clone()));
+        holder.join().unwrap();
+
+        let held = Arc::clone(&h);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (release, released) = std::sync::mpsc::channel::<()>();
+        let holder = std::thread::spawn(move || {
+            let _g = lock(&held.core);
+            tx.send(()).unwrap();
+            let _ = released.recv();
+        });
+        rx.recv().unwrap();
+        let now = h.status_until(&policy, Instant::now() + Duration::from_millis(20));
+        assert!(now.busy && now.retention.is_none());
+        assert_eq!(
+            now.status.map(|s| s.entries),
+            first.status.map(|s| s.entries),
+            "the status last seen"
+        );
+        release.send(()).unwrap();
+        holder.join().unwrap();
     }
 }
