@@ -145,8 +145,18 @@ impl Ckpt {
     /// One `ckptctl ARGS --json` process: its reply if it printed JSON, and
     /// its stdout.
     fn ctl(&mut self, args: &[&str]) -> Result<(Option<Value>, String)> {
+        self.ctl_as(args, "--json")
+    }
+
+    /// One `ckptctl ARGS -q` process, as an agent's hook runs it: the
+    /// daemon's reply lists only what the client may print.
+    fn ctl_quiet(&mut self, args: &[&str]) -> Result<()> {
+        self.ctl_as(args, "-q").map(|_| ())
+    }
+
+    fn ctl_as(&mut self, args: &[&str], mode: &str) -> Result<(Option<Value>, String)> {
         let mut full: Vec<&str> = args.to_vec();
-        full.push("--json");
+        full.push(mode);
         let t = run(&mut self.ctl_cmd(&full), None, self.timeout)?;
         let out = t.stdout();
         let v = ckpt_json::parse(&out);
@@ -296,16 +306,16 @@ impl System for Ckpt {
     }
 
     fn turn_end(&mut self) -> Result<()> {
-        self.ctl(&["turn-end"]).map(|_| ())
+        self.ctl_quiet(&["turn-end"])
     }
 
     fn rewind(&mut self, turn: u64) -> Result<()> {
         let n = turn.to_string();
-        self.ctl(&["rewind", &n]).map(|_| ())
+        self.ctl_quiet(&["rewind", &n])
     }
 
     fn redo(&mut self) -> Result<()> {
-        self.ctl(&["redo"]).map(|_| ())
+        self.ctl_quiet(&["redo"])
     }
 
     fn forget(&mut self) -> Result<()> {

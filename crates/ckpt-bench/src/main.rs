@@ -6,8 +6,9 @@
 //! untracked file and a gitignored `.env` — it runs each scenario against
 //!
 //! * `ckpt`: the real `ckptd` (started by the bench, isolated `CKPT_SOCKET`
-//!   and `CKPT_DATA_DIR`) and one `ckptctl … --json` process per call, exactly
-//!   as an agent hook calls it;
+//!   and `CKPT_DATA_DIR`) and one `ckptctl` process per call: `--json`,
+//!   or `-q` (as an agent's hook calls it) for `turn-end`, `rewind` and
+//!   `redo`, whose replies then list only the paths the client may print;
 //! * `git-fresh`: a shadow git repository driven through the `git` binary with
 //!   a fresh temporary index per snapshot (`add -A -f`, `write-tree`,
 //!   `commit-tree`; restore by `diff-tree` + `checkout-index`);

@@ -264,6 +264,8 @@ impl Calls<'_> {
                 dir: self.root.into(),
                 session: Some(self.session.into()),
                 transcript: None,
+                // What a hook asks for.
+                list: Some(0),
             });
             return match self.call(req)? {
                 Response::TurnEnded(_) => Ok(()),

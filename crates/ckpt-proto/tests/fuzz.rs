@@ -323,13 +323,20 @@ fn request() -> impl Strategy<Value = Request> {
                 })
             }
         ),
-        (odd_path(), proptest::option::of(odd_name()), opt()).prop_map(
-            |(dir, session, transcript)| Request::TurnEnd(ckpt_proto::TurnEnd {
-                dir,
-                session,
-                transcript
-            })
-        ),
+        (
+            odd_path(),
+            proptest::option::of(odd_name()),
+            opt(),
+            any::<Option<u64>>()
+        )
+            .prop_map(|(dir, session, transcript, list)| Request::TurnEnd(
+                ckpt_proto::TurnEnd {
+                    dir,
+                    session,
+                    transcript,
+                    list,
+                }
+            )),
         odd_path().prop_map(|dir| Request::Sync { dir }),
         (odd_path(), any::<Option<usize>>(), opt()).prop_map(|(dir, limit, session)| {
             Request::Log(ckpt_proto::Log {

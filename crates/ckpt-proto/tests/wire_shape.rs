@@ -193,3 +193,22 @@ fn progress_frames_and_the_hello_that_asks_for_them_round_trip() {
         })
     ));
 }
+
+/// A turn-end without `list` is written as before it existed; with one,
+/// `list` is a field an older daemon ignores (it lists every entry).
+#[test]
+fn a_turn_end_request_names_list_only_when_it_cuts() {
+    let mut req = ckpt_proto::TurnEnd {
+        dir: wire("/p"),
+        ..ckpt_proto::TurnEnd::default()
+    };
+    assert_eq!(
+        serde_json::to_string(&Request::TurnEnd(req.clone())).unwrap(),
+        r#"{"TurnEnd":{"dir":"/p","session":null,"transcript":null}}"#
+    );
+    req.list = Some(0);
+    assert_eq!(
+        serde_json::to_string(&Request::TurnEnd(req)).unwrap(),
+        r#"{"TurnEnd":{"dir":"/p","session":null,"transcript":null,"list":0}}"#
+    );
+}

@@ -323,6 +323,20 @@ pub fn listed_of<T>(list: &[T], total: usize, verbose: bool) -> (&[T], usize) {
     }
 }
 
+/// How many paths to ask the daemon to list, for a listing printed by
+/// [`listed_of`]: all for `--json` or `-v`, none when nothing is printed
+/// (`-q`, a hook call), else [`WHOLE`]: a 50,000-file turn or rewind lists
+/// its paths in 12-21 MB of JSON.
+pub fn to_list(json: bool, quiet: bool, verbose: bool) -> Option<u64> {
+    if json || verbose {
+        None
+    } else if quiet {
+        Some(0)
+    } else {
+        Some(WHOLE as u64)
+    }
+}
+
 /// `… and 2,812 more: HINT` after a summarised listing.
 pub fn more(out: &mut impl Write, left_out: usize, hint: &str) -> std::io::Result<()> {
     if left_out > 0 {
@@ -353,7 +367,19 @@ pub fn entries(
     turn: i64,
     verbose: bool,
 ) -> std::io::Result<()> {
-    let (shown, left_out) = listed(list, verbose);
+    entries_of(out, list, list.len(), turn, verbose)
+}
+
+/// As [`entries`], of a turn of `total` entries of which `list` holds the
+/// first (see [`listed_of`]).
+pub fn entries_of(
+    out: &mut impl Write,
+    list: &[TurnEntry],
+    total: usize,
+    turn: i64,
+    verbose: bool,
+) -> std::io::Result<()> {
+    let (shown, left_out) = listed_of(list, total, verbose);
     for e in shown {
         let (letter, style) = match e.change() {
             Some(ckpt_proto::ChangeKind::Added) => ("A", term::ADDED),
@@ -393,6 +419,19 @@ pub fn entries(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The daemon lists what is printed: every path for `--json` and
+    /// `-v`, none for `-q`, else enough for a summarised listing.
+    #[test]
+    fn the_listing_asked_for_is_what_is_printed() {
+        assert_eq!(to_list(true, true, false), None);
+        assert_eq!(to_list(false, false, true), None);
+        assert_eq!(to_list(false, true, false), Some(0));
+        assert_eq!(to_list(false, false, false), Some(WHOLE as u64));
+        let total = 30;
+        let first: Vec<u32> = (0..WHOLE as u32).collect();
+        assert_eq!(listed_of(&first, total, false), (&first[..LISTED], 20));
+    }
 
     /// Counts read as English: "1 path", "3 paths", "2 entries" (issue 31
     /// item 36 found "1 paths").

@@ -99,7 +99,7 @@ enum Gen {
     Unwatch(Spot, bool),
     /// The last field is the conversation position, opaque to the daemon.
     TurnStart(Spot, Option<String>, bool, Option<String>),
-    TurnEnd(Spot),
+    TurnEnd(Spot, Option<u64>),
     Sync(Spot),
     Log(Spot, Option<usize>),
     Show(Spot, i64),
@@ -166,7 +166,7 @@ fn gen() -> impl Strategy<Value = Gen> {
             proptest::option::of(".{0,40}")
         )
             .prop_map(|(s, l, a, c)| Gen::TurnStart(s, l, a, c)),
-        spot().prop_map(Gen::TurnEnd),
+        (spot(), proptest::option::of(0u64..3)).prop_map(|(s, l)| Gen::TurnEnd(s, l)),
         spot().prop_map(Gen::Sync),
         (spot(), any::<Option<usize>>()).prop_map(|(s, l)| Gen::Log(s, l)),
         (spot(), turn()).prop_map(|(s, t)| Gen::Show(s, t)),
@@ -242,10 +242,11 @@ fn concrete(proj: &Path, g: &Gen) -> Request {
                 conversation: conversation.clone(),
             })
         }
-        Gen::TurnEnd(s) => Request::TurnEnd(ckpt_proto::TurnEnd {
+        Gen::TurnEnd(s, list) => Request::TurnEnd(ckpt_proto::TurnEnd {
             dir: p(s),
             session: None,
             transcript: None,
+            list: *list,
         }),
         Gen::Sync(s) => Request::Sync { dir: p(s) },
         Gen::Log(s, limit) => Request::Log(ckpt_proto::Log {

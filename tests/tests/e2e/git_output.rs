@@ -329,6 +329,79 @@ fn a_rewind_reply_lists_what_the_client_prints_and_counts_every_path() {
     );
 }
 
+/// A turn-end asks the daemon to list only what the client prints: none
+/// for a hook (`-q`), the first paths for a terminal, every one for `-v`
+/// and `--json`; the reply counts them all.
+#[test]
+fn a_turn_end_reply_lists_what_the_client_prints_and_counts_every_path() {
+    use ckpt_proto::{write_frame, Request, Response, TurnEnd};
+    let env = Env::new();
+    let _d = env.start_daemon();
+    let proj = env.git_repo("p", &[("a", b"a\n")]);
+    env.ctl_ok(&proj, &["watch"]);
+    // A turn that writes f10..f39 (30 paths) once more.
+    let turn = |round: u32| {
+        env.ctl_ok(&proj, &["turn-start"]);
+        sh(
+            &proj,
+            &format!("for i in $(seq 10 39); do echo {round} > f$i; done"),
+        );
+    };
+    let mut s = hello(&env.socket).unwrap();
+    let mut end = |list| {
+        let req = Request::TurnEnd(TurnEnd {
+            dir: proj.as_path().into(),
+            list,
+            ..TurnEnd::default()
+        });
+        write_frame(&mut s, &req).unwrap();
+        match recv(&mut s) {
+            Response::TurnEnded(t) => t,
+            other => panic!("{other:?}"),
+        }
+    };
+    turn(1);
+    let cut = end(Some(3));
+    let listed: Vec<String> = cut.turn.entries.iter().map(|e| e.path.display()).collect();
+    assert_eq!(listed, ["f10", "f11", "f12"]);
+    assert_eq!((cut.total_entries, cut.total_entries()), (Some(30), 30));
+    assert_eq!(cut.turn.info.counts.added, 30);
+    turn(2);
+    let none = end(Some(0));
+    assert!(none.turn.entries.is_empty());
+    assert_eq!(none.total_entries(), 30);
+    turn(3);
+    let whole = end(None);
+    assert_eq!((whole.turn.entries.len(), whole.total_entries), (30, None));
+
+    turn(4);
+    let text = env.ctl_ok(&proj, &["turn-end"]);
+    assert!(
+        text.starts_with("turn 4 closed: 0 added, 30 modified"),
+        "{text}"
+    );
+    assert_eq!(text.matches("\n  M  f").count(), 10, "{text}");
+    assert!(
+        text.contains("  … and 20 more: `ckptctl show 4 -v`\n"),
+        "{text}"
+    );
+    turn(5);
+    let verbose = env.ctl_ok(&proj, &["turn-end", "-v"]);
+    assert_eq!(verbose.matches("\n  M  f").count(), 30, "{verbose}");
+    turn(6);
+    let json = env.ctl_json(&proj, &["turn-end"]);
+    assert_eq!(
+        json["turn"]["entries"].as_array().unwrap().len(),
+        30,
+        "{json}"
+    );
+    assert!(json.get("total_entries").is_none(), "{json}");
+    turn(7);
+    assert_eq!(env.ctl_ok(&proj, &["turn-end", "-q"]), "");
+    let shown = env.ctl_json(&proj, &["show", "7"]);
+    assert_eq!(shown["turn"]["entries"].as_array().unwrap().len(), 30);
+}
+
 #[test]
 fn log_shows_who_how_long_rewinds_lanes_and_folds_empty_turns() {
     let env = Env::new();

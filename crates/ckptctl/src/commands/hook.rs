@@ -99,10 +99,12 @@ fn call(
             Some(t) => t.project,
             None => return Ok(Some(nothing_to_close(ctx))),
         },
-        Event::SessionEnd => match turn::end_if_open(ctx, meta.session, meta.transcript)? {
-            Some(t) => t.project,
-            None => return Ok(Some(nothing_to_close(ctx))),
-        },
+        Event::SessionEnd => {
+            match turn::end_if_open(ctx, meta.session, meta.transcript, Some(0))? {
+                Some(t) => t.project,
+                None => return Ok(Some(nothing_to_close(ctx))),
+            }
+        }
         Event::ToolStart => turn::window(ctx, meta.session, true, input.command)?.project,
         Event::ToolEnd => turn::window(ctx, meta.session, false, None)?.project,
     };

@@ -251,11 +251,10 @@ pub fn request_rewind(ctx: &Ctx, req: Rewind, progress: bool) -> anyhow::Result<
     })
 }
 
-/// How many actions the reply is to list: what `print` can show, unless
-/// every one is printed (`-v`, `--json`): a full-tree rewind of 50,000
-/// files lists them in 21 MB of JSON.
+/// How many actions the reply is to list ([`output::to_list`]); `-q`
+/// still prints a refused plan.
 fn listing(ctx: &Ctx, verbose: bool) -> Option<u64> {
-    (!verbose && !ctx.g.json).then_some(output::WHOLE as u64)
+    output::to_list(ctx.g.json, false, verbose)
 }
 
 /// Asks for a redo (or its plan): the document `--json` prints. With

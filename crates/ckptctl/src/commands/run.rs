@@ -73,7 +73,7 @@ pub fn run(ctx: &Ctx, run_args: RunArgs) -> anyhow::Result<u8> {
     if quiet.is_some() {
         // An older daemon is found before the command runs.
         if let Err(e) = bursts::activity(ctx, &mut None) {
-            let _ = turn::end(ctx, session, None);
+            let _ = turn::end(ctx, session, None, Some(0));
             return Err(e);
         }
     }
@@ -95,7 +95,9 @@ pub fn run(ctx: &Ctx, run_args: RunArgs) -> anyhow::Result<u8> {
     };
     // Close the turn whether or not the command could run (with --session,
     // only if no other session's turn has replaced it meanwhile).
-    let ended = turn::end(ctx, session, None)?;
+    // Text prints the counts only; `--json` the turn whole.
+    let list = output::to_list(ctx.g.json, true, false);
+    let ended = turn::end(ctx, session, None, list)?;
     let status = status.with_context(|| format!("running {}", program.to_string_lossy()))?;
     let code = match (status.code(), status.signal()) {
         (Some(c), _) => c,

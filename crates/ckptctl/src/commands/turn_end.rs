@@ -52,8 +52,9 @@ pub fn run(ctx: Ctx, args: TurnEndArgs) -> anyhow::Result<u8> {
         };
         return super::hook::run(ctx, agent, event, meta);
     }
+    let list = output::to_list(ctx.g.json, ctx.g.quiet, verbose);
     let t = if if_open {
-        match end_if_open(&ctx, session, None)? {
+        match end_if_open(&ctx, session, None, list)? {
             Some(t) => t,
             None => {
                 if ctx.g.json {
@@ -65,7 +66,7 @@ pub fn run(ctx: Ctx, args: TurnEndArgs) -> anyhow::Result<u8> {
             }
         }
     } else {
-        end(&ctx, session, None)?
+        end(&ctx, session, None, list)?
     };
     if ctx.g.json {
         output::json(&t)?;
@@ -88,5 +89,5 @@ pub fn print(out: &mut impl Write, t: &TurnEnded, verbose: bool) -> std::io::Res
         output::counts_long(&info.counts),
         output::ledger_entries(info.ledger_entries)
     )?;
-    output::entries(out, &t.turn.entries, info.id, verbose)
+    output::entries_of(out, &t.turn.entries, t.total_entries(), info.id, verbose)
 }

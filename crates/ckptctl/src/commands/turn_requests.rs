@@ -26,15 +26,18 @@ pub fn start(
     }))
 }
 
+/// `list`: as [`ckpt_proto::TurnEnd::list`].
 pub fn end(
     ctx: &Ctx,
     session: Option<String>,
     transcript: Option<String>,
+    list: Option<u64>,
 ) -> anyhow::Result<TurnEnded> {
     ctx.reply(&Request::TurnEnd(ckpt_proto::TurnEnd {
         dir: ctx.wire_dir(),
         session,
         transcript,
+        list,
     }))
 }
 
@@ -44,8 +47,9 @@ pub fn end_if_open(
     ctx: &Ctx,
     session: Option<String>,
     transcript: Option<String>,
+    list: Option<u64>,
 ) -> anyhow::Result<Option<TurnEnded>> {
-    match end(ctx, session, transcript) {
+    match end(ctx, session, transcript, list) {
         Err(e)
             if e.downcast_ref::<DaemonError>().is_some_and(|d| {
                 // A folder never watched has no turn either.
@@ -60,13 +64,13 @@ pub fn end_if_open(
 
 /// [`end`], but no turn open in a watched project is no error (an agent's
 /// turn-end hook after a prompt that changed nothing, or a second end);
-/// a folder not watched still is.
+/// a folder not watched still is. Lists no entry: a hook prints none.
 pub fn end_unless_none_open(
     ctx: &Ctx,
     session: Option<String>,
     transcript: Option<String>,
 ) -> anyhow::Result<Option<TurnEnded>> {
-    match end(ctx, session, transcript) {
+    match end(ctx, session, transcript, Some(0)) {
         Err(e)
             if e.downcast_ref::<DaemonError>()
                 .is_some_and(|d| d.kind == ErrorKind::NoOpenTurn) =>

@@ -15,7 +15,7 @@ use crate::error::ReqResult;
 pub fn handle(d: &Arc<Daemon>, g: Gate, r: TurnEnd) -> ReqResult<About<TurnEndedBody>> {
     let (session, transcript) = (r.session.as_deref(), r.transcript.as_deref());
     let h = d.project_for(&r.dir)?;
-    let (detail, left_open) = d.with_reserve(crate::reserve::For::TurnBoundary, || {
+    let (mut detail, left_open) = d.with_reserve(crate::reserve::For::TurnBoundary, || {
         g.pass(d, &h)?;
         h.call(|p| match p.turn_end_of(session, transcript) {
             // Only other sessions' turns are open: left open, and named.
@@ -31,9 +31,17 @@ pub fn handle(d: &Arc<Daemon>, g: Gate, r: TurnEnd) -> ReqResult<About<TurnEnded
     } else {
         tracing::info!(root = %h.root.display(), turn = detail.info.id, paths = detail.entries.len(), "turn ended");
     }
+    // A hook prints none of the entries, ckptctl ten: the whole list of a
+    // 50,000-file turn is ~12 MB of JSON to build, send and parse.
+    let total_entries = r.list.map(|list| {
+        let total = detail.entries.len() as u64;
+        detail.entries.truncate(list.min(total) as usize);
+        total
+    });
     let body = TurnEndedBody {
         turn: detail,
         left_open,
+        total_entries,
     };
     Ok((h, body))
 }

@@ -143,7 +143,8 @@ impl Watch<'_> {
             if !burst_over(opened_ns, a.last_change_ns, busy_ns, a.now_ns, quiet_ns) {
                 continue;
             }
-            let ended = turn::end(self.ctx, self.meta.session.clone(), None)?;
+            let list = crate::output::to_list(self.ctx.g.json, true, false);
+            let ended = turn::end(self.ctx, self.meta.session.clone(), None, list)?;
             if ended.left_open {
                 anyhow::bail!("turn {turn} belongs to another session now");
             }
