@@ -139,6 +139,22 @@ pub fn run(cmd: &mut Command) -> Out {
     run_with_input(cmd, None)
 }
 
+/// Spawns `cmd`, again while its program is "busy": a test that copies a
+/// binary and runs it races every other test thread's fork, whose child
+/// holds the copy's write descriptor until it execs (ETXTBSY, seen in CI).
+fn spawn_copied(cmd: &mut Command) -> Child {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        match cmd.spawn() {
+            Ok(child) => return child,
+            Err(err) if err.raw_os_error() == Some(libc::ETXTBSY) && Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            Err(err) => panic!("spawning {cmd:?}: {err}"),
+        }
+    }
+}
+
 /// Like [`run`], with `input` as the command's stdin.
 pub fn run_with_input(cmd: &mut Command, input: Option<&[u8]>) -> Out {
     let tmp = tempfile::tempdir().expect("temp dir for output");
@@ -151,12 +167,10 @@ pub fn run_with_input(cmd: &mut Command, input: Option<&[u8]>) -> Out {
         }
         None => Stdio::null(),
     };
-    let mut child = cmd
-        .stdin(stdin)
+    cmd.stdin(stdin)
         .stdout(std::fs::File::create(&o).expect("stdout file"))
-        .stderr(std::fs::File::create(&e).expect("stderr file"))
-        .spawn()
-        .unwrap_or_else(|err| panic!("spawning {cmd:?}: {err}"));
+        .stderr(std::fs::File::create(&e).expect("stderr file"));
+    let mut child = spawn_copied(cmd);
     let status = wait_timeout(&mut child, COMMAND_TIMEOUT)
         .unwrap_or_else(|| panic!("{cmd:?} did not finish within {COMMAND_TIMEOUT:?}"));
     Out {
