@@ -266,6 +266,7 @@ impl Turns<'_> {
             },
             entries,
             commands,
+            total_entries: None,
         })
     }
 }

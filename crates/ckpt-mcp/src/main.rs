@@ -68,9 +68,10 @@ fn run(ctx: Ctx) -> anyhow::Result<u8> {
     })
 }
 
-/// How many of a rewind's actions its result lists (`counts` has them
-/// all): the model reads the result whole, and a full-tree rewind of
-/// 50,000 files would be 21 MB of it.
+/// How many of a rewind's actions (`counts` has them all) or a turn's
+/// paths (`total_entries` counts them) a result lists: the model reads the
+/// result whole, and a full-tree rewind of 50,000 files would be 21 MB of
+/// it.
 const LISTED_ACTIONS: u64 = 100;
 
 const INSTRUCTIONS: &str = "ckpt records every change made to this project's files, \
@@ -218,11 +219,13 @@ impl Ckpt {
     }
 
     /// The paths one turn added, modified or deleted, with their states
-    /// before and after it. Use it to see what a turn touched before
-    /// describing or rewinding it.
+    /// before and after it (the first 100; `total_entries` counts a longer
+    /// list). Use it to see what a turn touched before describing or
+    /// rewinding it.
     #[tool(annotations(read_only_hint = true))]
     async fn show_turn(&self, Parameters(a): Parameters<ShowTurn>) -> CallToolResult {
-        self.call(move |ctx| show::query(ctx, a.turn)).await
+        self.call(move |ctx| show::query(ctx, a.turn, Some(LISTED_ACTIONS)))
+            .await
     }
 
     /// Unified diff of one turn, from before it to after it (to now while

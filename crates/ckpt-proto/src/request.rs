@@ -48,6 +48,9 @@ pub enum Request {
     Show {
         dir: WirePath,
         turn: i64,
+        /// As [`TurnEnd::list`].
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        list: Option<u64>,
     },
     Diff(Diff),
     Rewind(Rewind),

@@ -345,7 +345,8 @@ fn request() -> impl Strategy<Value = Request> {
                 session,
             })
         }),
-        (odd_path(), any::<i64>()).prop_map(|(dir, turn)| Request::Show { dir, turn }),
+        (odd_path(), any::<i64>(), any::<Option<u64>>())
+            .prop_map(|(dir, turn, list)| Request::Show { dir, turn, list }),
         (
             odd_path(),
             any::<i64>(),

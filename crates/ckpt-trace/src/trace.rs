@@ -109,7 +109,7 @@ fn export_turns(ctx: &Ctx, range: Option<(i64, i64)>) -> anyhow::Result<serde_js
     let mut paths = std::collections::BTreeSet::new();
     let mut deletions: Vec<Deletion> = Vec::new();
     for &id in &ids {
-        let shown = ckptctl::commands::show::query(ctx, id)?;
+        let shown = ckptctl::commands::show::query(ctx, id, None)?;
         paths.extend(shown.turn.entries.iter().map(|e| e.path.clone()));
         deletions.extend(facts::deletions(ctx, id)?);
     }

@@ -58,9 +58,11 @@ impl Daemon {
     }
 
     pub fn show(&mut self, turn: i64) -> anyhow::Result<ShowReply> {
+        // The detail pane lists every path.
         let req = Request::Show {
             dir: self.dir(),
             turn,
+            list: None,
         };
         self.ask(&req)
     }

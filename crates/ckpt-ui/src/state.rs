@@ -675,6 +675,7 @@ pub(crate) mod tests {
                     },
                 ],
                 commands: Vec::new(),
+                total_entries: None,
             },
         })
     }

@@ -257,6 +257,7 @@ fn concrete(proj: &Path, g: &Gen) -> Request {
         Gen::Show(s, turn) => Request::Show {
             dir: p(s),
             turn: *turn,
+            list: (*turn % 2 == 0).then_some(1),
         },
         Gen::Diff(s, turn, paths) => Request::Diff(ckpt_proto::Diff {
             dir: p(s),

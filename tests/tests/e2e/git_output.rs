@@ -329,9 +329,9 @@ fn a_rewind_reply_lists_what_the_client_prints_and_counts_every_path() {
     );
 }
 
-/// A turn-end asks the daemon to list only what the client prints: none
-/// for a hook (`-q`), the first paths for a terminal, every one for `-v`
-/// and `--json`; the reply counts them all.
+/// A turn-end (and `show`) asks the daemon to list only what the client
+/// prints: none for a hook (`-q`), the first paths for a terminal, every
+/// one for `-v` and `--json`; the reply counts them all.
 #[test]
 fn a_turn_end_reply_lists_what_the_client_prints_and_counts_every_path() {
     use ckpt_proto::{write_frame, Request, Response, TurnEnd};
@@ -348,31 +348,37 @@ fn a_turn_end_reply_lists_what_the_client_prints_and_counts_every_path() {
         );
     };
     let mut s = hello(&env.socket).unwrap();
-    let mut end = |list| {
+    let end = |s: &mut std::os::unix::net::UnixStream, list| {
         let req = Request::TurnEnd(TurnEnd {
             dir: proj.as_path().into(),
             list,
             ..TurnEnd::default()
         });
-        write_frame(&mut s, &req).unwrap();
-        match recv(&mut s) {
+        write_frame(s, &req).unwrap();
+        match recv(s) {
             Response::TurnEnded(t) => t,
             other => panic!("{other:?}"),
         }
     };
     turn(1);
-    let cut = end(Some(3));
+    let cut = end(&mut s, Some(3));
     let listed: Vec<String> = cut.turn.entries.iter().map(|e| e.path.display()).collect();
     assert_eq!(listed, ["f10", "f11", "f12"]);
-    assert_eq!((cut.total_entries, cut.total_entries()), (Some(30), 30));
+    assert_eq!(
+        (cut.turn.total_entries, cut.turn.total_entries()),
+        (Some(30), 30)
+    );
     assert_eq!(cut.turn.info.counts.added, 30);
     turn(2);
-    let none = end(Some(0));
+    let none = end(&mut s, Some(0));
     assert!(none.turn.entries.is_empty());
-    assert_eq!(none.total_entries(), 30);
+    assert_eq!(none.turn.total_entries(), 30);
     turn(3);
-    let whole = end(None);
-    assert_eq!((whole.turn.entries.len(), whole.total_entries), (30, None));
+    let whole = end(&mut s, None);
+    assert_eq!(
+        (whole.turn.entries.len(), whole.turn.total_entries),
+        (30, None)
+    );
 
     turn(4);
     let text = env.ctl_ok(&proj, &["turn-end"]);
@@ -395,11 +401,32 @@ fn a_turn_end_reply_lists_what_the_client_prints_and_counts_every_path() {
         30,
         "{json}"
     );
-    assert!(json.get("total_entries").is_none(), "{json}");
+    assert!(json["turn"].get("total_entries").is_none(), "{json}");
     turn(7);
     assert_eq!(env.ctl_ok(&proj, &["turn-end", "-q"]), "");
-    let shown = env.ctl_json(&proj, &["show", "7"]);
-    assert_eq!(shown["turn"]["entries"].as_array().unwrap().len(), 30);
+
+    // `show` alike.
+    let req = Request::Show {
+        dir: proj.as_path().into(),
+        turn: 7,
+        list: Some(2),
+    };
+    write_frame(&mut s, &req).unwrap();
+    let Response::Show(shown) = recv(&mut s) else {
+        panic!("a show reply")
+    };
+    assert_eq!(shown.turn.entries.len(), 2);
+    assert_eq!(shown.turn.total_entries, Some(30));
+    let text = env.ctl_ok(&proj, &["show", "7"]);
+    assert_eq!(text.matches("\n  M  f").count(), 10, "{text}");
+    assert!(
+        text.contains("  … and 20 more: `ckptctl show 7 -v`\n"),
+        "{text}"
+    );
+    let verbose = env.ctl_ok(&proj, &["show", "7", "-v"]);
+    assert_eq!(verbose.matches("\n  M  f").count(), 30, "{verbose}");
+    let json = env.ctl_json(&proj, &["show", "7"]);
+    assert_eq!(json["turn"]["entries"].as_array().unwrap().len(), 30);
 }
 
 #[test]

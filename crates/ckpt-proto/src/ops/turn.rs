@@ -38,7 +38,7 @@ pub struct TurnEnd {
     /// The agent's transcript file, kept on the turn if it has none.
     #[serde(default)]
     pub transcript: Option<String>,
-    /// Only the first this many entries in the reply (its
+    /// Only the first this many entries in the reply (its turn's
     /// `total_entries` counts them all); all without. Left out of the
     /// JSON when `None`, so an older daemon reads the request as before.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -90,19 +90,6 @@ pub struct TurnEndedBody {
     /// was left open.
     #[serde(default)]
     pub left_open: bool,
-    /// How many entries the turn has, when the request's `list` left some
-    /// out of `turn.entries`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub total_entries: Option<u64>,
-}
-
-impl TurnEndedBody {
-    /// The turn's entries, those listed and those left out (a daemon
-    /// older than `total_entries` listed every one).
-    pub fn total_entries(&self) -> usize {
-        self.total_entries
-            .map_or(self.turn.entries.len(), |n| n as usize)
-    }
 }
 
 pub type LogReply = Reply<LogBody>;

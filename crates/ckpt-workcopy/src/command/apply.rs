@@ -482,6 +482,7 @@ pub fn apply_turn_rewound(ctx: &Ctx, wc: &WorkCopy) -> anyhow::Result<bool> {
     match ctx.request(&Request::Show {
         dir: wc.original.as_path().into(),
         turn: applied_turn(wc),
+        list: Some(0),
     })? {
         Response::Show(s) => Ok(s.turn.info.status == TurnStatus::Rewound),
         other => Err(unexpected(other)),

@@ -9,11 +9,13 @@ use super::Ctx;
 use crate::cli::turn_id;
 use crate::output;
 
-/// One turn and its paths: the document `--json` prints.
-pub fn query(ctx: &Ctx, turn: i64) -> anyhow::Result<ShowReply> {
+/// One turn and its paths: the document `--json` prints. `list`: as
+/// [`ckpt_proto::TurnEnd::list`].
+pub fn query(ctx: &Ctx, turn: i64, list: Option<u64>) -> anyhow::Result<ShowReply> {
     ctx.reply(&Request::Show {
         dir: ctx.wire_dir(),
         turn,
+        list,
     })
 }
 
@@ -29,7 +31,11 @@ pub struct ShowArgs {
 }
 
 pub fn run(ctx: &Ctx, args: ShowArgs) -> anyhow::Result<u8> {
-    let s = query(ctx, args.turn)?;
+    let s = query(
+        ctx,
+        args.turn,
+        output::to_list(ctx.g.json, false, args.verbose),
+    )?;
     if ctx.g.json {
         output::json(&s)?;
         return Ok(0);
@@ -87,7 +93,13 @@ pub fn run(ctx: &Ctx, args: ShowArgs) -> anyhow::Result<u8> {
         output::counts_long(&i.counts),
         output::ledger_entries(i.ledger_entries)
     )?;
-    output::entries(&mut out, &s.turn.entries, i.id, args.verbose)?;
+    output::entries_of(
+        &mut out,
+        &s.turn.entries,
+        s.turn.total_entries(),
+        i.id,
+        args.verbose,
+    )?;
     if i.status == TurnStatus::Open && !s.turn.entries.is_empty() {
         writeln!(
             out,

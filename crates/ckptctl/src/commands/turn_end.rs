@@ -89,5 +89,11 @@ pub fn print(out: &mut impl Write, t: &TurnEnded, verbose: bool) -> std::io::Res
         output::counts_long(&info.counts),
         output::ledger_entries(info.ledger_entries)
     )?;
-    output::entries_of(out, &t.turn.entries, t.total_entries(), info.id, verbose)
+    output::entries_of(
+        out,
+        &t.turn.entries,
+        t.turn.total_entries(),
+        info.id,
+        verbose,
+    )
 }

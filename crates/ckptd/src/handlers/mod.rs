@@ -49,7 +49,9 @@ pub fn handle(d: &Arc<Daemon>, req: Request) -> Response {
         Request::TurnEnd(r) => turn_end::handle(d, g, r).map(about(Response::TurnEnded)),
         Request::Sync { dir } => sync::handle(d, g, &dir).map(about(Response::Synced)),
         Request::Log(r) => log::handle(d, r).map(about(Response::Log)),
-        Request::Show { dir, turn } => show::handle(d, g, &dir, turn).map(about(Response::Show)),
+        Request::Show { dir, turn, list } => {
+            show::handle(d, g, &dir, turn, list).map(about(Response::Show))
+        }
         Request::Diff(r) => diff::handle(d, g, r).map(about(Response::Diff)),
         Request::Rewind(r) => rewind::rewind(d, g, r).map(about(Response::Rewind)),
         Request::Redo(r) => rewind::redo(d, g, r).map(about(Response::Rewind)),

@@ -9,11 +9,19 @@ use super::About;
 use crate::daemon::Daemon;
 use crate::error::ReqResult;
 
-pub fn handle(d: &Arc<Daemon>, g: Gate, dir: &WirePath, turn: i64) -> ReqResult<About<ShowBody>> {
+/// `list`: as [`ckpt_proto::TurnEnd::list`].
+pub fn handle(
+    d: &Arc<Daemon>,
+    g: Gate,
+    dir: &WirePath,
+    turn: i64,
+    list: Option<u64>,
+) -> ReqResult<About<ShowBody>> {
     let h = d.project_for(dir)?;
     h.ensure_available()?;
     g.pass_if_open(d, &h, turn)?;
-    let detail = h.call(|p| p.show(turn))?;
+    let mut detail = h.call(|p| p.show(turn))?;
+    detail.cut_entries(list);
     let body = ShowBody { turn: detail };
     Ok((h, body))
 }

@@ -31,17 +31,12 @@ pub fn handle(d: &Arc<Daemon>, g: Gate, r: TurnEnd) -> ReqResult<About<TurnEnded
     } else {
         tracing::info!(root = %h.root.display(), turn = detail.info.id, paths = detail.entries.len(), "turn ended");
     }
-    // A hook prints none of the entries, ckptctl ten: the whole list of a
-    // 50,000-file turn is ~12 MB of JSON to build, send and parse.
-    let total_entries = r.list.map(|list| {
-        let total = detail.entries.len() as u64;
-        detail.entries.truncate(list.min(total) as usize);
-        total
-    });
+    // A hook prints none of the entries: parsing them all took its client
+    // to 78.5 MiB at 50,000 files.
+    detail.cut_entries(r.list);
     let body = TurnEndedBody {
         turn: detail,
         left_open,
-        total_entries,
     };
     Ok((h, body))
 }
