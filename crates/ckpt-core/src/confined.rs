@@ -19,7 +19,7 @@ mod writer;
 pub(crate) use durability::{sync_while, WholeFs};
 #[cfg(test)]
 pub(crate) use durability::{FILE_FSYNCS, SYNCFS_CALLS};
-pub(crate) use root::{Root, Stat, StatKind};
+pub(crate) use root::{KeptParent, Root, Stat, StatKind};
 #[cfg(test)]
 pub(crate) use writer::SPARES_CUT;
 pub(crate) use writer::{Dirs, Staged};

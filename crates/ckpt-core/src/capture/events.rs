@@ -9,7 +9,7 @@ use rusqlite::Connection;
 
 use super::Seen;
 use crate::cache::{self, CacheRow};
-use crate::confined::{Root, Stat, StatKind};
+use crate::confined::{KeptParent, Root, Stat, StatKind};
 use crate::db;
 use crate::error::{IoContext, Result};
 use crate::model::ScanSummary;
@@ -45,6 +45,7 @@ pub(crate) fn check_paths(
         cached_dirs: HashSet::new(),
         work,
         new_links: HashSet::new(),
+        parents: KeptParent::default(),
     };
     // One read transaction for the lookups (thousands after a rewind).
     db::reading(conn, || {
@@ -90,6 +91,9 @@ struct PathCheck<'a> {
     /// Files (dev, ino) that gained a cached name with more than one link:
     /// their names cached before that are looked for by a scan.
     new_links: HashSet<(u64, u64)>,
+    /// The last path's parent, kept open: the work is in path order, so
+    /// siblings come one after another.
+    parents: KeptParent,
 }
 
 impl PathCheck<'_> {
@@ -99,10 +103,11 @@ impl PathCheck<'_> {
         if !self.done.insert(path.clone()) {
             return Ok(());
         }
-        let stat = self
-            .root_fs
-            .lstat(&path)
-            .ctx_in("stat", self.root_fs.path(), path.as_path())?;
+        let stat = self.root_fs.lstat_kept(&path, &mut self.parents).ctx_in(
+            "stat",
+            self.root_fs.path(),
+            path.as_path(),
+        )?;
         self.note_cache_tag(&path, stat)?;
         let is_dir = stat.is_some_and(|s| s.kind == StatKind::Dir);
         if self.excludes.is_excluded(&path, is_dir) {
