@@ -12,6 +12,7 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use inotify::{EventMask, WatchDescriptor, WatchMask, Watches};
 use notify::event::{
@@ -105,6 +106,7 @@ impl Inotify {
             .name("ckpt-inotify".into())
             .spawn(move || {
                 let mut buf = vec![0u8; 64 << 10];
+                let mut pace = Pace::default();
                 loop {
                     let mut fds = [
                         rustix::event::PollFd::new(&inotify, rustix::event::PollFlags::IN),
@@ -128,11 +130,14 @@ impl Inotify {
                             return;
                         }
                     };
+                    let mut read = 0;
                     for ev in events {
+                        read += 1;
                         for out in translate(&map2, ev.wd, ev.mask, ev.name) {
                             handler(Ok(out));
                         }
                     }
+                    pace.after_read(read);
                 }
             })?;
         Ok(Inotify {
@@ -171,6 +176,47 @@ impl Inotify {
         if let Some(wd) = map.by_path.remove(abs) {
             map.forget(wd);
         }
+    }
+}
+
+/// Reads shorter than this, in quick succession, mean a stream of events
+/// read about one at a time (a rewind's own writes: a poll and a read per
+/// event, and a wake-up of this thread in every writer).
+const SHORT_READ: usize = 64;
+
+/// Reads closer together than this are one stream.
+const STREAM_GAP: Duration = Duration::from_millis(2);
+
+/// How long a stream's events are left to pile up before the next read:
+/// at a rewind's ~100k events a second, some 25 a read, and the kernel
+/// merges repeats; short enough that a barrier's cookie behind it waits
+/// no more than this.
+const SETTLE: Duration = Duration::from_micros(250);
+
+/// When the event thread reads next: at once after an event that came
+/// alone (a barrier's cookie after a quiet spell is never held back), a
+/// moment later while events stream in.
+#[derive(Default)]
+struct Pace {
+    last_read: Option<Instant>,
+}
+
+impl Pace {
+    /// After a read of `events`: sleeps if they were few and came right
+    /// after the last read.
+    fn after_read(&mut self, events: usize) {
+        if self.settles(Instant::now(), events) {
+            std::thread::sleep(SETTLE);
+        }
+    }
+
+    /// Whether a read of `events` at `now` is followed by a [`SETTLE`].
+    fn settles(&mut self, now: Instant, events: usize) -> bool {
+        let streaming = self
+            .last_read
+            .is_some_and(|t| now.saturating_duration_since(t) < STREAM_GAP);
+        self.last_read = Some(now);
+        streaming && events < SHORT_READ
     }
 }
 
@@ -280,6 +326,52 @@ mod tests {
 
     fn has(events: &[Event], kind: EventKind, path: &Path) -> bool {
         events.iter().any(|e| e.kind == kind && e.paths == [path])
+    }
+
+    /// An event after a quiet spell (a barrier's cookie) is read, and the
+    /// next read comes, at once; reads of a few events each in quick
+    /// succession are spaced so that a stream is read in batches.
+    #[test]
+    fn the_thread_pauses_only_inside_a_stream_of_short_reads() {
+        let mut pace = Pace::default();
+        let t0 = Instant::now();
+        assert!(!pace.settles(t0, 1), "the first read after start");
+        let soon = t0 + STREAM_GAP / 4;
+        assert!(pace.settles(soon, 1), "one event right after another read");
+        let later = soon + STREAM_GAP / 4;
+        assert!(!pace.settles(later, SHORT_READ), "a full batch: read on");
+        let quiet = later + STREAM_GAP * 10;
+        assert!(!pace.settles(quiet, 1), "an event after a quiet spell");
+        assert!(pace.settles(quiet + STREAM_GAP / 2, SHORT_READ - 1));
+    }
+
+    /// A stream of events too fast to read one at a time arrives whole and
+    /// in the order made, however the reads batch it.
+    #[test]
+    fn a_stream_of_events_arrives_whole_and_in_order() {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().canonicalize().unwrap();
+        let (tx, rx) = mpsc::channel();
+        let w = Inotify::new(move |res: notify::Result<Event>| {
+            let _ = tx.send(res.unwrap());
+        })
+        .unwrap();
+        w.watch_dir(&root).unwrap();
+        let n = 3000;
+        for i in 0..n {
+            std::fs::write(root.join(format!("f{i}")), "x").unwrap();
+        }
+        let close = EventKind::Access(AccessKind::Close(AccessMode::Write));
+        let last = root.join(format!("f{}", n - 1));
+        let got = collect(&rx, |e| has(e, close, &last));
+        let closed: Vec<&PathBuf> = got
+            .iter()
+            .filter(|e| e.kind == close)
+            .map(|e| &e.paths[0])
+            .collect();
+        let want: Vec<PathBuf> = (0..n).map(|i| root.join(format!("f{i}"))).collect();
+        assert_eq!(closed, want.iter().collect::<Vec<_>>());
+        assert!(got.iter().all(|e| !e.need_rescan()), "the queue overflowed");
     }
 
     #[test]

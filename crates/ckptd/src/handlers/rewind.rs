@@ -38,6 +38,7 @@ pub fn rewind(d: &Arc<Daemon>, g: Gate, r: Rewind) -> ReqResult<About<RewindBody
     let mut body = reply(&h, false, outcome, start, r.list);
     // Said with the plan, so a dry run says it before anything starts.
     body.caveats = h.call(|p| p.caveats(&body.turns))?;
+    tracing::debug!(took = ?start.elapsed(), "rewind answered");
     Ok((h, body))
 }
 
@@ -63,7 +64,9 @@ fn apply(
     op: impl Fn(&mut ckpt_core::Project, RewindOptions) -> ckpt_core::Result<RewindOutcome>,
 ) -> ReqResult<RewindOutcome> {
     d.with_reserve(crate::reserve::For::Rewind, || {
+        let t0 = Instant::now();
         g.pass(d, h)?;
+        tracing::debug!(took = ?t0.elapsed(), "rewind's barrier passed");
         let opts = RewindOptions {
             // The barrier above brought the cache up to date.
             after_barrier: true,
