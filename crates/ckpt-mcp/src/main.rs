@@ -72,7 +72,7 @@ fn run(ctx: Ctx) -> anyhow::Result<u8> {
 /// paths (`total_entries` counts them) a result lists: the model reads the
 /// result whole, and a full-tree rewind of 50,000 files would be 21 MB of
 /// it.
-const LISTED_ACTIONS: u64 = 100;
+const LISTED: u64 = 100;
 
 const INSTRUCTIONS: &str = "ckpt records every change made to this project's files, \
 turn by turn (a turn is one user prompt and what the agent did for it), and can put \
@@ -224,7 +224,7 @@ impl Ckpt {
     /// rewinding it.
     #[tool(annotations(read_only_hint = true))]
     async fn show_turn(&self, Parameters(a): Parameters<ShowTurn>) -> CallToolResult {
-        self.call(move |ctx| show::query(ctx, a.turn, Some(LISTED_ACTIONS)))
+        self.call(move |ctx| show::query(ctx, a.turn, Some(LISTED)))
             .await
     }
 
@@ -278,7 +278,7 @@ impl Ckpt {
                     ..RewindFlags::default()
                 },
                 merge: a.merge.then_some(ckpt_proto::MergeMode::Clean),
-                list: Some(LISTED_ACTIONS),
+                list: Some(LISTED),
             };
             if !dry_run && !a.accept_partial {
                 let plan = rewind::request_rewind(ctx, req(true), false)?;
@@ -314,7 +314,7 @@ impl Ckpt {
                 dry_run,
                 ..RewindFlags::default()
             };
-            let r = rewind::request_redo(ctx, flags, Some(LISTED_ACTIONS), false)?;
+            let r = rewind::request_redo(ctx, flags, Some(LISTED), false)?;
             Ok(rewind::with(ctx, r, a.conversation, false))
         });
         rewind_result(r.await)

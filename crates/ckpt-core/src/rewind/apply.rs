@@ -48,7 +48,8 @@ pub(super) fn apply(
     dirs: &mut Dirs<'_>,
     journaled: &Journaled,
     actions: &[Action],
-    (side, fresh): (Side, bool),
+    side: Side,
+    fresh: bool,
     hook: Hook<'_>,
 ) -> Result<()> {
     let steps = ordered(actions, side, fresh);

@@ -147,7 +147,8 @@ pub(crate) fn copy_in(
         &mut dirs,
         &journaled,
         &plan.actions,
-        (Side::Target, true),
+        Side::Target,
+        true,
         &mut opts.take_hook(),
     )?;
     Ok(CopyOutcome::Applied {

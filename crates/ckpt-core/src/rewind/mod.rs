@@ -293,7 +293,8 @@ fn carry_out(
         dirs,
         &journaled,
         &plan.actions,
-        (Side::Target, true),
+        Side::Target,
+        true,
         &mut opts.take_hook(),
     )?;
     Ok(RewindOutcome::Applied {
@@ -325,12 +326,7 @@ pub(crate) fn recover(parts: &mut Parts<'_>) -> Result<Option<RecoveryReport>> {
     }
     let mut dirs = writer(parts)?;
     apply(
-        parts,
-        &mut dirs,
-        &journaled,
-        &actions,
-        (side, false),
-        &mut None,
+        parts, &mut dirs, &journaled, &actions, side, false, &mut None,
     )?;
     Ok(Some(RecoveryReport {
         rewind_id: id,

@@ -360,7 +360,9 @@ fn print(r: &RewindReply, flags: RewindFlags, after: Option<i64>, verbose: bool)
     // The reply lists every merged file's action (each a restore) and the
     // first of the rest; its counts are of all.
     let mut counts = r.counts();
-    counts.restore -= (r.actions.len() - listed.len()) as u64;
+    counts.restore = counts
+        .restore
+        .saturating_sub((r.actions.len() - listed.len()) as u64);
     let (shown, left_out) = output::listed_of(&listed, counts.total() as usize, verbose);
     if left_out > 0 {
         // Counts by kind first, so the cut list still says what happened.

@@ -64,9 +64,8 @@ fn apply(
     op: impl Fn(&mut ckpt_core::Project, RewindOptions) -> ckpt_core::Result<RewindOutcome>,
 ) -> ReqResult<RewindOutcome> {
     d.with_reserve(crate::reserve::For::Rewind, || {
-        let t0 = Instant::now();
-        g.pass(d, h)?;
-        tracing::debug!(took = ?t0.elapsed(), "rewind's barrier passed");
+        let passed = g.pass(d, h)?;
+        tracing::debug!(took = ?passed.elapsed, "rewind's barrier passed");
         let opts = RewindOptions {
             // The barrier above brought the cache up to date.
             after_barrier: true,
