@@ -16,7 +16,7 @@ mod root;
 mod spares;
 mod writer;
 
-pub(crate) use durability::{sync_while, WholeFs};
+pub(crate) use durability::{sync_beside, sync_while, WholeFs};
 #[cfg(test)]
 pub(crate) use durability::{FILE_FSYNCS, SYNCFS_CALLS};
 pub(crate) use root::{KeptParent, Root, Stat, StatKind};

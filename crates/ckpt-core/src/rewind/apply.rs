@@ -3,7 +3,7 @@
 //! the outcome recorded. A failure applies the other side to what was done.
 
 use crate::cache;
-use crate::confined::{sync_while, Dirs, Staged, StatKind, WholeFs};
+use crate::confined::{sync_beside, sync_while, Dirs, KeptParent, Root, Staged, StatKind, WholeFs};
 use crate::db;
 use crate::error::{Error, IoContext, Result};
 use crate::model::{Action, Progress, ProgressOp};
@@ -78,35 +78,59 @@ pub(super) fn apply(
         return Err(Error::MissingBlob(missing));
     }
     // Written data is durable before the journal says "applied"
-    // (`run_steps` syncs each file and each changed directory).
-    if let Err(e) = run_steps(parts, dirs, &steps, hook) {
-        if e.is_injected() {
-            return Err(e);
+    // (`run_steps` syncs each file and each changed directory). While it
+    // syncs, the cache learns what was written, in a transaction that
+    // commits with "applied" (at 50,000 files the refresh took 0.2-0.4 s
+    // and the sync 0.45 s, one after the other).
+    let e = {
+        let written = run_steps(parts, dirs, &steps, hook, || {
+            let t0 = std::time::Instant::now();
+            let tx = parts.conn.unchecked_transaction()?;
+            refresh_cache(&tx, parts.root_fs, &steps)?;
+            Ok((tx, t0.elapsed()))
+        });
+        match written {
+            Ok((tx, refreshed)) => {
+                let t0 = std::time::Instant::now();
+                journaled.applied(&tx, side, actions)?;
+                tx.commit()?;
+                tracing::debug!(refresh = ?refreshed, recorded = ?t0.elapsed(), "rewind recorded");
+                return Ok(());
+            }
+            Err(e) => e,
         }
-        let back = still_to_undo(parts, dirs, ordered(actions, side.other(), false))?;
-        if let Err(e2) = run_steps(parts, dirs, &back, &mut None) {
-            // Marked failed, a half-way tree would stay half-way; pending,
-            // `recover` finishes or rolls it back once it can.
-            tracing::error!(
-                rewind = journaled.id,
-                "rolling back a failed rewind failed too, left for recovery: {e2}"
-            );
-            return Err(e);
-        }
-        let tx = parts.conn.transaction()?;
-        refresh_cache(&tx, dirs, &back)?;
-        tx.commit()?;
-        journaled.failed(parts.conn, side)?;
+    };
+    if e.is_injected() {
         return Err(e);
     }
-    let t0 = std::time::Instant::now();
+    roll_back(parts, dirs, journaled, actions, side, e)
+}
+
+/// After `side` failed part-way with `e`: the other side applied to what
+/// was done, so the tree is as before; `e` is returned.
+fn roll_back(
+    parts: &mut Parts<'_>,
+    dirs: &mut Dirs<'_>,
+    journaled: &Journaled,
+    actions: &[Action],
+    side: Side,
+    e: Error,
+) -> Result<()> {
+    let back = still_to_undo(parts, dirs, ordered(actions, side.other(), false))?;
+    if let Err(e2) = run_steps(parts, dirs, &back, &mut None, || Ok(())) {
+        // Marked failed, a half-way tree would stay half-way; pending,
+        // `recover` finishes or rolls it back once it can.
+        tracing::error!(
+            rewind = journaled.id,
+            "rolling back a failed rewind failed too, left for recovery: {e2}"
+        );
+        return Err(e);
+    }
     let tx = parts.conn.transaction()?;
-    refresh_cache(&tx, dirs, &steps)?;
-    let refreshed = t0.elapsed();
-    journaled.applied(&tx, side, actions)?;
+    refresh_cache(&tx, parts.root_fs, &back)?;
     tx.commit()?;
-    tracing::debug!(refresh = ?refreshed, recorded = ?t0.elapsed(), "rewind recorded");
-    Ok(())
+    journaled.failed(parts.conn, side)?;
+    Err(e)
 }
 
 /// Applies `steps` in order. Each file is written whole under a temp
@@ -114,13 +138,15 @@ pub(super) fn apply(
 /// few threads fsync the written files meanwhile, and the changed
 /// directories are synced last, all before the journal says "applied".
 /// With many files, the project's filesystem is synced once instead
-/// (`SYNCFS_MIN`).
-fn run_steps(
+/// (`SYNCFS_MIN`). Once every step is done, `meanwhile` runs while that
+/// last sync does; its result is returned when both succeeded.
+fn run_steps<R>(
     parts: &Parts<'_>,
     dirs: &mut Dirs<'_>,
     steps: &[Step<'_>],
     hook: Hook<'_>,
-) -> Result<()> {
+    meanwhile: impl FnOnce() -> Result<R>,
+) -> Result<R> {
     // Only the files staged and not yet put into place: each is committed
     // right after it is staged, so this stays short however many are written.
     let mut staged: Vec<Staged> = Vec::new();
@@ -209,14 +235,20 @@ fn run_steps(
     }
     dirs.drop_spares();
     let t_dropped = t0.elapsed();
-    let synced = dirs
-        .sync_touched(SYNC_THREADS, whole.as_ref())
-        .and_then(|()| whole.as_ref().map_or(Ok(()), WholeFs::sync));
+    let dirs = &*dirs;
+    let (synced, during) = sync_beside(
+        || {
+            dirs.sync_touched(SYNC_THREADS, whole.as_ref())
+                .and_then(|()| whole.as_ref().map_or(Ok(()), WholeFs::sync))
+        },
+        meanwhile,
+    );
     tracing::debug!(written = ?t_written, spares_dropped = ?t_dropped, synced = ?t0.elapsed(), files = blobs.len(), "rewind written");
     match steps.first() {
         Some(&(p, _, _)) => synced.ctx_in("sync the directories of", parts.root, p.as_path()),
         None => synced.ctx("sync", parts.root),
-    }
+    }?;
+    during
 }
 
 /// Makes `path` be `state`, except that a file is only staged (written
@@ -309,14 +341,12 @@ fn still_to_undo<'a>(
 
 /// Records what the rewind wrote, so the watcher's events for it compare
 /// as unchanged and are never mistaken for an agent's changes.
-fn refresh_cache(
-    conn: &rusqlite::Connection,
-    dirs: &mut Dirs<'_>,
-    steps: &[Step<'_>],
-) -> Result<()> {
+fn refresh_cache(conn: &rusqlite::Connection, root: &Root, steps: &[Step<'_>]) -> Result<()> {
     let stamp = now_ns();
+    // Steps come in path order: siblings one after another.
+    let mut parents = KeptParent::default();
     for &(path, state, _) in steps {
-        match dirs.lstat(path) {
+        match root.lstat_kept(path, &mut parents) {
             Ok(Some(stat)) if !matches!(state, State::Absent | State::Skipped { .. }) => {
                 cache::put(conn, path, state, &stat, stamp)?
             }
