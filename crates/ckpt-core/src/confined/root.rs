@@ -243,6 +243,57 @@ impl Root {
         lstat_in(dir, path)
     }
 
+    /// [`Root::lstat_kept`] of each of `paths` in turn, each handed to
+    /// `f` with its path, on this thread; `f`'s first error ends it. With
+    /// many paths the stats are taken on a thread of their own, while `f`
+    /// does its part (a rewind's recheck of 50,000 paths spent 0.26-0.34 s
+    /// on stats and cache rows one after the other).
+    pub fn lstat_each<'p, I>(
+        &self,
+        paths: I,
+        mut f: impl FnMut(&'p RelPath, io::Result<Option<Stat>>) -> crate::Result<()>,
+    ) -> crate::Result<()>
+    where
+        I: Iterator<Item = &'p RelPath> + Clone + Send,
+    {
+        /// Below this many paths a thread costs more than it saves.
+        const BESIDE_MIN: usize = 256;
+        const CHUNK: usize = 256;
+        let mut parents = KeptParent::default();
+        if paths.size_hint().0 < BESIDE_MIN {
+            for path in paths {
+                f(path, self.lstat_kept(path, &mut parents))?;
+            }
+            return Ok(());
+        }
+        std::thread::scope(|s| {
+            // A few chunks ahead at most: what waits is bounded.
+            let (tx, rx) = std::sync::mpsc::sync_channel(4);
+            let ahead = paths.clone();
+            s.spawn(move || {
+                let mut chunk = Vec::with_capacity(CHUNK);
+                for path in ahead {
+                    chunk.push(self.lstat_kept(path, &mut parents));
+                    if chunk.len() == CHUNK {
+                        let full = std::mem::replace(&mut chunk, Vec::with_capacity(CHUNK));
+                        if tx.send(full).is_err() {
+                            return;
+                        }
+                    }
+                }
+                let _ = tx.send(chunk);
+            });
+            let mut stats = rx.into_iter().flatten();
+            for path in paths {
+                let stat = stats
+                    .next()
+                    .unwrap_or_else(|| Err(io::Error::other("the stat thread stopped")));
+                f(path, stat)?;
+            }
+            Ok(())
+        })
+    }
+
     /// Reads a regular file (never through a symlink), returning its bytes
     /// and the stat of the open file taken before reading.
     pub fn read_file(&self, path: &RelPath) -> io::Result<(Vec<u8>, Stat)> {
@@ -384,6 +435,49 @@ mod tests {
         // cannot be opened is not kept.
         assert_eq!(PARENT_OPENS.with(|n| n.get()), 8);
         assert_eq!(r.lstat_kept(&rel("link/b/f"), &mut kept).unwrap(), None);
+    }
+
+    /// Each path gets `lstat`'s answer, in order, whether the stats are
+    /// taken inline (few paths) or on a thread beside (many, across
+    /// chunks); a symlinked parent is not followed there either; the
+    /// callback's error ends the pass and is returned.
+    #[test]
+    fn lstat_each_answers_each_path_in_order_on_either_thread() {
+        let (tmp, root, r) = setup();
+        symlink(tmp.path().join("outside"), root.join("link")).unwrap();
+        for i in 0..600 {
+            if i % 3 == 0 {
+                fs::write(root.join(format!("a/b/{i}")), "x").unwrap();
+            }
+        }
+        let mut names: Vec<RelPath> = (0..600).map(|i| rel(&format!("a/b/{i}"))).collect();
+        names.extend([rel("link/b/f"), rel("a/b/f"), rel("gone/x")]);
+        for n in [3, names.len()] {
+            let paths = &names[names.len() - n..];
+            let mut got = Vec::new();
+            r.lstat_each(paths.iter(), |p, st| {
+                got.push((p.clone(), st.unwrap()));
+                Ok(())
+            })
+            .unwrap();
+            let want: Vec<_> = paths
+                .iter()
+                .map(|p| (p.clone(), r.lstat(p).unwrap()))
+                .collect();
+            assert_eq!(got, want, "{n} paths");
+            assert_eq!(got[n - 2].1.as_ref().map(|s| s.kind), Some(StatKind::File));
+            assert_eq!(got[n - 3].1, None, "link/b/f: not through the symlink");
+        }
+        let mut seen = 0;
+        let err = r.lstat_each(names.iter(), |_, _| {
+            seen += 1;
+            match seen {
+                300 => Err(crate::Error::BadInput("stop".into())),
+                _ => Ok(()),
+            }
+        });
+        assert!(err.is_err());
+        assert_eq!(seen, 300);
     }
 
     /// A project beside a directory outside it holding the same names.

@@ -94,7 +94,7 @@ pub(crate) fn copy_in(
         });
     }
     let mut dirs = writer(parts)?;
-    let states = current_states(parts, &mut dirs, targets.keys(), opts.after_barrier)?;
+    let states = current_states(parts, targets.keys(), opts.after_barrier)?;
     let mut current: HashMap<RelPath, State> = targets.keys().cloned().zip(states).collect();
     let mut conflicts = Vec::new();
     let mut wanted = Vec::new();

@@ -114,10 +114,10 @@ pub(crate) fn rewind(
     }
     let others = other_sessions_touching(parts.conn, turn, row.started_ns, session, &touched)?;
     let t_collect = t0.elapsed();
-    // One tree writer for the whole rewind: recheck, apply, refresh.
-    let mut dirs = writer(parts)?;
-    let current = current_states(parts, &mut dirs, touched.keys(), opts.after_barrier)?;
+    let current = current_states(parts, touched.keys(), opts.after_barrier)?;
     let t_recheck = t0.elapsed();
+    // One tree writer for the whole rewind.
+    let mut dirs = writer(parts)?;
     let mut plan = db::reading(parts.conn, || {
         // Handed to the planner one by one: no second list of every path.
         let wanted =
@@ -229,7 +229,7 @@ pub(crate) fn redo(parts: &mut Parts<'_>, mut opts: RewindOptions) -> Result<Rew
     let actions = history::actions(parts.conn, id)?;
     let mut dirs = writer(parts)?;
     let paths = actions.iter().map(|a| &a.path);
-    let current = current_states(parts, &mut dirs, paths, opts.after_barrier)?;
+    let current = current_states(parts, paths, opts.after_barrier)?;
     let turns = match history::undone_turns(parts.conn, id)? {
         Some(turns) => turns,
         None => history::turns_rewound_by(parts.conn, id)?,
@@ -351,34 +351,35 @@ fn tree<'a>(parts: &'a Parts<'a>) -> CacheTree<'a> {
 /// repeat.
 fn current_states<'p>(
     parts: &mut Parts<'_>,
-    dirs: &mut Dirs<'_>,
-    paths: impl Iterator<Item = &'p RelPath>,
+    paths: impl Iterator<Item = &'p RelPath> + Clone + Send,
     after_barrier: bool,
 ) -> Result<Vec<State>> {
     let mut current = Vec::new();
     // Those to check again, by their place in `current`.
     let mut changed: Vec<(usize, RelPath)> = Vec::new();
-    db::reading(parts.conn, || {
-        for (i, path) in paths.enumerate() {
-            let state = if after_barrier {
-                let now = dirs
-                    .lstat(path)
-                    .ctx_in("stat", parts.root, path.as_path())?;
-                match (cache::get(parts.conn, path)?, now) {
+    if after_barrier {
+        let (root, conn) = (parts.root, &*parts.conn);
+        db::reading(conn, || {
+            parts.root_fs.lstat_each(paths, |path, now| {
+                let now = now.ctx_in("stat", root, path.as_path())?;
+                let state = match (cache::get(conn, path)?, now) {
                     (Some(row), Some(st)) if row.same_stat(&st) => Some(row.state),
                     (None, None) => Some(State::Absent),
                     _ => None,
+                };
+                if state.is_none() {
+                    changed.push((current.len(), path.clone()));
                 }
-            } else {
-                None
-            };
-            if state.is_none() {
-                changed.push((i, path.clone()));
-            }
-            current.push(state.unwrap_or(State::Absent));
+                current.push(state.unwrap_or(State::Absent));
+                Ok(())
+            })
+        })?;
+    } else {
+        for (i, path) in paths.enumerate() {
+            changed.push((i, path.clone()));
+            current.push(State::Absent);
         }
-        Ok(())
-    })?;
+    }
     if !changed.is_empty() {
         capture::check_paths(parts, changed.iter().map(|(_, p)| p.clone()))?;
         db::reading(parts.conn, || {
