@@ -1,6 +1,7 @@
 //! The barrier's cookie protocol, whole: cookies are empty files in the
 //! daemon's private cookie directory (outside every project, so the project
-//! and other tools watching it see nothing), named `<project id>-<n>` so
+//! and other tools watching it see nothing), beside its socket, named
+//! `<project id>-<n>` so
 //! that the event router can hand each cookie's create event to its
 //! project. The watcher's one event queue delivers that event after every
 //! change made before the cookie was created.
@@ -10,12 +11,16 @@ use std::io;
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
-/// The cookie directory's name under the data directory.
-const DIR_NAME: &str = "cookies";
-
-/// Where a daemon with this data directory creates its cookies.
-pub fn dir_in(data_dir: &Path) -> PathBuf {
-    data_dir.join(DIR_NAME)
+/// Where the daemon serving `socket` creates its cookies: `<socket>.cookies`,
+/// in the socket's private directory, which one daemon holds (its lock is
+/// `<socket>.lock`). The runtime directory there is a tmpfs on Linux, where
+/// a cookie's create and unlink took 20 µs against 88 µs on ext4; a daemon
+/// saturated by 50 clients spent 6-10% of its CPU on cookies in its data
+/// directory.
+pub fn dir_beside(socket: &Path) -> PathBuf {
+    let mut name = socket.as_os_str().to_owned();
+    name.push(".cookies");
+    PathBuf::from(name)
 }
 
 /// Creates the cookie directory (private) and empties it of the cookies a

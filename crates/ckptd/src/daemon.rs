@@ -85,7 +85,7 @@ impl Daemon {
         let watcher = Watcher::new(
             Arc::clone(&registry),
             config.watcher,
-            cookie::dir_in(&config.data_dir),
+            cookie::dir_beside(&config.socket),
             config.hooks.fake_watch_limit(),
         );
         let barrier = BarrierConfig {

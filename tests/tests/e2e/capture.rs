@@ -160,6 +160,19 @@ fn turn_start_watches_an_unwatched_project_and_cookies_leave_no_trace() {
         "{:?}",
         list(&proj)
     );
+    // Cookies live beside the socket (a tmpfs runtime dir), in a private
+    // directory left empty, and not in the data directory.
+    let mut cookies = env.socket.clone().into_os_string();
+    cookies.push(".cookies");
+    let cookies = std::path::PathBuf::from(cookies);
+    let meta = std::fs::symlink_metadata(&cookies).unwrap();
+    assert!(meta.is_dir());
+    assert_eq!(
+        std::os::unix::fs::PermissionsExt::mode(&meta.permissions()) & 0o777,
+        0o700
+    );
+    assert_eq!(std::fs::read_dir(&cookies).unwrap().count(), 0);
+    assert!(!env.data.join("cookies").exists());
     env.ctl_ok(&proj, &["rewind", "1"]);
     assert_same_tree("auto-watched rewound", &before, &snapshot_work(&proj));
     // Between turns, changes belong to no turn.
