@@ -74,6 +74,20 @@ pub struct Ckpt {
     notes: Vec<String>,
     /// Variables for the daemons this system starts (`CKPT_WATCHER`).
     daemon_env: Vec<(String, String)>,
+    /// Where the daemons' sockets (and so their barrier cookies) go.
+    runtime: tempfile::TempDir,
+}
+
+/// A user's runtime directory, where ckptd's default socket and its
+/// barrier cookies live: `$XDG_RUNTIME_DIR` (a tmpfs), else `/dev/shm`
+/// (one, where a machine has no login session), else the work directory.
+fn runtime_base(work: &Path) -> PathBuf {
+    let shm = Path::new("/dev/shm");
+    match std::env::var_os("XDG_RUNTIME_DIR") {
+        Some(dir) if Path::new(&dir).is_dir() => PathBuf::from(dir),
+        _ if shm.is_dir() => shm.to_path_buf(),
+        _ => work.to_path_buf(),
+    }
 }
 
 fn log_tail(path: &Path) -> String {
@@ -96,6 +110,9 @@ impl Ckpt {
             timeout,
             notes: Vec::new(),
             daemon_env: Vec::new(),
+            runtime: tempfile::Builder::new()
+                .prefix("ckpt-bench-run")
+                .tempdir_in(runtime_base(work))?,
         })
     }
 
@@ -189,7 +206,7 @@ impl Ckpt {
     fn start_daemon(&mut self) -> Result<()> {
         self.generation += 1;
         let g = self.generation;
-        let run_dir = self.work.join(format!("run-{g}"));
+        let run_dir = self.runtime.path().join(format!("run-{g}"));
         fs::create_dir_all(&run_dir)?;
         fs::set_permissions(&run_dir, fs::Permissions::from_mode(0o700))?;
         self.socket = run_dir.join("ckptd.sock");
