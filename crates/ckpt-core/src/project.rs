@@ -7,7 +7,7 @@
 //! |---|---|
 //! | `open`, `open_existing`, `root`, `root_identity`, `reopen_root`, `is_excluded`, `not_captured`, `status`, `read_blob` | here |
 //! | `check_paths` (events), `reconcile` (full scan) | `capture::check_paths`, `capture::reconcile` (here: one line each) |
-//! | `turn_start`, `turn_start_closing`, `turn_end`, `turn_end_of`, `close_open_turns`, `tool_start`, `tool_command`, `tool_end`, `note_capture`, `caveats`, `open_turn`, `open_turn_of`, `turn_meta`, `log`, `log_of`, `show` | `turns::Turns` (here: one line each) |
+//! | `turn_start`, `turn_start_closing`, `turn_end`, `turn_end_of`, `close_open_turns`, `tool_start`, `tool_command`, `tool_end`, `note_capture`, `caveats`, `open_turn`, `open_turn_of`, `turn_meta`, `log`, `log_of`, `show`, `show_listing` | `turns::Turns` (here: one line each) |
 //! | `rewinds` | `history::rewind_records` (here: one line) |
 //! | `rewind`, `redo`, `recover` | `rewind::rewind`, `rewind::redo`, `rewind::recover` (here: one line each) |
 //! | `copy_in` (a work copy's changes as a turn) | `rewind::copy_in` (here: one line) |
@@ -394,13 +394,15 @@ impl Project {
     }
 
     /// Closes the open turn of `session`, recording each touched path's
-    /// post-image (see [`Turns::turn_end_of`]). Call after a barrier.
+    /// post-image (see [`Turns::turn_end_of`]), and returns it with its
+    /// first `list` entries (all with `None`). Call after a barrier.
     pub fn turn_end_of(
         &mut self,
         session: Option<&str>,
         transcript: Option<&str>,
+        list: Option<u64>,
     ) -> Result<TurnDetail> {
-        self.turns().turn_end_of(session, transcript)
+        self.turns().turn_end_of(session, transcript, list)
     }
 
     /// Closes every open turn (when a project is no longer watched).
@@ -437,6 +439,12 @@ impl Project {
     /// the counts compare with the current state.
     pub fn show(&self, turn: i64) -> Result<TurnDetail> {
         self.turns().show(turn)
+    }
+
+    /// [`Project::show`] with the first `list` entries (all with `None`);
+    /// `total_entries` counts them all when some are left out.
+    pub fn show_listing(&self, turn: i64, list: Option<u64>) -> Result<TurnDetail> {
+        self.turns().show_listing(turn, list)
     }
 
     /// The rewinds and redos journaled, newest first (a work copy's apply

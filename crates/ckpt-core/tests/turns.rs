@@ -553,7 +553,9 @@ fn start_of(p: &mut Project, session: &str) -> i64 {
 /// Barrier, then close `session`'s turn: its paths, each with `shared`.
 fn end_of(p: &mut Project, session: &str) -> Vec<(String, bool)> {
     sync(p);
-    let t = p.turn_end_of(Some(session), None).expect("turn_end_of");
+    let t = p
+        .turn_end_of(Some(session), None, None)
+        .expect("turn_end_of");
     t.entries
         .iter()
         .map(|e| {
@@ -708,4 +710,104 @@ fn rewind_after_refuses_an_edit_made_after_the_agent() {
     let plan = refused(p.rewind_after(t1, RewindOptions::default()).unwrap());
     assert_eq!(plan.conflicts.len(), 1, "{:?}", plan.conflicts);
     assert_tree(&before, &fx.tree(), "after the refused rewind_after");
+}
+
+/// `show_listing(turn, Some(n))` against the listing of every entry: the
+/// same turn info (counts, gaps, partial rewinds), the first `n` entries,
+/// and `total_entries` only when some were left out; `log` says the same.
+#[track_caller]
+fn listing_matches_the_whole(p: &Project, turn: i64) -> ckpt_core::TurnDetail {
+    let all = p.show(turn).expect("show");
+    assert_eq!(all.total_entries, None);
+    let n = all.entries.len();
+    let info = serde_json::to_value(&all.info).expect("info");
+    for list in 0..=n as u64 + 1 {
+        let cut = p.show_listing(turn, Some(list)).expect("show_listing");
+        assert_eq!(
+            serde_json::to_value(&cut.info).expect("info"),
+            info,
+            "list {list}"
+        );
+        assert_eq!(
+            cut.entries,
+            all.entries[..n.min(list as usize)],
+            "list {list}"
+        );
+        let total = (list < n as u64).then_some(n as u64);
+        assert_eq!(cut.total_entries, total, "list {list}");
+        assert_eq!(cut.total_entries(), n);
+        assert_eq!(cut.commands, all.commands);
+    }
+    let none = p.show_listing(turn, None).expect("show_listing");
+    assert_eq!(none.entries, all.entries);
+    let logged = p.log(100).expect("log");
+    let logged = logged
+        .iter()
+        .find(|t| t.id == turn)
+        .expect("the turn is logged");
+    assert_eq!(serde_json::to_value(logged).expect("info"), info);
+    all
+}
+
+#[test]
+fn a_listed_turn_counts_every_entry_and_keeps_only_those_listed() {
+    let fx = Fx::with_opts(ckpt_core::Options {
+        max_file_size: 4096,
+        ..test_opts()
+    });
+    fx.write("big.bin", vec![b'b'; 8192]);
+    fx.write("del.txt", "going\n");
+    fx.write("mod.txt", "before\n");
+    fx.write("keep.txt", "nobody touches this\n");
+    let mut p = fx.open();
+    sync(&mut p);
+    let t = start(&mut p, "mixed");
+    fx.write("add.txt", "new\n");
+    fx.write("sub/one.txt", "one\n");
+    fx.write("sub/two.txt", "two\n");
+    fx.write("mod.txt", "after\n");
+    fx.rm("del.txt");
+    fx.write("big.bin", vec![b'c'; 9000]);
+    end(&mut p);
+
+    let all = listing_matches_the_whole(&p, t);
+    let c = all.info.counts;
+    assert_eq!(
+        (c.added, c.modified, c.deleted, c.skipped),
+        (4, 1, 1, 1),
+        "{c:?}"
+    );
+    let gaps: Vec<_> = all
+        .info
+        .integrity
+        .gaps
+        .iter()
+        .map(|g| g.path.clone())
+        .collect();
+    assert_eq!(gaps, [Some(rp("big.bin"))]);
+    assert!(all.info.partial.is_none());
+
+    // A rewind limited to `sub`: the turn stays live, partly rewound.
+    sync(&mut p);
+    let opts = RewindOptions {
+        paths: vec![rp("sub")],
+        ..Default::default()
+    };
+    applied(p.rewind(t, opts).expect("partial rewind"));
+    let all = listing_matches_the_whole(&p, t);
+    let partial = all.info.partial.expect("partly rewound");
+    assert_eq!(
+        partial.rewound,
+        [rp("sub"), rp("sub/one.txt"), rp("sub/two.txt")]
+    );
+    assert_eq!(partial.rewinds.len(), 1);
+
+    // The rest of it, whole: the skipped file is left as it was.
+    rewind_forced(&mut p, t);
+    let all = listing_matches_the_whole(&p, t);
+    assert_eq!(all.info.status, TurnStatus::Rewound);
+    let partial = all.info.partial.expect("a rewind left a path");
+    let left: Vec<_> = partial.left.iter().map(|s| s.path.clone()).collect();
+    assert_eq!(left, [rp("big.bin")]);
+    assert!(partial.rewound.is_empty(), "{partial:?}");
 }

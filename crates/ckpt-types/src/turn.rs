@@ -222,22 +222,12 @@ pub struct TurnDetail {
     #[serde(default)]
     pub commands: Vec<String>,
     /// How many entries the turn has, when a request's `list` left some
-    /// out of `entries` ([`TurnDetail::cut_entries`]).
+    /// out of `entries` (the core's `show_listing` keeps the first `list`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub total_entries: Option<u64>,
 }
 
 impl TurnDetail {
-    /// Keeps the first `list` entries (all without); when that leaves
-    /// some out, `total_entries` counts them all.
-    pub fn cut_entries(&mut self, list: Option<u64>) {
-        let total = self.entries.len() as u64;
-        if let Some(list) = list.filter(|&list| list < total) {
-            self.entries.truncate(list as usize);
-            self.total_entries = Some(total);
-        }
-    }
-
     /// The turn's entries, those listed and those left out (a daemon
     /// older than `total_entries` listed every one).
     pub fn total_entries(&self) -> usize {

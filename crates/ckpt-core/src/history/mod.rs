@@ -16,11 +16,13 @@ use crate::state::{Hash, State};
 
 mod audit;
 mod beyond;
+mod close;
 
 pub(crate) use audit::{audit_actions, audit_entries, audit_rewinds, audit_turns};
 pub(crate) use beyond::{
     add_command, capture_notes, commands, integrity_counts, note_capture, RESCANNED,
 };
+pub(crate) use close::{close_turn, closing};
 
 /// A turn's status as `turns.status` holds it; an unknown one reads as
 /// closed (fsck reports it).
@@ -244,27 +246,35 @@ pub(crate) fn entries(conn: &Connection, turn: i64) -> Result<Vec<TurnEntry>> {
 pub(crate) fn each_entry(
     conn: &Connection,
     turn: i64,
+    f: impl FnMut(TurnEntry) -> Result<()>,
+) -> Result<()> {
+    let mut stmt =
+        conn.prepare_cached(&format!("{ENTRY_COLUMNS} WHERE turn = ?1 ORDER BY path"))?;
+    decode_entries(turn, stmt.query([turn])?, f)?;
+    Ok(())
+}
+
+/// The columns [`decode_entries`] reads, from `turn_entries`.
+pub(super) const ENTRY_COLUMNS: &str = "SELECT path, pre_kind, pre_mode, pre_data, pre_size,
+        post_kind, post_mode, post_data, post_size, shared
+    FROM turn_entries";
+
+/// Calls `f` with each row of `turn`'s entries in `rows` (read with
+/// [`ENTRY_COLUMNS`]). A row that does not decode (a tampered database)
+/// is an error.
+pub(super) fn decode_entries(
+    turn: i64,
+    mut rows: rusqlite::Rows<'_>,
     mut f: impl FnMut(TurnEntry) -> Result<()>,
 ) -> Result<()> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT path, pre_kind, pre_mode, pre_data, pre_size, post_kind, post_mode, post_data, post_size,
-                shared
-         FROM turn_entries WHERE turn = ?1 ORDER BY path",
-    )?;
-    let rows = stmt.query_map([turn], |r| {
+    while let Some(r) = rows.next()? {
+        let path = r.get::<_, Vec<u8>>(0)?;
+        let pre = crate::state::from_row(r, 1)?;
         let post = match r.get::<_, Option<i64>>(5)? {
             Some(_) => Some(crate::state::from_row(r, 5)?),
             None => None,
         };
-        Ok((
-            r.get::<_, Vec<u8>>(0)?,
-            crate::state::from_row(r, 1)?,
-            post,
-            r.get::<_, bool>(9)?,
-        ))
-    })?;
-    for row in rows {
-        let (path, pre, post, shared) = row?;
+        let shared = r.get::<_, bool>(9)?;
         let path = crate::relpath::stored(path)?;
         let bad = || Error::Corrupt(format!("turn {turn}: undecodable entry for {path}"));
         let pre = pre.ok_or_else(bad)?;
@@ -343,68 +353,6 @@ pub(crate) fn live_touches(conn: &Connection, path: &RelPath) -> Result<Vec<Path
         });
     }
     Ok(out)
-}
-
-/// What closing `turn` now makes of each of its entries: its post-image
-/// (`post_of` its path, for an entry that has none yet), or `None` when it
-/// ends as it began and so goes (a path ckpt could not capture never does).
-/// A rewind plans the open turn it undoes through this, without closing it.
-/// Each entry goes to `f` as it is read.
-pub(crate) fn closing(
-    conn: &Connection,
-    turn: i64,
-    mut post_of: impl FnMut(&RelPath) -> Result<State>,
-    mut f: impl FnMut(TurnEntry, Option<State>) -> Result<()>,
-) -> Result<()> {
-    each_entry(conn, turn, |e| {
-        let post = match &e.post {
-            Some(post) => Some(post.clone()),
-            // Two equal skipped states do not show the content stayed: ckpt
-            // never read it.
-            None => Some(post_of(&e.path)?)
-                .filter(|post| *post != e.pre || matches!(post, State::Skipped { .. })),
-        };
-        f(e, post)
-    })
-}
-
-/// Closes `turn`: each entry gets its post-image (`post_of` its path), or
-/// is dropped if it ended as it began. Call in a transaction.
-pub(crate) fn close_turn(
-    tx: &Connection,
-    turn: i64,
-    ended_ns: i64,
-    post_of: impl FnMut(&RelPath) -> Result<State>,
-) -> Result<()> {
-    {
-        // Prepared once: a turn that touched the whole tree has one entry
-        // per file.
-        let mut drop_entry =
-            tx.prepare_cached("DELETE FROM turn_entries WHERE turn = ?1 AND path = ?2")?;
-        let mut set_post = tx.prepare_cached(
-            "UPDATE turn_entries SET post_kind = ?3, post_mode = ?4, post_data = ?5, post_size = ?6
-             WHERE turn = ?1 AND path = ?2",
-        )?;
-        // Read whole before any row changes (a statement must not see the
-        // rows it reads change under it); only paths and posts are kept.
-        let mut posts: Vec<(RelPath, Option<State>)> = Vec::new();
-        closing(tx, turn, post_of, |e, post| {
-            posts.push((e.path, post));
-            Ok(())
-        })?;
-        for (path, post) in posts {
-            let Some(post) = post else {
-                drop_entry.execute(params![turn, path.as_bytes()])?;
-                continue;
-            };
-            let (kind, mode, data, size) = crate::state::encode(&post);
-            set_post.execute(params![turn, path.as_bytes(), kind, mode, data, size])?;
-        }
-    }
-    // A closed turn's session runs no tool call: its windows end with it.
-    tx.prepare_cached("UPDATE turns SET status = ?3, ended_ns = ?2, tools = 0 WHERE id = ?1")?
-        .execute(params![turn, ended_ns, TurnStatus::Closed.as_str()])?;
-    Ok(())
 }
 
 /// A turn's own row.

@@ -630,10 +630,10 @@ mod tests {
         assert_eq!(crate::history::open_turns(&p.conn).unwrap().len(), 2);
         fs::write(root.join("c.txt"), "A or B\n").unwrap();
         p.reconcile().unwrap();
-        let a = p.turn_end_of(Some("A"), None).unwrap();
+        let a = p.turn_end_of(Some("A"), None, None).unwrap();
         fs::write(root.join("b.txt"), "B\n").unwrap();
         p.reconcile().unwrap();
-        let b = p.turn_end_of(Some("B"), None).unwrap();
+        let b = p.turn_end_of(Some("B"), None, None).unwrap();
         let shared = |d: &crate::model::TurnDetail| -> Vec<(String, bool)> {
             d.entries
                 .iter()

@@ -20,8 +20,7 @@ pub fn handle(
     let h = d.project_for(dir)?;
     h.ensure_available()?;
     g.pass_if_open(d, &h, turn)?;
-    let mut detail = h.call(|p| p.show(turn))?;
-    detail.cut_entries(list);
+    let detail = h.call(|p| p.show_listing(turn, list))?;
     let body = ShowBody { turn: detail };
     Ok((h, body))
 }

@@ -7,37 +7,17 @@ use crate::cache;
 use crate::error::{Error, Result};
 use crate::history;
 use crate::model::{
-    CaptureNote, Caveats, ChangeKind, ContinuedTurn, Counts, Effect, Gap, GapKind, Integrity,
-    PartialCapture, PartialRewind, TurnDetail, TurnEntry, TurnInfo, TurnMeta, TurnStatus,
+    CaptureNote, Caveats, ContinuedTurn, Counts, Effect, PartialCapture, TurnDetail, TurnInfo,
+    TurnMeta,
 };
-use crate::relpath::RelPath;
-use crate::state::State;
 use ckpt_types::now_ns;
 use ckpt_types::turn::conversation_of;
+use detail::{Gaps, PartlyRewound};
+
+mod detail;
 
 // Capture asks for the open turn and records pre-images through these.
 pub(crate) use history::{open_turn, record_pre};
-
-fn counts(entries: &[TurnEntry], current: impl Fn(&RelPath) -> Result<State>) -> Result<Counts> {
-    let mut c = Counts::default();
-    for e in entries {
-        let post = match &e.post {
-            Some(p) => p.clone(),
-            None => current(&e.path)?,
-        };
-        if post == e.pre {
-            continue;
-        }
-        match ChangeKind::between(&e.pre, &post) {
-            ChangeKind::Added => c.added += 1,
-            // `between` never says renamed; only a diff pairs paths.
-            ChangeKind::Modified | ChangeKind::Renamed => c.modified += 1,
-            ChangeKind::Deleted => c.deleted += 1,
-            ChangeKind::Skipped => c.skipped += 1,
-        }
-    }
-    Ok(c)
-}
 
 /// Ends each turn `continued` names (open turns a rewind or redo is about
 /// to write across: a turn never spans one) and opens the turn that
@@ -129,7 +109,10 @@ impl Turns<'_> {
             // Entry by entry: a rewound turn of 50,000 files held them all
             // for this, 9 MB of the rewind's peak.
             let mut gaps = Gaps::noted(self.conn, turn)?;
-            history::each_entry(self.conn, turn, |e| gaps.add(self.conn, &e))?;
+            history::each_entry(self.conn, turn, |e| {
+                gaps.add(&e, &detail::post_of(self.conn, &e)?);
+                Ok(())
+            })?;
             let integrity = gaps.integrity();
             if integrity.is_partial() {
                 out.partial_capture.push(PartialCapture {
@@ -160,18 +143,20 @@ impl Turns<'_> {
     /// Closes the open turn of the default session, or else the only open
     /// turn: [`Turns::turn_end_of`] without a session.
     pub(crate) fn turn_end(&self) -> Result<TurnDetail> {
-        self.turn_end_of(None, None)
+        self.turn_end_of(None, None, None)
     }
 
     /// Closes the open turn of `session` (`None`: the default session, or
     /// else the only open turn), recording each touched path's post-image
     /// (its state now), and keeps `transcript` on it unless it has one
     /// (some agents name their transcript only when the turn ends). Paths
-    /// that ended as they began are dropped. Call after a barrier.
+    /// that ended as they began are dropped. Returns the turn with its
+    /// first `list` entries ([`Turns::show_listing`]). Call after a barrier.
     pub(crate) fn turn_end_of(
         &self,
         session: Option<&str>,
         transcript: Option<&str>,
+        list: Option<u64>,
     ) -> Result<TurnDetail> {
         // Closing the turn ends its session's tool windows.
         let (turn, _) = self.open_for(session)?.ok_or(Error::NoOpenTurn)?;
@@ -179,7 +164,7 @@ impl Turns<'_> {
             history::note_transcript(self.conn, turn, t)?;
         }
         self.close_turn(turn)?;
-        self.show(turn)
+        self.show_listing(turn, list)
     }
 
     /// The turn `turn_end_of(session)` would close, with its session.
@@ -234,19 +219,42 @@ impl Turns<'_> {
     /// Turns, newest first; with `session`, only that session's.
     pub(crate) fn log_of(&self, limit: usize, session: Option<&str>) -> Result<Vec<TurnInfo>> {
         let ids = history::newest_turns(self.conn, limit, session)?;
-        ids.into_iter().map(|id| Ok(self.show(id)?.info)).collect()
+        // No entries: a log line is the turn's counts.
+        ids.into_iter()
+            .map(|id| Ok(self.show_listing(id, Some(0))?.info))
+            .collect()
     }
 
     /// A turn with its entries. While the turn is open, `post` is `None` and
     /// the counts compare with the current state.
     pub(crate) fn show(&self, turn: i64) -> Result<TurnDetail> {
+        self.show_listing(turn, None)
+    }
+
+    /// A turn with its first `list` entries (all with `None`), in path
+    /// order; when that leaves some out, `total_entries` counts them all.
+    /// The counts, gaps and partial rewinds are of every entry, read one
+    /// at a time: a hook lists none of a 50,000-file turn and holds none.
+    pub(crate) fn show_listing(&self, turn: i64, list: Option<u64>) -> Result<TurnDetail> {
         let row = history::turn(self.conn, turn)?.ok_or(Error::UnknownTurn(turn))?;
-        let entries = history::entries(self.conn, turn)?;
-        let counts = counts(&entries, |p| cache::state(self.conn, p))?;
-        let partial = partly_rewound(self.conn, turn, row.status, &entries)?;
+        let mut counts = Counts::default();
+        let mut gaps = Gaps::noted(self.conn, turn)?;
+        let mut partial = PartlyRewound::of(self.conn, turn, row.status)?;
+        let mut entries = Vec::new();
+        let mut total = 0u64;
+        history::each_entry(self.conn, turn, |e| {
+            let post = detail::post_of(self.conn, &e)?;
+            detail::count(&mut counts, &e.pre, &post);
+            gaps.add(&e, &post);
+            partial.add(&e.path);
+            total += 1;
+            if list.is_none_or(|list| total <= list) {
+                entries.push(e);
+            }
+            Ok(())
+        })?;
         let commands = history::commands(self.conn, turn)?;
         let effects = effects_of(turn, &commands, self.root);
-        let integrity = integrity(self.conn, turn, &entries)?;
         Ok(TurnDetail {
             info: TurnInfo {
                 id: turn,
@@ -260,13 +268,13 @@ impl Turns<'_> {
                 counts,
                 ledger_entries: crate::ledger::count_for_turn(self.conn, turn)?,
                 conversation: row.meta.conversation.as_deref().map(conversation_of),
-                partial,
-                integrity,
+                partial: partial.finish(),
+                integrity: gaps.integrity(),
                 effects,
             },
+            total_entries: (total > entries.len() as u64).then_some(total),
             entries,
             commands,
-            total_entries: None,
         })
     }
 }
@@ -287,107 +295,4 @@ fn effects_of(turn: i64, commands: &[String], root: &std::path::Path) -> Vec<Eff
                 })
         })
         .collect()
-}
-
-/// A turn's capture: what the daemon noted while it was open, and each
-/// path whose state on either side could not be captured (it cannot be
-/// restored to, or from).
-fn integrity(conn: &Connection, turn: i64, entries: &[TurnEntry]) -> Result<Integrity> {
-    let mut gaps = Gaps::noted(conn, turn)?;
-    for e in entries {
-        gaps.add(conn, e)?;
-    }
-    Ok(gaps.integrity())
-}
-
-/// A turn's capture gaps, gathered entry by entry.
-struct Gaps {
-    rescans: u32,
-    gaps: Vec<Gap>,
-}
-
-impl Gaps {
-    /// The gaps the capture noted on `turn` (overflows, rescans).
-    fn noted(conn: &Connection, turn: i64) -> Result<Gaps> {
-        let mut rescans = 0;
-        let mut gaps = Vec::new();
-        for (kind, detail, times) in history::capture_notes(conn, turn)? {
-            match GapKind::parse(&kind) {
-                Some(kind) => gaps.push(Gap {
-                    kind,
-                    path: None,
-                    detail,
-                }),
-                None if kind == history::RESCANNED => rescans = times,
-                None => {}
-            }
-        }
-        Ok(Gaps { rescans, gaps })
-    }
-
-    /// A gap for `e` if its content before or after was not captured.
-    fn add(&mut self, conn: &Connection, e: &TurnEntry) -> Result<()> {
-        let post = match &e.post {
-            Some(p) => Some(p.clone()),
-            None => Some(cache::state(conn, &e.path)?),
-        };
-        let skipped = [Some(&e.pre), post.as_ref()]
-            .into_iter()
-            .flatten()
-            .find_map(|s| match s {
-                State::Skipped { reason } => Some(reason.clone()),
-                _ => None,
-            });
-        if let Some(reason) = skipped {
-            self.gaps.push(Gap {
-                kind: crate::capture::gap_of(&reason),
-                path: Some(e.path.clone()),
-                detail: reason,
-            });
-        }
-        Ok(())
-    }
-
-    fn integrity(self) -> Integrity {
-        Integrity::of(self.rescans, self.gaps)
-    }
-}
-
-/// What applied rewinds did to `turn` in part: a live turn some of whose
-/// paths a rewind limited by `--path` restored, or a rewound one whose
-/// rewind left some of its paths as they were.
-fn partly_rewound(
-    conn: &Connection,
-    turn: i64,
-    status: TurnStatus,
-    entries: &[TurnEntry],
-) -> Result<Option<PartialRewind>> {
-    let mut out = PartialRewind::default();
-    for r in history::partial_rewinds(conn)? {
-        if !r.turns.contains(&turn) {
-            continue;
-        }
-        // A turn rewound whole since a `--path` rewind is rewound, not partly.
-        if !r.scope.is_empty() && status == TurnStatus::Rewound {
-            continue;
-        }
-        let before = (out.rewound.len(), out.left.len());
-        let restored = entries
-            .iter()
-            .filter(|e| r.scope.iter().any(|s| e.path.starts_with(s)))
-            .map(|e| e.path.clone());
-        out.rewound.extend(restored);
-        let mine = r
-            .left
-            .iter()
-            .filter(|s| entries.iter().any(|e| e.path == s.path))
-            .cloned();
-        out.left.extend(mine);
-        if (out.rewound.len(), out.left.len()) != before {
-            out.rewinds.push(r.id);
-        }
-    }
-    out.rewound.sort();
-    out.rewound.dedup();
-    Ok((!out.rewinds.is_empty()).then_some(out))
 }
