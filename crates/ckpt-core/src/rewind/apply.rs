@@ -103,19 +103,7 @@ pub(super) fn apply(
     if e.is_injected() {
         return Err(e);
     }
-    roll_back(parts, dirs, journaled, actions, side, e)
-}
-
-/// After `side` failed part-way with `e`: the other side applied to what
-/// was done, so the tree is as before; `e` is returned.
-fn roll_back(
-    parts: &mut Parts<'_>,
-    dirs: &mut Dirs<'_>,
-    journaled: &Journaled,
-    actions: &[Action],
-    side: Side,
-    e: Error,
-) -> Result<()> {
+    // The other side applied to what was done: the tree is as before.
     let back = still_to_undo(parts, dirs, ordered(actions, side.other(), false))?;
     if let Err(e2) = run_steps(parts, dirs, &back, &mut None, || Ok(())) {
         // Marked failed, a half-way tree would stay half-way; pending,
