@@ -224,13 +224,15 @@ fn run_steps<R>(
     dirs.drop_spares();
     let t_dropped = t0.elapsed();
     let dirs = &*dirs;
-    let (synced, during) = sync_beside(
-        || {
-            dirs.sync_touched(SYNC_THREADS, whole.as_ref())
-                .and_then(|()| whole.as_ref().map_or(Ok(()), WholeFs::sync))
-        },
-        meanwhile,
-    );
+    let sync = || {
+        dirs.sync_touched(SYNC_THREADS, whole.as_ref())
+            .and_then(|()| whole.as_ref().map_or(Ok(()), WholeFs::sync))
+    };
+    // A few files' syncs are short: a thread beside them would cost more.
+    let (synced, during) = match whole {
+        Some(_) => sync_beside(sync, meanwhile),
+        None => (sync(), meanwhile()),
+    };
     tracing::debug!(written = ?t_written, spares_dropped = ?t_dropped, synced = ?t0.elapsed(), files = blobs.len(), "rewind written");
     match steps.first() {
         Some(&(p, _, _)) => synced.ctx_in("sync the directories of", parts.root, p.as_path()),
