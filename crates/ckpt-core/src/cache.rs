@@ -90,6 +90,31 @@ fn from_row(row: &Row) -> rusqlite::Result<Option<(RelPath, CacheRow)>> {
     Ok(Some((path, CacheRow { state, stat, racy })))
 }
 
+/// The state the row of the path `path_sql` (an SQL expression) reads as,
+/// in `state::encode`'s four columns (kind, mode, data, size): what
+/// [`state`] gives, worked out by SQLite (a row keeps its stat's mode and
+/// size whatever its kind; one that does not decode, or none, is absent).
+pub(crate) fn state_sql(path_sql: &str) -> String {
+    format!(
+        "SELECT CASE WHEN ok THEN kind ELSE 0 END,
+                CASE WHEN ok AND kind IN (1, 2) THEN mode ELSE 0 END,
+                CASE WHEN ok AND kind IN (1, 3, 4) THEN data END,
+                CASE WHEN ok AND kind = 1 THEN size ELSE 0 END
+         FROM (SELECT f.kind AS kind, f.mode AS mode, f.data AS data, f.size AS size,
+                      (f.kind = 1 AND length(f.data) = 32) OR f.kind = 2
+                      OR (f.kind IN (3, 4) AND f.data IS NOT NULL) AS ok
+               FROM (SELECT 1) LEFT JOIN files AS f ON f.path = {path_sql})"
+    )
+}
+
+/// What [`state`] reads back once [`put`] stored `state` with `stat`: a
+/// file's size is the stat's (a file that grew while it was read holds
+/// more than it said).
+pub(crate) fn stored(state: &State, stat: &Stat) -> State {
+    let (kind, _, data, _) = crate::state::encode(state);
+    crate::state::decode(kind, stat.mode as i64, data, stat.size as i64).unwrap_or(State::Absent)
+}
+
 pub(crate) fn get(conn: &Connection, path: &RelPath) -> Result<Option<CacheRow>> {
     let row = conn
         .prepare_cached(&format!("SELECT {COLS} FROM files WHERE path = ?1"))?
@@ -259,6 +284,88 @@ pub(crate) fn remove(conn: &Connection, path: &RelPath) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+    use crate::state::{Hash, HashOf};
+
+    #[test]
+    fn the_state_sql_reads_every_row_as_the_cache_does() {
+        let dir = tempfile::tempdir().unwrap();
+        let conn = crate::db::open(&dir.path().join("db")).unwrap();
+        let stat = |kind, mode, size| Stat {
+            kind,
+            mode,
+            size,
+            mtime_ns: 1,
+            ctime_ns: 1,
+            ino: 1,
+            dev: 1,
+            nlink: 1,
+        };
+        let file = State::File {
+            hash: Hash::of(b"x"),
+            size: 1,
+            mode: 0o644,
+        };
+        let rows = [
+            (file.clone(), stat(StatKind::File, 0o644, 1)),
+            // A file that grew while it was read: the stat's size.
+            (file, stat(StatKind::File, 0o755, 9)),
+            (State::Dir { mode: 0o700 }, stat(StatKind::Dir, 0o700, 4096)),
+            (
+                State::Symlink {
+                    target: b"t".to_vec(),
+                },
+                stat(StatKind::Symlink, 0o777, 1),
+            ),
+            (
+                State::Skipped {
+                    reason: "too large".into(),
+                },
+                stat(StatKind::File, 0o600, 1 << 40),
+            ),
+        ];
+        for (i, (state, st)) in rows.iter().enumerate() {
+            put(&conn, &RelPath::new(format!("p{i}")).unwrap(), state, st, 0).unwrap();
+        }
+        // Rows that do not decode (a damaged database), and one that says absent.
+        for (i, (kind, data)) in [
+            (1, Some(vec![0u8; 31])),
+            (3, None),
+            (4, None),
+            (9, Some(vec![1])),
+            (0, None),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            conn.execute(
+                "INSERT INTO files (path, kind, mode, data, size, mtime_ns, ctime_after_ns, ino, dev, racy, nlink)
+                 VALUES (?1, ?2, 420, ?3, 7, 0, 0, 0, 0, 0, 1)",
+                params![format!("bad{i}").into_bytes(), kind, data],
+            )
+            .unwrap();
+        }
+        let mut paths: Vec<String> = (0..rows.len()).map(|i| format!("p{i}")).collect();
+        paths.extend((0..5).map(|i| format!("bad{i}")));
+        paths.push("none".into());
+        let sql = state_sql("?1");
+        for p in paths {
+            let path = RelPath::new(p.clone()).unwrap();
+            let by_sql = conn
+                .query_row(&sql, [path.as_bytes()], |r| crate::state::from_row(r, 0))
+                .unwrap();
+            assert_eq!(by_sql, Some(state(&conn, &path).unwrap()), "{p}");
+            if let Some(i) = p.strip_prefix('p') {
+                let (state, st) = &rows[i.parse::<usize>().unwrap()];
+                assert_eq!(
+                    stored(state, st),
+                    super::state(&conn, &path).unwrap(),
+                    "{p}"
+                );
+            }
+        }
+    }
+
     #[test]
     fn the_other_links_lookup_uses_the_partial_index() {
         let dir = tempfile::tempdir().unwrap();

@@ -385,12 +385,14 @@ pub(crate) fn burst_begin(conn: &Connection) -> Result<i64> {
 /// is freed, and the WAL is checkpointed and truncated, as after any
 /// commit.
 pub(crate) fn bulk_end(conn: &Connection, cache_size: i64) -> Result<()> {
+    let t0 = std::time::Instant::now();
     conn.wal_hook(Some(checkpoint_truncate));
     conn.pragma_update(None, "cache_size", cache_size)?;
     conn.release_memory()?;
     if let Err(e) = conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE)") {
         tracing::debug!("wal checkpoint deferred: {e}");
     }
+    tracing::debug!(took = ?t0.elapsed(), "bulk mode ended");
     Ok(())
 }
 

@@ -3,7 +3,7 @@
 
 mod common;
 
-use ckpt_core::{Error, Project, RewindOptions, RewindOutcome, TurnStatus};
+use ckpt_core::{Error, HashOf, Project, RewindOptions, RewindOutcome, TurnStatus};
 use common::*;
 
 /// Three turns over overlapping files, with a snapshot before each.
@@ -810,4 +810,73 @@ fn a_listed_turn_counts_every_entry_and_keeps_only_those_listed() {
     let left: Vec<_> = partial.left.iter().map(|s| s.path.clone()).collect();
     assert_eq!(left, [rp("big.bin")]);
     assert!(partial.rewound.is_empty(), "{partial:?}");
+}
+
+/// Each path of `turn` (open or not) with the content it ends with (`None`:
+/// not a file).
+fn posts_of(p: &Project, turn: i64) -> Vec<(String, Option<ckpt_core::Hash>)> {
+    let detail = p.show(turn).unwrap();
+    detail
+        .entries
+        .iter()
+        .map(|e| {
+            let post = e.post.as_ref().expect("a post-image");
+            (e.path.to_string(), post.hash())
+        })
+        .collect()
+}
+
+/// A turn, open or closed, ends with each of its paths as the hash cache
+/// has it at its end, whoever changed it last: a forced rewind of another
+/// session's turn, another session's tool call (which records the change
+/// in that session's turn alone), or its directory becoming a cache
+/// directory.
+#[test]
+fn a_turn_ends_with_each_paths_state_at_its_end_whoever_changed_it() {
+    let fx = Fx::new();
+    for f in ["a.txt", "d.txt", "keep/c.txt"] {
+        fx.write(f, "one\n");
+    }
+    let mut p = fx.open();
+    sync(&mut p);
+    let ta = start_of(&mut p, "A");
+    let tb = start_of(&mut p, "B");
+    let one = Some(ckpt_core::Hash::of(b"one\n"));
+    let two = Some(ckpt_core::Hash::of(b"two\n"));
+    // Both turns record it; a forced rewind of A's turn puts it back.
+    fx.write("a.txt", "two\n");
+    sync(&mut p);
+    assert_eq!(posts_of(&p, tb), [("a.txt".to_string(), two)]);
+    rewind_forced(&mut p, ta);
+    assert_eq!(fx.read("a.txt"), b"one\n");
+    assert_eq!(posts_of(&p, tb), [("a.txt".to_string(), one)]);
+    // Within A's tool call the change is A's alone.
+    fx.write("d.txt", "two\n");
+    fx.write("keep/c.txt", "two\n");
+    sync(&mut p);
+    assert_eq!(p.tool_start(Some("A")).unwrap(), 1);
+    fx.write("d.txt", "three\n");
+    sync(&mut p);
+    let three = Some(ckpt_core::Hash::of(b"three\n"));
+    assert_eq!(posts_of(&p, tb)[1], ("d.txt".to_string(), three));
+    assert_eq!(p.tool_end(Some("A")).unwrap(), 0);
+    // keep/ becomes a cache directory (its event, as the watcher sends
+    // it): its file leaves the cache.
+    fx.write(
+        "keep/CACHEDIR.TAG",
+        "Signature: 8a477f597d28d172789f06886806bc55\n",
+    );
+    p.check_paths([rp("keep/CACHEDIR.TAG")]).unwrap();
+    assert_eq!(posts_of(&p, tb)[2], ("keep/c.txt".to_string(), None));
+
+    sync(&mut p);
+    p.turn_end_of(Some("B"), None, None).unwrap();
+    assert_eq!(
+        posts_of(&p, tb),
+        [
+            // a.txt ended as it began: it goes.
+            ("d.txt".to_string(), three),
+            ("keep/c.txt".to_string(), None),
+        ]
+    );
 }

@@ -179,6 +179,7 @@ impl PathCheck<'_> {
             if let Some(dir) = path.parent() {
                 self.excludes.note_tagged(&dir);
                 cache::remove_below(self.conn, &dir)?;
+                crate::history::resync_open_posts(self.conn)?;
             }
         }
         Ok(())

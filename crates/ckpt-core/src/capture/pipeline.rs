@@ -18,7 +18,7 @@ use crate::parts::Parts;
 use crate::relpath::RelPath;
 use crate::state::State;
 use crate::store::{BlobStore, PreparedPack};
-use crate::turns::{self, Turns};
+use crate::turns::{self, Recipients, Turns};
 
 /// Reads and stores what changed, in batches, each one transaction;
 /// `gone` leave the cache (in the first batch) without counting as
@@ -117,15 +117,16 @@ struct Batch {
     packs: Vec<PreparedPack>,
 }
 
-/// Writes one prepared batch (blobs, cache rows, pre-images) in one
+/// Writes one prepared batch (blobs, cache rows, turn entries) in one
 /// transaction; a change goes to the turns `to` names (and is shared when
-/// they are several: which session made it is not known).
+/// they are several: which session made it is not known), and every open
+/// turn's entry for its path gets its state now.
 fn write_batch(
     conn: &mut Connection,
     store: &BlobStore,
     batch: Batch,
     gone: Vec<RelPath>,
-    to: &(Vec<i64>, bool),
+    to: &Recipients,
     scan_start: i64,
     report: &mut ScanSummary,
 ) -> Result<()> {
@@ -133,7 +134,6 @@ fn write_batch(
     for path in &gone {
         cache::remove(&tx, path)?;
     }
-    let (recipients, shared) = (&to.0, to.1);
     for pack in &batch.packs {
         store.insert_pack(&tx, pack)?;
         report.bytes_hashed += pack.raw_len() as u64;
@@ -144,8 +144,7 @@ fn write_batch(
             report.bytes_hashed += blob.size;
         }
         let old_state = c.old.as_ref().map_or(State::Absent, |o| o.state.clone());
-        let new_state = c.new.as_ref().map_or(State::Absent, |(s, _)| s.clone());
-        match &c.new {
+        let new_state = match &c.new {
             Some((state, stat)) => {
                 if let State::Skipped { reason } = state {
                     report
@@ -153,15 +152,23 @@ fn write_batch(
                         .push(crate::model::Skipped::new(c.path.clone(), reason.clone()));
                 }
                 cache::put(&tx, &c.path, state, stat, scan_start)?;
+                cache::stored(state, stat)
             }
-            None => cache::remove(&tx, &c.path)?,
-        }
+            None => {
+                cache::remove(&tx, &c.path)?;
+                State::Absent
+            }
+        };
         if old_state != new_state || skipped_and_rewritten(&c) {
             report.changed += 1;
-            for &turn in recipients {
-                turns::record_pre(&tx, turn, &c.path, &old_state, shared)?;
+            for &turn in &to.to {
+                turns::record_change(&tx, turn, &c.path, &old_state, &new_state, to.shared)?;
             }
+            turns::set_post(&tx, &to.others, &c.path, &new_state)?;
         }
+    }
+    if !gone.is_empty() {
+        crate::history::resync_open_posts(&tx)?;
     }
     tx.commit()?;
     Ok(())

@@ -1,18 +1,15 @@
-//! Closing a turn: each entry gets its post-image, or goes if it ended as
-//! it began. A turn is closed window by window, so closing one that
-//! touched 50,000 files holds one window of them, not all.
+//! Closing a turn: each entry keeps its post-image, or goes if it ended as
+//! it began. While a turn is open its entries carry their paths' states
+//! now (every write of the hash cache keeps them so), so closing one that
+//! touched 50,000 files is two statements, not 50,000 lookups.
 
 use rusqlite::{params, Connection};
 
-use super::{decode_entries, ENTRY_COLUMNS};
+use crate::cache;
 use crate::error::Result;
 use crate::model::{TurnEntry, TurnStatus};
 use crate::relpath::RelPath;
 use crate::state::State;
-
-/// Entries read (and then updated) at a time: a window's paths and states
-/// are about 1 MB, and a 50,000-file turn takes 13 index seeks.
-const WINDOW: usize = 4096;
 
 /// What closing a turn now makes of `e`: its post-image (`post_of` its
 /// path, for an entry that has none yet), or `None` when it ends as it
@@ -21,13 +18,13 @@ fn post_at_close(
     e: &TurnEntry,
     post_of: &mut impl FnMut(&RelPath) -> Result<State>,
 ) -> Result<Option<State>> {
-    Ok(match &e.post {
-        Some(post) => Some(post.clone()),
-        // Two equal skipped states do not show the content stayed: ckpt
-        // never read it.
-        None => Some(post_of(&e.path)?)
-            .filter(|post| *post != e.pre || matches!(post, State::Skipped { .. })),
-    })
+    let post = match &e.post {
+        Some(post) => post.clone(),
+        None => post_of(&e.path)?,
+    };
+    // Two equal skipped states do not show the content stayed: ckpt
+    // never read it.
+    Ok(Some(post).filter(|post| *post != e.pre || matches!(post, State::Skipped { .. })))
 }
 
 /// What closing `turn` now makes of each of its entries
@@ -45,85 +42,55 @@ pub(crate) fn closing(
     })
 }
 
-/// Closes `turn`: each entry gets its post-image (`post_of` its path), or
-/// is dropped if it ended as it began. Call in a transaction.
-pub(crate) fn close_turn(
-    tx: &Connection,
-    turn: i64,
-    ended_ns: i64,
-    post_of: impl FnMut(&RelPath) -> Result<State>,
-) -> Result<()> {
-    close_in_windows(tx, turn, ended_ns, post_of, WINDOW)
-}
-
-/// [`close_turn`], reading at most `window` entries at a time.
-fn close_in_windows(
-    tx: &Connection,
-    turn: i64,
-    ended_ns: i64,
-    mut post_of: impl FnMut(&RelPath) -> Result<State>,
-    window: usize,
-) -> Result<()> {
-    {
-        // Prepared once: a turn that touched the whole tree has one entry
-        // per file.
-        let mut drop_entry =
-            tx.prepare_cached("DELETE FROM turn_entries WHERE turn = ?1 AND path = ?2")?;
-        let mut set_post = tx.prepare_cached(
-            "UPDATE turn_entries SET post_kind = ?3, post_mode = ?4, post_data = ?5, post_size = ?6
-             WHERE turn = ?1 AND path = ?2",
-        )?;
-        let mut first = tx.prepare_cached(&format!(
-            "{ENTRY_COLUMNS} WHERE turn = ?1 ORDER BY path LIMIT ?2"
-        ))?;
-        let mut next = tx.prepare_cached(&format!(
-            "{ENTRY_COLUMNS} WHERE turn = ?1 AND path > ?2 ORDER BY path LIMIT ?3"
-        ))?;
-        let mut after: Option<RelPath> = None;
-        loop {
-            // A window is read whole before any of its rows change (a
-            // statement must not see the rows it reads change under it);
-            // the next starts past its last path, so it never sees them.
-            let mut posts: Vec<(RelPath, Option<State>)> = Vec::new();
-            let keep = |e: TurnEntry| {
-                let post = post_at_close(&e, &mut post_of)?;
-                posts.push((e.path, post));
-                Ok(())
-            };
-            let rows = match &after {
-                None => first.query(params![turn, window as i64])?,
-                Some(last) => next.query(params![turn, last.as_bytes(), window as i64])?,
-            };
-            decode_entries(turn, rows, keep)?;
-            let read = posts.len();
-            after = posts.last().map(|(path, _)| path.clone());
-            for (path, post) in posts {
-                let Some(post) = post else {
-                    drop_entry.execute(params![turn, path.as_bytes()])?;
-                    continue;
-                };
-                let (kind, mode, data, size) = crate::state::encode(&post);
-                set_post.execute(params![turn, path.as_bytes(), kind, mode, data, size])?;
-            }
-            if read < window {
-                break;
-            }
-        }
-    }
+/// Closes `turn` as [`post_at_close`] does with the hash cache's states:
+/// an entry recorded without a post-image (by a version that kept none
+/// while the turn was open) gets its path's state now, and every entry
+/// that ended as it began goes. Call in a transaction.
+pub(crate) fn close_turn(tx: &Connection, turn: i64, ended_ns: i64) -> Result<()> {
+    let now = cache::state_sql("turn_entries.path");
+    tx.prepare_cached(&format!(
+        "UPDATE turn_entries SET (post_kind, post_mode, post_data, post_size) = ({now})
+         WHERE turn = ?1 AND post_kind IS NULL"
+    ))?
+    .execute([turn])?;
+    // (`state::encode` writes each state one way, so equal columns are
+    // equal states; kind 4 is a skipped one.)
+    tx.prepare_cached(
+        "DELETE FROM turn_entries WHERE turn = ?1 AND pre_kind != 4
+         AND (pre_kind, pre_mode, pre_data, pre_size) IS (post_kind, post_mode, post_data, post_size)",
+    )?
+    .execute([turn])?;
     // A closed turn's session runs no tool call: its windows end with it.
     tx.prepare_cached("UPDATE turns SET status = ?3, ended_ns = ?2, tools = 0 WHERE id = ?1")?
         .execute(params![turn, ended_ns, TurnStatus::Closed.as_str()])?;
     Ok(())
 }
 
+/// Gives every open turn's entries that carry a post-image their paths'
+/// states in the hash cache again: for a write of the cache that records
+/// no change (a rewind's refresh, a path that left the cache), which the
+/// open turns of other sessions must still end with.
+pub(crate) fn resync_open_posts(conn: &Connection) -> Result<()> {
+    let now = cache::state_sql("turn_entries.path");
+    conn.prepare_cached(&format!(
+        "UPDATE turn_entries SET (post_kind, post_mode, post_data, post_size) = ({now})
+         WHERE turn IN (SELECT id FROM turns WHERE status = 'open') AND post_kind IS NOT NULL"
+    ))?
+    .execute([])?;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::confined::{Stat, StatKind};
     use crate::model::TurnMeta;
 
     /// A turn of `n` entries: each path's pre-image, and its state at the
     /// close: every third ends as it began (and goes), every fifth was
-    /// skipped on both sides (and stays), the rest changed.
+    /// skipped on both sides (and stays), the rest changed. Every other
+    /// entry carries its post-image as an open turn's do; the rest were
+    /// recorded without one, and the cache has their states.
     fn open_turn(conn: &Connection, n: usize) -> (i64, Vec<(RelPath, State, State)>) {
         let turn = super::super::insert_turn(conn, &TurnMeta::default(), 1).unwrap();
         let mut paths = Vec::new();
@@ -145,47 +112,100 @@ mod tests {
                     State::Absent,
                 ),
             };
-            super::super::record_pre(conn, turn, &path, &pre, false).unwrap();
+            super::super::record_change(conn, turn, &path, &pre, &post, false).unwrap();
+            if i % 2 == 1 {
+                conn.execute(
+                    "UPDATE turn_entries SET post_kind = NULL, post_mode = NULL,
+                     post_data = NULL, post_size = NULL WHERE turn = ?1 AND path = ?2",
+                    params![turn, path.as_bytes()],
+                )
+                .unwrap();
+                put_in_cache(conn, &path, &post);
+            }
             paths.push((path, pre, post));
         }
         (turn, paths)
     }
 
-    #[test]
-    fn a_turn_bigger_than_a_window_closes_as_one_read_whole() {
-        let n = 23;
-        for window in [1, 4, 7, 23, 24, WINDOW] {
-            let dir = tempfile::tempdir().unwrap();
-            let conn = crate::db::open(&dir.path().join("db")).unwrap();
-            let (turn, paths) = open_turn(&conn, n);
-            let at_close = |p: &RelPath| {
-                let (_, _, post) = paths.iter().find(|(q, _, _)| q == p).unwrap();
-                Ok(post.clone())
-            };
-            let tx = conn.unchecked_transaction().unwrap();
-            close_in_windows(&tx, turn, 9, at_close, window).unwrap();
-            tx.commit().unwrap();
+    fn put_in_cache(conn: &Connection, path: &RelPath, state: &State) {
+        let (kind, mode) = match state {
+            State::Absent => return,
+            State::Dir { mode } => (StatKind::Dir, *mode),
+            State::Symlink { .. } => (StatKind::Symlink, 0o777),
+            _ => (StatKind::Other, 0o644),
+        };
+        let stat = Stat {
+            kind,
+            mode,
+            size: 4096,
+            mtime_ns: 1,
+            ctime_ns: 1,
+            ino: 1,
+            dev: 1,
+            nlink: 1,
+        };
+        cache::put(conn, path, state, &stat, 0).unwrap();
+    }
 
-            let mut want: Vec<TurnEntry> = paths
-                .iter()
-                .filter(|(_, pre, post)| pre != post || matches!(post, State::Skipped { .. }))
-                .map(|(path, pre, post)| TurnEntry {
-                    path: path.clone(),
-                    pre: pre.clone(),
-                    post: Some(post.clone()),
-                    shared: false,
-                })
-                .collect();
-            want.sort_by(|a, b| a.path.cmp(&b.path));
-            let got = super::super::entries(&conn, turn).unwrap();
-            assert_eq!(got, want, "window {window}");
-            assert!(
-                want.len() > 7 && want.len() < n,
-                "the turn keeps some, drops some"
-            );
-            let row = super::super::turn(&conn, turn).unwrap().unwrap();
-            assert_eq!(row.status, TurnStatus::Closed, "window {window}");
-            assert_eq!(row.ended_ns, Some(9));
+    #[test]
+    fn closing_keeps_what_changed_with_its_post_image_and_drops_the_rest() {
+        let dir = tempfile::tempdir().unwrap();
+        let conn = crate::db::open(&dir.path().join("db")).unwrap();
+        let n = 23;
+        let (turn, paths) = open_turn(&conn, n);
+        let tx = conn.unchecked_transaction().unwrap();
+        close_turn(&tx, turn, 9).unwrap();
+        tx.commit().unwrap();
+
+        let mut want: Vec<TurnEntry> = paths
+            .iter()
+            .filter(|(_, pre, post)| pre != post || matches!(post, State::Skipped { .. }))
+            .map(|(path, pre, post)| TurnEntry {
+                path: path.clone(),
+                pre: pre.clone(),
+                post: Some(post.clone()),
+                shared: false,
+            })
+            .collect();
+        want.sort_by(|a, b| a.path.cmp(&b.path));
+        let got = super::super::entries(&conn, turn).unwrap();
+        assert_eq!(got, want);
+        assert!(
+            want.len() > 7 && want.len() < n,
+            "the turn keeps some, drops some"
+        );
+        let row = super::super::turn(&conn, turn).unwrap().unwrap();
+        assert_eq!(row.status, TurnStatus::Closed);
+        assert_eq!(row.ended_ns, Some(9));
+    }
+
+    #[test]
+    fn resyncing_gives_an_open_turns_post_images_the_caches_states() {
+        let dir = tempfile::tempdir().unwrap();
+        let conn = crate::db::open(&dir.path().join("db")).unwrap();
+        let (closed, _) = open_turn(&conn, 12);
+        close_turn(&conn, closed, 5).unwrap();
+        let before = super::super::entries(&conn, closed).unwrap();
+        let (open, paths) = open_turn(&conn, 12);
+        // The cache moves on for every path: a rewind's refresh, say.
+        let now = State::Dir { mode: 0o711 };
+        for (path, ..) in &paths {
+            put_in_cache(&conn, path, &now);
         }
+        resync_open_posts(&conn).unwrap();
+        let entries = super::super::entries(&conn, open).unwrap();
+        assert_eq!(entries.len(), 12);
+        for e in entries {
+            // One recorded without a post-image keeps none: the close
+            // reads it from the cache.
+            let odd = e
+                .path
+                .as_bytes()
+                .last()
+                .is_some_and(|d| (d - b'0') % 2 == 1);
+            let want = (!odd).then(|| now.clone());
+            assert_eq!(e.post, want, "{}", e.path);
+        }
+        assert_eq!(super::super::entries(&conn, closed).unwrap(), before);
     }
 }

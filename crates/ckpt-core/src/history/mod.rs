@@ -22,7 +22,7 @@ pub(crate) use audit::{audit_actions, audit_entries, audit_rewinds, audit_turns}
 pub(crate) use beyond::{
     add_command, capture_notes, commands, integrity_counts, note_capture, RESCANNED,
 };
-pub(crate) use close::{close_turn, closing};
+pub(crate) use close::{close_turn, closing, resync_open_posts};
 
 /// A turn's status as `turns.status` holds it; an unknown one reads as
 /// closed (fsck reports it).
@@ -201,22 +201,28 @@ pub(crate) fn insert_turn(conn: &Connection, meta: &TurnMeta, started_ns: i64) -
     Ok(conn.last_insert_rowid())
 }
 
-/// Records `pre` as the pre-image of `path` in `turn`, unless the turn
-/// already has one: only the first change of a path in a turn counts. A
-/// `shared` change (seen while several sessions had turns open) marks the
-/// entry shared, whenever it came.
-pub(crate) fn record_pre(
+/// Records a change of `path` in the open `turn`: `pre`, the state
+/// before it, unless the turn already has one (only the first change of a
+/// path in a turn counts), and `post`, its state now, which the entry
+/// carries until the turn closes. A `shared` change (seen while several
+/// sessions had turns open) marks the entry shared, whenever it came.
+pub(crate) fn record_change(
     conn: &Connection,
     turn: i64,
     path: &RelPath,
     pre: &State,
+    post: &State,
     shared: bool,
 ) -> Result<()> {
     let (kind, mode, data, size) = crate::state::encode(pre);
+    let (post_kind, post_mode, post_data, post_size) = crate::state::encode(post);
     conn.prepare_cached(
-        "INSERT INTO turn_entries (turn, path, pre_kind, pre_mode, pre_data, pre_size, shared)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
-         ON CONFLICT (turn, path) DO UPDATE SET shared = 1 WHERE excluded.shared = 1",
+        "INSERT INTO turn_entries (turn, path, pre_kind, pre_mode, pre_data, pre_size, shared,
+                                   post_kind, post_mode, post_data, post_size)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
+         ON CONFLICT (turn, path) DO UPDATE SET shared = shared OR excluded.shared,
+             post_kind = excluded.post_kind, post_mode = excluded.post_mode,
+             post_data = excluded.post_data, post_size = excluded.post_size",
     )?
     .execute(params![
         turn,
@@ -225,8 +231,34 @@ pub(crate) fn record_pre(
         mode,
         data,
         size,
-        shared
+        shared,
+        post_kind,
+        post_mode,
+        post_data,
+        post_size
     ])?;
+    Ok(())
+}
+
+/// Gives `path`'s entry in each of `turns` (open turns a change was not
+/// recorded in) `post`, its state now, where it has one.
+pub(crate) fn set_post(
+    conn: &Connection,
+    turns: &[i64],
+    path: &RelPath,
+    post: &State,
+) -> Result<()> {
+    if turns.is_empty() {
+        return Ok(());
+    }
+    let (kind, mode, data, size) = crate::state::encode(post);
+    let mut stmt = conn.prepare_cached(
+        "UPDATE turn_entries SET post_kind = ?3, post_mode = ?4, post_data = ?5, post_size = ?6
+         WHERE turn = ?1 AND path = ?2",
+    )?;
+    for &turn in turns {
+        stmt.execute(params![turn, path.as_bytes(), kind, mode, data, size])?;
+    }
     Ok(())
 }
 

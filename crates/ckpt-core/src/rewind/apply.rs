@@ -330,7 +330,8 @@ fn still_to_undo<'a>(
 }
 
 /// Records what the rewind wrote, so the watcher's events for it compare
-/// as unchanged and are never mistaken for an agent's changes.
+/// as unchanged and are never mistaken for an agent's changes, and gives
+/// the open turns' entries their paths' states now.
 fn refresh_cache(conn: &rusqlite::Connection, root: &Root, steps: &[Step<'_>]) -> Result<()> {
     let stamp = now_ns();
     // Steps come in path order: siblings one after another.
@@ -346,7 +347,8 @@ fn refresh_cache(conn: &rusqlite::Connection, root: &Root, steps: &[Step<'_>]) -
             Err(e) => tracing::warn!("stat {path} after rewind: {e}"),
         }
     }
-    Ok(())
+    // Another session's open turn ends with what the rewind wrote.
+    crate::history::resync_open_posts(conn)
 }
 
 /// Execution order: removals deepest first (children before their

@@ -3,7 +3,6 @@
 
 use rusqlite::Connection;
 
-use crate::cache;
 use crate::error::{Error, Result};
 use crate::history;
 use crate::model::{
@@ -16,8 +15,8 @@ use detail::{Gaps, PartlyRewound};
 
 mod detail;
 
-// Capture asks for the open turn and records pre-images through these.
-pub(crate) use history::{open_turn, record_pre};
+// Capture asks for the open turn and records changes through these.
+pub(crate) use history::{open_turn, record_change, set_post};
 
 /// Ends each turn `continued` names (open turns a rewind or redo is about
 /// to write across: a turn never spans one) and opens the turn that
@@ -33,12 +32,23 @@ pub(crate) fn continue_turns(tx: &Connection, continued: &mut [ContinuedTurn]) -
         let now = now_ns();
         // The session's running tool calls go on in the turn that continues.
         let tools = history::tool_calls(tx, c.ended)?;
-        history::close_turn(tx, c.ended, now, |path| cache::state(tx, path))?;
+        history::close_turn(tx, c.ended, now)?;
         let opened = history::insert_turn(tx, &meta, now)?;
         history::set_tool_calls(tx, opened, tools)?;
         c.opened = Some(opened);
     }
     Ok(())
+}
+
+/// Where a change seen now is recorded ([`Turns::recipients`]).
+pub(crate) struct Recipients {
+    /// The open turns it goes to.
+    pub to: Vec<i64>,
+    /// Whether it goes to several: which session made it is not known.
+    pub shared: bool,
+    /// The other open turns: an entry one has for the path still gets
+    /// its state now, as post-image.
+    pub others: Vec<i64>,
 }
 
 /// Turn operations over the project's database (see [`crate::Project`],
@@ -127,17 +137,21 @@ impl Turns<'_> {
     /// The open turns a change seen now goes to, and whether it is shared.
     /// Every open turn, unless tool calls are running: then the open turns
     /// of the sessions running them.
-    pub(crate) fn recipients(&self) -> Result<(Vec<i64>, bool)> {
+    pub(crate) fn recipients(&self) -> Result<Recipients> {
         let open = history::open_turns_running_tools(self.conn)?;
-        let running: Vec<i64> = open.iter().filter(|(_, r)| *r).map(|(t, _)| *t).collect();
-        let mut to = if running.is_empty() {
-            open.iter().map(|(t, _)| *t).collect()
-        } else {
-            running
-        };
+        let any_running = open.iter().any(|&(_, running)| running);
+        let (mut to, mut others) = (Vec::new(), Vec::new());
+        for (turn, running) in open {
+            if running || !any_running {
+                to.push(turn);
+            } else {
+                others.push(turn);
+            }
+        }
         to.sort_unstable();
+        others.sort_unstable();
         let shared = to.len() > 1;
-        Ok((to, shared))
+        Ok(Recipients { to, shared, others })
     }
 
     /// Closes the open turn of the default session, or else the only open
@@ -163,8 +177,12 @@ impl Turns<'_> {
         if let Some(t) = transcript {
             history::note_transcript(self.conn, turn, t)?;
         }
+        let t0 = std::time::Instant::now();
         self.close_turn(turn)?;
-        self.show_listing(turn, list)
+        let closed = t0.elapsed();
+        let detail = self.show_listing(turn, list);
+        tracing::debug!(turn, close = ?closed, listing = ?(t0.elapsed() - closed), "turn ended");
+        detail
     }
 
     /// The turn `turn_end_of(session)` would close, with its session.
@@ -189,7 +207,7 @@ impl Turns<'_> {
 
     fn close_turn(&self, turn: i64) -> Result<()> {
         let tx = self.conn.unchecked_transaction()?;
-        history::close_turn(&tx, turn, now_ns(), |path| cache::state(&tx, path))?;
+        history::close_turn(&tx, turn, now_ns())?;
         tx.commit()?;
         Ok(())
     }

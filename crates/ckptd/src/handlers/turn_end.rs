@@ -18,7 +18,8 @@ pub fn handle(d: &Arc<Daemon>, g: Gate, r: TurnEnd) -> ReqResult<About<TurnEnded
     // A hook lists none of the entries: parsing them all took its client
     // to 78.5 MiB at 50,000 files, and the core keeps only those listed.
     let (detail, left_open) = d.with_reserve(crate::reserve::For::TurnBoundary, || {
-        g.pass(d, &h)?;
+        let passed = g.pass(d, &h)?;
+        tracing::debug!(took = ?passed.elapsed, "turn-end's barrier passed");
         h.call(|p| match p.turn_end_of(session, transcript, r.list) {
             // Only other sessions' turns are open: left open, and named.
             Err(ckpt_core::Error::NoOpenTurn) if session.is_some() => match p.open_turn()? {
