@@ -25,6 +25,9 @@ pub struct Queue {
     /// directory are added only after it was reported, and files made in
     /// that gap send no event.
     pub recheck: HashSet<RelPath>,
+    /// Paths among `pending` an event says may be directories now (made
+    /// or renamed in): only these, of the events' paths, can need a watch.
+    pub maybe_dirs: HashSet<RelPath>,
     /// Rechecks released by a cookie, for the worker's next batch.
     pub released: HashSet<RelPath>,
     /// Subtrees whose events the watcher lost (FSEvents' MustScanSubDirs):
@@ -47,6 +50,7 @@ impl ProjectHandle {
         let mut q = lock(&self.queue);
         if recheck_at_cookie {
             q.recheck.insert(path.clone());
+            q.maybe_dirs.insert(path.clone());
         }
         // Only the worker waits for paths, and only on an empty queue: a
         // wake-up per event would be a syscall per event, and a full rewind
