@@ -80,7 +80,8 @@ fn tool_window_problem(status: TurnStatus, tools: i64) -> Option<String> {
 
 /// Every entry belongs to a turn, has a valid path, and its pre- and
 /// post-images decode and name stored blobs (only an open turn's entries
-/// lack a post-image: `turn_end` records them).
+/// may lack a post-image: those recorded by a version that kept none
+/// until `turn_end`).
 pub(super) fn turn_entries(c: &mut Checker) -> Result<()> {
     let open = TurnStatus::Open.as_str();
     history::audit_entries(c.conn, |e| {
