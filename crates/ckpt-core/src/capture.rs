@@ -17,7 +17,7 @@ mod prepare;
 mod reconcile;
 
 pub(crate) use events::check_paths;
-pub(crate) use prepare::gap_of;
+pub(crate) use prepare::{gap_of, Readers};
 pub(crate) use reconcile::reconcile;
 
 use crate::cache::CacheRow;

@@ -7,6 +7,7 @@ use std::path::Path;
 
 use rusqlite::Connection;
 
+use crate::capture::Readers;
 use crate::confined::Root;
 use crate::model::{Observer, Options, Progress};
 use crate::scan::Excludes;
@@ -25,6 +26,8 @@ pub(crate) struct Parts<'a> {
     pub(crate) excludes: &'a mut Excludes,
     /// Told how far a scan or an apply has got (see [`Observer`]).
     pub(crate) observer: Option<&'a Observer>,
+    /// The capture workers' connections for store lookups.
+    pub(crate) readers: &'a Readers,
 }
 
 impl Parts<'_> {

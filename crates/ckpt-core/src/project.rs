@@ -64,6 +64,7 @@ pub struct Project {
     pub(crate) excludes: Excludes,
     /// Told how far a full scan or an apply has got ([`Project::observe`]).
     observer: Option<Observer>,
+    readers: crate::capture::Readers,
 }
 
 impl Project {
@@ -137,6 +138,7 @@ impl Project {
             opts,
             excludes,
             observer: None,
+            readers: Default::default(),
         })
     }
 
@@ -239,6 +241,7 @@ impl Project {
             opts: &self.opts,
             excludes: &mut self.excludes,
             observer: self.observer.as_ref(),
+            readers: &self.readers,
         }
     }
 
@@ -266,6 +269,7 @@ impl Project {
     /// Ends a burst: the WAL is checkpointed and truncated, the cache
     /// shrinks back to `cache_size` (from [`Project::burst_begin`]).
     pub fn burst_end(&mut self, cache_size: i64) -> Result<()> {
+        self.readers.close();
         crate::db::bulk_end(&self.conn, cache_size)
     }
 

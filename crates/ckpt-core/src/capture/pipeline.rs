@@ -65,7 +65,7 @@ pub(super) fn capture(
         }
         (!batch.is_empty()).then_some(batch)
     });
-    let (fs, store) = (parts.root_fs, parts.store);
+    let (fs, store, readers) = (parts.root_fs, parts.store, parts.readers);
     let (max, threads) = (parts.opts.max_file_size, parts.opts.threads);
     let db_path = conn.path().map(PathBuf::from);
     // Everything but the write runs on the workers, so no serial step (a
@@ -79,7 +79,11 @@ pub(super) fn capture(
         // Hashes being compressed in this batch: identical new content
         // is compressed once.
         let claimed = Mutex::new(HashSet::new());
-        let own = || Reader::Own(db_path.as_deref(), None);
+        let own = || Reader::Own {
+            path: db_path.as_deref(),
+            idle: readers,
+            conn: None,
+        };
         let local = writer.map_or_else(own, Reader::Shared);
         let read = read_batch(fs, batch, threads, max);
         let mut captured = par_map(read, threads, 8, local, own, |db, c| {

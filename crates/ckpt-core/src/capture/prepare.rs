@@ -19,19 +19,52 @@ use crate::store::{
     BlobStore, Prepared, PreparedPack, DELTA_MIN, PACK_BLOB_MAX, PACK_COUNT, PACK_TARGET,
 };
 
+/// Read-only connections to a project's database for the capture workers'
+/// store lookups, kept from one batch to the next while a burst or a full
+/// scan lasts: one opened per batch starts with a cold page cache and
+/// reads each page it needs from the file (those lookups were 11% of a
+/// 50,000-file turn's capture).
+#[derive(Default)]
+pub(crate) struct Readers(Mutex<Vec<Connection>>);
+
+impl Readers {
+    /// Closes the idle connections, and so frees their page caches.
+    pub(crate) fn close(&self) {
+        self.0.lock().expect("readers poisoned").clear();
+    }
+}
+
 /// How a capture worker reads the store: through the writer's connection
 /// on the caller's thread, else through a read-only connection of its own,
-/// opened when first needed.
+/// an idle one of `idle` or one opened when first needed, given back to
+/// `idle` when the worker is done.
 pub(super) enum Reader<'a> {
     Shared(&'a Connection),
-    Own(Option<&'a Path>, Option<Connection>),
+    Own {
+        path: Option<&'a Path>,
+        idle: &'a Readers,
+        conn: Option<Connection>,
+    },
+}
+
+impl Drop for Reader<'_> {
+    fn drop(&mut self) {
+        if let Reader::Own { idle, conn, .. } = self {
+            if let (Some(conn), Ok(mut idle)) = (conn.take(), idle.0.lock()) {
+                idle.push(conn);
+            }
+        }
+    }
 }
 
 impl Reader<'_> {
     pub(super) fn conn(&mut self) -> Result<&Connection> {
         match self {
             Reader::Shared(conn) => Ok(conn),
-            Reader::Own(path, conn) => {
+            Reader::Own { path, idle, conn } => {
+                if conn.is_none() {
+                    *conn = idle.0.lock().expect("readers poisoned").pop();
+                }
                 if conn.is_none() {
                     let path = path.ok_or_else(|| {
                         crate::Error::Invariant("the store database has no path".into())

@@ -138,6 +138,7 @@ pub(crate) fn reconcile(parts: &mut Parts<'_>) -> Result<ScanSummary> {
         };
         let mut bulk = None;
         let merged = merge(parts, &mut disk, scan_start, &mut bulk);
+        parts.readers.close();
         let ended = bulk.map_or(Ok(()), |c| crate::db::bulk_end(parts.conn, c));
         // Dropped first, so a walk that is still going ends.
         drop(disk.rx);
