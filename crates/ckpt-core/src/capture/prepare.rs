@@ -43,7 +43,7 @@ pub(super) enum Reader<'a> {
     Own {
         path: Option<&'a Path>,
         idle: &'a Readers,
-        conn: Option<Connection>,
+        conn: Option<Box<Connection>>,
     },
 }
 
@@ -51,7 +51,7 @@ impl Drop for Reader<'_> {
     fn drop(&mut self) {
         if let Reader::Own { idle, conn, .. } = self {
             if let (Some(conn), Ok(mut idle)) = (conn.take(), idle.0.lock()) {
-                idle.push(conn);
+                idle.push(*conn);
             }
         }
     }
@@ -63,7 +63,7 @@ impl Reader<'_> {
             Reader::Shared(conn) => Ok(conn),
             Reader::Own { path, idle, conn } => {
                 if conn.is_none() {
-                    *conn = idle.0.lock().expect("readers poisoned").pop();
+                    *conn = idle.0.lock().expect("readers poisoned").pop().map(Box::new);
                 }
                 if conn.is_none() {
                     let path = path.ok_or_else(|| {
@@ -74,7 +74,7 @@ impl Reader<'_> {
                         OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
                     )?;
                     c.busy_timeout(std::time::Duration::from_secs(10))?;
-                    *conn = Some(c);
+                    *conn = Some(Box::new(c));
                 }
                 Ok(conn.as_ref().expect("opened just above"))
             }
