@@ -38,11 +38,20 @@ pub struct Queue {
     pub last_event: Option<Instant>,
     pub cookies_expected: HashSet<OsString>,
     pub cookies_seen: HashMap<OsString, u64>,
+    /// Barriers waiting for the worker to reach their cookie's position.
+    pub draining: usize,
     /// Numbers this project's cookies.
     next_cookie: u64,
     /// Run a full `reconcile` instead of the next batch.
     pub reconcile_needed: bool,
     pub stop: bool,
+}
+
+impl Queue {
+    /// Whether a barrier waits for its cookie or for the worker.
+    pub fn barrier_waits(&self) -> bool {
+        !self.cookies_expected.is_empty() || !self.cookies_seen.is_empty() || self.draining > 0
+    }
 }
 
 impl ProjectHandle {
@@ -86,6 +95,9 @@ impl ProjectHandle {
         let name = cookie::name(&self.id, q.next_cookie);
         q.next_cookie += 1;
         q.cookies_expected.insert(name.clone());
+        drop(q);
+        // A worker letting a burst's events gather stops waiting.
+        self.cond.notify_all();
         name
     }
 
@@ -130,8 +142,11 @@ impl ProjectHandle {
     /// Waits until the worker has checked everything queued up to `seq`;
     /// false after `timeout` or when the worker stops.
     pub fn wait_processed(&self, seq: u64, timeout: Duration) -> bool {
+        lock(&self.queue).draining += 1;
+        // A worker letting a burst's events gather stops waiting.
+        self.cond.notify_all();
         let deadline = Instant::now() + timeout;
-        wait_until(&self.queue, &self.cond, deadline, |q| {
+        let done = wait_until(&self.queue, &self.cond, deadline, |q| {
             if q.processed >= seq {
                 Some(true)
             } else if q.stop {
@@ -140,7 +155,9 @@ impl ProjectHandle {
                 None
             }
         })
-        .unwrap_or(false)
+        .unwrap_or(false);
+        lock(&self.queue).draining -= 1;
+        done
     }
 
     /// Waits until no path has been queued for `quiet` (or `cap` has
