@@ -159,10 +159,12 @@ impl ProjectHandle {
                     }
                 }
             }
-            // A burst ends once the queue stays drained, and before the
-            // barrier waiting on this batch returns: the WAL is as after
-            // any batch.
-            if burst.is_some() && !self.more_events_soon() {
+            // A burst ends once the queue stays drained, or its events
+            // thin out to a trickle (a log written to now and then), and
+            // before the barrier waiting on this batch returns: the WAL is
+            // as after any batch.
+            let trickle = batch.len() < BURST_PATHS / 16;
+            if burst.is_some() && (trickle || !self.more_events_soon()) {
                 if let Some(cache_size) = burst.take() {
                     if let Err(e) = self.call(|p| p.burst_end(cache_size)) {
                         tracing::debug!(root = %self.root.display(), error = %e, "ending a burst");
@@ -324,6 +326,36 @@ impl ProjectHandle {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Letting a burst's events gather, and waiting for more before it
+    /// ends, stop at once for a barrier (its cookie expected, or waiting
+    /// on the worker), a full window, or new events; otherwise they wait.
+    #[test]
+    fn a_burst_waits_for_events_but_never_for_a_barrier() {
+        let t = tempfile::tempdir().unwrap();
+        let h = crate::project::for_test(t.path());
+        let long = Duration::from_secs(600);
+        // Nothing comes: it waits its time (100 ms) and says so.
+        let t0 = Instant::now();
+        assert!(!h.more_events_soon());
+        assert!(t0.elapsed() >= BURST_QUIET);
+        h.enqueue(RelPath::new("a").unwrap(), false);
+        assert!(h.more_events_soon(), "an event came");
+        let name = h.expect_cookie();
+        assert!(!h.more_events_soon(), "a barrier waits for its cookie");
+        let t0 = Instant::now();
+        h.settle(long);
+        h.forget_cookie(&name);
+        h.queue().draining += 1;
+        h.settle(long);
+        assert!(!h.more_events_soon(), "a barrier waits on the worker");
+        h.queue().draining -= 1;
+        for i in 0..CHECK_WINDOW {
+            h.enqueue(RelPath::new(format!("f{i}")).unwrap(), false);
+        }
+        h.settle(long);
+        assert!(t0.elapsed() < long / 2, "none of them waited");
+    }
 
     /// `ckptctl run --bursts` polls this time: it must move when a batch
     /// captured a change, and only then.
