@@ -159,16 +159,32 @@ pub(crate) fn children(conn: &Connection, dir: &RelPath) -> Result<Vec<RelPath>>
 
 /// Every row strictly below `dir`.
 pub(crate) fn below(conn: &Connection, dir: &RelPath) -> Result<Vec<(RelPath, CacheRow)>> {
+    let mut out = Vec::new();
+    each_below(conn, dir, |p, row| {
+        out.push((p, row));
+        Ok(())
+    })?;
+    Ok(out)
+}
+
+/// Calls `f` with every row strictly below `dir`, in path order, as it
+/// is read.
+pub(crate) fn each_below(
+    conn: &Connection,
+    dir: &RelPath,
+    mut f: impl FnMut(RelPath, CacheRow) -> Result<()>,
+) -> Result<()> {
     let (lo, hi) = bounds(dir);
     let mut stmt = conn.prepare_cached(&format!(
-        "SELECT {COLS} FROM files WHERE path > ?1 AND path < ?2"
+        "SELECT {COLS} FROM files WHERE path > ?1 AND path < ?2 ORDER BY path"
     ))?;
-    let rows = stmt.query_map([lo, hi], from_row)?;
-    let mut out = Vec::new();
-    for r in rows {
-        out.extend(r?);
+    let mut rows = stmt.query([lo, hi])?;
+    while let Some(r) = rows.next()? {
+        if let Some((p, row)) = from_row(r)? {
+            f(p, row)?;
+        }
     }
-    Ok(out)
+    Ok(())
 }
 
 /// Every row, in a map. Tests only: the daemon streams the cache with

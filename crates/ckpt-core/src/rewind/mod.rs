@@ -82,54 +82,63 @@ pub(crate) fn rewind(
     let mut live = history::live_turns_from(parts.conn, turn, session)?;
     live.extend(open);
     live.sort_unstable();
-    // Per path: the pre-image of the oldest turn that touched it (the
-    // target) and the post-image of the newest (what the agent left;
-    // for the open turn, what ending it now would record).
     let partial = !opts.paths.is_empty();
-    let mut touched: BTreeMap<RelPath, (State, State)> = BTreeMap::new();
+    let in_scope = |p: &RelPath| !partial || opts.paths.iter().any(|want| p.starts_with(want));
+    let mut touched: Vec<Touched> = Vec::new();
     // Which turns touched each path: only a partial rewind asks.
     let mut touched_by: BTreeMap<RelPath, Vec<i64>> = BTreeMap::new();
+    // The paths an earlier turn did not touch, per later turn.
+    let mut new = Vec::new();
     for &t in &live {
+        let first = touched.is_empty();
         let post_of = |p: &RelPath| cache::state(parts.conn, p);
         history::closing(parts.conn, t, post_of, |e, post| {
-            if let Some(post) = post {
-                if partial {
-                    touched_by.entry(e.path.clone()).or_default().push(t);
-                }
-                touched.entry(e.path).or_insert((e.pre, State::Absent)).1 = post;
+            let Some(post) = post.filter(|_| in_scope(&e.path)) else {
+                return Ok(());
+            };
+            if partial {
+                touched_by.entry(e.path.clone()).or_default().push(t);
+            }
+            match find(&touched, &e.path) {
+                Some(at) => touched[at].left = post,
+                None => new.push(Touched {
+                    path: e.path,
+                    target: e.pre,
+                    left: post,
+                }),
             }
             Ok(())
         })?;
+        // Each turn's entries come in path order: the first turn's
+        // are the list; a later one's new paths are sorted in, in place.
+        if first {
+            touched = std::mem::take(&mut new);
+        } else if !new.is_empty() {
+            touched.append(&mut new);
+            touched.sort_unstable_by(|a, b| a.path.cmp(&b.path));
+        }
     }
     // Only the turns that touched the paths asked for are undone.
     let mut undone = live.clone();
     if partial {
-        refuse_untouched(turn, &live, &opts.paths, touched.keys())?;
-        touched.retain(|p, _| opts.paths.iter().any(|want| p.starts_with(want)));
-        let by: BTreeSet<i64> = touched
-            .keys()
-            .flat_map(|p| touched_by[p].iter().copied())
-            .collect();
+        refuse_untouched(turn, &live, &opts.paths, touched.iter().map(|t| &t.path))?;
+        let by: BTreeSet<i64> = touched_by.into_values().flatten().collect();
         undone = by.into_iter().collect();
     }
     let others = other_sessions_touching(parts.conn, turn, row.started_ns, session, &touched)?;
     let t_collect = t0.elapsed();
-    let current = current_states(parts, touched.keys(), opts.after_barrier)?;
+    let current = current_states(parts, touched.iter().map(|t| &t.path), opts.after_barrier)?;
     let t_recheck = t0.elapsed();
     // One tree writer for the whole rewind.
     let mut dirs = writer(parts)?;
     let mut plan = db::reading(parts.conn, || {
-        // Handed to the planner one by one: no second list of every path.
-        let wanted =
-            touched
-                .into_iter()
-                .zip(current)
-                .map(|((path, (target, expected)), current)| Wanted {
-                    current,
-                    path,
-                    target,
-                    expected,
-                });
+        // The planner makes its actions of these in place.
+        let wanted = touched.into_iter().zip(current).map(|(t, current)| Wanted {
+            current,
+            path: t.path,
+            target: t.target,
+            expected: t.left,
+        });
         let turns = undone.clone();
         plan::plan(
             &tree(parts),
@@ -189,6 +198,25 @@ pub(crate) fn rewind_after(
     rewind(parts, first, opts)
 }
 
+/// A path the rewound turns touched, with the pre-image of the oldest
+/// of them that did (the target) and the post-image of the newest (what
+/// the agent left; for the open turn, what ending it now would record).
+/// The size of an [`Action`](crate::model::Action), which the plan
+/// makes of it in place.
+struct Touched {
+    path: RelPath,
+    target: State,
+    left: State,
+}
+
+const _: () =
+    assert!(std::mem::size_of::<Touched>() == std::mem::size_of::<crate::model::Action>());
+
+/// The place of `path` in `touched`, which is in path order.
+fn find(touched: &[Touched], path: &RelPath) -> Option<usize> {
+    touched.binary_search_by(|t| t.path.cmp(path)).ok()
+}
+
 /// Every path a turn of another session than `session` changed during
 /// or after `turn` (started at `started_ns`), with what the rewound
 /// turns left there (`touched`; none for a path they did not touch,
@@ -198,12 +226,12 @@ fn other_sessions_touching(
     turn: i64,
     started_ns: i64,
     session: Option<&str>,
-    touched: &BTreeMap<RelPath, (State, State)>,
+    touched: &[Touched],
 ) -> Result<BTreeMap<RelPath, (Option<State>, OtherTurn)>> {
     let mut out = BTreeMap::new();
     for (t, s) in history::other_sessions_turns(conn, turn, started_ns, session)? {
         for e in history::entries(conn, t)? {
-            let expected = touched.get(&e.path).map(|(_, left)| left.clone());
+            let expected = find(touched, &e.path).map(|at| touched[at].left.clone());
             let other = OtherTurn {
                 turn: t,
                 session: s.clone(),
@@ -492,9 +520,12 @@ impl plan::Tree for CacheTree<'_> {
         cache::state(self.parts.conn, path)
     }
 
-    fn below(&self, dir: &RelPath) -> Result<Vec<(RelPath, State)>> {
-        let rows = cache::below(self.parts.conn, dir)?;
-        Ok(rows.into_iter().map(|(p, row)| (p, row.state)).collect())
+    fn each_below(
+        &self,
+        dir: &RelPath,
+        f: &mut dyn FnMut(RelPath, State) -> Result<()>,
+    ) -> Result<()> {
+        cache::each_below(self.parts.conn, dir, |p, row| f(p, row.state))
     }
 
     fn holds_uncaptured(&self, dir: &RelPath) -> Result<bool> {

@@ -24,8 +24,7 @@
 //!   not end absent (or content ckpt does not capture) is kept, with every
 //!   directory above it the plan would take away.
 
-use std::collections::{BTreeMap, HashMap};
-use std::ops::Bound;
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use crate::error::Result;
 use crate::model::{Action, Conflict, RewindPlan, Skipped};
@@ -39,8 +38,13 @@ const NEW_DIR: State = State::Dir { mode: 0o755 };
 pub(crate) trait Tree {
     /// The captured state of `path` (`Absent` if none).
     fn state(&self, path: &RelPath) -> Result<State>;
-    /// Every captured path strictly below `dir`, with its state.
-    fn below(&self, dir: &RelPath) -> Result<Vec<(RelPath, State)>>;
+    /// Calls `f` with every captured path strictly below `dir` and its
+    /// state, in path order.
+    fn each_below(
+        &self,
+        dir: &RelPath,
+        f: &mut dyn FnMut(RelPath, State) -> Result<()>,
+    ) -> Result<()>;
     /// Whether `dir` holds content ckpt does not capture (an excluded
     /// directory, a nested `.git`), which no plan may remove.
     fn holds_uncaptured(&self, dir: &RelPath) -> Result<bool>;
@@ -66,20 +70,25 @@ pub(crate) enum Kind {
 struct Planner<'t, T: Tree> {
     tree: &'t T,
     kind: Kind,
-    actions: BTreeMap<RelPath, Action>,
+    /// In path order. A list, not a map: at 200,000 paths a map's
+    /// half-full nodes held ~256 B per action against the list's 120.
+    actions: Vec<Action>,
+    /// The places in `actions` of those R4 or R5 dropped.
+    dropped: HashSet<usize>,
+    /// Directories R4 creates that no wanted path names.
+    made: BTreeMap<RelPath, Action>,
     conflicts: BTreeMap<RelPath, Conflict>,
     /// Notes on paths left as they are (or given another state than asked).
     notes: Vec<Skipped>,
     /// Per directory that must end a directory: `None` if it will, else the
     /// non-directory above (or at) it that blocks it.
     dir_ok: HashMap<RelPath, Option<RelPath>>,
-    /// What is now below each directory the plan takes away, read once
-    /// for R3 and R5 (R4 only drops such actions, never adds one).
-    below: HashMap<RelPath, Vec<(RelPath, State)>>,
 }
 
 /// Plans bringing every `wanted` path to its target. `turn` and `turns`
-/// only label the result.
+/// only label the result. The actions are made in the allocation of
+/// `wanted`'s source where their sizes match (std collects such an
+/// iterator in place), so a rewind holds one list of its paths, not two.
 pub(crate) fn plan(
     tree: &impl Tree,
     kind: Kind,
@@ -88,38 +97,64 @@ pub(crate) fn plan(
     wanted: impl IntoIterator<Item = Wanted>,
     force: bool,
 ) -> Result<RewindPlan> {
+    let mut conflicts = BTreeMap::new();
+    let mut notes = Vec::new();
+    let mut actions: Vec<Action> = wanted
+        .into_iter()
+        .filter_map(|w| first_look(kind, w, &mut conflicts, &mut notes))
+        .collect();
+    if !actions.is_sorted_by(|a, b| a.path < b.path) {
+        actions.sort_unstable_by(|a, b| a.path.cmp(&b.path));
+    }
     let mut p = Planner {
         tree,
         kind,
-        actions: BTreeMap::new(),
-        conflicts: BTreeMap::new(),
-        notes: Vec::new(),
+        actions,
+        dropped: HashSet::new(),
+        made: BTreeMap::new(),
+        conflicts,
+        notes,
         dir_ok: HashMap::new(),
-        below: HashMap::new(),
     };
-    for w in wanted {
-        p.path(w);
-    }
-    p.read_below()?;
-    let dir_conflicts = if force { Vec::new() } else { p.held_paths() };
+    let dir_conflicts = if force { Vec::new() } else { p.held_paths()? };
     p.parents()?;
     p.empty_dirs()?;
+    let Planner {
+        mut actions,
+        dropped,
+        made,
+        mut conflicts,
+        notes,
+        ..
+    } = p;
+    if !dropped.is_empty() {
+        let mut at = 0;
+        actions.retain(|_| {
+            at += 1;
+            !dropped.contains(&(at - 1))
+        });
+    }
+    if !made.is_empty() {
+        // Rare (a parent gone that no turn recorded): sorted in place.
+        actions.extend(made.into_values());
+        actions.sort_unstable_by(|a, b| a.path.cmp(&b.path));
+    }
     // A conflict on a path the plan no longer changes overwrites nothing.
-    let actions = &p.actions;
-    p.conflicts.retain(|path, _| actions.contains_key(path));
+    let planned = |path: &RelPath| actions.binary_search_by(|a| a.path.cmp(path)).is_ok();
+    conflicts.retain(|path, _| planned(path));
     for c in dir_conflicts {
-        p.conflicts.entry(c.path.clone()).or_insert(c);
+        conflicts.entry(c.path.clone()).or_insert(c);
     }
     let (mut blocked, skipped) = match kind {
-        Kind::Rewind => (Vec::new(), p.notes),
-        Kind::Redo => (p.notes, Vec::new()),
+        Kind::Rewind => (Vec::new(), notes),
+        Kind::Redo => (notes, Vec::new()),
     };
     blocked.sort();
     Ok(RewindPlan {
         turn,
         turns,
-        actions: p.actions.into_values().collect(),
-        conflicts: p.conflicts.into_values().collect(),
+        actions,
+        conflicts: conflicts.into_values().collect(),
         skipped,
         blocked,
         merged: Vec::new(),
@@ -127,118 +162,135 @@ pub(crate) fn plan(
     })
 }
 
-impl<T: Tree> Planner<'_, T> {
-    /// R1, R2 for one path.
-    fn path(&mut self, w: Wanted) {
-        let Wanted {
-            path,
-            current,
-            target,
-            expected,
-        } = w;
-        if let State::Skipped { reason } = &target {
-            // Even where the state now equals it: that records only why
-            // ckpt never read the content, so a rewind says it cannot give
-            // it back (a redo has nothing to do).
-            if current != target || self.kind == Kind::Rewind {
-                let why = format!("its earlier content was not captured: {reason}");
-                self.notes.push(Skipped::new(path, why));
-            }
-            return;
+/// R1, R2 for one path: its action, if it needs one.
+fn first_look(
+    kind: Kind,
+    w: Wanted,
+    conflicts: &mut BTreeMap<RelPath, Conflict>,
+    notes: &mut Vec<Skipped>,
+) -> Option<Action> {
+    let Wanted {
+        path,
+        current,
+        target,
+        expected,
+    } = w;
+    if let State::Skipped { reason } = &target {
+        // Even where the state now equals it: that records only why
+        // ckpt never read the content, so a rewind says it cannot give
+        // it back (a redo has nothing to do).
+        if current != target || kind == Kind::Rewind {
+            let why = format!("its earlier content was not captured: {reason}");
+            notes.push(Skipped::new(path, why));
         }
-        if current == target {
-            return;
-        }
-        // Even with force: overwritten, it could never be given back.
-        if let State::Skipped { reason } = &current {
-            let why = format!(
-                "its current content is not captured ({reason}), so it is never \
-                 overwritten; left alone (move it away to rewind it)"
-            );
-            self.notes.push(Skipped::new(path, why));
-            return;
-        }
-        if current != expected {
-            let conflict = Conflict {
-                path: path.clone(),
-                expected,
-                current: current.clone(),
-                other: None,
-                not_mergeable: None,
-            };
-            self.conflicts.insert(path.clone(), conflict);
-        }
-        let action = Action {
+        return None;
+    }
+    if current == target {
+        return None;
+    }
+    // Even with force: overwritten, it could never be given back.
+    if let State::Skipped { reason } = &current {
+        let why = format!(
+            "its current content is not captured ({reason}), so it is never \
+             overwritten; left alone (move it away to rewind it)"
+        );
+        notes.push(Skipped::new(path, why));
+        return None;
+    }
+    if current != expected {
+        let conflict = Conflict {
             path: path.clone(),
-            current,
-            target,
+            expected,
+            current: current.clone(),
+            other: None,
+            not_mergeable: None,
         };
-        self.actions.insert(path, action);
+        conflicts.insert(path.clone(), conflict);
+    }
+    Some(Action {
+        path,
+        current,
+        target,
+    })
+}
+
+impl<T: Tree> Planner<'_, T> {
+    /// The place in `actions` of `path`'s action, unless dropped.
+    fn place(&self, path: &RelPath) -> Option<usize> {
+        let at = self.actions.binary_search_by(|a| a.path.cmp(path)).ok()?;
+        (!self.dropped.contains(&at)).then_some(at)
+    }
+
+    fn get(&self, path: &RelPath) -> Option<&Action> {
+        match self.place(path) {
+            Some(at) => Some(&self.actions[at]),
+            None => self.made.get(path),
+        }
+    }
+
+    fn ends_absent(&self, path: &RelPath) -> bool {
+        self.get(path).is_some_and(|a| a.target.is_absent())
+    }
+
+    /// The directories the plan takes away that no other it takes away
+    /// holds: below them lies every path below any it takes away.
+    fn outermost_removed(&self) -> Vec<RelPath> {
+        let removed = |path: &RelPath| self.get(path).is_some_and(removes_dir);
+        let mut out = Vec::new();
+        for (at, a) in self.actions.iter().enumerate() {
+            if self.dropped.contains(&at) || !removes_dir(a) {
+                continue;
+            }
+            if !std::iter::successors(a.path.parent(), RelPath::parent).any(|d| removed(&d)) {
+                out.push(a.path.clone());
+            }
+        }
+        out
     }
 
     /// R3: paths now inside a directory the plan takes away that it does not
     /// remove. A redo is blocked by them instead (R5 finds them).
-    fn read_below(&mut self) -> Result<()> {
-        for a in self.actions.values().filter(|a| removes_dir(a)) {
-            self.below.insert(a.path.clone(), self.tree.below(&a.path)?);
-        }
-        Ok(())
-    }
-
-    fn held_paths(&self) -> Vec<Conflict> {
+    fn held_paths(&self) -> Result<Vec<Conflict>> {
         if self.kind == Kind::Redo {
-            return Vec::new();
+            return Ok(Vec::new());
         }
         let mut out: BTreeMap<RelPath, Conflict> = BTreeMap::new();
-        for a in self.actions.values().filter(|a| removes_dir(a)) {
-            for (child, state) in &self.below[&a.path] {
-                if self.ends_absent(child) {
-                    continue;
+        for dir in self.outermost_removed() {
+            self.tree.each_below(&dir, &mut |child, state| {
+                if self.ends_absent(&child) {
+                    return Ok(());
                 }
                 // One edited since (R2) is reported as such, even if R4 or
                 // R5 keep it in the end: keeping it is the refusal's doing.
-                let c = self.conflicts.get(child).cloned().unwrap_or(Conflict {
+                let c = self.conflicts.get(&child).cloned().unwrap_or(Conflict {
                     path: child.clone(),
                     expected: State::Absent,
-                    current: state.clone(),
+                    current: state,
                     other: None,
                     not_mergeable: None,
                 });
-                out.entry(child.clone()).or_insert(c);
-            }
+                out.entry(child).or_insert(c);
+                Ok(())
+            })?;
         }
-        out.into_values().collect()
-    }
-
-    fn ends_absent(&self, path: &RelPath) -> bool {
-        self.actions.get(path).is_some_and(|a| a.target.is_absent())
+        Ok(out.into_values().collect())
     }
 
     /// R4, parents first, so a blocked directory blocks what is below it.
     fn parents(&mut self) -> Result<()> {
-        // Walked in path order one action at a time, not from a copy of
-        // every path. What `make_dir` adds or drops meanwhile is a
+        // In path order. What `make_dir` adds or drops meanwhile is a
         // directory whose own parent it has already settled.
-        let mut after: Option<RelPath> = None;
-        loop {
-            let from = match &after {
-                Some(p) => Bound::Excluded(p),
-                None => Bound::Unbounded,
-            };
-            let next = self
-                .actions
-                .range::<RelPath, _>((from, Bound::Unbounded))
-                .find(|(_, a)| !a.target.is_absent());
-            let Some((path, _)) = next else {
-                break;
-            };
-            let path = path.clone();
-            after = Some(path.clone());
-            let Some(parent) = path.parent() else {
+        for at in 0..self.actions.len() {
+            let a = &self.actions[at];
+            if self.dropped.contains(&at) || a.target.is_absent() {
+                continue;
+            }
+            let Some(parent) = a.path.parent() else {
                 continue;
             };
+            let path = a.path.clone();
             if let Some(blocker) = self.make_dir(&parent, &path)? {
-                self.actions.remove(&path);
+                self.dropped.insert(at);
                 let why = format!("its parent {blocker} is not a directory; left alone");
                 self.notes.push(Skipped::new(path, why));
             }
@@ -257,20 +309,21 @@ impl<T: Tree> Planner<'_, T> {
                 return Ok(Some(blocker));
             }
         }
-        let blocker = match self.actions.get_mut(dir) {
-            Some(a) if a.target.is_dir() => None,
-            Some(a) if a.current.is_dir() => {
-                self.actions.remove(dir);
+        let blocker = match self.place(dir) {
+            Some(at) if self.actions[at].target.is_dir() => None,
+            Some(at) if self.actions[at].current.is_dir() => {
+                self.dropped.insert(at);
                 let why = format!("kept: it holds {child}, which this restores");
                 self.notes.push(Skipped::new(dir.clone(), why));
                 None
             }
-            Some(a) => {
+            Some(at) => {
                 let why = format!("made a directory: it holds {child}, which this restores");
-                a.target = NEW_DIR;
+                self.actions[at].target = NEW_DIR;
                 self.notes.push(Skipped::new(dir.clone(), why));
                 None
             }
+            None if self.made.contains_key(dir) => None,
             None => match self.tree.state(dir)? {
                 State::Dir { .. } => None,
                 State::Absent => {
@@ -279,7 +332,7 @@ impl<T: Tree> Planner<'_, T> {
                         current: State::Absent,
                         target: NEW_DIR,
                     };
-                    self.actions.insert(dir.clone(), action);
+                    self.made.insert(dir.clone(), action);
                     None
                 }
                 _ => Some(dir.clone()),
@@ -291,12 +344,34 @@ impl<T: Tree> Planner<'_, T> {
 
     /// R5: a directory the plan takes away must end empty.
     fn empty_dirs(&mut self) -> Result<()> {
+        // Per directory taken away, the first path below it (in path
+        // order) that does not end absent: one read of each outermost
+        // one's subtree, not one of every directory's.
+        let mut held: HashMap<RelPath, RelPath> = HashMap::new();
+        for dir in self.outermost_removed() {
+            self.tree.each_below(&dir, &mut |child, _| {
+                if self.ends_absent(&child) {
+                    return Ok(());
+                }
+                let mut up = child.parent();
+                while let Some(d) = up {
+                    if self.get(&d).is_some_and(removes_dir) && !held.contains_key(&d) {
+                        held.insert(d.clone(), child.clone());
+                    }
+                    if d == dir {
+                        break;
+                    }
+                    up = d.parent();
+                }
+                Ok(())
+            })?;
+        }
         let mut keep: Vec<(RelPath, String)> = Vec::new();
-        for a in self.actions.values().filter(|a| removes_dir(a)) {
-            let held = self.below[&a.path]
-                .iter()
-                .find(|(child, _)| !self.ends_absent(child));
-            if let Some((child, _)) = held {
+        for (at, a) in self.actions.iter().enumerate() {
+            if self.dropped.contains(&at) || !removes_dir(a) {
+                continue;
+            }
+            if let Some(child) = held.get(&a.path) {
                 let why = format!("kept: it holds {child}, which this does not remove");
                 keep.push((a.path.clone(), why));
             } else if self.tree.holds_uncaptured(&a.path)? {
@@ -307,12 +382,14 @@ impl<T: Tree> Planner<'_, T> {
         }
         // Keeping a directory keeps every directory above it too.
         for (dir, why) in keep {
-            let mut at = Some(dir.clone());
-            while let Some(d) = at {
-                if self.actions.get(&d).is_some_and(removes_dir) {
-                    self.actions.remove(&d);
+            let mut up = Some(dir.clone());
+            while let Some(d) = up {
+                if let Some(at) = self.place(&d) {
+                    if removes_dir(&self.actions[at]) {
+                        self.dropped.insert(at);
+                    }
                 }
-                at = d.parent();
+                up = d.parent();
             }
             self.notes.push(Skipped::new(dir, why));
         }
@@ -343,12 +420,19 @@ mod tests {
         fn state(&self, path: &RelPath) -> Result<State> {
             Ok(self.0.get(path).cloned().unwrap_or(State::Absent))
         }
-        fn below(&self, dir: &RelPath) -> Result<Vec<(RelPath, State)>> {
+        fn each_below(
+            &self,
+            dir: &RelPath,
+            f: &mut dyn FnMut(RelPath, State) -> Result<()>,
+        ) -> Result<()> {
             let below = self
                 .0
                 .iter()
                 .filter(|(p, _)| p != &dir && p.starts_with(dir));
-            Ok(below.map(|(p, s)| (p.clone(), s.clone())).collect())
+            for (p, s) in below {
+                f(p.clone(), s.clone())?;
+            }
+            Ok(())
         }
         fn holds_uncaptured(&self, _: &RelPath) -> Result<bool> {
             Ok(false)
