@@ -147,7 +147,8 @@ struct Args {
     #[arg(long, value_name = "MS", default_value_t = 0)]
     pace: u64,
     /// Only measure the daemon's peak RSS through a turn that rewrites all
-    /// of N files and its rewind, for each N given (e.g. 5000,50000), each
+    /// of N files and its rewind, then one that creates N files in nested
+    /// directories and its rewind, for each N given (e.g. 5000,50000), each
     /// with a fresh daemon (issue 35); nothing else runs.
     #[arg(long, value_name = "N,N", value_delimiter = ',')]
     big_turn: Vec<usize>,
