@@ -129,7 +129,7 @@ impl ProjectHandle {
         backend: Option<&Backend>,
         top: &Path,
         again: Again,
-        mut found: Option<&mut Vec<RelPath>>,
+        mut found: Option<&mut dyn FnMut(RelPath, bool)>,
     ) -> usize {
         let mut added = 0;
         let mut stack = vec![top.to_path_buf()];
@@ -165,7 +165,7 @@ impl ProjectHandle {
                     continue;
                 }
                 if let Some(found) = found.as_deref_mut() {
-                    found.push(rel);
+                    found(rel, is_dir);
                 }
                 if !is_dir || is_cache_dir(&abs) {
                     continue;
@@ -192,7 +192,7 @@ impl ProjectHandle {
     /// that became excluded (a `CACHEDIR.TAG` appeared). Returns the
     /// directories that got new watches: files made in them before the
     /// watch existed send no event, so they are listed again at the next
-    /// cookie ([`Self::below_released`]).
+    /// cookie ([`Self::each_below_released`]).
     pub(super) fn sync_dirs(&self, paths: &[RelPath]) -> Vec<RelPath> {
         let Some(backend) = lock(&self.watches).backend.clone() else {
             return Vec::new();
@@ -251,21 +251,24 @@ impl ProjectHandle {
         fresh
     }
 
-    /// The paths released by a cookie and, for each that is a directory,
-    /// every captured path in it now: a directory that appeared or was
-    /// renamed in may have changed inside before its watches existed, and
-    /// its mtime does not tell.
-    pub(super) fn below_released(&self, released: Vec<RelPath>) -> Vec<RelPath> {
-        let mut out = Vec::with_capacity(released.len());
+    /// Calls `found` with each path released by a cookie and, for each
+    /// that is a directory, every captured path in it now, as it is
+    /// listed, with whether it is a directory: a directory that appeared
+    /// or was renamed in may have changed inside before its watches
+    /// existed, and its mtime does not tell.
+    pub(super) fn each_below_released(
+        &self,
+        released: Vec<RelPath>,
+        found: &mut dyn FnMut(RelPath, bool),
+    ) {
         for rel in released {
             let abs = self.root.join(rel.as_path());
             let is_dir = std::fs::symlink_metadata(&abs).is_ok_and(|m| m.is_dir());
-            out.push(rel);
+            found(rel, is_dir);
             if is_dir && !is_cache_dir(&abs) {
-                self.walk_below(None, &abs, Again::No, Some(&mut out));
+                self.walk_below(None, &abs, Again::No, Some(found));
             }
         }
-        out
     }
 
     /// Before a full scan: watches whatever directory lacks a watch (events
@@ -370,11 +373,8 @@ mod tests {
                 }
             };
             std::fs::write(root.join("new/sub/late"), "made after the watch walk").unwrap();
-            let mut found: Vec<String> = h
-                .below_released(fresh)
-                .iter()
-                .map(|p| p.display())
-                .collect();
+            let mut found: Vec<String> = Vec::new();
+            h.each_below_released(fresh, &mut |p, _| found.push(p.display()));
             found.sort();
             assert_eq!(
                 found,

@@ -80,7 +80,7 @@ impl ProjectHandle {
         let mut run = 0;
         loop {
             self.poll_root();
-            let (mut batch, mut maybe_dirs, seq, reconcile) = {
+            let (mut batch, mut maybe_dirs, released, rescan, seq, reconcile) = {
                 let mut q = lock(&self.queue);
                 if q.pending.is_empty() {
                     run = 0;
@@ -109,51 +109,63 @@ impl ProjectHandle {
                     return;
                 }
                 let reconcile = std::mem::take(&mut q.reconcile_needed);
-                let mut batch: Vec<RelPath> = q.pending.drain().collect();
-                let mut maybe_dirs: Vec<RelPath> = q.maybe_dirs.drain().collect();
+                let batch: Vec<RelPath> = q.pending.drain().collect();
+                let maybe_dirs: Vec<RelPath> = q.maybe_dirs.drain().collect();
                 let released = std::mem::take(&mut q.released);
                 let rescan = std::mem::take(&mut q.rescan);
-                let seq = q.enqueued;
-                drop(q);
-                if !reconcile {
-                    let from_events = batch.len();
-                    batch.extend(self.below_released(released.into_iter().collect()));
-                    for dir in rescan {
-                        match self.call(|p| p.cached_below(&dir)) {
-                            Ok(cached) => batch.extend(cached),
-                            Err(e) => self.capture_failed(&e),
-                        }
-                        batch.extend(self.below_released(vec![dir]));
-                    }
-                    maybe_dirs.extend_from_slice(&batch[from_events..]);
-                }
-                (batch, maybe_dirs, seq, reconcile)
+                (batch, maybe_dirs, released, rescan, q.enqueued, reconcile)
             };
+            // Every path checked in this round.
+            let mut taken = 0;
             if self.unavailable().is_none() {
                 if reconcile {
                     self.reconcile_now();
                 } else {
-                    // In path order, so a window holds neighbours; each as
-                    // if its events had come in a batch of their own.
+                    let mut check = |window: &mut [RelPath]| {
+                        if window.is_empty() {
+                            return;
+                        }
+                        taken += window.len();
+                        run += window.len();
+                        if burst.is_none() && run >= BURST_PATHS {
+                            // Without it the batches are checked as before.
+                            burst = self.call(|p| p.burst_begin()).ok();
+                        }
+                        // In path order, so a window holds neighbours.
+                        window.sort_unstable();
+                        self.check_window(window);
+                    };
+                    // Each as if its events had come in a batch of their own.
                     batch.sort_unstable();
-                    run += batch.len();
-                    if burst.is_none() && run >= BURST_PATHS {
-                        // Without it the batches are checked as before.
-                        burst = self.call(|p| p.burst_begin()).ok();
+                    for window in batch.chunks_mut(CHECK_WINDOW) {
+                        check(window);
                     }
-                    for window in batch.chunks(CHECK_WINDOW) {
-                        let n = window.len();
-                        match self.call(|p| p.check_paths(window.iter().cloned())) {
-                            Ok(report) => {
-                                self.note_changes(report.changed);
-                                tracing::debug!(
-                                    root = %self.root.display(), paths = n, changed = report.changed,
-                                    "checked paths"
-                                )
-                            }
+                    // What is in the directories made, renamed in or lost
+                    // to the watcher, checked a window at a time as it is
+                    // listed: a turn that made 200,000 files listed them
+                    // all at once, twice.
+                    let mut listed: Vec<RelPath> = Vec::new();
+                    let mut found = |path: RelPath, is_dir: bool| {
+                        if is_dir || path.file_name() == CACHE_TAG {
+                            maybe_dirs.push(path.clone());
+                        }
+                        listed.push(path);
+                        if listed.len() == CHECK_WINDOW {
+                            check(&mut listed);
+                            listed.clear();
+                        }
+                    };
+                    self.each_below_released(released.into_iter().collect(), &mut found);
+                    for dir in rescan {
+                        match self.call(|p| p.cached_below(&dir)) {
+                            // Any of them may have become a directory.
+                            Ok(cached) => cached.into_iter().for_each(|p| found(p, true)),
                             Err(e) => self.capture_failed(&e),
                         }
+                        self.each_below_released(vec![dir], &mut found);
                     }
+                    check(&mut listed);
+                    drop(listed);
                     // Watches for directories that appeared; what is in
                     // them is listed again at the next cookie. (A stat of
                     // every event's path cost 5% of a 50,000-file turn's
@@ -170,7 +182,7 @@ impl ProjectHandle {
             // thin out to a trickle (a log written to now and then), and
             // before the barrier waiting on this batch returns: the WAL is
             // as after any batch.
-            let trickle = batch.len() < BURST_PATHS / 16;
+            let trickle = taken < BURST_PATHS / 16;
             if burst.is_some() && (trickle || !self.more_events_soon()) {
                 if let Some(cache_size) = burst.take() {
                     if let Err(e) = self.call(|p| p.burst_end(cache_size)) {
@@ -192,6 +204,20 @@ impl ProjectHandle {
             } else {
                 std::thread::sleep(Duration::from_millis(1));
             }
+        }
+    }
+
+    /// Checks one window of paths and notes what changed.
+    fn check_window(&self, window: &[RelPath]) {
+        match self.call(|p| p.check_paths(window.iter().cloned())) {
+            Ok(report) => {
+                self.note_changes(report.changed);
+                tracing::debug!(
+                    root = %self.root.display(), paths = window.len(), changed = report.changed,
+                    "checked paths"
+                )
+            }
+            Err(e) => self.capture_failed(&e),
         }
     }
 
