@@ -7,7 +7,7 @@ use std::path::Path;
 
 use rusqlite::Connection;
 
-use super::Seen;
+use super::{Seen, BATCH_PATHS};
 use crate::cache::{self, CacheRow};
 use crate::confined::{KeptParent, Root, Stat, StatKind};
 use crate::db;
@@ -15,13 +15,19 @@ use crate::error::{IoContext, Result};
 use crate::model::ScanSummary;
 use crate::parts::Parts;
 use crate::relpath::RelPath;
-use crate::scan::{self, Excludes};
+use crate::scan::{Excludes, SortedWalk};
 use ckpt_types::names::{CACHE_TAG, IGNORE_FILE};
 use ckpt_types::now_ns;
 
+/// Paths that differ captured at once by a `check_paths` call: four write
+/// batches, so the pipeline has batches in flight (a window of one batch
+/// made a 200,000-file new directory's turn-end 1.2x slower).
+const WINDOW: usize = 4 * BATCH_PATHS;
+
 /// Re-checks these paths (and, for a new, replaced or removed directory,
 /// everything below it); captures what changed. Excluded paths are
-/// ignored.
+/// ignored. What differs is captured every `WINDOW` paths, so a new
+/// directory of 200,000 files is walked a window at a time, not held.
 pub(crate) fn check_paths(
     parts: &mut Parts<'_>,
     paths: impl IntoIterator<Item = RelPath>,
@@ -33,54 +39,43 @@ pub(crate) fn check_paths(
     if work.iter().any(|p| p.as_bytes() == IGNORE_FILE.as_bytes()) {
         *parts.excludes = Excludes::load(parts.root, &parts.opts.extra_excludes);
     }
-    let conn: &Connection = parts.conn;
-    let mut check = PathCheck {
-        conn,
-        root_fs: parts.root_fs,
-        root: parts.root,
-        excludes: parts.excludes,
-        report: ScanSummary::default(),
-        seen: BTreeMap::new(),
-        done: HashSet::new(),
-        cached_dirs: HashSet::new(),
+    let mut state = CheckState {
         work,
-        new_links: HashSet::new(),
-        parents: KeptParent::default(),
+        ..CheckState::default()
     };
-    // One read transaction for the lookups (thousands after a rewind).
-    db::reading(conn, || {
-        loop {
-            while let Some(path) = check.work.pop() {
-                check.one(path)?;
-            }
-            if check.new_links.is_empty() {
-                return Ok(());
-            }
-            // One scan of the cache for every new link of this call.
-            let inodes = std::mem::take(&mut check.new_links);
-            check.work = cache::named_inodes(check.conn, &inodes)?;
+    loop {
+        let conn: &Connection = parts.conn;
+        let mut check = PathCheck {
+            conn,
+            root_fs: parts.root_fs,
+            root: parts.root,
+            excludes: parts.excludes,
+            st: &mut state,
+        };
+        // One read transaction for a window's lookups.
+        let more = db::reading(conn, || check.window())?;
+        let seen = std::mem::take(&mut state.seen);
+        #[cfg(test)]
+        MOST_SEEN.with(|n| n.set(n.get().max(seen.len())));
+        let seen = seen.into_values().filter(|s| match (&s.stat, &s.old) {
+            (None, None) => false,
+            (Some(st), Some(o)) => !o.unchanged(st),
+            _ => true,
+        });
+        let seen = seen.collect();
+        super::pipeline::capture(parts, seen, Vec::new(), scan_start, &mut state.report)?;
+        if !more {
+            return Ok(state.report);
         }
-    })?;
-    let PathCheck {
-        seen, mut report, ..
-    } = check;
-    let seen = seen.into_values().filter(|s| match (&s.stat, &s.old) {
-        (None, None) => false,
-        (Some(st), Some(o)) => !o.unchanged(st),
-        _ => true,
-    });
-    super::pipeline::capture(parts, seen.collect(), Vec::new(), scan_start, &mut report)?;
-    Ok(report)
+    }
 }
 
-/// One `check_paths` call's worklist and what it found.
-struct PathCheck<'a> {
-    conn: &'a Connection,
-    root_fs: &'a Root,
-    root: &'a Path,
-    excludes: &'a Excludes,
+/// One `check_paths` call's worklist and what it found, kept from window
+/// to window.
+#[derive(Default)]
+struct CheckState {
     report: ScanSummary,
-    /// What differs from the cache (or may), by path.
+    /// What differs from the cache (or may), by path, this window.
     seen: BTreeMap<RelPath, Seen>,
     /// Paths checked already.
     done: HashSet<RelPath>,
@@ -88,6 +83,11 @@ struct PathCheck<'a> {
     cached_dirs: HashSet<RelPath>,
     /// Paths still to check.
     work: Vec<RelPath>,
+    /// Directories gone or replaced whose cached contents are still to
+    /// drop, each with the last path dropped so far.
+    drops: Vec<(RelPath, Vec<u8>)>,
+    /// New directories being walked, the last one first.
+    walks: Vec<SortedWalk>,
     /// Files (dev, ino) that gained a cached name with more than one link:
     /// their names cached before that are looked for by a scan.
     new_links: HashSet<(u64, u64)>,
@@ -96,24 +96,80 @@ struct PathCheck<'a> {
     parents: KeptParent,
 }
 
+/// A window of a `check_paths` call.
+struct PathCheck<'a> {
+    conn: &'a Connection,
+    root_fs: &'a Root,
+    root: &'a Path,
+    excludes: &'a Excludes,
+    st: &'a mut CheckState,
+}
+
 impl PathCheck<'_> {
+    /// Checks paths until `WINDOW` differ or none is left; whether any is
+    /// left.
+    fn window(&mut self) -> Result<bool> {
+        while self.st.seen.len() < WINDOW {
+            // A directory's old contents go before its new ones are walked.
+            if let Some((dir, after)) = self.st.drops.last_mut() {
+                let room = WINDOW - self.st.seen.len();
+                let mut rows = Vec::new();
+                match cache::below_page(self.conn, dir, after, room, &mut rows)? {
+                    Some(last) => *after = last,
+                    None => {
+                        self.st.drops.pop();
+                    }
+                }
+                for (path, row) in rows {
+                    // Checked on disk in this call: it is there.
+                    if self.st.done.contains(&path) {
+                        continue;
+                    }
+                    let gone = Seen {
+                        path: path.clone(),
+                        stat: None,
+                        old: Some(row),
+                    };
+                    self.st.seen.entry(path).or_insert(gone);
+                }
+            } else if let Some(walk) = self.st.walks.last_mut() {
+                match walk.next() {
+                    Some((path, stat)) => self.walked(path, stat)?,
+                    None => {
+                        let unreadable = std::mem::take(&mut walk.unreadable);
+                        self.st.report.unreadable.extend(unreadable);
+                        self.st.walks.pop();
+                    }
+                }
+            } else if let Some(path) = self.st.work.pop() {
+                self.one(path)?;
+            } else if !self.st.new_links.is_empty() {
+                // One scan of the cache for every new link so far.
+                let inodes = std::mem::take(&mut self.st.new_links);
+                self.st.work = cache::named_inodes(self.conn, &inodes)?;
+            } else {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
     /// Checks one path: queues what it implies and records it if it differs
     /// from the cache.
     fn one(&mut self, path: RelPath) -> Result<()> {
-        if !self.done.insert(path.clone()) {
+        if !self.st.done.insert(path.clone()) {
             return Ok(());
         }
-        let stat = self.root_fs.lstat_kept(&path, &mut self.parents).ctx_in(
-            "stat",
-            self.root_fs.path(),
-            path.as_path(),
-        )?;
+        let stat = self
+            .root_fs
+            .lstat_kept(&path, &mut self.st.parents)
+            .ctx_in("stat", self.root_fs.path(), path.as_path())?;
         self.note_cache_tag(&path, stat)?;
         let is_dir = stat.is_some_and(|s| s.kind == StatKind::Dir);
         if self.excludes.is_excluded(&path, is_dir) {
             return Ok(());
         }
-        self.report.entries += 1;
+        self.st.report.entries += 1;
         if stat.is_some() {
             self.queue_uncached_parent(&path)?;
         }
@@ -135,14 +191,14 @@ impl PathCheck<'_> {
             self.queue_changed_entries(&path)?;
         }
         if was_dir && !same_dir {
-            self.drop_contents(&path)?;
+            self.drop_contents(&path);
         }
         if is_dir && !same_dir {
             if self.root.join(path.as_path()).join(CACHE_TAG).is_file() {
                 self.excludes.note_tagged(&path);
                 return Ok(());
             }
-            self.scan_new_dir(&path)?;
+            self.scan_new_dir(&path);
         }
         match (&stat, &old) {
             (None, None) => {}
@@ -151,7 +207,7 @@ impl PathCheck<'_> {
                 if let Some(st) = stat.filter(|s| s.kind == StatKind::File && s.nlink > 1) {
                     self.queue_other_links(&st, old.as_ref())?;
                 }
-                self.seen.insert(path.clone(), Seen { path, stat, old });
+                self.st.seen.insert(path.clone(), Seen { path, stat, old });
             }
         }
         Ok(())
@@ -163,11 +219,13 @@ impl PathCheck<'_> {
     /// (`ln` reports the new name only) may have names cached with one
     /// link, which the index of linked rows lacks: `new_links` finds them.
     fn queue_other_links(&mut self, st: &Stat, old: Option<&CacheRow>) -> Result<()> {
-        self.work.extend(cache::linked(self.conn, st.dev, st.ino)?);
+        self.st
+            .work
+            .extend(cache::linked(self.conn, st.dev, st.ino)?);
         let known =
             old.is_some_and(|o| (o.stat.dev, o.stat.ino) == (st.dev, st.ino) && o.stat.nlink > 1);
         if !known {
-            self.new_links.insert((st.dev, st.ino));
+            self.st.new_links.insert((st.dev, st.ino));
         }
         Ok(())
     }
@@ -192,11 +250,11 @@ impl PathCheck<'_> {
         let Some(parent) = path.parent() else {
             return Ok(());
         };
-        if !self.done.contains(&parent) && !self.cached_dirs.contains(&parent) {
+        if !self.st.done.contains(&parent) && !self.st.cached_dirs.contains(&parent) {
             if cache::state(self.conn, &parent)?.is_dir() {
-                self.cached_dirs.insert(parent);
+                self.st.cached_dirs.insert(parent);
             } else {
-                self.work.push(parent);
+                self.st.work.push(parent);
             }
         }
         Ok(())
@@ -214,7 +272,7 @@ impl PathCheck<'_> {
         let cached = cache::children(self.conn, path)?;
         for child in &cached {
             if !on_disk.contains(child.file_name().as_encoded_bytes()) {
-                self.work.push(child.clone());
+                self.st.work.push(child.clone());
             }
         }
         let cached: HashSet<&[u8]> = cached
@@ -222,46 +280,46 @@ impl PathCheck<'_> {
             .map(|c| c.file_name().as_encoded_bytes())
             .collect();
         for name in on_disk.iter().filter(|n| !cached.contains(n.as_slice())) {
-            self.work.extend(path.join(name).ok());
+            self.st.work.extend(path.join(name).ok());
         }
         Ok(())
     }
 
-    /// A directory that went away or was replaced: so did its contents.
-    fn drop_contents(&mut self, path: &RelPath) -> Result<()> {
-        for (p, row) in cache::below(self.conn, path)? {
-            self.seen.entry(p.clone()).or_insert(Seen {
-                path: p,
-                stat: None,
-                old: Some(row),
-            });
-        }
-        Ok(())
+    /// A directory that went away or was replaced: so did its contents,
+    /// dropped a window at a time (see [`Self::window`]).
+    fn drop_contents(&mut self, path: &RelPath) {
+        self.st.drops.push((path.clone(), Vec::new()));
     }
 
     /// A new directory: files created in it before it could be watched
-    /// produce no events, so it is walked.
-    fn scan_new_dir(&mut self, path: &RelPath) -> Result<()> {
-        let walk = scan::walk(self.root, Some(path), self.excludes);
-        self.report.entries += walk.entries.len() as u64;
-        self.report.unreadable.extend(walk.unreadable);
-        for (p, st) in walk.entries {
-            let old = cache::get(self.conn, &p)?;
-            if st.kind == StatKind::File && st.nlink > 1 {
-                self.queue_other_links(&st, old.as_ref())?;
-            }
-            self.done.insert(p.clone());
-            self.seen.insert(
-                p.clone(),
-                Seen {
-                    path: p,
-                    stat: Some(st),
-                    old,
-                },
-            );
+    /// produce no events, so it is walked, lazily (see [`Self::window`]).
+    fn scan_new_dir(&mut self, path: &RelPath) {
+        let walk = SortedWalk::new(self.root, Some(path), self.excludes);
+        self.st.walks.push(walk);
+    }
+
+    /// One path a new directory's walk found.
+    fn walked(&mut self, path: RelPath, stat: Stat) -> Result<()> {
+        self.st.report.entries += 1;
+        let old = cache::get(self.conn, &path)?;
+        if stat.kind == StatKind::File && stat.nlink > 1 {
+            self.queue_other_links(&stat, old.as_ref())?;
         }
+        self.st.done.insert(path.clone());
+        let seen = Seen {
+            path: path.clone(),
+            stat: Some(stat),
+            old,
+        };
+        self.st.seen.insert(path, seen);
         Ok(())
     }
+}
+
+#[cfg(test)]
+thread_local! {
+    /// The most paths a `check_paths` window held to capture.
+    static MOST_SEEN: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
 #[cfg(test)]
@@ -308,6 +366,54 @@ mod tests {
         p.check_paths([RelPath::new("new").unwrap()]).unwrap();
         let paths = ended_paths(&mut p);
         assert_eq!(paths, ["new", "new/a", "new/a/b", "new/a/b/f"]);
+    }
+
+    /// A new directory is walked and captured a window at a time, and a
+    /// directory replaced by another is captured as its old and new
+    /// contents' differences, whichever window each falls in.
+    #[test]
+    fn a_new_directorys_walk_is_captured_a_window_at_a_time() {
+        let (_tmp, root, mut p) = setup();
+        for i in 0..10 {
+            fs::create_dir_all(root.join(format!("old/{i}"))).unwrap();
+            fs::write(root.join(format!("old/{i}/same")), "same").unwrap();
+            fs::write(root.join(format!("old/{i}/gone")), "gone").unwrap();
+        }
+        p.reconcile().unwrap();
+        p.turn_start(TurnMeta::default()).unwrap();
+        let mut expected = Vec::new();
+        for i in 0..10 {
+            for f in ["f", "g", "h"] {
+                fs::create_dir_all(root.join(format!("new/{i}"))).unwrap();
+                fs::write(root.join(format!("new/{i}/{f}")), f).unwrap();
+                expected.push(format!("new/{i}/{f}"));
+            }
+            expected.push(format!("new/{i}"));
+            // (`old/{i}` is a directory as before: no change.)
+            expected.push(format!("old/{i}/gone"));
+            expected.push(format!("old/{i}/new"));
+        }
+        expected.push("new".to_string());
+        expected.sort();
+        // `old` replaced by a directory of the same names, one file
+        // changed (`same`, rewritten alike, is not), one gone, one new.
+        fs::rename(root.join("old"), root.join("old.bak")).unwrap();
+        for i in 0..10 {
+            fs::create_dir_all(root.join(format!("old/{i}"))).unwrap();
+            fs::write(root.join(format!("old/{i}/same")), "same").unwrap();
+            fs::write(root.join(format!("old/{i}/new")), "new").unwrap();
+        }
+        fs::remove_dir_all(root.join("old.bak")).unwrap();
+        super::MOST_SEEN.with(|n| n.set(0));
+        p.check_paths([RelPath::new("new").unwrap(), RelPath::new("old").unwrap()])
+            .unwrap();
+        assert_eq!(super::MOST_SEEN.with(|n| n.get()), super::WINDOW);
+        let mut paths = ended_paths(&mut p);
+        paths.sort();
+        assert_eq!(paths, expected);
+        let on_disk = crate::capture::tests::cached(&p);
+        assert!(on_disk.iter().all(|c| !c.contains("gone")), "{on_disk:?}");
+        assert_eq!(on_disk.iter().filter(|c| c.ends_with("/new")).count(), 10);
     }
 
     #[test]
