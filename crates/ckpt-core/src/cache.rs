@@ -187,28 +187,6 @@ pub(crate) fn each_below(
     Ok(())
 }
 
-/// Up to `limit` rows strictly below `dir` and after the path `after`,
-/// in path order, into `out`; the last path read, if any.
-pub(crate) fn below_page(
-    conn: &Connection,
-    dir: &RelPath,
-    after: &[u8],
-    limit: usize,
-    out: &mut Vec<(RelPath, CacheRow)>,
-) -> Result<Option<Vec<u8>>> {
-    let (lo, hi) = bounds(dir);
-    let mut stmt = conn.prepare_cached(&format!(
-        "SELECT {COLS} FROM files WHERE path > ?1 AND path > ?2 AND path < ?3 ORDER BY path LIMIT ?4"
-    ))?;
-    let mut rows = stmt.query(params![lo, after, hi, limit as i64])?;
-    let mut last = None;
-    while let Some(row) = rows.next()? {
-        last = Some(row.get::<_, Vec<u8>>(0)?);
-        out.extend(from_row(row)?);
-    }
-    Ok(last)
-}
-
 /// Every row, in a map. Tests only: the daemon streams the cache with
 /// [`page`] instead, so its memory does not grow with the tree.
 #[cfg(test)]
@@ -234,7 +212,32 @@ pub(crate) fn page(
     let mut stmt = conn.prepare_cached(&format!(
         "SELECT {COLS} FROM files WHERE path > ?1 ORDER BY path LIMIT ?2"
     ))?;
-    let mut rows = stmt.query(params![after, limit as i64])?;
+    let last = read_page(stmt.query(params![after, limit as i64])?, out)?;
+    Ok(last)
+}
+
+/// [`page`] of the rows strictly below `dir`.
+pub(crate) fn below_page(
+    conn: &Connection,
+    dir: &RelPath,
+    after: &[u8],
+    limit: usize,
+    out: &mut Vec<(RelPath, CacheRow)>,
+) -> Result<Option<Vec<u8>>> {
+    let (lo, hi) = bounds(dir);
+    let after = after.max(&lo);
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT {COLS} FROM files WHERE path > ?1 AND path < ?2 ORDER BY path LIMIT ?3"
+    ))?;
+    let last = read_page(stmt.query(params![after, hi, limit as i64])?, out)?;
+    Ok(last)
+}
+
+/// A page's rows into `out`; the raw key of the last one read.
+fn read_page(
+    mut rows: rusqlite::Rows<'_>,
+    out: &mut Vec<(RelPath, CacheRow)>,
+) -> Result<Option<Vec<u8>>> {
     let mut last = None;
     while let Some(row) = rows.next()? {
         last = Some(row.get::<_, Vec<u8>>(0)?);

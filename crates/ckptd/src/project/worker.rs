@@ -165,7 +165,6 @@ impl ProjectHandle {
                         self.each_below_released(vec![dir], &mut found);
                     }
                     check(&mut listed);
-                    drop(listed);
                     // Watches for directories that appeared; what is in
                     // them is listed again at the next cookie. (A stat of
                     // every event's path cost 5% of a 50,000-file turn's
