@@ -144,17 +144,33 @@ pub(crate) fn remove_below(conn: &Connection, dir: &RelPath) -> Result<()> {
 
 /// The paths of the rows directly inside `dir`.
 pub(crate) fn children(conn: &Connection, dir: &RelPath) -> Result<Vec<RelPath>> {
-    let (lo, hi) = bounds(dir);
-    let skip = lo.len() as i64 + 1;
-    let mut stmt = conn.prepare_cached(
-        "SELECT path FROM files WHERE path > ?1 AND path < ?2 AND instr(substr(path, ?3), '/') = 0",
-    )?;
-    let rows = stmt.query_map(params![lo, hi, skip], |r| r.get::<_, Vec<u8>>(0))?;
-    let mut out = Vec::new();
-    for r in rows {
-        out.extend(RelPath::new(r?).ok());
-    }
-    Ok(out)
+    children_at(conn, Some(dir))
+}
+
+/// The paths of the rows directly inside `dir` (the root when `None`).
+pub(crate) fn children_at(conn: &Connection, dir: Option<&RelPath>) -> Result<Vec<RelPath>> {
+    let rows = match dir {
+        Some(dir) => {
+            let (lo, hi) = bounds(dir);
+            let skip = lo.len() as i64 + 1;
+            let mut stmt = conn.prepare_cached(
+                "SELECT path FROM files \
+                 WHERE path > ?1 AND path < ?2 AND instr(substr(path, ?3), '/') = 0",
+            )?;
+            let rows = stmt.query_map(params![lo, hi, skip], |r| r.get::<_, Vec<u8>>(0))?;
+            rows.collect::<rusqlite::Result<Vec<_>>>()?
+        }
+        None => {
+            let mut stmt =
+                conn.prepare_cached("SELECT path FROM files WHERE instr(path, '/') = 0")?;
+            let rows = stmt.query_map([], |r| r.get::<_, Vec<u8>>(0))?;
+            rows.collect::<rusqlite::Result<Vec<_>>>()?
+        }
+    };
+    Ok(rows
+        .into_iter()
+        .filter_map(|r| RelPath::new(r).ok())
+        .collect())
 }
 
 /// Every row strictly below `dir`.

@@ -178,6 +178,26 @@ impl Project {
             .collect())
     }
 
+    /// Every entry of directory `dir` (the root when `None`) on disk or in
+    /// the cache, in path order: checking each checks whatever an event in
+    /// it could have named (the daemon's full queue keeps only the
+    /// directories of further events).
+    pub fn entries_of(&self, dir: Option<&RelPath>) -> Result<Vec<RelPath>> {
+        let mut out = crate::cache::children_at(&self.conn, dir)?;
+        let shown = dir.map_or(Path::new(""), RelPath::as_path);
+        let names = self
+            .root_fs
+            .list_dir_at(dir)
+            .ctx_in("list", &self.root, shown)?;
+        out.extend(names.into_iter().filter_map(|name| match dir {
+            Some(d) => d.join(&name).ok(),
+            None => RelPath::new(name).ok(),
+        }));
+        out.sort_unstable();
+        out.dedup();
+        Ok(out)
+    }
+
     /// Every path present whose content is not captured (the `skipped`
     /// of [`Project::status`]), with the reason, in path order.
     pub fn not_captured(&self) -> Result<Vec<Skipped>> {

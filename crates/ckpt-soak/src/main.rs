@@ -8,8 +8,9 @@
 //! inotify queue overflow; edits while the daemon is down), several
 //! sessions' turns open at once with tool windows, `--path` rewinds, dry
 //! runs, `--merge` (git merge-file as the oracle), hard links, files over
-//! the size cap and work copies, checking every rewind and redo against an
-//! in-memory model of the tree exactly (docs/testing.md lists the kinds).
+//! the size cap, work copies and daemons whose event queue holds a few
+//! paths, checking every rewind and redo against an in-memory model of the
+//! tree exactly (docs/testing.md lists the kinds).
 //!
 //! ```text
 //! cargo run --release -p ckpt-soak -- --seconds 60            # CI
@@ -218,6 +219,7 @@ fn run(args: &Args) -> anyhow::Result<u64> {
         total.links += s.links;
         total.big_files += s.big_files;
         total.workcopies += s.workcopies;
+        total.small_queues += s.small_queues;
         if args.print_log && result.is_ok() {
             println!("---- sequence seed {seed}:");
             for l in &seq.log {
@@ -266,9 +268,9 @@ fn run(args: &Args) -> anyhow::Result<u64> {
         }
     }
     println!(
-        "soak: {sequences} sequences, {} turns, {} rewinds, {} redos, {} kills, {} overflows, {mismatches} mismatches; {} multi-session episodes, {} tool windows, {} --path rewinds, {} dry runs, {} merges, {} hard links, {} big files, {} work copy applies, {} fscks",
+        "soak: {sequences} sequences, {} turns, {} rewinds, {} redos, {} kills, {} overflows, {mismatches} mismatches; {} multi-session episodes, {} tool windows, {} --path rewinds, {} dry runs, {} merges, {} hard links, {} big files, {} work copy applies, {} fscks, {} small queues",
         total.turns, total.rewinds, total.redos, total.kills, total.overflows,
-        total.sessions, total.tools, total.partials, total.dry_runs, total.merges, total.links, total.big_files, total.workcopies, total.fscks
+        total.sessions, total.tools, total.partials, total.dry_runs, total.merges, total.links, total.big_files, total.workcopies, total.fscks, total.small_queues
     );
     Ok(mismatches)
 }

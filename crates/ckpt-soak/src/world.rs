@@ -30,6 +30,8 @@ pub struct World {
     daemon: Option<Child>,
     /// Starts so far, for the log file name of each.
     starts: u32,
+    /// `CKPT_TEST_PENDING_MAX` for its daemons, if set.
+    pending_max: Option<usize>,
 }
 
 /// A finished `ckptctl` call.
@@ -60,7 +62,9 @@ impl Call {
 }
 
 impl World {
-    pub fn new(bin: &Path) -> anyhow::Result<World> {
+    /// `pending_max`: the most paths a project's queue holds, if not the
+    /// daemon's own figure.
+    pub fn new(bin: &Path, pending_max: Option<usize>) -> anyhow::Result<World> {
         let tmp = tempfile::Builder::new()
             .prefix("ckpt-soak-")
             .tempdir()
@@ -86,6 +90,7 @@ impl World {
             tmp: Some(tmp),
             daemon: None,
             starts: 0,
+            pending_max,
         })
     }
 
@@ -99,6 +104,10 @@ impl World {
             .env("CKPT_NO_AUTOSTART", "1")
             .env_remove("CKPT_TEST_PAUSE_REWIND_AFTER")
             .env_remove("CKPT_TEST_PAUSE_MARKER");
+        match self.pending_max {
+            Some(n) => cmd.env("CKPT_TEST_PENDING_MAX", n.to_string()),
+            None => cmd.env_remove("CKPT_TEST_PENDING_MAX"),
+        };
     }
 
     /// Keeps the temp dir (project, data dir, daemon log) for a post-mortem.

@@ -226,7 +226,7 @@ impl Daemon {
                 return;
             }
         };
-        let h = ProjectHandle::new(id, store_dir, project);
+        let h = ProjectHandle::new(id, store_dir, project, self.config.hooks.pending_max());
         h.refresh_settings(&self.user_settings);
         if !h.root.is_dir() {
             h.set_unavailable(Some(Unavailable::RootGone));
@@ -426,7 +426,7 @@ impl Daemon {
         let _ = std::fs::remove_file(self.unwatched_marker(&id));
         self.registry.remove_broken(&id);
         self.write_root_record(&id, root);
-        let h = ProjectHandle::new(id, store_dir, project);
+        let h = ProjectHandle::new(id, store_dir, project, self.config.hooks.pending_max());
         h.refresh_settings(&self.user_settings);
         self.registry.insert(Arc::clone(&h));
         // From here on a second request finds the project and waits for the

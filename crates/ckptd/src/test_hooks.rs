@@ -32,6 +32,10 @@ pub struct TestHooks {
     /// 100 ms, so a test does not depend on how fast the machine is.
     #[cfg(feature = "test-hooks")]
     progress_at_once: bool,
+    /// `CKPT_TEST_PENDING_MAX=n`: a project's queue holds `n` paths, not
+    /// `PENDING_MAX`, so a test fills it with a few files.
+    #[cfg(feature = "test-hooks")]
+    pending_max: Option<usize>,
 }
 
 impl TestHooks {
@@ -46,6 +50,8 @@ impl TestHooks {
             gc_grace_secs: var("CKPT_TEST_GC_GRACE_SECS")
                 .and_then(|v| v.to_str().and_then(|s| s.parse().ok())),
             progress_at_once: var("CKPT_TEST_PROGRESS_AT_ONCE").is_some(),
+            pending_max: var("CKPT_TEST_PENDING_MAX")
+                .and_then(|v| v.to_str().and_then(|s| s.parse().ok())),
         }
     }
 
@@ -75,6 +81,17 @@ impl TestHooks {
     #[cfg(not(feature = "test-hooks"))]
     pub fn progress_at_once(&self) -> bool {
         false
+    }
+
+    /// The most paths a project's queue holds.
+    #[cfg(feature = "test-hooks")]
+    pub fn pending_max(&self) -> usize {
+        self.pending_max.unwrap_or(crate::project::PENDING_MAX)
+    }
+
+    #[cfg(not(feature = "test-hooks"))]
+    pub fn pending_max(&self) -> usize {
+        crate::project::PENDING_MAX
     }
 
     /// Whether every new watch is to fail as if the watch limit were hit.

@@ -375,3 +375,63 @@ fn a_write_through_one_hard_link_is_recorded_and_rewound_under_every_name() {
         assert_eq!(std::fs::read(proj.join(name)).unwrap(), b"c\n", "{name}");
     }
 }
+
+/// With a queue of 4 paths (`CKPT_TEST_PENDING_MAX`), the events past it
+/// only name their directories, and every entry of those is checked: a
+/// turn's edits, moves and new directories, and the rewind's own writes
+/// (made while it holds the project, so they queue up), are captured as
+/// exactly as with a roomy queue.
+#[test]
+fn a_full_queue_checks_every_entry_of_the_directories_past_it() {
+    let env = Env::new();
+    let d = env.start_daemon_with(&[("CKPT_TEST_PENDING_MAX", "4")]);
+    let mut files: Vec<(String, Vec<u8>)> = Vec::new();
+    for i in 0..40 {
+        files.push((format!("src/m{i}.rs"), format!("one {i}\n").into_bytes()));
+        files.push((format!("r{i}.txt"), format!("root {i}\n").into_bytes()));
+    }
+    files.push(("lib/keep".into(), b"k\n".to_vec()));
+    let files: Vec<(&str, &[u8])> = files
+        .iter()
+        .map(|(p, b)| (p.as_str(), b.as_slice()))
+        .collect();
+    let proj = env.git_repo("p", &files);
+    env.ctl_ok(&proj, &["watch"]);
+    let before = snapshot_work(&proj);
+    env.ctl_ok(&proj, &["turn-start"]);
+    sh(
+        &proj,
+        r#"
+        sed -i 's/one/two/' src/*.rs
+        for i in $(seq 0 9); do echo new $i > r$i.tmp && mv r$i.tmp r$i.txt; done
+        rm src/m0.rs r39.txt
+        mv src/m1.rs lib/m1.rs
+        mkdir -p gen/a && for i in $(seq 1 30); do echo $i > gen/a/f$i; done
+        echo hi > top.txt
+        "#,
+    );
+    let after = snapshot_work(&proj);
+    let differs = |a: &Tree, b: &Tree| -> Vec<String> {
+        let keys: std::collections::BTreeSet<&Vec<u8>> = a.keys().chain(b.keys()).collect();
+        keys.into_iter()
+            .filter(|k| a.get(*k) != b.get(*k))
+            .map(|k| String::from_utf8_lossy(k).into_owned())
+            .collect()
+    };
+    let ended = env.ctl_json(&proj, &["turn-end"]);
+    assert_eq!(ended_paths(&ended), differs(&before, &after));
+
+    env.ctl_ok(&proj, &["rewind", "1"]);
+    assert_same_tree("rewound", &before, &snapshot_work(&proj));
+    // What the rewind wrote is no one's change.
+    env.ctl_ok(&proj, &["turn-start"]);
+    let idle = env.ctl_json(&proj, &["turn-end"]);
+    assert_eq!(ended_paths(&idle), Vec::<String>::new());
+    env.ctl_ok(&proj, &["redo"]);
+    assert_same_tree("redone", &after, &snapshot_work(&proj));
+    assert!(
+        d.log_text().contains("the queue was full"),
+        "the queue never filled:\n{}",
+        d.log_text()
+    );
+}

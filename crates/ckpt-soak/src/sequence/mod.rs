@@ -64,6 +64,9 @@ pub struct Stats {
     pub links: u64,
     pub big_files: u64,
     pub workcopies: u64,
+    /// Sequences whose daemon's queue holds a few paths, so most events
+    /// only name their directory.
+    pub small_queues: u64,
 }
 
 pub struct Options {
@@ -105,7 +108,11 @@ pub struct Seq<'a> {
 
 impl<'a> Seq<'a> {
     pub fn new(seed: u64, bin: &Path, opts: &'a Options) -> anyhow::Result<Seq<'a>> {
-        let world = World::new(bin)?;
+        // One sequence in three: a queue of 1 to 16 paths.
+        let pending_max = seed
+            .is_multiple_of(3)
+            .then_some(1 + (seed / 3 % 16) as usize);
+        let world = World::new(bin, pending_max)?;
         let proj = Project {
             root: world.project.clone(),
             tree: Tree::new(),
@@ -124,7 +131,10 @@ impl<'a> Seq<'a> {
             applied: Vec::new(),
             git: BTreeMap::new(),
             outside: Vec::new(),
-            stats: Stats::default(),
+            stats: Stats {
+                small_queues: pending_max.is_some() as u64,
+                ..Stats::default()
+            },
             opts,
             just_rewound: false,
             clock: 0,

@@ -6,6 +6,7 @@
 
 mod health;
 mod queue;
+pub use queue::PENDING_MAX;
 mod reasons;
 pub use reasons::{DegradedReason, Unavailable};
 mod watches;
@@ -66,7 +67,13 @@ pub struct ProjectHandle {
 }
 
 impl ProjectHandle {
-    pub fn new(id: String, store_dir: PathBuf, project: Project) -> Arc<ProjectHandle> {
+    /// `pending_max`: the most paths its queue holds ([`queue::PENDING_MAX`]).
+    pub fn new(
+        id: String,
+        store_dir: PathBuf,
+        project: Project,
+        pending_max: usize,
+    ) -> Arc<ProjectHandle> {
         let root_identity = project.root_identity().ok();
         let settings = crate::settings::ProjectSettings::new(project.root());
         Arc::new(ProjectHandle {
@@ -74,7 +81,7 @@ impl ProjectHandle {
             root: project.root().to_path_buf(),
             store_dir,
             core: Mutex::new(project),
-            queue: Mutex::new(queue::Queue::default()),
+            queue: Mutex::new(queue::Queue::new(pending_max)),
             cond: Condvar::new(),
             health: Mutex::new(health::HealthState::default()),
             loaded: Condvar::new(),
@@ -187,7 +194,7 @@ pub fn for_test(dir: &std::path::Path) -> Arc<ProjectHandle> {
     let root = root.canonicalize().unwrap();
     let store = dir.join("store");
     let p = Project::open(&store, &root, ckpt_core::Options::default()).unwrap();
-    ProjectHandle::new("id".into(), store, p)
+    ProjectHandle::new("id".into(), store, p, queue::PENDING_MAX)
 }
 
 impl ProjectHandle {

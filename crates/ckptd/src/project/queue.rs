@@ -12,10 +12,21 @@ use super::ProjectHandle;
 use crate::cookie;
 use crate::mutex::{lock, wait_until};
 
+/// Most paths waiting for the worker. Past it, a path's event only
+/// names its directory, each of whose entries is then checked: the queue
+/// stays a few MiB (~70 B a path) however many files a rewind writes
+/// while it holds the project, or a writer makes while the worker lags.
+pub const PENDING_MAX: usize = 65_536;
+
 /// Paths waiting for the worker, and the bookkeeping barriers wait on.
 #[derive(Default)]
 pub struct Queue {
     pub pending: HashSet<RelPath>,
+    /// At most this many `pending` (`PENDING_MAX` but in tests).
+    pub pending_max: usize,
+    /// Directories (`None`: the root) of the paths whose events came
+    /// while `pending` was full: every entry of each is checked.
+    pub crowded: HashSet<Option<RelPath>>,
     /// Counts every enqueue; a barrier waits until `processed` reaches the
     /// value this had when its cookie arrived.
     pub enqueued: u64,
@@ -48,6 +59,18 @@ pub struct Queue {
 }
 
 impl Queue {
+    pub fn new(pending_max: usize) -> Queue {
+        Queue {
+            pending_max,
+            ..Queue::default()
+        }
+    }
+
+    /// Whether paths or directories wait for the worker's check.
+    pub fn has_paths(&self) -> bool {
+        !self.pending.is_empty() || !self.crowded.is_empty()
+    }
+
     /// Whether a barrier waits for its cookie or for the worker.
     pub fn barrier_waits(&self) -> bool {
         !self.cookies_expected.is_empty() || !self.cookies_seen.is_empty() || self.draining > 0
@@ -64,8 +87,12 @@ impl ProjectHandle {
         // Only the worker waits for paths, and only on an empty queue: a
         // wake-up per event would be a syscall per event, and a full rewind
         // makes one event per file.
-        let wake = q.pending.is_empty();
-        q.pending.insert(path);
+        let wake = q.pending.is_empty() && q.crowded.is_empty();
+        if q.pending.len() < q.pending_max || q.pending.contains(&path) {
+            q.pending.insert(path);
+        } else {
+            q.crowded.insert(path.parent());
+        }
         q.enqueued += 1;
         q.last_event = Some(Instant::now());
         drop(q);
@@ -206,6 +233,27 @@ impl ProjectHandle {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Past `pending_max` paths, an event keeps only its directory (the
+    /// root's as `None`); a path already waiting is not crowded out.
+    #[test]
+    fn a_full_queue_keeps_the_directories_of_further_events() {
+        let t = tempfile::tempdir().unwrap();
+        let h = crate::project::for_test(t.path());
+        h.queue().pending_max = 2;
+        let rel = |p: &str| RelPath::new(p).unwrap();
+        for p in ["a/1", "a/2", "a/1", "a/3", "b/c/4", "top", "b/c/5"] {
+            h.enqueue(rel(p), false);
+        }
+        let q = h.queue();
+        let mut pending: Vec<_> = q.pending.iter().map(|p| p.display()).collect();
+        pending.sort();
+        assert_eq!(pending, ["a/1", "a/2"]);
+        let mut crowded: Vec<_> = q.crowded.iter().cloned().collect();
+        crowded.sort();
+        assert_eq!(crowded, [None, Some(rel("a")), Some(rel("b/c"))]);
+        assert_eq!(q.enqueued, 7);
+    }
 
     /// The recursive shape's barrier waits for a quiet spell after the
     /// last queued path, and no longer than its cap while paths keep coming.

@@ -80,16 +80,16 @@ impl ProjectHandle {
         let mut run = 0;
         loop {
             self.poll_root();
-            let (mut batch, mut maybe_dirs, released, rescan, seq, reconcile) = {
+            let (mut batch, crowded, mut maybe_dirs, released, rescan, seq, reconcile) = {
                 let mut q = lock(&self.queue);
-                if q.pending.is_empty() {
+                if !q.has_paths() {
                     run = 0;
                 }
                 // No timeout: an idle daemon does not wake up. (A deleted
                 // root sends no event while we hold it open; every request
                 // checks the root instead.) Only a project whose root is
                 // gone looks for it again, once per ROOT_POLL.
-                while q.pending.is_empty()
+                while !q.has_paths()
                     && q.released.is_empty()
                     && q.rescan.is_empty()
                     && !q.reconcile_needed
@@ -110,10 +110,12 @@ impl ProjectHandle {
                 }
                 let reconcile = std::mem::take(&mut q.reconcile_needed);
                 let batch: Vec<RelPath> = q.pending.drain().collect();
+                let crowded = std::mem::take(&mut q.crowded);
                 let maybe_dirs: Vec<RelPath> = q.maybe_dirs.drain().collect();
                 let released = std::mem::take(&mut q.released);
                 let rescan = std::mem::take(&mut q.rescan);
-                (batch, maybe_dirs, released, rescan, q.enqueued, reconcile)
+                let seq = q.enqueued;
+                (batch, crowded, maybe_dirs, released, rescan, seq, reconcile)
             };
             // Every path checked in this round.
             let mut taken = 0;
@@ -140,10 +142,10 @@ impl ProjectHandle {
                     for window in batch.chunks_mut(CHECK_WINDOW) {
                         check(window);
                     }
-                    // What is in the directories made, renamed in or lost
-                    // to the watcher, checked a window at a time as it is
-                    // listed: a turn that made 200,000 files listed them
-                    // all at once, twice.
+                    // What is in the directories crowded out of the queue,
+                    // made, renamed in or lost to the watcher, checked a
+                    // window at a time as it is listed: a turn that made
+                    // 200,000 files listed them all at once, twice.
                     let mut listed: Vec<RelPath> = Vec::new();
                     let mut found = |path: RelPath, is_dir: bool| {
                         if is_dir || path.file_name() == CACHE_TAG {
@@ -155,6 +157,20 @@ impl ProjectHandle {
                             listed.clear();
                         }
                     };
+                    // (A directory made or renamed in among the entries
+                    // came with an event of its own: `maybe_dirs` has it.)
+                    if !crowded.is_empty() {
+                        tracing::debug!(
+                            root = %self.root.display(), dirs = crowded.len(),
+                            "the queue was full: checking every entry of the directories of the events past it"
+                        );
+                    }
+                    for dir in crowded {
+                        match self.call(|p| p.entries_of(dir.as_ref())) {
+                            Ok(entries) => entries.into_iter().for_each(|p| found(p, false)),
+                            Err(e) => self.capture_failed(&e),
+                        }
+                    }
                     self.each_below_released(released.into_iter().collect(), &mut found);
                     for dir in rescan {
                         match self.call(|p| p.cached_below(&dir)) {
@@ -228,7 +244,7 @@ impl ProjectHandle {
         wait_until(&self.queue, &self.cond, deadline, |q| {
             if q.stop || q.reconcile_needed || q.barrier_waits() {
                 Some(false)
-            } else if !q.pending.is_empty() || !q.rescan.is_empty() {
+            } else if q.has_paths() || !q.rescan.is_empty() {
                 Some(true)
             } else {
                 None
