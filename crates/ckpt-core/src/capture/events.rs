@@ -57,6 +57,8 @@ pub(crate) fn check_paths(
         let seen = std::mem::take(&mut state.seen);
         #[cfg(test)]
         MOST_SEEN.with(|n| n.set(n.get().max(seen.len())));
+        #[cfg(test)]
+        MOST_DONE.with(|n| n.set(n.get().max(state.done.len())));
         let seen = seen.into_values().filter(|s| match (&s.stat, &s.old) {
             (None, None) => false,
             (Some(st), Some(o)) => !o.unchanged(st),
@@ -77,8 +79,12 @@ struct CheckState {
     report: ScanSummary,
     /// What differs from the cache (or may), by path, this window.
     seen: BTreeMap<RelPath, Seen>,
-    /// Paths checked already.
+    /// Paths checked already, but those a walk found: those are below
+    /// `walked`.
     done: HashSet<RelPath>,
+    /// New directories walked to the end: what is below each was checked
+    /// (a set of every path walked held ~60 B for each of 200,000 files).
+    walked: HashSet<Vec<u8>>,
     /// Directories the cache has as directories: most paths share one.
     cached_dirs: HashSet<RelPath>,
     /// Paths still to check.
@@ -87,13 +93,28 @@ struct CheckState {
     /// drop, each with the last path dropped so far.
     drops: Vec<(RelPath, Vec<u8>)>,
     /// New directories being walked, the last one first.
-    walks: Vec<SortedWalk>,
+    walks: Vec<(RelPath, SortedWalk)>,
     /// Files (dev, ino) that gained a cached name with more than one link:
     /// their names cached before that are looked for by a scan.
     new_links: HashSet<(u64, u64)>,
     /// The last path's parent, kept open: the work is in path order, so
     /// siblings come one after another.
     parents: KeptParent,
+}
+
+impl CheckState {
+    /// Whether this call checked `path` already: by itself, or in a new
+    /// directory's walk. (Asked only between walks: a walk, once begun,
+    /// runs to its end before any other path is looked at.)
+    fn checked(&self, path: &RelPath) -> bool {
+        let bytes = path.as_bytes();
+        self.done.contains(path)
+            || (!self.walked.is_empty()
+                && bytes
+                    .iter()
+                    .enumerate()
+                    .any(|(i, &b)| b == b'/' && self.walked.contains(&bytes[..i])))
+    }
 }
 
 /// A window of a `check_paths` call.
@@ -122,7 +143,7 @@ impl PathCheck<'_> {
                 }
                 for (path, row) in rows {
                     // Checked on disk in this call: it is there.
-                    if self.st.done.contains(&path) {
+                    if self.st.checked(&path) {
                         continue;
                     }
                     let gone = Seen {
@@ -132,13 +153,15 @@ impl PathCheck<'_> {
                     };
                     self.st.seen.entry(path).or_insert(gone);
                 }
-            } else if let Some(walk) = self.st.walks.last_mut() {
+            } else if let Some((_, walk)) = self.st.walks.last_mut() {
                 match walk.next() {
                     Some((path, stat)) => self.walked(path, stat)?,
                     None => {
                         let unreadable = std::mem::take(&mut walk.unreadable);
                         self.st.report.unreadable.extend(unreadable);
-                        self.st.walks.pop();
+                        if let Some((dir, _)) = self.st.walks.pop() {
+                            self.st.walked.insert(dir.as_bytes().to_vec());
+                        }
                     }
                 }
             } else if let Some(path) = self.st.work.pop() {
@@ -157,7 +180,7 @@ impl PathCheck<'_> {
     /// Checks one path: queues what it implies and records it if it differs
     /// from the cache.
     fn one(&mut self, path: RelPath) -> Result<()> {
-        if !self.st.done.insert(path.clone()) {
+        if self.st.checked(&path) || !self.st.done.insert(path.clone()) {
             return Ok(());
         }
         let stat = self
@@ -250,7 +273,7 @@ impl PathCheck<'_> {
         let Some(parent) = path.parent() else {
             return Ok(());
         };
-        if !self.st.done.contains(&parent) && !self.st.cached_dirs.contains(&parent) {
+        if !self.st.checked(&parent) && !self.st.cached_dirs.contains(&parent) {
             if cache::state(self.conn, &parent)?.is_dir() {
                 self.st.cached_dirs.insert(parent);
             } else {
@@ -295,7 +318,7 @@ impl PathCheck<'_> {
     /// produce no events, so it is walked, lazily (see [`Self::window`]).
     fn scan_new_dir(&mut self, path: &RelPath) {
         let walk = SortedWalk::new(self.root, Some(path), self.excludes);
-        self.st.walks.push(walk);
+        self.st.walks.push((path.clone(), walk));
     }
 
     /// One path a new directory's walk found.
@@ -305,7 +328,6 @@ impl PathCheck<'_> {
         if stat.kind == StatKind::File && stat.nlink > 1 {
             self.queue_other_links(&stat, old.as_ref())?;
         }
-        self.st.done.insert(path.clone());
         let seen = Seen {
             path: path.clone(),
             stat: Some(stat),
@@ -320,6 +342,8 @@ impl PathCheck<'_> {
 thread_local! {
     /// The most paths a `check_paths` window held to capture.
     static MOST_SEEN: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    /// The most paths a `check_paths` call listed as checked.
+    static MOST_DONE: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
 #[cfg(test)]
@@ -370,7 +394,8 @@ mod tests {
 
     /// A new directory is walked and captured a window at a time, and a
     /// directory replaced by another is captured as its old and new
-    /// contents' differences, whichever window each falls in.
+    /// contents' differences, whichever window each falls in. What the
+    /// walks found is not listed as checked, path by path.
     #[test]
     fn a_new_directorys_walk_is_captured_a_window_at_a_time() {
         let (_tmp, root, mut p) = setup();
@@ -405,9 +430,11 @@ mod tests {
         }
         fs::remove_dir_all(root.join("old.bak")).unwrap();
         super::MOST_SEEN.with(|n| n.set(0));
+        super::MOST_DONE.with(|n| n.set(0));
         p.check_paths([RelPath::new("new").unwrap(), RelPath::new("old").unwrap()])
             .unwrap();
         assert_eq!(super::MOST_SEEN.with(|n| n.get()), super::WINDOW);
+        assert_eq!(super::MOST_DONE.with(|n| n.get()), 2, "new and old");
         let mut paths = ended_paths(&mut p);
         paths.sort();
         assert_eq!(paths, expected);
