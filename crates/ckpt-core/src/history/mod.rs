@@ -445,6 +445,14 @@ pub(crate) fn count_turns(conn: &Connection) -> Result<u64> {
     Ok(n as u64)
 }
 
+/// How many entries `turn` has.
+pub(crate) fn count_entries(conn: &Connection, turn: i64) -> Result<usize> {
+    let n: i64 = conn
+        .prepare_cached("SELECT count(*) FROM turn_entries WHERE turn = ?1")?
+        .query_row([turn], |r| r.get(0))?;
+    Ok(n as usize)
+}
+
 /// The closed turns of `session` from `turn` on, oldest first: what a
 /// rewind to `turn` undoes.
 pub(crate) fn live_turns_from(

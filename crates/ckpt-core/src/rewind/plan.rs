@@ -85,10 +85,16 @@ struct Planner<'t, T: Tree> {
     dir_ok: HashMap<RelPath, Option<RelPath>>,
 }
 
+/// The planner's first look (R1, R2) at each wanted path, one at a time,
+/// with the conflicts and notes it found so far.
+pub(crate) struct FirstLook {
+    kind: Kind,
+    conflicts: BTreeMap<RelPath, Conflict>,
+    notes: Vec<Skipped>,
+}
+
 /// Plans bringing every `wanted` path to its target. `turn` and `turns`
-/// only label the result. The actions are made in the allocation of
-/// `wanted`'s source where their sizes match (std collects such an
-/// iterator in place), so a rewind holds one list of its paths, not two.
+/// only label the result.
 pub(crate) fn plan(
     tree: &impl Tree,
     kind: Kind,
@@ -97,12 +103,25 @@ pub(crate) fn plan(
     wanted: impl IntoIterator<Item = Wanted>,
     force: bool,
 ) -> Result<RewindPlan> {
-    let mut conflicts = BTreeMap::new();
-    let mut notes = Vec::new();
-    let mut actions: Vec<Action> = wanted
-        .into_iter()
-        .filter_map(|w| first_look(kind, w, &mut conflicts, &mut notes))
-        .collect();
+    let mut look = FirstLook::new(kind);
+    let actions = wanted.into_iter().filter_map(|w| look.action(w)).collect();
+    plan_looked(tree, look, turn, turns, actions, force)
+}
+
+/// Plans the `actions` that `look` kept (R3-R5), with what it found.
+pub(crate) fn plan_looked(
+    tree: &impl Tree,
+    look: FirstLook,
+    turn: i64,
+    turns: Vec<i64>,
+    mut actions: Vec<Action>,
+    force: bool,
+) -> Result<RewindPlan> {
+    let FirstLook {
+        kind,
+        conflicts,
+        notes,
+    } = look;
     if !actions.is_sorted_by(|a, b| a.path < b.path) {
         actions.sort_unstable_by(|a, b| a.path.cmp(&b.path));
     }
@@ -162,56 +181,68 @@ pub(crate) fn plan(
     })
 }
 
-/// R1, R2 for one path: its action, if it needs one.
-fn first_look(
-    kind: Kind,
-    w: Wanted,
-    conflicts: &mut BTreeMap<RelPath, Conflict>,
-    notes: &mut Vec<Skipped>,
-) -> Option<Action> {
-    let Wanted {
-        path,
-        current,
-        target,
-        expected,
-    } = w;
-    if let State::Skipped { reason } = &target {
-        // Even where the state now equals it: that records only why
-        // ckpt never read the content, so a rewind says it cannot give
-        // it back (a redo has nothing to do).
-        if current != target || kind == Kind::Rewind {
-            let why = format!("its earlier content was not captured: {reason}");
-            notes.push(Skipped::new(path, why));
+impl FirstLook {
+    pub fn new(kind: Kind) -> FirstLook {
+        FirstLook {
+            kind,
+            conflicts: BTreeMap::new(),
+            notes: Vec::new(),
         }
-        return None;
     }
-    if current == target {
-        return None;
+
+    /// The action `w` needs, if any.
+    pub fn action(&mut self, w: Wanted) -> Option<Action> {
+        self.needs_action(&w.path, &w.current, &w.target, &w.expected)
+            .then_some(Action {
+                path: w.path,
+                current: w.current,
+                target: w.target,
+            })
     }
-    // Even with force: overwritten, it could never be given back.
-    if let State::Skipped { reason } = &current {
-        let why = format!(
-            "its current content is not captured ({reason}), so it is never \
-             overwritten; left alone (move it away to rewind it)"
-        );
-        notes.push(Skipped::new(path, why));
-        return None;
+
+    /// R1, R2 for one path: whether it needs an action (`current` to
+    /// `target`; `expected` is what the undone turns left there).
+    pub fn needs_action(
+        &mut self,
+        path: &RelPath,
+        current: &State,
+        target: &State,
+        expected: &State,
+    ) -> bool {
+        if let State::Skipped { reason } = target {
+            // Even where the state now equals it: that records only why
+            // ckpt never read the content, so a rewind says it cannot give
+            // it back (a redo has nothing to do).
+            if current != target || self.kind == Kind::Rewind {
+                let why = format!("its earlier content was not captured: {reason}");
+                self.notes.push(Skipped::new(path.clone(), why));
+            }
+            return false;
+        }
+        if current == target {
+            return false;
+        }
+        // Even with force: overwritten, it could never be given back.
+        if let State::Skipped { reason } = current {
+            let why = format!(
+                "its current content is not captured ({reason}), so it is never \
+                 overwritten; left alone (move it away to rewind it)"
+            );
+            self.notes.push(Skipped::new(path.clone(), why));
+            return false;
+        }
+        if current != expected {
+            let conflict = Conflict {
+                path: path.clone(),
+                expected: expected.clone(),
+                current: current.clone(),
+                other: None,
+                not_mergeable: None,
+            };
+            self.conflicts.insert(path.clone(), conflict);
+        }
+        true
     }
-    if current != expected {
-        let conflict = Conflict {
-            path: path.clone(),
-            expected,
-            current: current.clone(),
-            other: None,
-            not_mergeable: None,
-        };
-        conflicts.insert(path.clone(), conflict);
-    }
-    Some(Action {
-        path,
-        current,
-        target,
-    })
 }
 
 impl<T: Tree> Planner<'_, T> {
