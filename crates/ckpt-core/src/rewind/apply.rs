@@ -147,21 +147,15 @@ fn run_steps<R>(
         op += 1;
         Ok(())
     };
-    let blobs: Vec<(Hash, u64)> = steps
-        .iter()
-        .filter_map(|(_, s, _)| match s {
-            State::File { hash, size, .. } => Some((*hash, *size)),
-            _ => None,
-        })
-        .collect();
-    let whole = if blobs.len() >= SYNCFS_MIN {
+    let files = steps.iter().filter(|s| blob_of(s).is_some()).count();
+    let whole = if files >= SYNCFS_MIN {
         WholeFs::open(parts.root_fs).ctx("open", parts.root)?
     } else {
         None
     };
     let mut write_all = |blob: &mut dyn FnMut(&Hash) -> Result<Vec<u8>>| {
         sync_while(
-            blobs.len().min(SYNC_THREADS),
+            files.min(SYNC_THREADS),
             whole.as_ref(),
             |queue| -> Result<()> {
                 let mut bytes = 0;
@@ -203,8 +197,8 @@ fn run_steps<R>(
     let t0 = std::time::Instant::now();
     let (written, synced) = match parts.conn.path() {
         // (An in-memory database has no path to open again.)
-        Some(db) if !db.is_empty() && blobs.len() >= PREFETCH_MIN => {
-            prefetch::with_blobs(parts.store, db, &blobs, READ_THREADS, write_all)
+        Some(db) if !db.is_empty() && files >= PREFETCH_MIN => {
+            prefetch::with_blobs(parts.store, db, steps, blob_of, READ_THREADS, write_all)
         }
         _ => write_all(&mut |hash: &Hash| parts.store.get(parts.conn, hash)),
     };
@@ -233,12 +227,20 @@ fn run_steps<R>(
         Some(_) => sync_beside(sync, meanwhile),
         None => (sync(), meanwhile()),
     };
-    tracing::debug!(written = ?t_written, spares_dropped = ?t_dropped, synced = ?t0.elapsed(), files = blobs.len(), "rewind written");
+    tracing::debug!(written = ?t_written, spares_dropped = ?t_dropped, synced = ?t0.elapsed(), files, "rewind written");
     match steps.first() {
         Some(&(p, _, _)) => synced.ctx_in("sync the directories of", parts.root, p.as_path()),
         None => synced.ctx("sync", parts.root),
     }?;
     during
+}
+
+/// The blob a step writes: its hash and size.
+fn blob_of<'s>(step: &'s Step<'_>) -> Option<(&'s Hash, u64)> {
+    match step.1 {
+        State::File { hash, size, .. } => Some((hash, *size)),
+        _ => None,
+    }
 }
 
 /// Makes `path` be `state`, except that a file is only staged (written
