@@ -8,14 +8,11 @@
 //! stay ([`Hold`]: pinned, open, an open ledger entry, an unfinished
 //! journal) stops the prefix: it and every later turn stay.
 
-use std::collections::HashSet;
-
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 
 use crate::error::{Error, Result};
 use crate::history;
 use crate::model::{GcReport, HeldBy, Hold, NextDrop, Retention, RetentionView};
-use crate::state::Hash;
 use crate::store::BlobStore;
 use ckpt_types::now_ns;
 
@@ -95,16 +92,12 @@ fn window_start(conn: &Connection, keep: usize) -> Result<Option<i64>> {
         .optional()?)
 }
 
-/// Every blob the cache, a turn or the journal names.
-fn referenced(conn: &Connection) -> Result<HashSet<Hash>> {
-    let mut referenced = HashSet::new();
-    let mut stmt = conn.prepare("SELECT data FROM files WHERE kind = 1")?;
-    let rows = stmt.query_map([], |r| r.get::<_, Vec<u8>>(0))?;
-    for r in rows {
-        referenced.extend(Hash::from_slice(&r?));
-    }
-    history::blobs_named(conn, &mut referenced)?;
-    Ok(referenced)
+/// Keeps every blob the cache, a turn or the journal names (see
+/// [`crate::store::start_keep`]).
+fn mark_referenced(conn: &Connection) -> Result<()> {
+    crate::store::start_keep(conn)?;
+    crate::store::keep_selected(conn, "SELECT data FROM files WHERE kind = 1")?;
+    history::keep_named(conn)
 }
 
 /// Drops what `policy` no longer keeps: turns past age and count, then,
@@ -134,7 +127,8 @@ pub(crate) fn gc(
         report.turns_dropped = history::drop_turns_through(&tx, last)?;
         report.through = Some(last);
     }
-    let doomed = store.delete_unreferenced(&tx, &referenced(&tx)?, cutoff)?;
+    mark_referenced(&tx)?;
+    let doomed = store.delete_unreferenced(&tx, cutoff)?;
     report.store_bytes = store.usage(&tx)?.1;
     if dry_run {
         report.blobs_removed = doomed.blobs;
@@ -168,7 +162,8 @@ fn budget_through(
     if let Some(last) = through {
         history::drop_turns_through(&sp, last)?;
     }
-    store.delete_unreferenced(&sp, &referenced(&sp)?, now)?;
+    mark_referenced(&sp)?;
+    store.delete_unreferenced(&sp, now)?;
     let below = held.map_or(i64::MAX, |h| h.turn);
     // One turn at a time: each re-reads what is referenced, so it costs a
     // pass over the references per turn, and only when over budget.
@@ -182,7 +177,8 @@ fn budget_through(
         };
         history::drop_turns_through(&sp, next)?;
         through = Some(next);
-        store.delete_unreferenced(&sp, &referenced(&sp)?, now)?;
+        mark_referenced(&sp)?;
+        store.delete_unreferenced(&sp, now)?;
     }
     Ok((through, false))
 }

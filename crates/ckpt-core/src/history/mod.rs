@@ -3,8 +3,6 @@
 //! store, spelled once. Callers say what they want (open a turn, journal a
 //! plan, drop old turns); the rules of when to do it live with them.
 
-use std::collections::HashSet;
-
 use rusqlite::types::{FromSql, FromSqlError, FromSqlResult, ToSql, ToSqlOutput, ValueRef};
 use rusqlite::{params, Connection, OptionalExtension};
 
@@ -12,7 +10,7 @@ use crate::db;
 use crate::error::{Error, Result};
 use crate::model::{Action, RewindRecord, RewindState, Skipped, TurnEntry, TurnMeta, TurnStatus};
 use crate::relpath::RelPath;
-use crate::state::{Hash, State};
+use crate::state::State;
 
 mod audit;
 mod beyond;
@@ -880,19 +878,16 @@ pub(crate) fn drop_turns_through(conn: &Connection, last: i64) -> Result<u64> {
     Ok(conn.execute("DELETE FROM turns WHERE id <= ?1", [last])? as u64)
 }
 
-/// Adds every blob a turn entry or a rewind action names to `out`.
-pub(crate) fn blobs_named(conn: &Connection, out: &mut HashSet<Hash>) -> Result<()> {
-    for sql in [
+/// Keeps (for a gc, see [`crate::store::start_keep`]) every blob a turn
+/// or the rewind journal names.
+pub(crate) fn keep_named(conn: &Connection) -> Result<()> {
+    for select in [
         "SELECT pre_data FROM turn_entries WHERE pre_kind = 1",
         "SELECT post_data FROM turn_entries WHERE post_kind = 1",
         "SELECT cur_data FROM rewind_actions WHERE cur_kind = 1",
         "SELECT tgt_data FROM rewind_actions WHERE tgt_kind = 1",
     ] {
-        let mut stmt = conn.prepare(sql)?;
-        let rows = stmt.query_map([], |r| r.get::<_, Vec<u8>>(0))?;
-        for r in rows {
-            out.extend(Hash::from_slice(&r?));
-        }
+        crate::store::keep_selected(conn, select)?;
     }
     Ok(())
 }

@@ -35,6 +35,7 @@ use crate::error::{Error, IoContext, Result};
 use crate::state::Hash;
 
 use compress::{compress, compress_delta};
+pub(crate) use gc::{keep_selected, start_keep};
 use objects::sync_dir;
 pub(crate) use objects::{hex_hash, is_hex, TMP_PREFIX};
 use pack::{Pending, RecentPacks, PENDING_LEVEL};
