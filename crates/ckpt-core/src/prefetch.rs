@@ -32,7 +32,7 @@ pub(crate) fn with_blobs<T: Sync, R>(
     store: &BlobStore,
     db: &str,
     items: &[T],
-    blob_of: impl Fn(&T) -> Option<(&Hash, u64)> + Sync,
+    blob_of: impl Fn(&T) -> Option<(Hash, u64)> + Sync,
     threads: usize,
     work: impl FnOnce(&mut dyn FnMut(&Hash) -> Result<Vec<u8>>) -> R,
 ) -> R {
@@ -64,7 +64,7 @@ pub(crate) fn with_blobs<T: Sync, R>(
                 for batch in batches.iter().skip(t).step_by(threads) {
                     let hashes: Vec<Hash> = items[batch.clone()]
                         .iter()
-                        .filter_map(|i| blob_of(i).map(|(hash, _)| *hash))
+                        .filter_map(|i| blob_of(i).map(|(hash, _)| hash))
                         .collect();
                     // A closed queue means the writer stopped: so do we.
                     if tx.send(store.get_many(&conn, &hashes)).is_err() {
@@ -80,7 +80,7 @@ pub(crate) fn with_blobs<T: Sync, R>(
             while items.get(next).is_some_and(|i| blob_of(i).is_none()) {
                 next += 1;
             }
-            if items.get(next).and_then(blob_of).map(|b| b.0) != Some(hash) {
+            if items.get(next).and_then(blob_of).map(|b| b.0) != Some(*hash) {
                 return Err(Error::Invariant(format!(
                     "blob {hash} asked for out of order (expected #{next})"
                 )));
@@ -107,7 +107,7 @@ pub(crate) fn with_blobs<T: Sync, R>(
 /// The blobs of `items` cut, in order, into batches of at most
 /// [`BATCH_BLOBS`] blobs and [`BATCH_BYTES`] bytes (a bigger blob alone),
 /// as ranges of `items`: no second copy of every hash.
-fn batches<T>(items: &[T], blob_of: impl Fn(&T) -> Option<(&Hash, u64)>) -> Vec<Range<usize>> {
+fn batches<T>(items: &[T], blob_of: impl Fn(&T) -> Option<(Hash, u64)>) -> Vec<Range<usize>> {
     let mut out: Vec<Range<usize>> = Vec::new();
     let (mut count, mut bytes) = (0, 0);
     for (i, item) in items.iter().enumerate() {
@@ -153,9 +153,7 @@ mod tests {
                 items.push(None);
             }
         }
-        fn blob_of(i: &Option<(Hash, u64)>) -> Option<(&Hash, u64)> {
-            i.as_ref().map(|(hash, size)| (hash, *size))
-        }
+        let blob_of = |i: &Option<(Hash, u64)>| *i;
         let n = batches(&items, blob_of).len();
         assert!(n > 13, "{n} batches");
         let db = f.db.to_str().unwrap();

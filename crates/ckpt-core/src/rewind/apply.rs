@@ -52,12 +52,12 @@ pub(super) fn apply(
     fresh: bool,
     hook: Hook<'_>,
 ) -> Result<()> {
-    let steps = ordered(actions, side, fresh);
+    let steps = Steps::new(actions, side, fresh);
     // Looked up in hash order, the store's order: each of its pages is
     // read once, not once per file in path order.
     let mut wanted: Vec<(&Hash, &RelPath)> = steps
         .iter()
-        .filter_map(|&(path, state, _)| match state {
+        .filter_map(|(path, state, _)| match state {
             State::File { hash, .. } => Some((hash, path)),
             _ => None,
         })
@@ -104,7 +104,8 @@ pub(super) fn apply(
         return Err(e);
     }
     // The other side applied to what was done: the tree is as before.
-    let back = still_to_undo(parts, dirs, ordered(actions, side.other(), false))?;
+    let mut back = Steps::new(actions, side.other(), false);
+    still_to_undo(parts, dirs, &mut back)?;
     if let Err(e2) = run_steps(parts, dirs, &back, &mut None, || Ok(())) {
         // Marked failed, a half-way tree would stay half-way; pending,
         // `recover` finishes or rolls it back once it can.
@@ -131,7 +132,7 @@ pub(super) fn apply(
 fn run_steps<R>(
     parts: &Parts<'_>,
     dirs: &mut Dirs<'_>,
-    steps: &[Step<'_>],
+    steps: &Steps<'_>,
     hook: Hook<'_>,
     meanwhile: impl FnOnce() -> Result<R>,
 ) -> Result<R> {
@@ -147,7 +148,11 @@ fn run_steps<R>(
         op += 1;
         Ok(())
     };
-    let files = steps.iter().filter(|s| blob_of(s).is_some()).count();
+    let files = steps
+        .order
+        .iter()
+        .filter(|&&i| steps.blob(i).is_some())
+        .count();
     let whole = if files >= SYNCFS_MIN {
         WholeFs::open(parts.root_fs).ctx("open", parts.root)?
     } else {
@@ -159,7 +164,7 @@ fn run_steps<R>(
             whole.as_ref(),
             |queue| -> Result<()> {
                 let mut bytes = 0;
-                for (i, &step) in steps.iter().enumerate() {
+                for (i, step) in steps.iter().enumerate() {
                     next_op(hook)?;
                     let (path, state, _) = step;
                     if let Some((file, dev)) = ensure(parts, dirs, step, blob, &mut staged)? {
@@ -198,7 +203,15 @@ fn run_steps<R>(
     let (written, synced) = match parts.conn.path() {
         // (An in-memory database has no path to open again.)
         Some(db) if !db.is_empty() && files >= PREFETCH_MIN => {
-            prefetch::with_blobs(parts.store, db, steps, blob_of, READ_THREADS, write_all)
+            let blob_of = |&i: &u32| steps.blob(i);
+            prefetch::with_blobs(
+                parts.store,
+                db,
+                &steps.order,
+                blob_of,
+                READ_THREADS,
+                write_all,
+            )
         }
         _ => write_all(&mut |hash: &Hash| parts.store.get(parts.conn, hash)),
     };
@@ -228,19 +241,11 @@ fn run_steps<R>(
         None => (sync(), meanwhile()),
     };
     tracing::debug!(written = ?t_written, spares_dropped = ?t_dropped, synced = ?t0.elapsed(), files, "rewind written");
-    match steps.first() {
-        Some(&(p, _, _)) => synced.ctx_in("sync the directories of", parts.root, p.as_path()),
+    match steps.iter().next() {
+        Some((p, _, _)) => synced.ctx_in("sync the directories of", parts.root, p.as_path()),
         None => synced.ctx("sync", parts.root),
     }?;
     during
-}
-
-/// The blob a step writes: its hash and size.
-fn blob_of<'s>(step: &'s Step<'_>) -> Option<(&'s Hash, u64)> {
-    match step.1 {
-        State::File { hash, size, .. } => Some((hash, *size)),
-        _ => None,
-    }
 }
 
 /// Makes `path` be `state`, except that a file is only staged (written
@@ -309,13 +314,10 @@ fn ensure(
 /// still equals its cache entry, which holds the state wanted, was never
 /// reached by the failed pass: rewriting it would need room that a full
 /// disk does not have, for nothing.
-fn still_to_undo<'a>(
-    parts: &Parts<'_>,
-    dirs: &mut Dirs<'_>,
-    steps: Vec<Step<'a>>,
-) -> Result<Vec<Step<'a>>> {
-    let mut left = Vec::with_capacity(steps.len());
-    for (path, state, found) in steps {
+fn still_to_undo(parts: &Parts<'_>, dirs: &mut Dirs<'_>, steps: &mut Steps<'_>) -> Result<()> {
+    let mut left = Vec::with_capacity(steps.order.len());
+    for &i in &steps.order {
+        let (path, state, _) = steps.step(i);
         let now = dirs
             .lstat(path)
             .ctx_in("stat", parts.root, path.as_path())?;
@@ -325,20 +327,21 @@ fn still_to_undo<'a>(
             _ => false,
         };
         if !untouched {
-            left.push((path, state, found));
+            left.push(i);
         }
     }
-    Ok(left)
+    steps.order = left;
+    Ok(())
 }
 
 /// Records what the rewind wrote, so the watcher's events for it compare
 /// as unchanged and are never mistaken for an agent's changes, and gives
 /// the open turns' entries their paths' states now.
-fn refresh_cache(conn: &rusqlite::Connection, root: &Root, steps: &[Step<'_>]) -> Result<()> {
+fn refresh_cache(conn: &rusqlite::Connection, root: &Root, steps: &Steps<'_>) -> Result<()> {
     let stamp = now_ns();
     // Steps come in path order: siblings one after another.
     let mut parents = KeptParent::default();
-    for &(path, state, _) in steps {
+    for (path, state, _) in steps.iter() {
         match root.lstat_kept(path, &mut parents) {
             Ok(Some(stat)) if !matches!(state, State::Absent | State::Skipped { .. }) => {
                 cache::put(conn, path, state, &stat, stamp)?
@@ -353,32 +356,73 @@ fn refresh_cache(conn: &rusqlite::Connection, root: &Root, steps: &[Step<'_>]) -
     crate::history::resync_open_posts(conn)
 }
 
-/// Execution order: removals deepest first (children before their
-/// directory), then everything else shallowest first (directories before
-/// their contents).
-/// Borrowed from the actions, so a rewind holds its paths and states once.
-fn ordered(actions: &[Action], side: Side, fresh: bool) -> Vec<Step<'_>> {
-    let mut steps: Vec<Step<'_>> = actions
-        .iter()
-        .map(|a| {
-            let (state, found) = match side {
-                Side::Target => (&a.target, &a.current),
-                Side::Current => (&a.current, &a.target),
-            };
-            (&a.path, state, fresh.then_some(found))
-        })
-        .collect();
-    // Removals first, each path before its parent (a path sorts after its
-    // parent in byte order, so: reverse byte order); then creations in byte
-    // order, parents first. Byte order is also the order capture stored
-    // small files in, many to a pack, so a whole-tree restore decodes each
-    // pack once instead of jumping between packs depth by depth.
-    steps.sort_by(|(pa, sa, _), (pb, sb, _)| {
-        let (ra, rb) = (sa.is_absent(), sb.is_absent());
-        rb.cmp(&ra)
-            .then_with(|| if ra { pb.cmp(pa) } else { pa.cmp(pb) })
-    });
-    steps
+/// One side of a rewind's actions in execution order: removals deepest
+/// first (children before their directory), then everything else
+/// shallowest first (directories before their contents). Held as places
+/// in the actions (4 B a step; a step's references are 24).
+struct Steps<'a> {
+    actions: &'a [Action],
+    side: Side,
+    /// Whether each action's other side is what was found just now.
+    fresh: bool,
+    order: Vec<u32>,
+}
+
+impl<'a> Steps<'a> {
+    fn new(actions: &'a [Action], side: Side, fresh: bool) -> Steps<'a> {
+        let mut steps = Steps {
+            actions,
+            side,
+            fresh,
+            order: Vec::new(),
+        };
+        // (4 billion actions would not fit in memory.)
+        let mut order: Vec<u32> = (0..actions.len() as u32).collect();
+        // Removals first, each path before its parent (a path sorts after
+        // its parent in byte order, so: reverse byte order); then creations
+        // in byte order, parents first. Byte order is also the order
+        // capture stored small files in, many to a pack, so a whole-tree
+        // restore decodes each pack once instead of jumping between packs
+        // depth by depth.
+        let key = |i: u32| {
+            let (path, state, _) = steps.step(i);
+            (state.is_absent(), path)
+        };
+        order.sort_by(|&a, &b| {
+            let ((ra, pa), (rb, pb)) = (key(a), key(b));
+            rb.cmp(&ra)
+                .then_with(|| if ra { pb.cmp(pa) } else { pa.cmp(pb) })
+        });
+        steps.order = order;
+        steps
+    }
+
+    /// Action `i`'s step: its path, the state to give it, and what was
+    /// found there, if fresh.
+    fn step(&self, i: u32) -> Step<'a> {
+        let a = &self.actions[i as usize];
+        let (state, found) = match self.side {
+            Side::Target => (&a.target, &a.current),
+            Side::Current => (&a.current, &a.target),
+        };
+        (&a.path, state, self.fresh.then_some(found))
+    }
+
+    /// The blob action `i`'s step writes: its hash and size.
+    fn blob(&self, i: u32) -> Option<(Hash, u64)> {
+        match self.step(i).1 {
+            State::File { hash, size, .. } => Some((*hash, *size)),
+            _ => None,
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.order.len()
+    }
+
+    fn iter(&self) -> impl Iterator<Item = Step<'a>> + '_ {
+        self.order.iter().map(|&i| self.step(i))
+    }
 }
 
 #[cfg(test)]
