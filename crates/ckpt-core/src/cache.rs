@@ -142,11 +142,6 @@ pub(crate) fn remove_below(conn: &Connection, dir: &RelPath) -> Result<()> {
     Ok(())
 }
 
-/// The paths of the rows directly inside `dir`.
-pub(crate) fn children(conn: &Connection, dir: &RelPath) -> Result<Vec<RelPath>> {
-    children_at(conn, Some(dir))
-}
-
 /// The paths of the rows directly inside `dir` (the root when `None`).
 pub(crate) fn children_at(conn: &Connection, dir: Option<&RelPath>) -> Result<Vec<RelPath>> {
     let rows = match dir {

@@ -292,7 +292,7 @@ impl PathCheck<'_> {
             .ctx_in("list", self.root_fs.path(), path.as_path())?
             .into_iter()
             .collect();
-        let cached = cache::children(self.conn, path)?;
+        let cached = cache::children_at(self.conn, Some(path))?;
         for child in &cached {
             if !on_disk.contains(child.file_name().as_encoded_bytes()) {
                 self.st.work.push(child.clone());

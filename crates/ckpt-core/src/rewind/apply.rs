@@ -149,9 +149,8 @@ fn run_steps<R>(
         Ok(())
     };
     let files = steps
-        .order
         .iter()
-        .filter(|&&i| steps.blob(i).is_some())
+        .filter(|(_, s, _)| matches!(s, State::File { .. }))
         .count();
     let whole = if files >= SYNCFS_MIN {
         WholeFs::open(parts.root_fs).ctx("open", parts.root)?
