@@ -280,6 +280,25 @@ const MIGRATIONS: &[&str] = &[
             AND ctime_after_ns BETWEEN -4611686018427387904 AND 4611686018427387904
         THEN ctime_after_ns - mtime_ns ELSE 0 END;
     ",
+    // 18: which turns each rewind limited by `--path` (or that left paths
+    // as they were) undid, so a turn's detail finds the few that name it
+    // by index: reading them all on every turn-end cost time and memory
+    // that grew with the project's history (issue 35). Filled from
+    // `undone` (`turns` before migration 12) as `rewind_record` reads it.
+    "
+    CREATE TABLE partly_rewound (
+        turn   INTEGER NOT NULL REFERENCES turns(id),
+        rewind INTEGER NOT NULL REFERENCES rewinds(id),
+        PRIMARY KEY (turn, rewind)
+    ) WITHOUT ROWID;
+    INSERT OR IGNORE INTO partly_rewound (turn, rewind)
+        SELECT j.value, r.id FROM rewinds r, json_each(CASE
+            WHEN json_valid(r.undone) THEN r.undone
+            WHEN json_valid(r.turns) THEN r.turns
+            ELSE '[]' END) j
+        WHERE (r.scope IS NOT NULL OR r.left IS NOT NULL) AND j.type = 'integer'
+            AND j.value IN (SELECT id FROM turns);
+    ",
 ];
 
 /// The schema version this build writes and understands.
@@ -439,6 +458,8 @@ fn migrate(conn: &mut Connection) -> Result<()> {
 
 #[cfg(test)]
 mod migrate17_tests;
+#[cfg(test)]
+mod migrate18_tests;
 
 #[cfg(test)]
 mod tests {

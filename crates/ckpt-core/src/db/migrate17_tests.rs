@@ -10,8 +10,9 @@ use crate::project::Project;
 
 /// Turns a store of this version back into migration 16's form, as an
 /// older ckpt left it: `blobs` a rowid table with `blobs_pack`, every
-/// blob's own time, ctime whole.
+/// blob's own time, ctime whole, and no table of a later migration.
 const TO_16: &str = "
+    DROP TABLE partly_rewound;
     CREATE TABLE blobs16 (
         hash       BLOB PRIMARY KEY,
         size       INTEGER NOT NULL,

@@ -581,6 +581,14 @@ fn note_journal(tx: &Connection, id: i64, note: &JournalNote) -> Result<()> {
             optional(note.left.is_empty(), json_text(&left_pairs(&note.left))),
         ],
     )?;
+    if !note.scope.is_empty() || !note.left.is_empty() {
+        let mut link = tx.prepare_cached(
+            "INSERT OR IGNORE INTO partly_rewound (turn, rewind) VALUES (?1, ?2)",
+        )?;
+        for &turn in &note.undone {
+            link.execute([turn, id])?;
+        }
+    }
     Ok(())
 }
 
@@ -641,16 +649,17 @@ pub(crate) fn rewind_records(conn: &Connection, limit: usize) -> Result<Vec<Rewi
         .collect::<rusqlite::Result<_>>()?)
 }
 
-/// The applied rewinds (not redone) that restored only some of their
-/// turns' paths, oldest first: few, so `show` reads them for every turn.
-pub(crate) fn partial_rewinds(conn: &Connection) -> Result<Vec<RewindRecord>> {
+/// The applied rewinds (not redone) of `turn` that restored only some of
+/// their turns' paths, oldest first.
+pub(crate) fn partial_rewinds(conn: &Connection, turn: i64) -> Result<Vec<RewindRecord>> {
     let sql = format!(
-        "{REWIND_RECORD} WHERE r.status = ?1 AND r.redoes IS NULL AND r.applies IS NULL
+        "{REWIND_RECORD} WHERE r.id IN (SELECT rewind FROM partly_rewound WHERE turn = ?2)
+           AND r.status = ?1 AND r.redoes IS NULL AND r.applies IS NULL
            AND (r.scope IS NOT NULL OR r.left IS NOT NULL) ORDER BY r.id"
     );
     Ok(conn
         .prepare_cached(&sql)?
-        .query_map([RewindStatus::Applied], rewind_record)?
+        .query_map(params![RewindStatus::Applied, turn], rewind_record)?
         .collect::<rusqlite::Result<_>>()?)
 }
 
@@ -867,6 +876,10 @@ pub(crate) fn drop_turns_through(conn: &Connection, last: i64) -> Result<u64> {
          (SELECT rewound_by FROM turns WHERE id > ?1 AND rewound_by IS NOT NULL)";
     conn.execute(
         &format!("DELETE FROM rewind_actions WHERE rewind IN ({dropped})"),
+        [last],
+    )?;
+    conn.execute(
+        &format!("DELETE FROM partly_rewound WHERE turn <= ?1 OR rewind IN ({dropped})"),
         [last],
     )?;
     conn.execute(

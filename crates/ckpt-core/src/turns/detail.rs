@@ -106,9 +106,8 @@ pub(super) struct PartlyRewound {
 impl PartlyRewound {
     /// The partial rewinds that bear on `turn` (in `status`).
     pub(super) fn of(conn: &Connection, turn: i64, status: TurnStatus) -> Result<PartlyRewound> {
-        let rewinds: Vec<RewindRecord> = history::partial_rewinds(conn)?
+        let rewinds: Vec<RewindRecord> = history::partial_rewinds(conn, turn)?
             .into_iter()
-            .filter(|r| r.turns.contains(&turn))
             // A turn rewound whole since a `--path` rewind is rewound, not
             // partly.
             .filter(|r| r.scope.is_empty() || status != TurnStatus::Rewound)
