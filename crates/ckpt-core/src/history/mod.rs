@@ -649,14 +649,15 @@ pub(crate) fn rewind_records(conn: &Connection, limit: usize) -> Result<Vec<Rewi
         .collect::<rusqlite::Result<_>>()?)
 }
 
+/// Which of [`REWIND_RECORD`]'s rows [`partial_rewinds`] reads.
+const PARTIAL_OF_TURN: &str = "WHERE r.id IN (SELECT rewind FROM partly_rewound WHERE turn = ?2)
+       AND r.status = ?1 AND r.redoes IS NULL AND r.applies IS NULL
+       AND (r.scope IS NOT NULL OR r.left IS NOT NULL) ORDER BY r.id";
+
 /// The applied rewinds (not redone) of `turn` that restored only some of
 /// their turns' paths, oldest first.
 pub(crate) fn partial_rewinds(conn: &Connection, turn: i64) -> Result<Vec<RewindRecord>> {
-    let sql = format!(
-        "{REWIND_RECORD} WHERE r.id IN (SELECT rewind FROM partly_rewound WHERE turn = ?2)
-           AND r.status = ?1 AND r.redoes IS NULL AND r.applies IS NULL
-           AND (r.scope IS NOT NULL OR r.left IS NOT NULL) ORDER BY r.id"
-    );
+    let sql = format!("{REWIND_RECORD} {PARTIAL_OF_TURN}");
     Ok(conn
         .prepare_cached(&sql)?
         .query_map(params![RewindStatus::Applied, turn], rewind_record)?
@@ -934,6 +935,27 @@ mod tests {
         let plan = plan.join("; ");
         assert!(plan.contains("MULTI-INDEX OR"), "{plan}");
         assert!(!plan.contains("SCAN turns"), "{plan}");
+    }
+
+    /// Every turn-end reads its turn's partial rewinds: by the link
+    /// table, not a scan of a journal that grows with the history.
+    #[test]
+    fn partial_rewinds_lookup_does_not_scan_every_rewind() {
+        let dir = tempfile::tempdir().unwrap();
+        let conn = crate::db::open(&dir.path().join("db")).unwrap();
+        let mut stmt = conn
+            .prepare(&format!(
+                "EXPLAIN QUERY PLAN {REWIND_RECORD} {PARTIAL_OF_TURN}"
+            ))
+            .unwrap();
+        let plan: Vec<String> = stmt
+            .query_map(params![RewindStatus::Applied, 1i64], |r| r.get(3))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        let plan = plan.join("; ");
+        assert!(plan.contains("SEARCH partly_rewound"), "{plan}");
+        assert!(!plan.contains("SCAN r"), "{plan}");
     }
 
     /// The one status spelled in SQL (for the partial index) is the enum's.
