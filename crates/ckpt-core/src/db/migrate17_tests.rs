@@ -13,6 +13,8 @@ use crate::project::Project;
 /// blob's own time, ctime whole, and no table of a later migration.
 const TO_16: &str = "
     DROP TABLE partly_rewound;
+    DROP INDEX rewinds_unfinished;
+    DROP INDEX turns_rewound;
     CREATE TABLE blobs16 (
         hash       BLOB PRIMARY KEY,
         size       INTEGER NOT NULL,

@@ -47,8 +47,11 @@ fn a_store_of_migration_17_finds_each_turns_partial_rewinds_and_retention_drops_
 
     let store = tmp.path().join("store");
     let conn = rusqlite::Connection::open(store.join(crate::project::DB_FILE)).unwrap();
-    conn.execute_batch("DROP TABLE partly_rewound; PRAGMA user_version = 17;")
-        .unwrap();
+    conn.execute_batch(
+        "DROP TABLE partly_rewound; DROP INDEX rewinds_unfinished;
+         DROP INDEX turns_rewound; PRAGMA user_version = 17;",
+    )
+    .unwrap();
     drop(conn);
     let mut p = Project::open(&store, &root, Options::default()).unwrap();
     assert_eq!(partial(&p, &turns), expected, "found again after migrating");

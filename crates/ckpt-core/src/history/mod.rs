@@ -496,10 +496,13 @@ pub(crate) fn other_sessions_turns(
         })?)
 }
 
+/// Served by the partial index `turns_rewound`, as [`bring_back`]'s update.
+const TURNS_REWOUND_BY: &str = "SELECT id FROM turns WHERE rewound_by = ?1 ORDER BY id";
+
 /// The turns rewind `rewind` marked rewound, oldest first.
 pub(crate) fn turns_rewound_by(conn: &Connection, rewind: i64) -> Result<Vec<i64>> {
     Ok(conn
-        .prepare("SELECT id FROM turns WHERE rewound_by = ?1 ORDER BY id")?
+        .prepare(TURNS_REWOUND_BY)?
         .query_map([rewind], |r| r.get(0))?
         .collect::<rusqlite::Result<_>>()?)
 }
@@ -833,14 +836,17 @@ pub(crate) fn rewind_links(conn: &Connection, id: i64) -> Result<JournalLinks> {
     })
 }
 
+/// Served by the partial index `rewinds_unfinished`: every rewind and
+/// redo asks first, and the journal keeps every rewind of the history.
+/// The statuses are spelled out, as for [`OPEN_TURN`] (a test checks them).
+const UNFINISHED_REWIND: &str = "SELECT id, status FROM rewinds
+     WHERE status IN ('pending', 'redoing') ORDER BY id LIMIT 1";
+
 /// The oldest unfinished rewind: its id and status.
 pub(crate) fn unfinished_rewind(conn: &Connection) -> Result<Option<(i64, RewindStatus)>> {
     Ok(conn
-        .query_row(
-            "SELECT id, status FROM rewinds WHERE status IN (?1, ?2) ORDER BY id LIMIT 1",
-            [RewindStatus::Pending, RewindStatus::Redoing],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )
+        .prepare_cached(UNFINISHED_REWIND)?
+        .query_row([], |r| Ok((r.get(0)?, r.get(1)?)))
         .optional()?)
 }
 
@@ -964,6 +970,45 @@ mod tests {
         let open = format!("status = '{}'", TurnStatus::Open.as_str());
         assert!(OPEN_TURN.ends_with(&open), "{OPEN_TURN}");
         assert!(OPEN_TURN_TOOLS.ends_with(&open), "{OPEN_TURN_TOOLS}");
+    }
+
+    /// A redo finds the turns its rewind marked by index, not by a scan
+    /// of every turn.
+    #[test]
+    fn the_turns_a_rewind_marked_are_found_by_index() {
+        let dir = tempfile::tempdir().unwrap();
+        let conn = crate::db::open(&dir.path().join("db")).unwrap();
+        let plan: String = conn
+            .query_row(
+                &format!("EXPLAIN QUERY PLAN {TURNS_REWOUND_BY}"),
+                [1],
+                |r| r.get(3),
+            )
+            .unwrap();
+        assert!(plan.contains("INDEX turns_rewound (rewound_by=?)"), "{plan}");
+    }
+
+    /// Recovery's look for an unfinished rewind uses its partial index,
+    /// whose statuses are the enum's unfinished ones.
+    #[test]
+    fn the_unfinished_rewind_lookup_uses_its_index_and_names_every_unfinished_status() {
+        let dir = tempfile::tempdir().unwrap();
+        let conn = crate::db::open(&dir.path().join("db")).unwrap();
+        let plan: String = conn
+            .query_row(
+                &format!("EXPLAIN QUERY PLAN {UNFINISHED_REWIND}"),
+                [],
+                |r| r.get(3),
+            )
+            .unwrap();
+        assert!(plan.contains("USING INDEX rewinds_unfinished"), "{plan}");
+        let all = RewindStatus::ALL.into_iter();
+        let named: Vec<_> = all
+            .clone()
+            .filter(|s| UNFINISHED_REWIND.contains(&format!("'{}'", s.as_str())))
+            .collect();
+        let unfinished: Vec<_> = all.filter(|s| s.is_unfinished()).collect();
+        assert_eq!(named, unfinished);
     }
 
     #[test]
