@@ -43,6 +43,7 @@
 //!
 //! Exit status: 0 if every scenario was right, 1 if any was WRONG or failed.
 
+mod aged;
 mod bigturn;
 mod ckpt_json;
 mod ckpt_runner;
@@ -146,6 +147,12 @@ struct Args {
     /// milliseconds (0: back to back, the daemon saturated).
     #[arg(long, value_name = "MS", default_value_t = 0)]
     pace: u64,
+    /// Only age one project for this many seconds (turns back to back,
+    /// every fourth rewound with `--path`), then time hook calls on it
+    /// against a fresh project at once and print the ratios (issue 35);
+    /// nothing else runs.
+    #[arg(long, value_name = "SECS")]
+    aged: Option<u64>,
     /// Only measure the daemon's peak RSS through a turn that rewrites all
     /// of N files and its rewind, then one that creates N files in nested
     /// directories and its rewind, for each N given (e.g. 5000,50000), each
@@ -354,6 +361,10 @@ fn real_main() -> Result<bool> {
     if !args.big_turn.is_empty() {
         let bins = Bins::locate(args.bin_dir.as_deref())?;
         return bigturn::run(&bins, &work, &args.big_turn, timeout);
+    }
+    if let Some(secs) = args.aged {
+        let bins = Bins::locate(args.bin_dir.as_deref())?;
+        return aged::run_aged(&bins, &work, secs, timeout);
     }
     if let Some(n) = args.many_clients {
         let bins = Bins::locate(args.bin_dir.as_deref())?;

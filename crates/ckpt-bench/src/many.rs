@@ -25,16 +25,16 @@ use crate::cmd::run;
 use crate::system::System;
 use crate::{ckpt_json, conns::percentile, procstat};
 
-/// What every client measured.
+/// What every client measured, in ms.
 #[derive(Default)]
-struct Tally {
+pub(crate) struct Tally {
     /// `ckptctl --version`: the process start every call pays, timed by
     /// the same clients under the same load (the floor).
-    spawn: Vec<f64>,
-    turn_start: Vec<f64>,
-    turn_end: Vec<f64>,
-    rewind: Vec<f64>,
-    wrong: Vec<String>,
+    pub spawn: Vec<f64>,
+    pub turn_start: Vec<f64>,
+    pub turn_end: Vec<f64>,
+    pub rewind: Vec<f64>,
+    pub wrong: Vec<String>,
 }
 
 pub fn run_all(
@@ -64,45 +64,15 @@ pub fn run_all(
     }
     let pid = sys.daemon_pid().context("no daemon pid")?;
     let sys = Arc::new(sys);
-    let tally = Arc::new(Mutex::new(Tally::default()));
-    let stop = Arc::new(AtomicBool::new(false));
-    let start = Instant::now();
-    let deadline = start + Duration::from_secs(secs);
-    let threads: Vec<_> = (0..clients)
-        .map(|i| {
-            let (sys, tally, stop) = (Arc::clone(&sys), Arc::clone(&tally), Arc::clone(&stop));
-            let root = roots[i % projects].clone();
-            std::thread::spawn(move || {
-                let session = format!("c{i}");
-                let calls = Calls {
-                    sys: &sys,
-                    root: &root,
-                    session: &session,
-                    timeout,
-                };
-                // Clients start spread over one pace, not all at once.
-                let first = start + pace.mul_f64(i as f64 / clients as f64);
-                let r = client(&calls, i, load, first, deadline, &tally);
-                if let Err(e) = r {
-                    tally
-                        .lock()
-                        .unwrap()
-                        .wrong
-                        .push(format!("client {i}: {e:#}"));
-                    stop.store(true, Ordering::Release);
-                }
-            })
-        })
-        .collect();
     let mut rss = Vec::new();
-    while Instant::now() < deadline && !stop.load(Ordering::Acquire) {
-        std::thread::sleep(Duration::from_secs(1));
+    let per_root = drive(&sys, &roots, clients, load, secs, timeout, || {
         rss.push(procstat::sample(pid)?.rss as f64 / (1 << 20) as f64);
+        Ok(())
+    })?;
+    let mut t = Tally::default();
+    for r in per_root {
+        t.absorb(r);
     }
-    for t in threads {
-        let _ = t.join();
-    }
-    let mut t = std::mem::take(&mut *tally.lock().unwrap());
     for (name, v) in [
         ("spawn (ckptctl --version)", &mut t.spawn),
         ("turn-start", &mut t.turn_start),
@@ -150,6 +120,76 @@ pub fn run_all(
         t.wrong.len(),
     );
     Ok(t.wrong.is_empty())
+}
+
+/// Runs `clients` clients for `secs`, client `i` a session of its own on
+/// `roots[i % roots.len()]`, and calls `tick` about once a second
+/// meanwhile; what they measured, per root.
+pub(crate) fn drive(
+    sys: &Arc<Ckpt>,
+    roots: &[PathBuf],
+    clients: usize,
+    load: Load,
+    secs: u64,
+    timeout: Duration,
+    mut tick: impl FnMut() -> Result<()>,
+) -> Result<Vec<Tally>> {
+    let tallies: Vec<_> = roots
+        .iter()
+        .map(|_| Arc::new(Mutex::new(Tally::default())))
+        .collect();
+    let stop = Arc::new(AtomicBool::new(false));
+    let start = Instant::now();
+    let deadline = start + Duration::from_secs(secs);
+    let pace = load.pace;
+    let threads: Vec<_> = (0..clients)
+        .map(|i| {
+            let tally = Arc::clone(&tallies[i % roots.len()]);
+            let (sys, stop) = (Arc::clone(sys), Arc::clone(&stop));
+            let root = roots[i % roots.len()].clone();
+            std::thread::spawn(move || {
+                let session = format!("c{i}");
+                let calls = Calls {
+                    sys: &sys,
+                    root: &root,
+                    session: &session,
+                    timeout,
+                };
+                // Clients start spread over one pace, not all at once.
+                let first = start + pace.mul_f64(i as f64 / clients as f64);
+                let r = client(&calls, i, load, first, deadline, &tally);
+                if let Err(e) = r {
+                    tally
+                        .lock()
+                        .unwrap()
+                        .wrong
+                        .push(format!("client {i}: {e:#}"));
+                    stop.store(true, Ordering::Release);
+                }
+            })
+        })
+        .collect();
+    while Instant::now() < deadline && !stop.load(Ordering::Acquire) {
+        std::thread::sleep(Duration::from_secs(1));
+        tick()?;
+    }
+    for t in threads {
+        let _ = t.join();
+    }
+    Ok(tallies
+        .iter()
+        .map(|t| std::mem::take(&mut *t.lock().unwrap()))
+        .collect())
+}
+
+impl Tally {
+    pub(crate) fn absorb(&mut self, other: Tally) {
+        self.spawn.extend(other.spawn);
+        self.turn_start.extend(other.turn_start);
+        self.turn_end.extend(other.turn_end);
+        self.rewind.extend(other.rewind);
+        self.wrong.extend(other.wrong);
+    }
 }
 
 /// How the clients call the daemon, and how often.

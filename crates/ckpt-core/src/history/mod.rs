@@ -985,7 +985,10 @@ mod tests {
                 |r| r.get(3),
             )
             .unwrap();
-        assert!(plan.contains("INDEX turns_rewound (rewound_by=?)"), "{plan}");
+        assert!(
+            plan.contains("INDEX turns_rewound (rewound_by=?)"),
+            "{plan}"
+        );
     }
 
     /// Recovery's look for an unfinished rewind uses its partial index,
