@@ -14,11 +14,9 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use crate::ckpt_runner::{Bins, Ckpt};
-use crate::cmd::run;
+use crate::ckpt_runner::Bins;
 use crate::conns::percentile;
 use crate::many::{self, Load, Tally, Via};
-use crate::system::System;
 
 /// How long the hook calls are timed.
 const TIMED_SECS: u64 = 15;
@@ -28,23 +26,12 @@ pub fn run_aged(bins: &Bins, work: &Path, secs: u64, timeout: Duration) -> Resul
         .iter()
         .map(|p| work.join(format!("history/{p}")))
         .collect();
-    for root in &roots {
-        std::fs::create_dir_all(root)?;
-        for f in 0..50 {
-            std::fs::write(root.join(format!("f{f}.txt")), format!("file {f}\n"))?;
-        }
-    }
-    let mut sys = Ckpt::new(
-        bins.clone(),
-        &roots[0],
+    let sys = Arc::new(many::watching(
+        bins,
+        &roots,
         &work.join("history-daemon"),
         timeout,
-    )?;
-    sys.prepare_fresh()?;
-    for root in &roots {
-        run(&mut sys.ctl_in(root, &["watch"]), None, timeout)?;
-    }
-    let sys = Arc::new(sys);
+    )?);
     let back_to_back = |via| Load {
         via,
         pace: Duration::ZERO,

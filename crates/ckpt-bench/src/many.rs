@@ -51,17 +51,7 @@ pub fn run_all(
     let roots: Vec<PathBuf> = (0..projects)
         .map(|p| work.join(format!("many/p{p}")))
         .collect();
-    for root in &roots {
-        std::fs::create_dir_all(root)?;
-        for f in 0..50 {
-            std::fs::write(root.join(format!("f{f}.txt")), format!("file {f}\n"))?;
-        }
-    }
-    let mut sys = Ckpt::new(bins.clone(), &roots[0], &work.join("many-daemon"), timeout)?;
-    sys.prepare_fresh()?;
-    for root in &roots {
-        run(&mut sys.ctl_in(root, &["watch"]), None, timeout)?;
-    }
+    let sys = watching(bins, &roots, &work.join("many-daemon"), timeout)?;
     let pid = sys.daemon_pid().context("no daemon pid")?;
     let sys = Arc::new(sys);
     let mut rss = Vec::new();
@@ -120,6 +110,28 @@ pub fn run_all(
         t.wrong.len(),
     );
     Ok(t.wrong.is_empty())
+}
+
+/// A fresh daemon in `data` watching `roots`, each made a project of 50
+/// small files.
+pub(crate) fn watching(
+    bins: &Bins,
+    roots: &[PathBuf],
+    data: &Path,
+    timeout: Duration,
+) -> Result<Ckpt> {
+    for root in roots {
+        std::fs::create_dir_all(root)?;
+        for f in 0..50 {
+            std::fs::write(root.join(format!("f{f}.txt")), format!("file {f}\n"))?;
+        }
+    }
+    let mut sys = Ckpt::new(bins.clone(), &roots[0], data, timeout)?;
+    sys.prepare_fresh()?;
+    for root in roots {
+        run(&mut sys.ctl_in(root, &["watch"]), None, timeout)?;
+    }
+    Ok(sys)
 }
 
 /// Runs `clients` clients for `secs`, client `i` a session of its own on

@@ -916,29 +916,29 @@ pub(crate) fn keep_named(conn: &Connection) -> Result<()> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn open_turn_lookup_does_not_scan_every_turn() {
+    /// SQLite's plan for `sql` with `params` on a new database, its steps
+    /// joined by "; ".
+    fn query_plan(sql: &str, params: impl rusqlite::Params) -> String {
         let dir = tempfile::tempdir().unwrap();
         let conn = crate::db::open(&dir.path().join("db")).unwrap();
-        let plan: String = conn
-            .query_row(&format!("EXPLAIN QUERY PLAN {OPEN_TURN}"), [], |r| r.get(3))
+        let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
+        let steps: Vec<String> = stmt
+            .query_map(params, |r| r.get(3))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
             .unwrap();
+        steps.join("; ")
+    }
+
+    #[test]
+    fn open_turn_lookup_does_not_scan_every_turn() {
+        let plan = query_plan(OPEN_TURN, []);
         assert!(plan.contains("USING INDEX turns_open"), "{plan}");
     }
 
     #[test]
     fn other_sessions_turns_lookup_does_not_scan_every_turn() {
-        let dir = tempfile::tempdir().unwrap();
-        let conn = crate::db::open(&dir.path().join("db")).unwrap();
-        let mut stmt = conn
-            .prepare(&format!("EXPLAIN QUERY PLAN {OTHER_SESSIONS_TURNS}"))
-            .unwrap();
-        let plan: Vec<String> = stmt
-            .query_map([1i64, 2, 3, 4], |r| r.get(3))
-            .unwrap()
-            .collect::<rusqlite::Result<_>>()
-            .unwrap();
-        let plan = plan.join("; ");
+        let plan = query_plan(OTHER_SESSIONS_TURNS, [1i64, 2, 3, 4]);
         assert!(plan.contains("MULTI-INDEX OR"), "{plan}");
         assert!(!plan.contains("SCAN turns"), "{plan}");
     }
@@ -947,44 +947,17 @@ mod tests {
     /// table, not a scan of a journal that grows with the history.
     #[test]
     fn partial_rewinds_lookup_does_not_scan_every_rewind() {
-        let dir = tempfile::tempdir().unwrap();
-        let conn = crate::db::open(&dir.path().join("db")).unwrap();
-        let mut stmt = conn
-            .prepare(&format!(
-                "EXPLAIN QUERY PLAN {REWIND_RECORD} {PARTIAL_OF_TURN}"
-            ))
-            .unwrap();
-        let plan: Vec<String> = stmt
-            .query_map(params![RewindStatus::Applied, 1i64], |r| r.get(3))
-            .unwrap()
-            .collect::<rusqlite::Result<_>>()
-            .unwrap();
-        let plan = plan.join("; ");
+        let sql = format!("{REWIND_RECORD} {PARTIAL_OF_TURN}");
+        let plan = query_plan(&sql, params![RewindStatus::Applied, 1i64]);
         assert!(plan.contains("SEARCH partly_rewound"), "{plan}");
         assert!(!plan.contains("SCAN r"), "{plan}");
-    }
-
-    /// The one status spelled in SQL (for the partial index) is the enum's.
-    #[test]
-    fn the_open_turn_query_names_the_open_status() {
-        let open = format!("status = '{}'", TurnStatus::Open.as_str());
-        assert!(OPEN_TURN.ends_with(&open), "{OPEN_TURN}");
-        assert!(OPEN_TURN_TOOLS.ends_with(&open), "{OPEN_TURN_TOOLS}");
     }
 
     /// A redo finds the turns its rewind marked by index, not by a scan
     /// of every turn.
     #[test]
     fn the_turns_a_rewind_marked_are_found_by_index() {
-        let dir = tempfile::tempdir().unwrap();
-        let conn = crate::db::open(&dir.path().join("db")).unwrap();
-        let plan: String = conn
-            .query_row(
-                &format!("EXPLAIN QUERY PLAN {TURNS_REWOUND_BY}"),
-                [1],
-                |r| r.get(3),
-            )
-            .unwrap();
+        let plan = query_plan(TURNS_REWOUND_BY, [1]);
         assert!(
             plan.contains("INDEX turns_rewound (rewound_by=?)"),
             "{plan}"
@@ -995,15 +968,7 @@ mod tests {
     /// whose statuses are the enum's unfinished ones.
     #[test]
     fn the_unfinished_rewind_lookup_uses_its_index_and_names_every_unfinished_status() {
-        let dir = tempfile::tempdir().unwrap();
-        let conn = crate::db::open(&dir.path().join("db")).unwrap();
-        let plan: String = conn
-            .query_row(
-                &format!("EXPLAIN QUERY PLAN {UNFINISHED_REWIND}"),
-                [],
-                |r| r.get(3),
-            )
-            .unwrap();
+        let plan = query_plan(UNFINISHED_REWIND, []);
         assert!(plan.contains("USING INDEX rewinds_unfinished"), "{plan}");
         let all = RewindStatus::ALL.into_iter();
         let named: Vec<_> = all
@@ -1012,6 +977,14 @@ mod tests {
             .collect();
         let unfinished: Vec<_> = all.filter(|s| s.is_unfinished()).collect();
         assert_eq!(named, unfinished);
+    }
+
+    /// The one status spelled in SQL (for the partial index) is the enum's.
+    #[test]
+    fn the_open_turn_query_names_the_open_status() {
+        let open = format!("status = '{}'", TurnStatus::Open.as_str());
+        assert!(OPEN_TURN.ends_with(&open), "{OPEN_TURN}");
+        assert!(OPEN_TURN_TOOLS.ends_with(&open), "{OPEN_TURN_TOOLS}");
     }
 
     #[test]
