@@ -67,7 +67,10 @@ pub fn run(ctx: &Ctx, args: LogArgs) -> anyhow::Result<u8> {
         out.finish()?;
         return Ok(0);
     }
-    let rewinds = super::rewinds::query(ctx, None)?.body.rewinds;
+    // With older turns left out, only the rewinds since the oldest shown.
+    let since = more.then(|| l.turns.last().map_or(i64::MIN, |t| t.started_ns));
+    let fetch = |limit| Ok(super::rewinds::query(ctx, limit)?.body.rewinds);
+    let rewinds = rewinds_since(fetch, since)?;
     let rows = rows(&l.turns, &rewinds, more, args.empty);
     let lanes = args.graph.then(|| Lanes::of(&rows));
     let graph = |i: usize| lanes.as_ref().map_or(String::new(), |g| g.at(&rows, i));
@@ -183,6 +186,27 @@ impl Row<'_> {
     }
 }
 
+/// The rewinds made at or after `since` (every one for `None`), newest
+/// first and maybe some older, asked for in growing pages: the journal
+/// keeps every rewind of the history (42,397 of them took `log` 150-200
+/// ms when it read them all).
+fn rewinds_since(
+    mut fetch: impl FnMut(Option<usize>) -> anyhow::Result<Vec<RewindRecord>>,
+    since: Option<i64>,
+) -> anyhow::Result<Vec<RewindRecord>> {
+    let Some(since) = since else {
+        return fetch(None);
+    };
+    let mut limit = 64;
+    loop {
+        let got = fetch(Some(limit))?;
+        if got.len() < limit || got.last().is_some_and(|r| r.created_ns < since) {
+            return Ok(got);
+        }
+        limit = limit.saturating_mul(4);
+    }
+}
+
 /// The turns (newest first) with the rewinds and redos among them at their
 /// time, and runs of empty turns folded into one row unless `empty`. With
 /// older turns left out (`more`), only the rewinds since the oldest shown.
@@ -265,5 +289,68 @@ impl<'a> Lanes<'a> {
             s.push(' ');
         }
         s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(id: i64) -> RewindRecord {
+        RewindRecord {
+            id,
+            created_ns: id * 10,
+            state: RewindState::Applied,
+            turn: id,
+            turns: vec![id],
+            redoes: None,
+            scope: Vec::new(),
+            left: Vec::new(),
+            changed: 1,
+        }
+    }
+
+    /// The daemon's journal of `n` rewinds, newest first, and the limits
+    /// asked of it.
+    fn journal(n: i64) -> (Vec<RewindRecord>, Vec<Option<usize>>) {
+        ((1..=n).rev().map(record).collect(), Vec::new())
+    }
+
+    #[test]
+    fn log_asks_for_the_rewinds_since_its_oldest_turn_not_the_whole_journal() {
+        for (n, since) in [
+            (10_000, 9_990 * 10),
+            (10_000, 9_900 * 10),
+            (10_000, 0),
+            (30, 5),
+        ] {
+            let (all, mut asked) = journal(n);
+            let fetch = |limit: Option<usize>| {
+                asked.push(limit);
+                Ok(all
+                    .iter()
+                    .take(limit.unwrap_or(usize::MAX))
+                    .cloned()
+                    .collect())
+            };
+            let got = rewinds_since(fetch, Some(since)).unwrap();
+            let wanted: Vec<i64> = all
+                .iter()
+                .filter(|r| r.created_ns >= since)
+                .map(|r| r.id)
+                .collect();
+            let ids: Vec<i64> = got.iter().map(|r| r.id).collect();
+            assert_eq!(&ids[..wanted.len()], &wanted[..], "every rewind since");
+            assert!(
+                got.len() <= (wanted.len() * 4).max(64) + 1,
+                "{} for {}",
+                got.len(),
+                wanted.len()
+            );
+            assert!(asked.iter().all(Option::is_some), "{asked:?}");
+        }
+        let (all, _) = journal(100);
+        let got = rewinds_since(|_| Ok(all.clone()), None).unwrap();
+        assert_eq!(got.len(), 100, "every turn shown: every rewind");
     }
 }
