@@ -286,7 +286,7 @@ const MIGRATIONS: &[&str] = &[
     // turn-end read them all. Filled from `undone` (`turns` before
     // migration 12) as `rewind_record` reads it. And indexes for what
     // every rewind and redo looks up (scans of 0.8 and 2.4 ms at 8,000
-    // rewinds and 32,000 turns).
+    // rewinds and 32,000 turns) and `status` counts.
     "
     CREATE TABLE partly_rewound (
         turn   INTEGER NOT NULL REFERENCES turns(id),
@@ -304,6 +304,10 @@ const MIGRATIONS: &[&str] = &[
     -- for the turns its rewind marked.
     CREATE INDEX rewinds_unfinished ON rewinds(id) WHERE status IN ('pending', 'redoing');
     CREATE INDEX turns_rewound ON turns(rewound_by) WHERE rewound_by IS NOT NULL;
+    -- `status` and gc: the turns with a path not captured (kind 4), and
+    -- the first turn a work copy holds.
+    CREATE INDEX turns_workcopy ON turns(id) WHERE workcopy IS NOT NULL;
+    CREATE INDEX turn_entries_skipped ON turn_entries(turn) WHERE pre_kind = 4 OR post_kind = 4;
     ",
 ];
 

@@ -18,34 +18,37 @@ use ckpt_types::now_ns;
 
 const NS: i64 = 1_000_000_000;
 
+/// What holds turns back from retention, each the first turn it holds;
+/// every one served by an index (`status` and every gc ask).
+const HELD: [(Hold, &str); 5] = [
+    (Hold::Pinned, "SELECT min(id) FROM turns WHERE pinned = 1"),
+    (
+        Hold::Open,
+        "SELECT min(id) FROM turns WHERE status = 'open'",
+    ),
+    (
+        Hold::Ledger,
+        "SELECT min(e.turn) FROM ledger_entries e JOIN turns t ON t.id = e.turn
+         WHERE t.status <> 'rewound' AND coalesce((SELECT status FROM ledger_events
+           WHERE entry = e.id ORDER BY id DESC LIMIT 1), 'open') = 'open'",
+    ),
+    (
+        // A journal not yet settled names its turn, the turns it undoes
+        // (all at or after `turn`) and, for an apply, the turn it made.
+        Hold::Apply,
+        "SELECT min(min(turn, coalesce(applies, turn))) FROM rewinds
+         WHERE status IN ('pending', 'redoing')",
+    ),
+    (
+        Hold::WorkCopy,
+        "SELECT min(id) FROM turns WHERE workcopy IS NOT NULL",
+    ),
+];
+
 /// The first turn that must stay, of each [`Hold`], lowest first.
 fn held(conn: &Connection) -> Result<Option<HeldBy>> {
-    let sql: [(Hold, &str); 5] = [
-        (Hold::Pinned, "SELECT min(id) FROM turns WHERE pinned = 1"),
-        (
-            Hold::Open,
-            "SELECT min(id) FROM turns WHERE status = 'open'",
-        ),
-        (
-            Hold::Ledger,
-            "SELECT min(e.turn) FROM ledger_entries e JOIN turns t ON t.id = e.turn
-             WHERE t.status <> 'rewound' AND coalesce((SELECT status FROM ledger_events
-               WHERE entry = e.id ORDER BY id DESC LIMIT 1), 'open') = 'open'",
-        ),
-        (
-            // A journal not yet settled names its turn, the turns it undoes
-            // (all at or after `turn`) and, for an apply, the turn it made.
-            Hold::Apply,
-            "SELECT min(min(turn, coalesce(applies, turn))) FROM rewinds
-             WHERE status NOT IN ('applied', 'redone', 'failed')",
-        ),
-        (
-            Hold::WorkCopy,
-            "SELECT min(id) FROM turns WHERE workcopy IS NOT NULL",
-        ),
-    ];
     let mut first: Option<HeldBy> = None;
-    for (why, q) in sql {
+    for (why, q) in HELD {
         let turn: Option<i64> = conn.query_row(q, [], |r| r.get(0))?;
         if let Some(turn) = turn {
             if first.is_none_or(|f| turn < f.turn) {
@@ -206,10 +209,12 @@ pub(crate) fn view(conn: &Connection, policy: &Retention) -> Result<RetentionVie
         match first {
             None => None,
             Some((turn, started_ns)) => {
+                // Counted up to the policy's number only: all of them
+                // took `status` 40-90 ms on a history of 166,382 turns.
                 let newer: i64 = conn.query_row(
-                    "SELECT count(*) FROM turns t WHERE id > ?1
-                     AND EXISTS (SELECT 1 FROM turn_entries e WHERE e.turn = t.id)",
-                    [turn],
+                    "SELECT count(*) FROM (SELECT 1 FROM turns t WHERE id > ?1
+                     AND EXISTS (SELECT 1 FROM turn_entries e WHERE e.turn = t.id) LIMIT ?2)",
+                    params![turn, policy.keep_turns as i64],
                     |r| r.get(0),
                 )?;
                 Some(NextDrop {
@@ -270,6 +275,27 @@ mod tests {
     use crate::model::{Hold, Retention, RewindOptions, RewindOutcome, TurnMeta};
     use crate::project::tests::reconciled;
     use crate::project::Project;
+
+    /// Every hold is found by an index: `status` asks for each of them.
+    #[test]
+    fn every_hold_is_looked_up_by_index() {
+        let dir = tempfile::tempdir().unwrap();
+        let conn = crate::db::open(&dir.path().join("db")).unwrap();
+        for (why, sql) in super::HELD {
+            let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
+            let steps: Vec<String> = stmt
+                .query_map([], |r| r.get(3))
+                .unwrap()
+                .collect::<rusqlite::Result<_>>()
+                .unwrap();
+            let bare = |s: &&String| {
+                (s.starts_with("SCAN ") || s.starts_with("SEARCH "))
+                    && !s.contains("INDEX")
+                    && !s.contains("PRIMARY KEY")
+            };
+            assert!(!steps.iter().any(|s| bare(&s)), "{why:?}: {steps:?}");
+        }
+    }
 
     const KEEP_ONE: Retention = Retention {
         keep_turns: 1,

@@ -15,6 +15,8 @@ const TO_16: &str = "
     DROP TABLE partly_rewound;
     DROP INDEX rewinds_unfinished;
     DROP INDEX turns_rewound;
+    DROP INDEX turn_entries_skipped;
+    DROP INDEX turns_workcopy;
     CREATE TABLE blobs16 (
         hash       BLOB PRIMARY KEY,
         size       INTEGER NOT NULL,

@@ -49,7 +49,8 @@ fn a_store_of_migration_17_finds_each_turns_partial_rewinds_and_retention_drops_
     let conn = rusqlite::Connection::open(store.join(crate::project::DB_FILE)).unwrap();
     conn.execute_batch(
         "DROP TABLE partly_rewound; DROP INDEX rewinds_unfinished;
-         DROP INDEX turns_rewound; PRAGMA user_version = 17;",
+         DROP INDEX turns_rewound; DROP INDEX turn_entries_skipped;
+         DROP INDEX turns_workcopy; PRAGMA user_version = 17;",
     )
     .unwrap();
     drop(conn);

@@ -60,18 +60,21 @@ pub(crate) fn capture_notes(conn: &Connection, turn: i64) -> Result<Vec<(String,
 
 /// How many turns' capture is partial, and how many more were complete
 /// after a rescan: `status`'s counts, without reading every turn. A path
-/// skipped on either side of a turn (state kind 4, `state.rs`) is a gap.
+/// skipped on either side of a turn (state kind 4, `state.rs`) is a gap,
+/// found by the partial index `turn_entries_skipped` (its `WHERE` spelled
+/// as the index's).
+pub(super) const INTEGRITY_COUNTS: &str = "WITH partial AS (
+         SELECT turn FROM turn_capture WHERE kind != ?1
+         UNION SELECT turn FROM turn_entries WHERE pre_kind = 4 OR post_kind = 4)
+     SELECT (SELECT count(*) FROM partial),
+            (SELECT count(*) FROM turn_capture
+             WHERE kind = ?1 AND turn NOT IN (SELECT turn FROM partial))";
+
+/// [`INTEGRITY_COUNTS`]: partial turns, and complete after a rescan.
 pub(crate) fn integrity_counts(conn: &Connection) -> Result<(u64, u64)> {
-    Ok(conn.query_row(
-        "WITH partial AS (
-             SELECT turn FROM turn_capture WHERE kind != ?1
-             UNION SELECT turn FROM turn_entries WHERE pre_kind = 4 OR post_kind = 4)
-         SELECT (SELECT count(*) FROM partial),
-                (SELECT count(*) FROM turn_capture
-                 WHERE kind = ?1 AND turn NOT IN (SELECT turn FROM partial))",
-        [RESCANNED],
-        |r| Ok((r.get::<_, i64>(0)? as u64, r.get::<_, i64>(1)? as u64)),
-    )?)
+    Ok(conn.query_row(INTEGRITY_COUNTS, [RESCANNED], |r| {
+        Ok((r.get::<_, i64>(0)? as u64, r.get::<_, i64>(1)? as u64))
+    })?)
 }
 
 /// Drops what is kept about the turns `WHERE` selects (`?1` bound to `arg`).

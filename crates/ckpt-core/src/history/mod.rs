@@ -964,6 +964,18 @@ mod tests {
         );
     }
 
+    /// `status`'s count of partly captured turns reads the few skipped
+    /// entries by index, not every entry of the history.
+    #[test]
+    fn integrity_counts_read_skipped_entries_by_index() {
+        let plan = query_plan(beyond::INTEGRITY_COUNTS, [RESCANNED]);
+        assert!(plan.contains("INDEX turn_entries_skipped"), "{plan}");
+        assert!(
+            !plan.split("; ").any(|s| s == "SCAN turn_entries"),
+            "{plan}"
+        );
+    }
+
     /// Recovery's look for an unfinished rewind uses its partial index,
     /// whose statuses are the enum's unfinished ones.
     #[test]
