@@ -209,8 +209,8 @@ pub(crate) fn view(conn: &Connection, policy: &Retention) -> Result<RetentionVie
         match first {
             None => None,
             Some((turn, started_ns)) => {
-                // Counted up to the policy's number only: all of them
-                // took `status` 40-90 ms on a history of 166,382 turns.
+                // Counted up to the policy's number only: counting all
+                // took 200 ms at 169,596 turns, 0.03 ms up to 100.
                 let newer: i64 = conn.query_row(
                     "SELECT count(*) FROM (SELECT 1 FROM turns t WHERE id > ?1
                      AND EXISTS (SELECT 1 FROM turn_entries e WHERE e.turn = t.id) LIMIT ?2)",
