@@ -188,8 +188,8 @@ impl Row<'_> {
 
 /// The rewinds made at or after `since` (every one for `None`), newest
 /// first and maybe some older, asked for in growing pages: the journal
-/// keeps every rewind of the history (42,397 of them took `log` 150-200
-/// ms when it read them all).
+/// keeps every rewind of the history (`log` read all 42,397 of one in
+/// 157 ms, against 4 ms so).
 fn rewinds_since(
     mut fetch: impl FnMut(Option<usize>) -> anyhow::Result<Vec<RewindRecord>>,
     since: Option<i64>,
