@@ -466,6 +466,21 @@ fn migrate(conn: &mut Connection) -> Result<()> {
     Ok(())
 }
 
+/// SQLite's plan for `sql` with `params` on a new database, its steps
+/// joined by "; ": for tests that a lookup uses its index.
+#[cfg(test)]
+pub(crate) fn query_plan(sql: &str, params: impl rusqlite::Params) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let conn = open(&dir.path().join("db")).unwrap();
+    let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
+    let steps: Vec<String> = stmt
+        .query_map(params, |r| r.get(3))
+        .unwrap()
+        .collect::<rusqlite::Result<_>>()
+        .unwrap();
+    steps.join("; ")
+}
+
 #[cfg(test)]
 mod migrate17_tests;
 #[cfg(test)]

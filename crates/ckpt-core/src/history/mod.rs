@@ -842,6 +842,13 @@ pub(crate) fn rewind_links(conn: &Connection, id: i64) -> Result<JournalLinks> {
 const UNFINISHED_REWIND: &str = "SELECT id, status FROM rewinds
      WHERE status IN ('pending', 'redoing') ORDER BY id LIMIT 1";
 
+/// The first turn an unsettled journal names (its turn, the turns it
+/// undoes, all at or after it, and for an apply the turn it made), which
+/// gc keeps; served by `rewinds_unfinished` as [`UNFINISHED_REWIND`].
+pub(crate) const UNSETTLED_FIRST_TURN: &str =
+    "SELECT min(min(turn, coalesce(applies, turn))) FROM rewinds
+     WHERE status IN ('pending', 'redoing')";
+
 /// The oldest unfinished rewind: its id and status.
 pub(crate) fn unfinished_rewind(conn: &Connection) -> Result<Option<(i64, RewindStatus)>> {
     Ok(conn
@@ -915,20 +922,7 @@ pub(crate) fn keep_named(conn: &Connection) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// SQLite's plan for `sql` with `params` on a new database, its steps
-    /// joined by "; ".
-    fn query_plan(sql: &str, params: impl rusqlite::Params) -> String {
-        let dir = tempfile::tempdir().unwrap();
-        let conn = crate::db::open(&dir.path().join("db")).unwrap();
-        let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
-        let steps: Vec<String> = stmt
-            .query_map(params, |r| r.get(3))
-            .unwrap()
-            .collect::<rusqlite::Result<_>>()
-            .unwrap();
-        steps.join("; ")
-    }
+    use crate::db::query_plan;
 
     #[test]
     fn open_turn_lookup_does_not_scan_every_turn() {
@@ -976,19 +970,22 @@ mod tests {
         );
     }
 
-    /// Recovery's look for an unfinished rewind uses its partial index,
-    /// whose statuses are the enum's unfinished ones.
+    /// Recovery's look for an unfinished rewind and gc's for the turns an
+    /// unsettled one holds use their partial index, whose statuses are the
+    /// enum's unfinished ones.
     #[test]
-    fn the_unfinished_rewind_lookup_uses_its_index_and_names_every_unfinished_status() {
-        let plan = query_plan(UNFINISHED_REWIND, []);
-        assert!(plan.contains("USING INDEX rewinds_unfinished"), "{plan}");
-        let all = RewindStatus::ALL.into_iter();
-        let named: Vec<_> = all
-            .clone()
-            .filter(|s| UNFINISHED_REWIND.contains(&format!("'{}'", s.as_str())))
-            .collect();
-        let unfinished: Vec<_> = all.filter(|s| s.is_unfinished()).collect();
-        assert_eq!(named, unfinished);
+    fn the_unfinished_rewind_lookups_use_their_index_and_name_every_unfinished_status() {
+        for sql in [UNFINISHED_REWIND, UNSETTLED_FIRST_TURN] {
+            let plan = query_plan(sql, []);
+            assert!(plan.contains("USING INDEX rewinds_unfinished"), "{plan}");
+            let all = RewindStatus::ALL.into_iter();
+            let named: Vec<_> = all
+                .clone()
+                .filter(|s| sql.contains(&format!("'{}'", s.as_str())))
+                .collect();
+            let unfinished: Vec<_> = all.filter(|s| s.is_unfinished()).collect();
+            assert_eq!(named, unfinished, "{sql}");
+        }
     }
 
     /// The one status spelled in SQL (for the partial index) is the enum's.
