@@ -19,6 +19,7 @@
 //! # Ok(()) }
 //! ```
 
+mod action_list;
 pub mod atomic;
 mod blame;
 mod cache;

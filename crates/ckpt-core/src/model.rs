@@ -8,9 +8,9 @@ pub use ckpt_types::names::{
     is_internal_name, COOKIE_PREFIX, DEFAULT_EXCLUDES, TEMP_PREFIX, WRITE_TEMP_PREFIX,
 };
 pub use ckpt_types::{
-    Action, ChangeKind, Conflict, ContinuedTurn, CopyConflict, Counts, FileDiff, MergeOutcome,
-    MergedFile, ModeChange, OtherTurn, PartialRewind, RenamedFrom, RewindRecord, RewindState,
-    ScanSummary, Skipped, TurnDetail, TurnEntry, TurnInfo, TurnStatus,
+    Action, ActionCounts, ChangeKind, Conflict, ContinuedTurn, CopyConflict, Counts, FileDiff,
+    MergeOutcome, MergedFile, ModeChange, OtherTurn, PartialRewind, RenamedFrom, RewindRecord,
+    RewindState, ScanSummary, Skipped, TurnDetail, TurnEntry, TurnInfo, TurnStatus,
 };
 pub use ckpt_types::{Blame, BlameAt, BlameLine, LineOrigin, Reformatted};
 pub use ckpt_types::{
@@ -51,6 +51,35 @@ pub struct Options {
     /// Closes what a rewind removed or replaced (see [`FreeRemoved`]);
     /// `None`: closed on the rewinding thread, when the rewind is done.
     pub free_removed: Option<FreeRemoved>,
+    /// How many of a rewind's actions it holds in memory.
+    pub plan_window: PlanWindow,
+}
+
+/// A rewind holds `blocks` blocks of `block` actions of each of its lists
+/// in memory; past them a list goes to a temp file beside the project's
+/// database, read back a block at a time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PlanWindow {
+    pub block: usize,
+    pub blocks: usize,
+}
+
+impl Default for PlanWindow {
+    /// 65,536 actions, ~10 MB: a rewind of a 50,000-file turn never
+    /// touches the file. (The crate's own tests: 8, so theirs do.)
+    fn default() -> Self {
+        if cfg!(test) {
+            PlanWindow {
+                block: 4,
+                blocks: 2,
+            }
+        } else {
+            PlanWindow {
+                block: 4096,
+                blocks: 16,
+            }
+        }
+    }
 }
 
 /// Takes files and directories a rewind removed or replaced, still open,
@@ -76,6 +105,7 @@ impl Default for Options {
             threads: 2,
             extra_excludes: Vec::new(),
             free_removed: None,
+            plan_window: PlanWindow::default(),
         }
     }
 }
@@ -104,7 +134,12 @@ pub struct RewindPlan {
     pub turn: i64,
     /// Turns this undoes (or, for a redo, brings back).
     pub turns: Vec<i64>,
+    /// In path order: the first `RewindOptions::list` (every one without
+    /// it) and every one `--merge` wrote.
     pub actions: Vec<Action>,
+    /// Every action, counted by kind.
+    #[serde(default)]
+    pub counts: ActionCounts,
     pub conflicts: Vec<Conflict>,
     /// Paths left as they are (their target or current content was not
     /// captured, or the tree's shape does not allow it), with the reason.
@@ -158,6 +193,9 @@ pub struct RewindOptions {
     /// (an edit after the barrier) are checked again, and nothing is
     /// re-hashed for being racy.
     pub after_barrier: bool,
+    /// How many actions the outcome's plan lists (every one without it):
+    /// a rewind of 500,000 paths has as many, which no client prints.
+    pub list: Option<usize>,
     /// Test hook (`test-hooks` feature only), called before each
     /// filesystem operation with its index; an error aborts the apply there
     /// as if the process had died.

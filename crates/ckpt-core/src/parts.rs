@@ -7,6 +7,7 @@ use std::path::Path;
 
 use rusqlite::Connection;
 
+use crate::action_list::Spill;
 use crate::capture::Readers;
 use crate::confined::Root;
 use crate::model::{Observer, Options, Progress};
@@ -31,6 +32,19 @@ pub(crate) struct Parts<'a> {
 }
 
 impl Parts<'_> {
+    /// Where a rewind's action lists go past their window: beside the
+    /// project's database (on the data dir's disk, not a `/tmp` that may
+    /// be memory; the system's temp directory for a database in memory).
+    pub(crate) fn spill(&self) -> Spill {
+        let db = self.conn.path().filter(|p| !p.is_empty());
+        Spill {
+            dir: db
+                .and_then(|db| Path::new(db).parent())
+                .map(Path::to_path_buf),
+            window: self.opts.plan_window,
+        }
+    }
+
     /// Tells the observer, if any, how far the operation has got.
     pub(crate) fn progress(&self, p: Progress) {
         if let Some(o) = self.observer {

@@ -98,9 +98,14 @@ impl ActionCounts {
     pub fn of<'a>(actions: impl IntoIterator<Item = &'a Action>) -> Self {
         let mut n = Self::default();
         for a in actions {
-            *n.of_kind_mut(a.kind()) += 1;
+            n.add(a);
         }
         n
+    }
+
+    /// Counts one more action.
+    pub fn add(&mut self, a: &Action) {
+        *self.of_kind_mut(a.kind()) += 1;
     }
 
     pub fn of_kind(&self, kind: ActionKind) -> u64 {

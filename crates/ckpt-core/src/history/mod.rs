@@ -6,6 +6,7 @@
 use rusqlite::types::{FromSql, FromSqlError, FromSqlResult, ToSql, ToSqlOutput, ValueRef};
 use rusqlite::{params, Connection, OptionalExtension};
 
+use crate::action_list::{ActionList, Builder, Spill};
 use crate::db;
 use crate::error::{Error, Result};
 use crate::model::{Action, RewindRecord, RewindState, Skipped, TurnEntry, TurnMeta, TurnStatus};
@@ -443,14 +444,6 @@ pub(crate) fn count_turns(conn: &Connection) -> Result<u64> {
     Ok(n as u64)
 }
 
-/// How many entries `turn` has.
-pub(crate) fn count_entries(conn: &Connection, turn: i64) -> Result<usize> {
-    let n: i64 = conn
-        .prepare_cached("SELECT count(*) FROM turn_entries WHERE turn = ?1")?
-        .query_row([turn], |r| r.get(0))?;
-    Ok(n as usize)
-}
-
 /// The closed turns of `session` from `turn` on, oldest first: what a
 /// rewind to `turn` undoes.
 pub(crate) fn live_turns_from(
@@ -537,7 +530,7 @@ pub(crate) fn bring_back(conn: &Connection, id: i64) -> Result<()> {
 pub(crate) fn journal(
     conn: &mut Connection,
     turn: i64,
-    actions: &[Action],
+    actions: &ActionList,
     marked: &[i64],
     redoes: Option<i64>,
     note: &JournalNote,
@@ -675,7 +668,7 @@ pub(crate) fn partial_rewinds(conn: &Connection, turn: i64) -> Result<Vec<Rewind
 pub(crate) fn journal_new_turn(
     conn: &mut Connection,
     meta: &TurnMeta,
-    actions: &[Action],
+    actions: &ActionList,
     created_ns: i64,
     before: impl FnOnce(&Connection) -> Result<()>,
 ) -> Result<(i64, i64)> {
@@ -694,7 +687,7 @@ pub(crate) fn journal_new_turn(
 fn insert_journal(
     tx: &Connection,
     turn: i64,
-    actions: &[Action],
+    actions: &ActionList,
     marked: &[i64],
     redoes: Option<i64>,
     applies: Option<i64>,
@@ -718,7 +711,7 @@ fn insert_journal(
         "INSERT INTO rewind_actions (rewind, seq, path, cur_kind, cur_mode, cur_data, cur_size,
          tgt_kind, tgt_mode, tgt_data, tgt_size) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
     )?;
-    for (seq, a) in actions.iter().enumerate() {
+    actions.try_for_each(|seq, a| {
         let (ck, cm, cd, cs) = crate::state::encode(&a.current);
         let (tk, tm, td, ts) = crate::state::encode(&a.target);
         insert.execute(params![
@@ -734,7 +727,8 @@ fn insert_journal(
             td,
             ts
         ])?;
-    }
+        Ok(())
+    })?;
     Ok(id)
 }
 
@@ -744,7 +738,7 @@ fn insert_journal(
 pub(crate) fn record_applied_turn(
     tx: &Connection,
     turn: i64,
-    actions: &[Action],
+    actions: &ActionList,
     ended_ns: i64,
 ) -> Result<()> {
     let mut insert = tx.prepare_cached(
@@ -752,7 +746,7 @@ pub(crate) fn record_applied_turn(
          post_kind, post_mode, post_data, post_size)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
     )?;
-    for a in actions {
+    actions.try_for_each(|_, a| {
         let (pk, pm, pd, ps) = crate::state::encode(&a.current);
         let (tk, tm, td, ts) = crate::state::encode(&a.target);
         insert.execute(params![
@@ -767,7 +761,8 @@ pub(crate) fn record_applied_turn(
             td,
             ts
         ])?;
-    }
+        Ok(())
+    })?;
     tx.execute(
         "UPDATE turns SET ended_ns = ?2 WHERE id = ?1",
         params![turn, ended_ns],
@@ -783,11 +778,12 @@ pub(crate) fn drop_unapplied_turn(conn: &Connection, turn: i64) -> Result<()> {
     Ok(())
 }
 
-/// The actions of rewind `id`, in journal order.
-pub(crate) fn actions(conn: &Connection, id: i64) -> Result<Vec<Action>> {
+/// The actions of rewind `id`, in path order (SQLite sorts past its
+/// cache on disk), as a list that goes to disk past its window.
+pub(crate) fn actions(conn: &Connection, id: i64, spill: &Spill) -> Result<ActionList> {
     let mut stmt = conn.prepare(
         "SELECT path, cur_kind, cur_mode, cur_data, cur_size, tgt_kind, tgt_mode, tgt_data, tgt_size
-         FROM rewind_actions WHERE rewind = ?1 ORDER BY seq",
+         FROM rewind_actions WHERE rewind = ?1 ORDER BY path",
     )?;
     let rows = stmt.query_map([id], |r| {
         Ok((
@@ -796,7 +792,7 @@ pub(crate) fn actions(conn: &Connection, id: i64) -> Result<Vec<Action>> {
             crate::state::from_row(r, 5)?,
         ))
     })?;
-    let mut out = Vec::new();
+    let mut out = Builder::new(spill);
     for row in rows {
         let (path, current, target) = row?;
         let path = crate::relpath::stored(path)?;
@@ -809,9 +805,9 @@ pub(crate) fn actions(conn: &Connection, id: i64) -> Result<Vec<Action>> {
             path,
             current,
             target,
-        });
+        })?;
     }
-    Ok(out)
+    out.finish()
 }
 
 /// What journal entry `id` links to: the turns it marks rewound once

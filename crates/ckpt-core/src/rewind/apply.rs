@@ -2,11 +2,12 @@
 //! whole under a temp name and put into place, the data made durable, then
 //! the outcome recorded. A failure applies the other side to what was done.
 
+use crate::action_list::{ActionList, Held, Item};
 use crate::cache;
 use crate::confined::{sync_beside, sync_while, Dirs, KeptParent, Root, Staged, StatKind, WholeFs};
 use crate::db;
 use crate::error::{Error, IoContext, Result};
-use crate::model::{Action, Progress, ProgressOp};
+use crate::model::{Progress, ProgressOp};
 use crate::parts::Parts;
 use crate::prefetch;
 use crate::relpath::RelPath;
@@ -47,32 +48,13 @@ pub(super) fn apply(
     parts: &mut Parts<'_>,
     dirs: &mut Dirs<'_>,
     journaled: &Journaled,
-    actions: &[Action],
+    actions: &ActionList,
     side: Side,
     fresh: bool,
     hook: Hook<'_>,
 ) -> Result<()> {
-    let steps = Steps::new(actions, side, fresh);
-    // Looked up in hash order, the store's order: each of its pages is
-    // read once, not once per file in path order.
-    let mut wanted: Vec<(&Hash, &RelPath)> = steps
-        .iter()
-        .filter_map(|(path, state, _)| match state {
-            State::File { hash, .. } => Some((hash, path)),
-            _ => None,
-        })
-        .collect();
-    wanted.sort_unstable();
-    wanted.dedup_by_key(|(hash, _)| *hash);
-    let missing = db::reading(parts.conn, || {
-        for &(hash, path) in &wanted {
-            if !parts.store.contains(parts.conn, hash)? {
-                return Ok(Some(format!("{hash} (for {path})")));
-            }
-        }
-        Ok(None)
-    })?;
-    drop(wanted);
+    let steps = Steps::new(actions, side, fresh)?;
+    let missing = db::reading(parts.conn, || missing_blob(parts, &steps))?;
     if let Some(missing) = missing {
         journaled.failed(parts.conn, side)?;
         return Err(Error::MissingBlob(missing));
@@ -104,7 +86,7 @@ pub(super) fn apply(
         return Err(e);
     }
     // The other side applied to what was done: the tree is as before.
-    let mut back = Steps::new(actions, side.other(), false);
+    let mut back = Steps::new(actions, side.other(), false)?;
     still_to_undo(parts, dirs, &mut back)?;
     if let Err(e2) = run_steps(parts, dirs, &back, &mut None, || Ok(())) {
         // Marked failed, a half-way tree would stay half-way; pending,
@@ -148,10 +130,7 @@ fn run_steps<R>(
         op += 1;
         Ok(())
     };
-    let files = steps
-        .iter()
-        .filter(|(_, s, _)| matches!(s, State::File { .. }))
-        .count();
+    let files = steps.files;
     let whole = if files >= SYNCFS_MIN {
         WholeFs::open(parts.root_fs).ctx("open", parts.root)?
     } else {
@@ -163,8 +142,11 @@ fn run_steps<R>(
             whole.as_ref(),
             |queue| -> Result<()> {
                 let mut bytes = 0;
-                for (i, step) in steps.iter().enumerate() {
+                let mut held = Held::default();
+                for (i, &at) in steps.order.iter().enumerate() {
                     next_op(hook)?;
+                    let item = steps.held(at, &mut held)?;
+                    let step = steps.view(&item);
                     let (path, state, _) = step;
                     if let Some((file, dev)) = ensure(parts, dirs, step, blob, &mut staged)? {
                         queue
@@ -240,8 +222,11 @@ fn run_steps<R>(
         None => (sync(), meanwhile()),
     };
     tracing::debug!(written = ?t_written, spares_dropped = ?t_dropped, synced = ?t0.elapsed(), files, "rewind written");
-    match steps.iter().next() {
-        Some((p, _, _)) => synced.ctx_in("sync the directories of", parts.root, p.as_path()),
+    match steps.order.first() {
+        Some(&at) => {
+            let item = steps.item(at)?;
+            synced.ctx_in("sync the directories of", parts.root, item.path.as_path())
+        }
         None => synced.ctx("sync", parts.root),
     }?;
     during
@@ -315,8 +300,11 @@ fn ensure(
 /// disk does not have, for nothing.
 fn still_to_undo(parts: &Parts<'_>, dirs: &mut Dirs<'_>, steps: &mut Steps<'_>) -> Result<()> {
     let mut left = Vec::with_capacity(steps.order.len());
+    let mut files = 0;
+    let mut held = Held::default();
     for &i in &steps.order {
-        let (path, state, _) = steps.step(i);
+        let item = steps.held(i, &mut held)?;
+        let (path, state, _) = steps.view(&item);
         let now = dirs
             .lstat(path)
             .ctx_in("stat", parts.root, path.as_path())?;
@@ -327,9 +315,11 @@ fn still_to_undo(parts: &Parts<'_>, dirs: &mut Dirs<'_>, steps: &mut Steps<'_>) 
         };
         if !untouched {
             left.push(i);
+            files += usize::from(matches!(state, State::File { .. }));
         }
     }
     steps.order = left;
+    steps.files = files;
     Ok(())
 }
 
@@ -340,7 +330,10 @@ fn refresh_cache(conn: &rusqlite::Connection, root: &Root, steps: &Steps<'_>) ->
     let stamp = now_ns();
     // Steps come in path order: siblings one after another.
     let mut parents = KeptParent::default();
-    for (path, state, _) in steps.iter() {
+    let mut held = Held::default();
+    for &at in &steps.order {
+        let item = steps.held(at, &mut held)?;
+        let (path, state, _) = steps.view(&item);
         match root.lstat_kept(path, &mut parents) {
             Ok(Some(stat)) if !matches!(state, State::Absent | State::Skipped { .. }) => {
                 cache::put(conn, path, state, &stat, stamp)?
@@ -355,51 +348,99 @@ fn refresh_cache(conn: &rusqlite::Connection, root: &Root, steps: &Steps<'_>) ->
     crate::history::resync_open_posts(conn)
 }
 
+/// The first blob the store lacks of those `steps` write, named with its
+/// path. Looked up in hash order, the store's order, a window of files
+/// at a time: each of the store's pages is read about once per window,
+/// not once per file in path order.
+fn missing_blob(parts: &Parts<'_>, steps: &Steps<'_>) -> Result<Option<String>> {
+    let mut wanted: Vec<(Hash, u32)> = Vec::new();
+    let mut held = Held::default();
+    for window in steps.order.chunks(CHECK_WINDOW) {
+        wanted.clear();
+        for &at in window {
+            let item = steps.held(at, &mut held)?;
+            if let State::File { hash, .. } = steps.view(&item).1 {
+                wanted.push((*hash, at));
+            }
+        }
+        wanted.sort_unstable();
+        wanted.dedup_by_key(|(hash, _)| *hash);
+        for &(hash, at) in &wanted {
+            if !parts.store.contains(parts.conn, &hash)? {
+                let item = steps.item(at)?;
+                return Ok(Some(format!("{hash} (for {})", item.path)));
+            }
+        }
+    }
+    Ok(None)
+}
+
+/// Files whose blobs [`missing_blob`] looks up at once (36 B each).
+const CHECK_WINDOW: usize = 65_536;
+
 /// One side of a rewind's actions in execution order: removals deepest
 /// first (children before their directory), then everything else
 /// shallowest first (directories before their contents). Held as places
-/// in the actions (4 B a step; a step's references are 24).
+/// in the actions (4 B a step), which are in path order.
 struct Steps<'a> {
-    actions: &'a [Action],
+    actions: &'a ActionList,
     side: Side,
     /// Whether each action's other side is what was found just now.
     fresh: bool,
     order: Vec<u32>,
+    /// How many steps write a file.
+    files: usize,
 }
 
 impl<'a> Steps<'a> {
-    fn new(actions: &'a [Action], side: Side, fresh: bool) -> Steps<'a> {
-        let mut steps = Steps {
-            actions,
-            side,
-            fresh,
-            order: Vec::new(),
-        };
-        // (4 billion actions would not fit in memory.)
-        let mut order: Vec<u32> = (0..actions.len() as u32).collect();
+    fn new(actions: &'a ActionList, side: Side, fresh: bool) -> Result<Steps<'a>> {
         // Removals first, each path before its parent (a path sorts after
         // its parent in byte order, so: reverse byte order); then creations
         // in byte order, parents first. Byte order is also the order
         // capture stored small files in, many to a pack, so a whole-tree
         // restore decodes each pack once instead of jumping between packs
-        // depth by depth.
-        let key = |i: u32| {
-            let (path, state, _) = steps.step(i);
-            (state.is_absent(), path)
-        };
-        order.sort_by(|&a, &b| {
-            let ((ra, pa), (rb, pb)) = (key(a), key(b));
-            rb.cmp(&ra)
-                .then_with(|| if ra { pb.cmp(pa) } else { pa.cmp(pb) })
-        });
-        steps.order = order;
-        steps
+        // depth by depth. (4 billion actions would not fit on the disk.)
+        let mut order = Vec::with_capacity(actions.len());
+        let mut others = Vec::new();
+        let mut files = 0;
+        actions.try_for_each(|at, a| {
+            let state = match side {
+                Side::Target => &a.target,
+                Side::Current => &a.current,
+            };
+            match state {
+                State::Absent => order.push(at as u32),
+                State::File { .. } => {
+                    files += 1;
+                    others.push(at as u32);
+                }
+                _ => others.push(at as u32),
+            }
+            Ok(())
+        })?;
+        order.reverse();
+        order.append(&mut others);
+        Ok(Steps {
+            actions,
+            side,
+            fresh,
+            order,
+            files,
+        })
     }
 
-    /// Action `i`'s step: its path, the state to give it, and what was
+    fn item(&self, at: u32) -> Result<Item> {
+        self.actions.get(at as usize)
+    }
+
+    /// [`Steps::item`] in a pass that holds its last block.
+    fn held(&self, at: u32, held: &mut Held) -> Result<Item> {
+        self.actions.get_held(at as usize, held)
+    }
+
+    /// An action's step: its path, the state to give it, and what was
     /// found there, if fresh.
-    fn step(&self, i: u32) -> Step<'a> {
-        let a = &self.actions[i as usize];
+    fn view<'i>(&self, a: &'i Item) -> Step<'i> {
         let (state, found) = match self.side {
             Side::Target => (&a.target, &a.current),
             Side::Current => (&a.current, &a.target),
@@ -407,9 +448,11 @@ impl<'a> Steps<'a> {
         (&a.path, state, self.fresh.then_some(found))
     }
 
-    /// The blob action `i`'s step writes: its hash and size.
-    fn blob(&self, i: u32) -> Option<(Hash, u64)> {
-        match self.step(i).1 {
+    /// The blob action `at`'s step writes: its hash and size. (Were the
+    /// action unreadable, the writer's own read of it fails first.)
+    fn blob(&self, at: u32) -> Option<(Hash, u64)> {
+        let item = self.item(at).ok()?;
+        match self.view(&item).1 {
             State::File { hash, size, .. } => Some((*hash, *size)),
             _ => None,
         }
@@ -417,10 +460,6 @@ impl<'a> Steps<'a> {
 
     fn len(&self) -> usize {
         self.order.len()
-    }
-
-    fn iter(&self) -> impl Iterator<Item = Step<'a>> + '_ {
-        self.order.iter().map(|&i| self.step(i))
     }
 }
 

@@ -123,22 +123,32 @@ pub(crate) fn copy_in(
             blocked: Vec::new(),
         });
     }
-    let plan = db::reading(parts.conn, || {
-        plan::plan(&tree(parts), Kind::Redo, 0, Vec::new(), wanted, false)
+    let spill = &parts.spill();
+    let planned = db::reading(parts.conn, || {
+        plan::plan(
+            &tree(parts),
+            Kind::Redo,
+            0,
+            Vec::new(),
+            wanted,
+            false,
+            spill,
+        )
     })?;
-    if !plan.blocked.is_empty() {
+    let actions = planned.actions;
+    if !planned.plan.blocked.is_empty() {
         return Ok(CopyOutcome::Refused {
             conflicts: Vec::new(),
-            blocked: plan.blocked,
+            blocked: planned.plan.blocked,
         });
     }
-    if plan.actions.is_empty() {
+    if actions.is_empty() {
         return Err(Error::BadInput(
             "nothing to write: the project already holds every path as the source does".into(),
         ));
     }
     let store = parts.store;
-    let journaled = Journaled::write_new_turn(parts.conn, &meta, &plan.actions, |tx| {
+    let journaled = Journaled::write_new_turn(parts.conn, &meta, &actions, |tx| {
         blobs.iter().try_for_each(|b| store.insert(tx, b))
     })?;
     drop(blobs);
@@ -146,7 +156,7 @@ pub(crate) fn copy_in(
         parts,
         &mut dirs,
         &journaled,
-        &plan.actions,
+        &actions,
         Side::Target,
         true,
         &mut opts.take_hook(),
@@ -154,7 +164,7 @@ pub(crate) fn copy_in(
     Ok(CopyOutcome::Applied {
         turn: journaled.applies.expect("journaled as a new turn"),
         rewind_id: journaled.id,
-        actions: plan.actions,
+        actions: actions.to_vec()?,
     })
 }
 

@@ -1,14 +1,16 @@
 //! A rewind's journal entry, and how its outcome is recorded. Journaled
 //! before any file is touched; read back only by recovery, when the process
-//! that wrote it died (a fresh rewind applies from its plan in memory). The
+//! that wrote it died (a fresh rewind applies from its plan's list). The
 //! rows are written through `history`.
 
 use rusqlite::Connection;
 
+use super::plan::Planned;
 use super::Side;
+use crate::action_list::{ActionList, Spill};
 use crate::error::Result;
 use crate::history::{self, JournalNote, RewindStatus};
-use crate::model::{Action, RewindPlan, TurnMeta};
+use crate::model::TurnMeta;
 use ckpt_types::now_ns;
 
 /// One journaled rewind, redo, or write of a new turn.
@@ -29,16 +31,16 @@ impl Journaled {
     /// rewind to finish and every such session with its open turn.
     pub fn write(
         conn: &mut Connection,
-        plan: &mut RewindPlan,
+        planned: &mut Planned,
         marked: Vec<i64>,
         redoes: Option<i64>,
         note: &JournalNote,
     ) -> Result<Journaled> {
-        let continued = &mut plan.continued;
+        let continued = &mut planned.plan.continued;
         let id = history::journal(
             conn,
-            plan.turn,
-            &plan.actions,
+            planned.plan.turn,
+            &planned.actions,
             &marked,
             redoes,
             note,
@@ -59,7 +61,7 @@ impl Journaled {
     pub fn write_new_turn(
         conn: &mut Connection,
         meta: &TurnMeta,
-        actions: &[Action],
+        actions: &ActionList,
         before: impl FnOnce(&Connection) -> Result<()>,
     ) -> Result<Journaled> {
         let (id, turn) = history::journal_new_turn(conn, meta, actions, now_ns(), before)?;
@@ -71,9 +73,10 @@ impl Journaled {
         })
     }
 
-    /// Journal entry `id` as journaled, with its actions.
-    pub fn read(conn: &Connection, id: i64) -> Result<(Journaled, Vec<Action>)> {
-        let actions = history::actions(conn, id)?;
+    /// Journal entry `id` as journaled, with its actions (`spill`: where
+    /// their list goes past its window).
+    pub fn read(conn: &Connection, id: i64, spill: &Spill) -> Result<(Journaled, ActionList)> {
+        let actions = history::actions(conn, id, spill)?;
         let links = history::rewind_links(conn, id)?;
         let journaled = Journaled {
             id,
@@ -88,7 +91,7 @@ impl Journaled {
     /// turns, a redo brings back the turns of the rewind it undoes, a new
     /// turn gets its entries. Call in the transaction that records what was
     /// written.
-    pub fn applied(&self, tx: &Connection, side: Side, actions: &[Action]) -> Result<()> {
+    pub fn applied(&self, tx: &Connection, side: Side, actions: &ActionList) -> Result<()> {
         match (side, self.redoes, self.applies) {
             (Side::Target, None, Some(turn)) => {
                 history::record_applied_turn(tx, turn, actions, now_ns())?;
@@ -137,7 +140,7 @@ mod tests {
         (a.path.clone(), a.current.clone(), a.target.clone())
     }
 
-    /// A fresh rewind or redo applies its plan from memory, recovery the
+    /// A fresh rewind or redo applies its plan's list, recovery the
     /// journal it wrote: both must be the same actions, the same turns.
     #[test]
     fn a_journaled_plan_reads_back_as_planned() {
@@ -157,8 +160,10 @@ mod tests {
         let RewindOutcome::Applied { rewind_id, plan } = out else {
             panic!("not applied: {out:?}");
         };
-        let (journaled, actions) = Journaled::read(&p.conn, rewind_id).unwrap();
+        let (journaled, actions) =
+            Journaled::read(&p.conn, rewind_id, &Default::default()).unwrap();
         let planned: Vec<_> = plan.actions.iter().map(key).collect();
+        let actions = actions.to_vec().unwrap();
         assert_eq!(actions.iter().map(key).collect::<Vec<_>>(), planned);
         assert_eq!(planned.len(), 7, "{planned:?}");
         assert_eq!((journaled.marked, journaled.redoes), (vec![turn], None));
@@ -171,8 +176,9 @@ mod tests {
         else {
             panic!("redo not applied: {out:?}");
         };
-        let (journaled, actions) = Journaled::read(&p.conn, redo).unwrap();
+        let (journaled, actions) = Journaled::read(&p.conn, redo, &Default::default()).unwrap();
         let planned: Vec<_> = plan.actions.iter().map(key).collect();
+        let actions = actions.to_vec().unwrap();
         assert_eq!(actions.iter().map(key).collect::<Vec<_>>(), planned);
         assert_eq!(
             (journaled.marked, journaled.redoes),

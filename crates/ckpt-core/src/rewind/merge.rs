@@ -8,6 +8,8 @@
 //! the merge replaced.
 
 use crate::error::Result;
+use std::collections::BTreeMap;
+
 use crate::model::{Conflict, MergeMode, MergeOutcome, MergedFile, RewindPlan};
 use crate::parts::Parts;
 use crate::relpath::RelPath;
@@ -16,25 +18,29 @@ use crate::state::{Hash, State};
 use crate::store::Prepared;
 
 use super::merge_file;
+use super::plan::Planned;
 
 /// Turns each mergeable conflict of `plan` into an action writing the
 /// merge; returns the merged contents to store before the rewind is
 /// journaled. What cannot be merged stays a conflict, saying why.
 pub(super) fn merge_conflicts(
     parts: &Parts<'_>,
-    plan: &mut RewindPlan,
+    planned: &mut Planned,
     mode: MergeMode,
     dry_run: bool,
 ) -> Result<Vec<Prepared>> {
+    let plan = &mut planned.plan;
     let labels = Labels::of(plan);
     let mut blobs = Vec::new();
     let mut still = Vec::new();
+    // Per merged path: `None` leaves it as it is, else the target written.
+    let mut edits = BTreeMap::new();
     for mut c in std::mem::take(&mut plan.conflicts) {
-        let Some(i) = plan.actions.iter().position(|a| a.path == c.path) else {
+        let Some((_, a)) = planned.actions.find(&c.path)? else {
             still.push(c);
             continue;
         };
-        let sides = match merge_of(parts, &c, &plan.actions[i].target, &labels)? {
+        let sides = match merge_of(parts, &c, &a.target, &labels)? {
             Ok(sides) => sides,
             Err(why) => {
                 c.not_mergeable = Some(why);
@@ -46,7 +52,7 @@ pub(super) fn merge_conflicts(
             Ok(text) => (text, MergeOutcome::Clean),
             Err(text) if mode == MergeMode::Markers => (text, MergeOutcome::Markers),
             Err(_) => {
-                plan.actions.remove(i);
+                edits.insert(c.path.clone(), None);
                 plan.merged.push(MergedFile {
                     path: c.path,
                     outcome: MergeOutcome::Overlapping,
@@ -57,11 +63,12 @@ pub(super) fn merge_conflicts(
             }
         };
         let hash = Hash::of(text.as_bytes());
-        plan.actions[i].target = State::File {
+        let target = State::File {
             hash,
             size: text.len() as u64,
             mode: sides.mode,
         };
+        edits.insert(c.path.clone(), Some(target));
         if !dry_run {
             blobs.push(parts.store.prepare_hashed(hash, text.as_bytes()));
         }
@@ -74,6 +81,8 @@ pub(super) fn merge_conflicts(
         });
     }
     plan.conflicts = still;
+    let actions = std::mem::replace(&mut planned.actions, crate::action_list::empty());
+    planned.actions = actions.edited(&parts.spill(), &edits)?;
     Ok(blobs)
 }
 

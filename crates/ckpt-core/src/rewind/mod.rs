@@ -10,10 +10,12 @@
 //! Here: gathering each path's wanted state and the recovery; `plan`
 //! decides what is done, `journal` records it, `apply` writes it.
 
+use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use rusqlite::Connection;
 
+use crate::action_list::{self, ActionList, Builder, Spill};
 use crate::cache;
 use crate::capture;
 use crate::confined::Dirs;
@@ -32,7 +34,7 @@ use self::apply::apply;
 pub(crate) use self::copy_in::copy_in;
 pub use self::copy_in::{CopyOutcome, CopyPath};
 use self::journal::Journaled;
-use self::plan::{FirstLook, Kind};
+use self::plan::{FirstLook, Kind, Planned};
 
 mod apply;
 mod copy_in;
@@ -84,71 +86,42 @@ pub(crate) fn rewind(
     live.sort_unstable();
     let partial = !opts.paths.is_empty();
     let in_scope = |p: &RelPath| !partial || opts.paths.iter().any(|want| p.starts_with(want));
-    let mut touched: Vec<Touched> = Vec::new();
     // Which turns touched each path: only a partial rewind asks.
     let mut touched_by: BTreeMap<RelPath, Vec<i64>> = BTreeMap::new();
-    // The paths an earlier turn did not touch, per later turn.
-    let mut new = Vec::new();
-    for &t in &live {
-        let first = touched.is_empty();
-        if first && !partial {
-            // The list's whole size at once: grown by doubling, it was
-            // up to half unused (31 MB for 200,000 paths against 24).
-            new.reserve_exact(history::count_entries(parts.conn, t)?);
+    let spill = &parts.spill();
+    let touched = gather(parts.conn, &live, spill, |t, path| {
+        let keep = in_scope(path);
+        if keep && partial {
+            touched_by.entry(path.clone()).or_default().push(t);
         }
-        let post_of = |p: &RelPath| cache::state(parts.conn, p);
-        history::closing(parts.conn, t, post_of, |e, post| {
-            let Some(post) = post.filter(|_| in_scope(&e.path)) else {
-                return Ok(());
-            };
-            if partial {
-                touched_by.entry(e.path.clone()).or_default().push(t);
-            }
-            match find(&touched, &e.path) {
-                Some(at) => touched[at].left = post,
-                None => new.push(Touched {
-                    path: e.path,
-                    target: e.pre,
-                    left: post,
-                }),
-            }
-            Ok(())
-        })?;
-        // Each turn's entries come in path order: the first turn's
-        // are the list; a later one's new paths are sorted in, in place.
-        if first {
-            touched = std::mem::take(&mut new);
-        } else if !new.is_empty() {
-            touched.append(&mut new);
-            touched.sort_unstable_by(|a, b| a.path.cmp(&b.path));
-        }
-    }
+        keep
+    })?;
     // Only the turns that touched the paths asked for are undone.
     let mut undone = live.clone();
     if partial {
-        refuse_untouched(turn, &live, &opts.paths, touched.iter().map(|t| &t.path))?;
+        refuse_untouched(turn, &live, &opts.paths, &touched)?;
         let by: BTreeSet<i64> = touched_by.into_values().flatten().collect();
         undone = by.into_iter().collect();
     }
     let others = other_sessions_touching(parts.conn, turn, row.started_ns, session, &touched)?;
     let t_collect = t0.elapsed();
     let mut look = FirstLook::new(Kind::Rewind);
-    let actions = look_now(parts, &mut look, touched, opts.after_barrier)?;
+    let actions = look_now(parts, &mut look, touched, opts.after_barrier, spill)?;
     let t_recheck = t0.elapsed();
     // One tree writer for the whole rewind.
     let mut dirs = writer(parts)?;
-    let mut plan = db::reading(parts.conn, || {
+    let mut planned = db::reading(parts.conn, || {
         let turns = undone.clone();
         let force = opts.flags.force;
-        plan::plan_looked(&tree(parts), look, turn, turns, actions, force)
+        plan::plan_looked(&tree(parts), look, turn, turns, actions, force, spill)
     })?;
-    name_other_sessions(&mut plan, others);
+    name_other_sessions(&mut planned, others)?;
     tracing::debug!(collect = ?t_collect, recheck = ?t_recheck, plan = ?t0.elapsed(), "rewind planned");
     let merged = match opts.merge {
-        Some(mode) => merge::merge_conflicts(parts, &mut plan, mode, opts.flags.dry_run)?,
+        Some(mode) => merge::merge_conflicts(parts, &mut planned, mode, opts.flags.dry_run)?,
         None => Vec::new(),
     };
-    if !opts.flags.dry_run && !plan.refused(opts.flags) && !merged.is_empty() {
+    if !opts.flags.dry_run && !planned.plan.refused(opts.flags) && !merged.is_empty() {
         let tx = parts.conn.transaction()?;
         for blob in &merged {
             parts.store.insert(&tx, blob)?;
@@ -157,13 +130,13 @@ pub(crate) fn rewind(
     }
     // A partial rewind leaves the turns live.
     let marked = if partial { Vec::new() } else { live };
-    plan.continued = continued(open.into_iter().map(|t| (t, row.meta.session.clone())));
+    planned.plan.continued = continued(open.into_iter().map(|t| (t, row.meta.session.clone())));
     let note = JournalNote {
         undone,
         scope: std::mem::take(&mut opts.paths),
-        left: left_as_they_were(&plan),
+        left: left_as_they_were(&planned.plan),
     };
-    carry_out(parts, &mut dirs, plan, &mut opts, marked, None, note)
+    carry_out(parts, &mut dirs, planned, &mut opts, marked, None, note)
 }
 
 /// Restores the state from just after `turn`: undoes the live turns of
@@ -191,39 +164,111 @@ pub(crate) fn rewind_after(
     rewind(parts, first, opts)
 }
 
-/// A path the rewound turns touched, with the pre-image of the oldest
-/// of them that did (the target) and the post-image of the newest (what
-/// the agent left; for the open turn, what ending it now would record).
-/// A redo's paths come as these too. The size of an [`Action`], which
-/// [`look_now`] makes of it in place.
-struct Touched {
-    path: RelPath,
-    target: State,
-    left: State,
+/// Every path the turns `live` (oldest first) touched that `keep` keeps
+/// (told the turn too), in path order, as an action whose target is the
+/// pre-image of the oldest turn that touched it and whose `current` is,
+/// for now, the post-image of the newest (what the agent left; for the
+/// open turn, what ending it now would record). A path whose entries
+/// ended as they began is none. A redo's paths come as these too, which
+/// [`look_now`] gives their states now.
+fn gather(
+    conn: &Connection,
+    live: &[i64],
+    spill: &Spill,
+    mut keep: impl FnMut(i64, &RelPath) -> bool,
+) -> Result<ActionList> {
+    let post_of = |p: &RelPath| cache::state(conn, p);
+    let Some((&first, later)) = live.split_first() else {
+        return Builder::new(spill).finish();
+    };
+    // Each turn's entries come in path order: the first turn's are the
+    // list; a later one's are merged in a window at a time.
+    let mut list = Builder::new(spill);
+    history::closing(conn, first, post_of, |e, post| {
+        match post.filter(|_| keep(first, &e.path)) {
+            Some(left) => list.push(Action {
+                path: e.path,
+                current: left,
+                target: e.pre,
+            }),
+            None => Ok(()),
+        }
+    })?;
+    let mut touched = list.finish()?;
+    let mut pending: BTreeMap<RelPath, (State, State)> = BTreeMap::new();
+    for &t in later {
+        history::closing(conn, t, post_of, |e, post| {
+            let Some(left) = post.filter(|_| keep(t, &e.path)) else {
+                return Ok(());
+            };
+            match pending.entry(e.path) {
+                Entry::Occupied(mut o) => o.get_mut().1 = left,
+                Entry::Vacant(v) => {
+                    v.insert((e.pre, left));
+                }
+            }
+            if pending.len() == GATHER_WINDOW {
+                let all = std::mem::replace(&mut touched, action_list::empty());
+                touched = merged(all, &mut pending, spill)?;
+            }
+            Ok(())
+        })?;
+    }
+    if !pending.is_empty() {
+        touched = merged(touched, &mut pending, spill)?;
+    }
+    Ok(touched)
 }
 
-const _: () = assert!(std::mem::size_of::<Touched>() == std::mem::size_of::<Action>());
+/// Later turns' paths [`gather`] holds before merging them in.
+const GATHER_WINDOW: usize = if cfg!(test) { 3 } else { 65_536 };
 
-/// The place of `path` in `touched`, which is in path order.
-fn find(touched: &[Touched], path: &RelPath) -> Option<usize> {
-    touched.binary_search_by(|t| t.path.cmp(path)).ok()
+/// `touched` with `pending` (path: the pre-image of the first later turn
+/// that touched it, the post-image of the last) merged in: a path it has
+/// keeps its target and takes what the later turns left.
+fn merged(
+    touched: ActionList,
+    pending: &mut BTreeMap<RelPath, (State, State)>,
+    spill: &Spill,
+) -> Result<ActionList> {
+    let mut out = Builder::new(spill);
+    let mut pending = std::mem::take(pending).into_iter().peekable();
+    let later = |(path, (target, left)): (RelPath, (State, State))| Action {
+        path,
+        current: left,
+        target,
+    };
+    for a in touched.into_actions() {
+        let a = a?;
+        while let Some(p) = pending.next_if(|(p, _)| *p < a.path) {
+            out.push(later(p))?;
+        }
+        match pending.next_if(|(p, _)| *p == a.path) {
+            Some((_, (_, left))) => out.push(Action { current: left, ..a })?,
+            None => out.push(a)?,
+        }
+    }
+    for p in pending {
+        out.push(later(p))?;
+    }
+    out.finish()
 }
 
 /// Every path a turn of another session than `session` changed during
 /// or after `turn` (started at `started_ns`), with what the rewound
-/// turns left there (`touched`; none for a path they did not touch,
+/// turns left there (`touched`, as [`gather`] gives it; none for a path they did not touch,
 /// such as a parent the plan must create) and the newest such turn.
 fn other_sessions_touching(
     conn: &Connection,
     turn: i64,
     started_ns: i64,
     session: Option<&str>,
-    touched: &[Touched],
+    touched: &ActionList,
 ) -> Result<BTreeMap<RelPath, (Option<State>, OtherTurn)>> {
     let mut out = BTreeMap::new();
     for (t, s) in history::other_sessions_turns(conn, turn, started_ns, session)? {
         for e in history::entries(conn, t)? {
-            let expected = find(touched, &e.path).map(|at| touched[at].left.clone());
+            let expected = touched.find(&e.path)?.map(|(_, a)| a.current.clone());
             let other = OtherTurn {
                 turn: t,
                 session: s.clone(),
@@ -248,34 +293,37 @@ pub(crate) fn redo(parts: &mut Parts<'_>, mut opts: RewindOptions) -> Result<Rew
     let open = history::open_turns(parts.conn)?;
     // The rewind's actions backwards: each path wants the state the
     // rewind found there, and is expected to hold what it wrote.
-    let wanted = history::actions(parts.conn, id)?
-        .into_iter()
-        .map(|a| Touched {
+    let spill = &parts.spill();
+    let mut wanted = Builder::new(spill);
+    for a in history::actions(parts.conn, id, spill)?.into_actions() {
+        let a = a?;
+        wanted.push(Action {
             path: a.path,
+            current: a.target,
             target: a.current,
-            left: a.target,
-        })
-        .collect();
+        })?;
+    }
+    let wanted = wanted.finish()?;
     let mut dirs = writer(parts)?;
     let mut look = FirstLook::new(Kind::Redo);
-    let actions = look_now(parts, &mut look, wanted, opts.after_barrier)?;
+    let actions = look_now(parts, &mut look, wanted, opts.after_barrier, spill)?;
     let turns = match history::undone_turns(parts.conn, id)? {
         Some(turns) => turns,
         None => history::turns_rewound_by(parts.conn, id)?,
     };
-    let mut plan = db::reading(parts.conn, || {
+    let mut planned = db::reading(parts.conn, || {
         let force = opts.flags.force;
-        plan::plan_looked(&tree(parts), look, turn, turns, actions, force)
+        plan::plan_looked(&tree(parts), look, turn, turns, actions, force, spill)
     })?;
-    plan.continued = continued(open);
+    planned.plan.continued = continued(open);
     let note = JournalNote {
-        undone: plan.turns.clone(),
+        undone: planned.plan.turns.clone(),
         ..JournalNote::default()
     };
     carry_out(
         parts,
         &mut dirs,
-        plan,
+        planned,
         &mut opts,
         Vec::new(),
         Some(id),
@@ -285,38 +333,39 @@ pub(crate) fn redo(parts: &mut Parts<'_>, mut opts: RewindOptions) -> Result<Rew
 
 /// A plan's end: shown (dry run), refused, or journaled (marking
 /// `marked` rewound, or redoing `redoes`, and continuing the open turns
-/// `plan.continued` names) and applied from memory. Only the last
-/// changes anything, turns included.
+/// `plan.continued` names) and applied from its list. Only the last
+/// changes anything, turns included. The outcome's plan lists
+/// `opts.list` actions.
 fn carry_out(
     parts: &mut Parts<'_>,
     dirs: &mut Dirs<'_>,
-    mut plan: RewindPlan,
+    mut planned: Planned,
     opts: &mut RewindOptions,
     marked: Vec<i64>,
     redoes: Option<i64>,
     note: JournalNote,
 ) -> Result<RewindOutcome> {
     if opts.flags.dry_run {
-        return Ok(RewindOutcome::DryRun(plan));
+        return Ok(RewindOutcome::DryRun(planned.into_plan(opts.list)?));
     }
-    if plan.refused(opts.flags) {
-        return Ok(RewindOutcome::Refused(plan));
+    if planned.plan.refused(opts.flags) {
+        return Ok(RewindOutcome::Refused(planned.into_plan(opts.list)?));
     }
     let t0 = std::time::Instant::now();
-    let journaled = Journaled::write(parts.conn, &mut plan, marked, redoes, &note)?;
+    let journaled = Journaled::write(parts.conn, &mut planned, marked, redoes, &note)?;
     tracing::debug!(took = ?t0.elapsed(), "rewind journaled");
     apply(
         parts,
         dirs,
         &journaled,
-        &plan.actions,
+        &planned.actions,
         Side::Target,
         true,
         &mut opts.take_hook(),
     )?;
     Ok(RewindOutcome::Applied {
         rewind_id: journaled.id,
-        plan,
+        plan: planned.into_plan(opts.list)?,
     })
 }
 
@@ -331,11 +380,15 @@ pub(crate) fn recover(parts: &mut Parts<'_>) -> Result<Option<RecoveryReport>> {
     } else {
         Side::Target
     };
-    let (journaled, actions) = Journaled::read(parts.conn, id)?;
+    let (journaled, actions) = Journaled::read(parts.conn, id, &parts.spill())?;
     let paths = actions.len();
     tracing::info!(rewind = id, status = %status.as_str(), paths, "finishing an interrupted rewind");
     // A write cut short leaves its temp file behind.
-    let dirs: HashSet<Option<RelPath>> = actions.iter().map(|a| a.path.parent()).collect();
+    let mut dirs: HashSet<Option<RelPath>> = HashSet::new();
+    actions.try_for_each(|_, a| {
+        dirs.insert(a.path.parent());
+        Ok(())
+    })?;
     for dir in dirs {
         if let Err(e) = parts.root_fs.remove_temp_files(dir.as_ref()) {
             tracing::warn!("removing temp files after an interrupted rewind: {e}");
@@ -414,34 +467,30 @@ const LOOK_WINDOW: usize = if cfg!(test) { 3 } else { 16_384 };
 
 /// Each of `touched`'s paths' state now (see [`current_states`]) and the
 /// planner's first look at it, a window of paths at a time: the actions
-/// they need, made in `touched`'s allocation (std collects such an
-/// iterator in place). The states now are never a list of their own (48 B
-/// a path, 25 MB at 500,000).
+/// they need, in a list of their own (`touched` as [`gather`] gives it).
 fn look_now(
     parts: &mut Parts<'_>,
     look: &mut FirstLook,
-    mut touched: Vec<Touched>,
+    touched: ActionList,
     after_barrier: bool,
-) -> Result<Vec<Action>> {
-    let mut needed = Vec::with_capacity(touched.len());
-    for window in touched.chunks_mut(LOOK_WINDOW) {
-        let now = current_states(parts, window.iter().map(|t| &t.path), after_barrier)?;
-        for (t, now) in window.iter_mut().zip(now) {
-            needed.push(look.needs_action(&t.path, &now, &t.target, &t.left));
-            // What the turns left is asked no more.
-            t.left = now;
+    spill: &Spill,
+) -> Result<ActionList> {
+    let mut out = Builder::new(spill);
+    let mut window = Vec::with_capacity(LOOK_WINDOW.min(touched.len()));
+    let n = touched.len();
+    for (at, t) in touched.into_actions().enumerate() {
+        window.push(t?);
+        if window.len() == LOOK_WINDOW || at + 1 == n {
+            let now = current_states(parts, window.iter().map(|t| &t.path), after_barrier)?;
+            for (t, now) in window.drain(..).zip(now) {
+                // (`current` holds what the turns left, until now.)
+                if look.needs_action(&t.path, &now, &t.target, &t.current) {
+                    out.push(Action { current: now, ..t })?;
+                }
+            }
         }
     }
-    let actions = touched.into_iter().zip(needed);
-    Ok(actions
-        .filter_map(|(t, needed)| {
-            needed.then_some(Action {
-                path: t.path,
-                current: t.left,
-                target: t.target,
-            })
-        })
-        .collect())
+    out.finish()
 }
 
 /// The rewind's one tree writer.
@@ -463,16 +512,24 @@ fn continued(open: impl IntoIterator<Item = (i64, Option<String>)>) -> Vec<Conti
 
 /// A rewind limited to paths that no rewound turn touched would do
 /// nothing: name them instead (an error, nothing changed or journaled).
-fn refuse_untouched<'a>(
+fn refuse_untouched(
     turn: i64,
     live: &[i64],
     wanted: &[RelPath],
-    touched: impl Iterator<Item = &'a RelPath> + Clone,
+    touched: &ActionList,
 ) -> Result<()> {
+    let mut reached = vec![false; wanted.len()];
+    touched.try_for_each(|_, a| {
+        for (w, r) in wanted.iter().zip(&mut reached) {
+            *r |= a.path.starts_with(w);
+        }
+        Ok(())
+    })?;
     let untouched: Vec<String> = wanted
         .iter()
-        .filter(|w| !touched.clone().any(|p| p.starts_with(w)))
-        .map(|w| w.display())
+        .zip(reached)
+        .filter(|(_, reached)| !reached)
+        .map(|(w, _)| w.display())
         .collect();
     if untouched.is_empty() {
         return Ok(());
@@ -514,25 +571,27 @@ fn left_as_they_were(plan: &RewindPlan) -> Vec<crate::model::Skipped> {
 /// (`others`: path → what the rewound turns left there, if they touched
 /// it, and that turn).
 fn name_other_sessions(
-    plan: &mut RewindPlan,
+    planned: &mut Planned,
     others: BTreeMap<RelPath, (Option<State>, OtherTurn)>,
-) {
-    for a in &plan.actions {
-        let Some((expected, other)) = others.get(&a.path) else {
+) -> Result<()> {
+    let plan = &mut planned.plan;
+    for (path, (expected, other)) in others {
+        let Some((_, a)) = planned.actions.find(&path)? else {
             continue;
         };
         match plan.conflicts.iter_mut().find(|c| c.path == a.path) {
-            Some(c) => c.other = Some(other.clone()),
+            Some(c) => c.other = Some(other),
             None => plan.conflicts.push(Conflict {
-                path: a.path.clone(),
-                expected: expected.clone().unwrap_or_else(|| a.current.clone()),
+                path,
+                expected: expected.unwrap_or_else(|| a.current.clone()),
                 current: a.current.clone(),
-                other: Some(other.clone()),
+                other: Some(other),
                 not_mergeable: None,
             }),
         }
     }
     plan.conflicts.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(())
 }
 
 struct CacheTree<'a> {
@@ -733,6 +792,55 @@ mod tests {
             p.show(tb).unwrap().info.status,
             crate::model::TurnStatus::Closed
         );
+    }
+
+    /// A rewind of several turns whose paths overlap, and its redo, with
+    /// every list past its window (tests' windows hold a few actions) and
+    /// later turns' paths merged in a few at a time.
+    #[test]
+    fn a_rewind_and_redo_with_their_lists_on_disk_are_exact() {
+        use crate::action_list::SPILLED;
+        let (_tmp, root, mut p) = numbered_files(30, "one");
+        let before = snapshot(&root);
+        let first = p.turn_start(TurnMeta::default()).unwrap();
+        for i in (0..30).step_by(2) {
+            fs::write(root.join(format!("d/{i}.txt")), "two\n").unwrap();
+        }
+        p.reconcile().unwrap();
+        p.turn_end().unwrap();
+        p.turn_start(TurnMeta::default()).unwrap();
+        for i in (0..30).step_by(3) {
+            fs::write(root.join(format!("d/{i}.txt")), "three\n").unwrap();
+        }
+        fs::create_dir_all(root.join("n/deep")).unwrap();
+        for i in 0..12 {
+            fs::write(root.join(format!("n/deep/{i}")), "new").unwrap();
+        }
+        fs::remove_file(root.join("d/7.txt")).unwrap();
+        p.reconcile().unwrap();
+        p.turn_end().unwrap();
+        let after = snapshot(&root);
+        let spilled = SPILLED.with(|n| n.get());
+        let out = p.rewind(first, RewindOptions::default()).unwrap();
+        let RewindOutcome::Applied { plan, .. } = out else {
+            panic!("not applied: {out:?}");
+        };
+        assert_eq!(snapshot(&root), before);
+        assert!(SPILLED.with(|n| n.get()) > spilled, "no list went to disk");
+        assert_eq!(plan.actions.len() as u64, plan.counts.total());
+        assert!(plan.actions.is_sorted_by(|a, b| a.path < b.path));
+        p.reconcile().unwrap();
+        let listed = RewindOptions {
+            list: Some(3),
+            ..RewindOptions::default()
+        };
+        let out = p.redo(listed).unwrap();
+        let RewindOutcome::Applied { plan: redo, .. } = out else {
+            panic!("redo not applied: {out:?}");
+        };
+        assert_eq!(snapshot(&root), after);
+        assert_eq!(redo.actions.len(), 3);
+        assert_eq!(redo.counts.total(), plan.counts.total());
     }
 
     /// A reconciled project of `n` files `d/<i>.txt`, each `<word> <i>\n`.

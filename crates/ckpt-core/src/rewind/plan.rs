@@ -24,10 +24,11 @@
 //!   not end absent (or content ckpt does not capture) is kept, with every
 //!   directory above it the plan would take away.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
+use crate::action_list::{self, ActionList, Builder, Held, Spill};
 use crate::error::Result;
-use crate::model::{Action, Conflict, RewindPlan, Skipped};
+use crate::model::{Action, ActionCounts, Conflict, MergeOutcome, RewindPlan, Skipped};
 use crate::relpath::RelPath;
 use crate::state::State;
 
@@ -67,14 +68,62 @@ pub(crate) enum Kind {
     Redo,
 }
 
+/// A plan as a rewind carries it out: its actions in a list that goes to
+/// disk past a window, and the rest of it (`plan.actions` empty until
+/// [`Planned::into_plan`]).
+pub(crate) struct Planned {
+    pub actions: ActionList,
+    pub plan: RewindPlan,
+}
+
+impl Planned {
+    /// The plan as the caller sees it: every action counted, the first
+    /// `list` listed (all of them without it) and every one `--merge`
+    /// wrote.
+    pub fn into_plan(self, list: Option<usize>) -> Result<RewindPlan> {
+        let Planned { actions, mut plan } = self;
+        let merged: BTreeSet<&RelPath> = plan
+            .merged
+            .iter()
+            .filter(|m| m.outcome != MergeOutcome::Overlapping)
+            .map(|m| &m.path)
+            .collect();
+        let mut listed = Vec::new();
+        let mut left = list.unwrap_or(usize::MAX);
+        let mut held = Held::default();
+        for at in 0..actions.len() {
+            if left == 0 && merged.is_empty() {
+                break;
+            }
+            let a = actions.get_held(at, &mut held)?;
+            if merged.contains(&a.path) {
+                listed.push(a.clone());
+            } else if left > 0 {
+                listed.push(a.clone());
+                left -= 1;
+            }
+        }
+        plan.counts = actions.counts();
+        plan.actions = listed;
+        Ok(plan)
+    }
+}
+
 struct Planner<'t, T: Tree> {
     tree: &'t T,
     kind: Kind,
-    /// In path order. A list, not a map: at 200,000 paths a map's
-    /// half-full nodes held ~256 B per action against the list's 120.
-    actions: Vec<Action>,
+    /// In path order, as the first look left them; what R4 and R5 change
+    /// is kept beside them (`dropped`, `made_dir`) and written into a new
+    /// list at the end.
+    actions: ActionList,
+    /// The places in `actions` of those that take a directory away as
+    /// looked (R4 and R5 only ever keep one): what R3 and R5 start from,
+    /// without a pass over every action.
+    removals: Vec<usize>,
     /// The places in `actions` of those R4 or R5 dropped.
     dropped: HashSet<usize>,
+    /// The places in `actions` of those R4 makes a directory.
+    made_dir: HashSet<usize>,
     /// Directories R4 creates that no wanted path names.
     made: BTreeMap<RelPath, Action>,
     conflicts: BTreeMap<RelPath, Conflict>,
@@ -102,34 +151,44 @@ pub(crate) fn plan(
     turns: Vec<i64>,
     wanted: impl IntoIterator<Item = Wanted>,
     force: bool,
-) -> Result<RewindPlan> {
+    spill: &Spill,
+) -> Result<Planned> {
     let mut look = FirstLook::new(kind);
     let actions = wanted.into_iter().filter_map(|w| look.action(w)).collect();
-    plan_looked(tree, look, turn, turns, actions, force)
+    let actions = action_list::from_vec(actions, spill)?;
+    plan_looked(tree, look, turn, turns, actions, force, spill)
 }
 
-/// Plans the `actions` that `look` kept (R3-R5), with what it found.
+/// Plans the `actions` that `look` kept (R3-R5), with what it found;
+/// `spill`: where the plan's list goes past its window.
 pub(crate) fn plan_looked(
     tree: &impl Tree,
     look: FirstLook,
     turn: i64,
     turns: Vec<i64>,
-    mut actions: Vec<Action>,
+    actions: ActionList,
     force: bool,
-) -> Result<RewindPlan> {
+    spill: &Spill,
+) -> Result<Planned> {
     let FirstLook {
         kind,
         conflicts,
         notes,
     } = look;
-    if !actions.is_sorted_by(|a, b| a.path < b.path) {
-        actions.sort_unstable_by(|a, b| a.path.cmp(&b.path));
-    }
+    let mut removals = Vec::new();
+    actions.try_for_each(|at, a| {
+        if removes_dir(&a.current, &a.target) {
+            removals.push(at);
+        }
+        Ok(())
+    })?;
     let mut p = Planner {
         tree,
         kind,
         actions,
+        removals,
         dropped: HashSet::new(),
+        made_dir: HashSet::new(),
         made: BTreeMap::new(),
         conflicts,
         notes,
@@ -138,29 +197,20 @@ pub(crate) fn plan_looked(
     let dir_conflicts = if force { Vec::new() } else { p.held_paths()? };
     p.parents()?;
     p.empty_dirs()?;
+    let actions = p.settled(spill)?;
     let Planner {
-        mut actions,
-        dropped,
-        made,
         mut conflicts,
         notes,
         ..
     } = p;
-    if !dropped.is_empty() {
-        let mut at = 0;
-        actions.retain(|_| {
-            at += 1;
-            !dropped.contains(&(at - 1))
-        });
-    }
-    if !made.is_empty() {
-        // Rare (a parent gone that no turn recorded): sorted in place.
-        actions.extend(made.into_values());
-        actions.sort_unstable_by(|a, b| a.path.cmp(&b.path));
-    }
     // A conflict on a path the plan no longer changes overwrites nothing.
-    let planned = |path: &RelPath| actions.binary_search_by(|a| a.path.cmp(path)).is_ok();
-    conflicts.retain(|path, _| planned(path));
+    let mut kept = BTreeMap::new();
+    for (path, c) in conflicts {
+        if actions.find(&path)?.is_some() {
+            kept.insert(path, c);
+        }
+    }
+    conflicts = kept;
     for c in dir_conflicts {
         conflicts.entry(c.path.clone()).or_insert(c);
     }
@@ -169,15 +219,19 @@ pub(crate) fn plan_looked(
         Kind::Redo => (notes, Vec::new()),
     };
     blocked.sort();
-    Ok(RewindPlan {
-        turn,
-        turns,
+    Ok(Planned {
         actions,
-        conflicts: conflicts.into_values().collect(),
-        skipped,
-        blocked,
-        merged: Vec::new(),
-        continued: Vec::new(),
+        plan: RewindPlan {
+            turn,
+            turns,
+            actions: Vec::new(),
+            counts: ActionCounts::default(),
+            conflicts: conflicts.into_values().collect(),
+            skipped,
+            blocked,
+            merged: Vec::new(),
+            continued: Vec::new(),
+        },
     })
 }
 
@@ -247,36 +301,58 @@ impl FirstLook {
 
 impl<T: Tree> Planner<'_, T> {
     /// The place in `actions` of `path`'s action, unless dropped.
-    fn place(&self, path: &RelPath) -> Option<usize> {
-        let at = self.actions.binary_search_by(|a| a.path.cmp(path)).ok()?;
-        (!self.dropped.contains(&at)).then_some(at)
+    fn place(&self, path: &RelPath) -> Result<Option<usize>> {
+        Ok(match self.actions.find(path)? {
+            Some((at, _)) if !self.dropped.contains(&at) => Some(at),
+            _ => None,
+        })
     }
 
-    fn get(&self, path: &RelPath) -> Option<&Action> {
-        match self.place(path) {
-            Some(at) => Some(&self.actions[at]),
-            None => self.made.get(path),
+    /// The target action `at` has now.
+    fn target_of<'a>(&self, at: usize, a: &'a Action) -> &'a State {
+        if self.made_dir.contains(&at) {
+            &NEW_DIR
+        } else {
+            &a.target
         }
     }
 
-    fn ends_absent(&self, path: &RelPath) -> bool {
-        self.get(path).is_some_and(|a| a.target.is_absent())
+    /// `f` of `path`'s action (with the target it has now), unless
+    /// dropped or none.
+    fn with<R>(&self, path: &RelPath, f: impl FnOnce(&Action, &State) -> R) -> Result<Option<R>> {
+        Ok(match self.actions.find(path)? {
+            Some((at, a)) if !self.dropped.contains(&at) => Some(f(&a, self.target_of(at, &a))),
+            _ => self.made.get(path).map(|a| f(a, &a.target)),
+        })
+    }
+
+    fn ends_absent(&self, path: &RelPath) -> Result<bool> {
+        Ok(self.with(path, |_, t| t.is_absent())? == Some(true))
+    }
+
+    /// Whether the plan takes the directory at `path` away.
+    fn removes(&self, path: &RelPath) -> Result<bool> {
+        Ok(self.with(path, |a, t| removes_dir(&a.current, t))? == Some(true))
     }
 
     /// The directories the plan takes away that no other it takes away
     /// holds: below them lies every path below any it takes away.
-    fn outermost_removed(&self) -> Vec<RelPath> {
-        let removed = |path: &RelPath| self.get(path).is_some_and(removes_dir);
+    fn outermost_removed(&self) -> Result<Vec<RelPath>> {
         let mut out = Vec::new();
-        for (at, a) in self.actions.iter().enumerate() {
-            if self.dropped.contains(&at) || !removes_dir(a) {
+        let mut held = Held::default();
+        'removals: for &at in &self.removals {
+            let a = self.actions.get_held(at, &mut held)?;
+            if self.dropped.contains(&at) || !removes_dir(&a.current, self.target_of(at, &a)) {
                 continue;
             }
-            if !std::iter::successors(a.path.parent(), RelPath::parent).any(|d| removed(&d)) {
-                out.push(a.path.clone());
+            for d in std::iter::successors(a.path.parent(), RelPath::parent) {
+                if self.removes(&d)? {
+                    continue 'removals;
+                }
             }
+            out.push(a.path.clone());
         }
-        out
+        Ok(out)
     }
 
     /// R3: paths now inside a directory the plan takes away that it does not
@@ -286,9 +362,9 @@ impl<T: Tree> Planner<'_, T> {
             return Ok(Vec::new());
         }
         let mut out: BTreeMap<RelPath, Conflict> = BTreeMap::new();
-        for dir in self.outermost_removed() {
+        for dir in self.outermost_removed()? {
             self.tree.each_below(&dir, &mut |child, state| {
-                if self.ends_absent(&child) {
+                if self.ends_absent(&child)? {
                     return Ok(());
                 }
                 // One edited since (R2) is reported as such, even if R4 or
@@ -311,19 +387,19 @@ impl<T: Tree> Planner<'_, T> {
     fn parents(&mut self) -> Result<()> {
         // In path order. What `make_dir` adds or drops meanwhile is a
         // directory whose own parent it has already settled.
+        let mut held = Held::default();
         for at in 0..self.actions.len() {
-            let a = &self.actions[at];
-            if self.dropped.contains(&at) || a.target.is_absent() {
+            let a = self.actions.get_held(at, &mut held)?;
+            if self.dropped.contains(&at) || self.target_of(at, &a).is_absent() {
                 continue;
             }
             let Some(parent) = a.path.parent() else {
                 continue;
             };
-            let path = a.path.clone();
-            if let Some(blocker) = self.make_dir(&parent, &path)? {
+            if let Some(blocker) = self.make_dir(&parent, &a.path)? {
                 self.dropped.insert(at);
                 let why = format!("its parent {blocker} is not a directory; left alone");
-                self.notes.push(Skipped::new(path, why));
+                self.notes.push(Skipped::new(a.path.clone(), why));
             }
         }
         Ok(())
@@ -340,17 +416,21 @@ impl<T: Tree> Planner<'_, T> {
                 return Ok(Some(blocker));
             }
         }
-        let blocker = match self.place(dir) {
-            Some(at) if self.actions[at].target.is_dir() => None,
-            Some(at) if self.actions[at].current.is_dir() => {
+        let found = match self.place(dir)? {
+            Some(at) => Some((at, self.actions.get(at)?)),
+            None => None,
+        };
+        let blocker = match found {
+            Some((at, a)) if self.target_of(at, &a).is_dir() => None,
+            Some((at, a)) if a.current.is_dir() => {
                 self.dropped.insert(at);
                 let why = format!("kept: it holds {child}, which this restores");
                 self.notes.push(Skipped::new(dir.clone(), why));
                 None
             }
-            Some(at) => {
+            Some((at, _)) => {
                 let why = format!("made a directory: it holds {child}, which this restores");
-                self.actions[at].target = NEW_DIR;
+                self.made_dir.insert(at);
                 self.notes.push(Skipped::new(dir.clone(), why));
                 None
             }
@@ -379,14 +459,14 @@ impl<T: Tree> Planner<'_, T> {
         // order) that does not end absent: one read of each outermost
         // one's subtree, not one of every directory's.
         let mut held: HashMap<RelPath, RelPath> = HashMap::new();
-        for dir in self.outermost_removed() {
+        for dir in self.outermost_removed()? {
             self.tree.each_below(&dir, &mut |child, _| {
-                if self.ends_absent(&child) {
+                if self.ends_absent(&child)? {
                     return Ok(());
                 }
                 let mut up = child.parent();
                 while let Some(d) = up {
-                    if self.get(&d).is_some_and(removes_dir) && !held.contains_key(&d) {
+                    if !held.contains_key(&d) && self.removes(&d)? {
                         held.insert(d.clone(), child.clone());
                     }
                     if d == dir {
@@ -398,8 +478,10 @@ impl<T: Tree> Planner<'_, T> {
             })?;
         }
         let mut keep: Vec<(RelPath, String)> = Vec::new();
-        for (at, a) in self.actions.iter().enumerate() {
-            if self.dropped.contains(&at) || !removes_dir(a) {
+        let mut held_block = Held::default();
+        for &at in &self.removals {
+            let a = self.actions.get_held(at, &mut held_block)?;
+            if self.dropped.contains(&at) || !removes_dir(&a.current, self.target_of(at, &a)) {
                 continue;
             }
             if let Some(child) = held.get(&a.path) {
@@ -415,8 +497,9 @@ impl<T: Tree> Planner<'_, T> {
         for (dir, why) in keep {
             let mut up = Some(dir.clone());
             while let Some(d) = up {
-                if let Some(at) = self.place(&d) {
-                    if removes_dir(&self.actions[at]) {
+                if let Some(at) = self.place(&d)? {
+                    let a = self.actions.get(at)?;
+                    if removes_dir(&a.current, self.target_of(at, &a)) {
                         self.dropped.insert(at);
                     }
                 }
@@ -426,12 +509,38 @@ impl<T: Tree> Planner<'_, T> {
         }
         Ok(())
     }
+
+    /// The actions as R4 and R5 left them, with the directories R4
+    /// creates sorted in.
+    fn settled(&mut self, spill: &Spill) -> Result<ActionList> {
+        if self.dropped.is_empty() && self.made_dir.is_empty() && self.made.is_empty() {
+            return Ok(std::mem::replace(&mut self.actions, action_list::empty()));
+        }
+        let mut made = std::mem::take(&mut self.made).into_values().peekable();
+        let mut out = Builder::new(spill);
+        self.actions.try_for_each(|at, a| {
+            while let Some(m) = made.next_if(|m| m.path < a.path) {
+                out.push(m)?;
+            }
+            if self.dropped.contains(&at) {
+                return Ok(());
+            }
+            out.push(Action {
+                target: self.target_of(at, a).clone(),
+                ..a.clone()
+            })
+        })?;
+        for m in made {
+            out.push(m)?;
+        }
+        out.finish()
+    }
 }
 
-/// Whether an action takes away a directory (removes it, or puts something
-/// else in its place).
-pub(crate) fn removes_dir(a: &Action) -> bool {
-    a.current.is_dir() && !a.target.is_dir()
+/// Whether an action from `current` to `target` takes away a directory
+/// (removes it, or puts something else in its place).
+pub(crate) fn removes_dir(current: &State, target: &State) -> bool {
+    current.is_dir() && !target.is_dir()
 }
 
 #[cfg(test)]
@@ -567,7 +676,9 @@ mod tests {
             .map(|w| (w.path.clone(), w.target.clone()))
             .collect();
         let kind = if redo { Kind::Redo } else { Kind::Rewind };
-        let plan = plan(&tree, kind, 1, vec![1], wanted, force).map_err(|e| e.to_string())?;
+        let plan = plan(&tree, kind, 1, vec![1], wanted, force, &Default::default())
+            .and_then(|p| p.into_plan(None))
+            .map_err(|e| e.to_string())?;
         let mut end = now.clone();
         let mut seen = BTreeSet::new();
         for a in &plan.actions {
@@ -623,7 +734,11 @@ mod tests {
         // or (without force) that is a conflict.
         if !force && !redo {
             let conflicted: BTreeSet<&RelPath> = plan.conflicts.iter().map(|c| &c.path).collect();
-            for a in plan.actions.iter().filter(|a| removes_dir(a)) {
+            for a in plan
+                .actions
+                .iter()
+                .filter(|a| removes_dir(&a.current, &a.target))
+            {
                 for (p, _) in now
                     .iter()
                     .filter(|(p, _)| *p != &a.path && p.starts_with(&a.path))
@@ -662,7 +777,17 @@ mod tests {
                 expected: file(2),
             },
         ];
-        let plan = plan(&tree, Kind::Rewind, 1, vec![1], wanted, false).unwrap();
+        let plan = plan(
+            &tree,
+            Kind::Rewind,
+            1,
+            vec![1],
+            wanted,
+            false,
+            &Default::default(),
+        )
+        .and_then(|p| p.into_plan(None))
+        .unwrap();
         let conflicts: Vec<String> = plan.conflicts.iter().map(|c| c.path.to_string()).collect();
         assert_eq!(conflicts, ["d/f", "d/f/x"]);
         assert_eq!(

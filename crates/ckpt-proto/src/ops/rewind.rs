@@ -119,28 +119,6 @@ impl RewindBody {
         self.counts
             .unwrap_or_else(|| ActionCounts::of(&self.actions))
     }
-
-    /// Keeps the first `list` actions and those `--merge` wrote, whose
-    /// lines show the merge.
-    pub fn cut_actions(&mut self, list: usize) {
-        self.counts = Some(self.counts());
-        let merged: std::collections::BTreeSet<&crate::RelPath> = self
-            .merged
-            .iter()
-            .filter(|m| m.outcome != crate::MergeOutcome::Overlapping)
-            .map(|m| &m.path)
-            .collect();
-        let mut left = list;
-        self.actions.retain(|a| {
-            if merged.contains(&a.path) {
-                return true;
-            }
-            let keep = left > 0;
-            left = left.saturating_sub(1);
-            keep
-        });
-        self.actions.shrink_to_fit();
-    }
 }
 
 pub type RewindsReply = Reply<RewindsBody>;

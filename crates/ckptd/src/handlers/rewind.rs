@@ -6,9 +6,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use ckpt_core::{RewindOptions, RewindOutcome};
-use ckpt_proto::{
-    ActionCounts, ErrorKind, Outcome, Redo, Rewind, RewindBody, RewindTo, RewindsBody, WirePath,
-};
+use ckpt_proto::{ErrorKind, Outcome, Redo, Rewind, RewindBody, RewindTo, RewindsBody, WirePath};
 
 use super::gate::Gate;
 use super::About;
@@ -28,6 +26,7 @@ pub fn rewind(d: &Arc<Daemon>, g: Gate, r: Rewind) -> ReqResult<About<RewindBody
         paths: paths.clone(),
         flags: r.flags,
         merge: r.merge,
+        list: listed(r.list),
         ..RewindOptions::default()
     };
     let start = Instant::now();
@@ -35,7 +34,7 @@ pub fn rewind(d: &Arc<Daemon>, g: Gate, r: Rewind) -> ReqResult<About<RewindBody
         RewindTo::Before(t) => p.rewind(t, opts),
         RewindTo::After(t) => p.rewind_after(t, opts),
     })?;
-    let mut body = reply(&h, false, outcome, start, r.list);
+    let mut body = reply(&h, false, outcome, start);
     // Said with the plan, so a dry run says it before anything starts.
     body.caveats = h.call(|p| p.caveats(&body.turns))?;
     tracing::debug!(took = ?start.elapsed(), "rewind answered");
@@ -46,12 +45,19 @@ pub fn redo(d: &Arc<Daemon>, g: Gate, r: Redo) -> ReqResult<About<RewindBody>> {
     let h = d.project_for(&r.dir)?;
     let opts = || RewindOptions {
         flags: r.flags,
+        list: listed(r.list),
         ..RewindOptions::default()
     };
     let start = Instant::now();
     let outcome = apply(d, g, &h, opts, |p, opts| p.redo(opts))?;
-    let body = reply(&h, true, outcome, start, r.list);
+    let body = reply(&h, true, outcome, start);
     Ok((h, body))
+}
+
+/// The core lists only the actions the client asked for: a rewind of
+/// 500,000 paths has as many, and they never all sit in memory.
+fn listed(list: Option<u64>) -> Option<usize> {
+    list.map(|n| usize::try_from(n).unwrap_or(usize::MAX))
 }
 
 /// Barrier, then `op` with `opts()`, on the space reserved for rewinds
@@ -100,14 +106,9 @@ pub(super) fn failed(h: &ProjectHandle, e: &ReqError) {
     }
 }
 
-/// `list`: how many actions the client wants listed (see [`RewindBody`]).
-fn reply(
-    h: &ProjectHandle,
-    redo: bool,
-    outcome: RewindOutcome,
-    start: Instant,
-    list: Option<u64>,
-) -> RewindBody {
+/// The reply to a rewind or redo, its actions as the core listed them
+/// (`RewindOptions::list`).
+fn reply(h: &ProjectHandle, redo: bool, outcome: RewindOutcome, start: Instant) -> RewindBody {
     let (kind, rewind_id, plan) = match outcome {
         RewindOutcome::DryRun(plan) => (Outcome::DryRun, None, plan),
         RewindOutcome::Refused(plan) => (Outcome::Refused, None, plan),
@@ -115,15 +116,15 @@ fn reply(
     };
     tracing::info!(
         root = %h.root.display(), redo, outcome = ?kind, turn = plan.turn,
-        actions = plan.actions.len(), conflicts = plan.conflicts.len(), "rewind"
+        actions = plan.counts.total(), conflicts = plan.conflicts.len(), "rewind"
     );
-    let mut body = RewindBody {
+    RewindBody {
         redo,
         outcome: kind,
         rewind_id,
         turn: plan.turn,
         turns: plan.turns,
-        counts: Some(ActionCounts::of(&plan.actions)),
+        counts: Some(plan.counts),
         actions: plan.actions,
         conflicts: plan.conflicts,
         skipped: plan.skipped,
@@ -132,9 +133,5 @@ fn reply(
         continued: plan.continued,
         caveats: Default::default(),
         elapsed_ms: start.elapsed().as_millis() as u64,
-    };
-    if let Some(n) = list {
-        body.cut_actions(usize::try_from(n).unwrap_or(usize::MAX));
     }
-    body
 }
