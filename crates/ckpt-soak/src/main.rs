@@ -220,6 +220,7 @@ fn run(args: &Args) -> anyhow::Result<u64> {
         total.big_files += s.big_files;
         total.workcopies += s.workcopies;
         total.small_queues += s.small_queues;
+        total.small_plans += s.small_plans;
         if args.print_log && result.is_ok() {
             println!("---- sequence seed {seed}:");
             for l in &seq.log {
@@ -268,9 +269,9 @@ fn run(args: &Args) -> anyhow::Result<u64> {
         }
     }
     println!(
-        "soak: {sequences} sequences, {} turns, {} rewinds, {} redos, {} kills, {} overflows, {mismatches} mismatches; {} multi-session episodes, {} tool windows, {} --path rewinds, {} dry runs, {} merges, {} hard links, {} big files, {} work copy applies, {} fscks, {} small queues",
+        "soak: {sequences} sequences, {} turns, {} rewinds, {} redos, {} kills, {} overflows, {mismatches} mismatches; {} multi-session episodes, {} tool windows, {} --path rewinds, {} dry runs, {} merges, {} hard links, {} big files, {} work copy applies, {} fscks, {} small queues, {} small plans",
         total.turns, total.rewinds, total.redos, total.kills, total.overflows,
-        total.sessions, total.tools, total.partials, total.dry_runs, total.merges, total.links, total.big_files, total.workcopies, total.fscks, total.small_queues
+        total.sessions, total.tools, total.partials, total.dry_runs, total.merges, total.links, total.big_files, total.workcopies, total.fscks, total.small_queues, total.small_plans
     );
     Ok(mismatches)
 }

@@ -32,6 +32,9 @@ pub struct World {
     starts: u32,
     /// `CKPT_TEST_PENDING_MAX` for its daemons, if set.
     pending_max: Option<usize>,
+    /// `CKPT_TEST_PLAN_WINDOW` (actions to a block, blocks) for its
+    /// daemons, if set.
+    plan_window: Option<(usize, usize)>,
 }
 
 /// A finished `ckptctl` call.
@@ -63,8 +66,13 @@ impl Call {
 
 impl World {
     /// `pending_max`: the most paths a project's queue holds, if not the
-    /// daemon's own figure.
-    pub fn new(bin: &Path, pending_max: Option<usize>) -> anyhow::Result<World> {
+    /// daemon's own figure; `plan_window`: the actions a rewind holds in
+    /// memory (to a block, blocks), if not the daemon's own.
+    pub fn new(
+        bin: &Path,
+        pending_max: Option<usize>,
+        plan_window: Option<(usize, usize)>,
+    ) -> anyhow::Result<World> {
         let tmp = tempfile::Builder::new()
             .prefix("ckpt-soak-")
             .tempdir()
@@ -91,6 +99,7 @@ impl World {
             daemon: None,
             starts: 0,
             pending_max,
+            plan_window,
         })
     }
 
@@ -107,6 +116,10 @@ impl World {
         match self.pending_max {
             Some(n) => cmd.env("CKPT_TEST_PENDING_MAX", n.to_string()),
             None => cmd.env_remove("CKPT_TEST_PENDING_MAX"),
+        };
+        match self.plan_window {
+            Some((block, blocks)) => cmd.env("CKPT_TEST_PLAN_WINDOW", format!("{block},{blocks}")),
+            None => cmd.env_remove("CKPT_TEST_PLAN_WINDOW"),
         };
     }
 

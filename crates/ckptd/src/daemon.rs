@@ -19,6 +19,7 @@ use crate::mutex::lock;
 use crate::project::{DegradedReason, ProjectHandle, Unavailable};
 use crate::registry::{BrokenStore, Registry};
 use crate::reserve::{self, Reserve};
+use crate::test_hooks::TestHooks;
 use crate::watcher::Watcher;
 
 pub struct Daemon {
@@ -47,9 +48,10 @@ pub fn project_id(root: &Path) -> String {
     digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
 }
 
-pub fn core_options() -> Options {
+pub fn core_options(hooks: &TestHooks) -> Options {
     Options {
         free_removed: Some(ckpt_core::FreeRemoved(Arc::new(close_on_own_thread))),
+        plan_window: hooks.plan_window(),
         ..Options::default()
     }
 }
@@ -212,8 +214,9 @@ impl Daemon {
     /// Opens a stored project and starts loading it (recover, reconcile) in
     /// the background; a store that cannot be opened is listed as broken.
     fn open_stored(self: &Arc<Self>, id: String, store_dir: PathBuf) {
-        let opened =
-            std::panic::catch_unwind(|| Project::open_existing(&store_dir, core_options()));
+        let opened = std::panic::catch_unwind(|| {
+            Project::open_existing(&store_dir, core_options(&self.config.hooks))
+        });
         let project = match opened {
             Ok(Ok(p)) => p,
             Ok(Err(e)) => {
@@ -413,7 +416,9 @@ impl Daemon {
                 format!("creating {}: {e}", self.projects_dir().display()),
             )
         })?;
-        let opened = std::panic::catch_unwind(|| Project::open(&store_dir, root, core_options()));
+        let opened = std::panic::catch_unwind(|| {
+            Project::open(&store_dir, root, core_options(&self.config.hooks))
+        });
         let project = match opened {
             Ok(r) => r?,
             Err(panic) => {

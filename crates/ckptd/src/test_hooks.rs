@@ -6,7 +6,7 @@
 #[cfg(feature = "test-hooks")]
 use std::path::PathBuf;
 
-use ckpt_core::RewindOptions;
+use ckpt_core::{PlanWindow, RewindOptions};
 
 /// The hooks set for this daemon; empty without the `test-hooks` feature.
 #[derive(Clone, Debug, Default)]
@@ -36,6 +36,11 @@ pub struct TestHooks {
     /// `PENDING_MAX`, so a test fills it with a few files.
     #[cfg(feature = "test-hooks")]
     pending_max: Option<usize>,
+    /// `CKPT_TEST_PLAN_WINDOW=block,blocks`: a rewind holds that many
+    /// blocks of that many actions in memory, so a test's few paths go
+    /// through the lists' files (`0` blocks: every list does).
+    #[cfg(feature = "test-hooks")]
+    plan_window: Option<PlanWindow>,
 }
 
 impl TestHooks {
@@ -52,6 +57,13 @@ impl TestHooks {
             progress_at_once: var("CKPT_TEST_PROGRESS_AT_ONCE").is_some(),
             pending_max: var("CKPT_TEST_PENDING_MAX")
                 .and_then(|v| v.to_str().and_then(|s| s.parse().ok())),
+            plan_window: var("CKPT_TEST_PLAN_WINDOW").and_then(|v| {
+                let (block, blocks) = v.to_str()?.split_once(',')?;
+                Some(PlanWindow {
+                    block: block.parse().ok()?,
+                    blocks: blocks.parse().ok()?,
+                })
+            }),
         }
     }
 
@@ -92,6 +104,17 @@ impl TestHooks {
     #[cfg(not(feature = "test-hooks"))]
     pub fn pending_max(&self) -> usize {
         crate::project::PENDING_MAX
+    }
+
+    /// How many of a rewind's actions it holds in memory.
+    #[cfg(feature = "test-hooks")]
+    pub fn plan_window(&self) -> PlanWindow {
+        self.plan_window.unwrap_or_default()
+    }
+
+    #[cfg(not(feature = "test-hooks"))]
+    pub fn plan_window(&self) -> PlanWindow {
+        PlanWindow::default()
     }
 
     /// Whether every new watch is to fail as if the watch limit were hit.

@@ -67,6 +67,9 @@ pub struct Stats {
     /// Sequences whose daemon's queue holds a few paths, so most events
     /// only name their directory.
     pub small_queues: u64,
+    /// Sequences whose daemon holds a few of a rewind's actions in memory,
+    /// so its lists go through their files.
+    pub small_plans: u64,
 }
 
 pub struct Options {
@@ -112,7 +115,11 @@ impl<'a> Seq<'a> {
         let pending_max = seed
             .is_multiple_of(3)
             .then_some(1 + (seed / 3 % 16) as usize);
-        let world = World::new(bin, pending_max)?;
+        // One sequence in two: a rewind's lists go to their files past a
+        // few actions (blocks of 1 to 3, 0 to 2 of them in memory).
+        let plan_window =
+            (seed % 2 == 1).then_some((1 + (seed / 2 % 3) as usize, (seed / 6 % 3) as usize));
+        let world = World::new(bin, pending_max, plan_window)?;
         let proj = Project {
             root: world.project.clone(),
             tree: Tree::new(),
@@ -133,6 +140,7 @@ impl<'a> Seq<'a> {
             outside: Vec::new(),
             stats: Stats {
                 small_queues: pending_max.is_some() as u64,
+                small_plans: plan_window.is_some() as u64,
                 ..Stats::default()
             },
             opts,
