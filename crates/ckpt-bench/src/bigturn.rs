@@ -1,8 +1,9 @@
-//! `--big-turn N[,N…]`: the daemon's peak RSS (VmHWM) through a turn of N
-//! files and through its rewind, each size and shape with a fresh daemon,
-//! so the peaks can be compared across sizes (issue 35: at most 96 MiB at
-//! 50,000 files, and independent of the turn's size beyond a fixed
-//! window). Two shapes: a turn that rewrites every one of N files in
+//! `--big-turn N[,N…]`: the daemon's peak RSS (VmHWM) through the first
+//! watch, through a turn of N files and through its rewind, each phase's
+//! own (the peak is reset before it), each size and shape with a fresh
+//! daemon, so the peaks can be compared across sizes (issue 35: at most
+//! 96 MiB at 50,000 files, and independent of the turn's size beyond a
+//! fixed window). Two shapes: a turn that rewrites every one of N files in
 //! directories of 100, and one that creates N files four directories
 //! deep, whose rewind takes every directory away.
 
@@ -70,9 +71,11 @@ fn one(bins: &Bins, work: &Path, n: usize, shape: Shape, timeout: Duration) -> R
     let watched = (t.elapsed(), procstat::sample(pid)?.peak_rss);
     let turn = sys.turn_start()?;
     write_all(&root, shape, n, "after")?;
+    procstat::reset_peak(pid)?;
     let t = Instant::now();
     sys.turn_end()?;
     let ended = (t.elapsed(), procstat::sample(pid)?.peak_rss);
+    procstat::reset_peak(pid)?;
     let t = Instant::now();
     sys.rewind(turn)?;
     let rewound = (t.elapsed(), procstat::sample(pid)?.peak_rss);
@@ -90,8 +93,8 @@ fn one(bins: &Bins, work: &Path, n: usize, shape: Shape, timeout: Duration) -> R
         Shape::Create => ("files created", "directories not taken away"),
     };
     println!(
-        "{n} {what}: peak RSS {:.1} MiB after the first watch ({:.2} s), {:.1} MiB after the turn-end ({:.2} s), \
-         {:.1} MiB after the rewind ({:.2} s); {wrong} {not}",
+        "{n} {what}: peak RSS {:.1} MiB in the first watch ({:.2} s), {:.1} MiB in the turn-end ({:.2} s), \
+         {:.1} MiB in the rewind ({:.2} s); {wrong} {not}",
         mib(watched.1),
         watched.0.as_secs_f64(),
         mib(ended.1),

@@ -83,6 +83,13 @@ pub fn sample(pid: u32) -> Result<ProcSample> {
     })
 }
 
+/// Resets the process's peak RSS (VmHWM) to its RSS now (Linux 4.0 on), so
+/// the next sample's peak is that of what ran in between.
+pub fn reset_peak(pid: u32) -> Result<()> {
+    fs::write(format!("/proc/{pid}/clear_refs"), "5")
+        .with_context(|| format!("resetting the peak RSS of {pid} (/proc/{pid}/clear_refs)"))
+}
+
 /// The mount that holds a path, from `/proc/self/mountinfo`.
 #[derive(Clone, Debug)]
 pub struct Mount {
