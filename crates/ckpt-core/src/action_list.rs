@@ -33,7 +33,7 @@ const CACHED_BLOCKS: usize = 8;
 /// Actions in strictly ascending path order, built by [`Builder`].
 pub(crate) struct ActionList {
     /// Actions to a block.
-    block: usize,
+    per_block: usize,
     blocks: Vec<Block>,
     len: usize,
     counts: ActionCounts,
@@ -86,15 +86,15 @@ impl ActionList {
     /// Action `i` (< `len`).
     pub fn get(&self, i: usize) -> Result<Item> {
         Ok(Item {
-            block: self.block(i / self.block)?,
-            at: i % self.block,
+            block: self.block(i / self.per_block)?,
+            at: i % self.per_block,
         })
     }
 
     /// Action `i`, through `held`, the block the caller read last: a pass
     /// in order takes the cache's lock once a block, not once an action.
     pub fn get_held(&self, i: usize, held: &mut Held) -> Result<Item> {
-        let b = i / self.block;
+        let b = i / self.per_block;
         let block = match &held.0 {
             Some((n, block)) if *n == b => block.clone(),
             _ => {
@@ -105,7 +105,7 @@ impl ActionList {
         };
         Ok(Item {
             block,
-            at: i % self.block,
+            at: i % self.per_block,
         })
     }
 
@@ -136,7 +136,7 @@ impl ActionList {
         }
         let block = self.block(b - 1)?;
         Ok(match block.binary_search_by(|a| a.path.cmp(path)) {
-            Ok(at) => Some(((b - 1) * self.block + at, Item { block, at })),
+            Ok(at) => Some(((b - 1) * self.per_block + at, Item { block, at })),
             Err(_) => None,
         })
     }
@@ -146,14 +146,14 @@ impl ActionList {
         for b in 0..self.blocks.len() {
             let block = self.block(b)?;
             for (at, a) in block.iter().enumerate() {
-                f(b * self.block + at, a)?;
+                f(b * self.per_block + at, a)?;
             }
         }
         Ok(())
     }
 
     /// Every action, in order, from the file too: for the few callers
-    /// that want them all (tests, a client asking for every one).
+    /// that want them all (a work copy's apply, tests).
     pub fn to_vec(&self) -> Result<Vec<Action>> {
         let mut out = Vec::with_capacity(self.len);
         self.try_for_each(|_, a| {
@@ -221,13 +221,6 @@ fn read_block(file: Option<&File>, at: u64, len: usize) -> Result<Vec<Action>> {
     decode_block(&bytes)
 }
 
-impl std::fmt::Debug for ActionList {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let spilled = self.file.is_some();
-        write!(f, "ActionList {{ len: {}, spilled: {spilled} }}", self.len)
-    }
-}
-
 /// Builds an [`ActionList`] from actions pushed in path order.
 pub(crate) struct Builder {
     list: ActionList,
@@ -243,7 +236,7 @@ impl Builder {
         let block = spill.window.block.max(1);
         Builder {
             list: ActionList {
-                block,
+                per_block: block,
                 blocks: Vec::new(),
                 len: 0,
                 counts: ActionCounts::default(),
@@ -268,7 +261,7 @@ impl Builder {
         }
         self.list.counts.add(&a);
         self.current.push(a);
-        if self.current.len() == self.list.block {
+        if self.current.len() == self.list.per_block {
             self.close_block()?;
         }
         Ok(())
@@ -278,15 +271,11 @@ impl Builder {
         if !self.current.is_empty() {
             self.close_block()?;
         }
-        if let Some(file) = &mut self.list.file {
-            file.flush()
-                .ctx("write", Path::new("a rewind's spilled actions"))?;
-        }
         Ok(self.list)
     }
 
     fn close_block(&mut self) -> Result<()> {
-        let block = self.list.block;
+        let block = self.list.per_block;
         let actions = std::mem::replace(&mut self.current, Vec::with_capacity(block));
         self.last = actions.last().map(|a| a.path.clone());
         let first = actions[0].path.clone();
