@@ -243,7 +243,10 @@ impl Builder {
                 file: None,
                 cache: Mutex::new(VecDeque::new()),
             },
-            current: Vec::with_capacity(block),
+            // Grown as pushed: a one-file rewind's lists hold a few
+            // actions, and a whole block reserved (~480 KiB) is a mapping
+            // made and unmade for each.
+            current: Vec::new(),
             spill: spill.clone(),
             last: None,
             written: 0,
@@ -275,8 +278,7 @@ impl Builder {
     }
 
     fn close_block(&mut self) -> Result<()> {
-        let block = self.list.per_block;
-        let actions = std::mem::replace(&mut self.current, Vec::with_capacity(block));
+        let actions = std::mem::take(&mut self.current);
         self.last = actions.last().map(|a| a.path.clone());
         let first = actions[0].path.clone();
         self.list.len += actions.len();

@@ -169,13 +169,20 @@ impl BlobStore {
         let mut dctx = zstd::bulk::Decompressor::new()
             .map_err(|e| Error::Invariant(format!("zstd context: {e}")))?;
         for (hash, single, frame) in &pending.blobs {
-            // A frame that does not decompress (it cannot: we made it) stays
-            // in its single pack.
-            let Ok(data) = dctx.decompress(frame, PACK_BLOB_MAX) else {
-                continue;
+            // Decoded in place, at its own size: a buffer of the largest
+            // size per blob was a mapping made and unmade for each of a
+            // pack's 1,024 blobs. A frame that does not decompress (it
+            // cannot: we made it) stays in its single pack.
+            let start = raw.len();
+            let size = match zstd::zstd_safe::get_frame_content_size(frame) {
+                Ok(Some(n)) if n <= PACK_BLOB_MAX as u64 => n as usize,
+                _ => continue,
             };
-            offsets.push((*hash, *single, raw.len()));
-            raw.extend_from_slice(&data);
+            raw.resize(start + size, 0);
+            match dctx.decompress_to_buffer(frame, &mut raw[start..]) {
+                Ok(n) if n == size => offsets.push((*hash, *single, start)),
+                _ => raw.truncate(start),
+            }
         }
         drop(pending);
         let compressed = zstd::bulk::compress(&raw, self.level)
