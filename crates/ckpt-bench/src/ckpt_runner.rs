@@ -356,10 +356,11 @@ impl System for Ckpt {
 
     fn settle(&mut self) -> Result<()> {
         self.ctl(&["sync"])?;
-        // A rewind answers before the files it replaced are closed: the
-        // daemon frees their blocks on `ckpt-free` threads (for up to 0.4 s
-        // after a fulltree rewind on a `discard` mount). Wait for them, so that
-        // work is not timed as the next system's.
+        // A rewind answers before the files it replaced are closed (their
+        // blocks freed: up to 0.4 s after a fulltree rewind on a `discard`
+        // mount), and `sync` waits for that, so it is not timed as the next
+        // system's. Daemons of stop 54 and before freed them on `ckpt-free`
+        // threads, which their `sync` did not wait for: wait for those too.
         if let Some(pid) = self.daemon_pid() {
             let deadline = Instant::now() + self.timeout;
             let freeing = || {

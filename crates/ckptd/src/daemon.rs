@@ -15,6 +15,7 @@ use crate::barrier::{self, BarrierConfig, BarrierOutcome};
 use crate::config::Config;
 use crate::cookie;
 use crate::error::{panic_message, ReqError, ReqResult};
+use crate::freer::Freer;
 use crate::mutex::lock;
 use crate::project::{DegradedReason, ProjectHandle, Unavailable};
 use crate::registry::{BrokenStore, Registry};
@@ -39,6 +40,8 @@ pub struct Daemon {
     /// requests wait for it so none sees a half-filled registry.
     registered: Mutex<bool>,
     registered_cv: Condvar,
+    /// Closes what rewinds removed.
+    pub freer: Freer,
 }
 
 /// The store id of a root: the first 16 hex digits of SHA-256 of its
@@ -48,24 +51,11 @@ pub fn project_id(root: &Path) -> String {
     digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
 }
 
-pub fn core_options(hooks: &TestHooks) -> Options {
+pub fn core_options(hooks: &TestHooks, freer: &Freer) -> Options {
     Options {
-        free_removed: Some(ckpt_core::FreeRemoved(Arc::new(close_on_own_thread))),
+        free_removed: Some(freer.free_removed()),
         plan_window: hooks.plan_window(),
         ..Options::default()
-    }
-}
-
-/// Closes (and so frees) what a rewind removed on a thread of its own, so
-/// the rewind answers without waiting for the device (or here, if no
-/// thread can be started). ckpt-bench waits for threads of this name
-/// before timing another system.
-fn close_on_own_thread(fds: Vec<std::os::fd::OwnedFd>) {
-    let spawned = std::thread::Builder::new()
-        .name("ckpt-free".into())
-        .spawn(move || drop(fds));
-    if let Err(e) = spawned {
-        tracing::debug!("closed removed files inline: {e}");
     }
 }
 
@@ -109,6 +99,7 @@ impl Daemon {
             watch_lock: Mutex::new(()),
             registered: Mutex::new(false),
             registered_cv: Condvar::new(),
+            freer: Freer::new(),
         })
     }
 
@@ -215,7 +206,7 @@ impl Daemon {
     /// the background; a store that cannot be opened is listed as broken.
     fn open_stored(self: &Arc<Self>, id: String, store_dir: PathBuf) {
         let opened = std::panic::catch_unwind(|| {
-            Project::open_existing(&store_dir, core_options(&self.config.hooks))
+            Project::open_existing(&store_dir, core_options(&self.config.hooks, &self.freer))
         });
         let project = match opened {
             Ok(Ok(p)) => p,
@@ -417,7 +408,11 @@ impl Daemon {
             )
         })?;
         let opened = std::panic::catch_unwind(|| {
-            Project::open(&store_dir, root, core_options(&self.config.hooks))
+            Project::open(
+                &store_dir,
+                root,
+                core_options(&self.config.hooks, &self.freer),
+            )
         });
         let project = match opened {
             Ok(r) => r?,

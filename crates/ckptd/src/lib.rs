@@ -25,6 +25,7 @@ mod config;
 mod cookie;
 mod daemon;
 mod error;
+mod freer;
 mod handlers;
 mod lock;
 mod mutex;

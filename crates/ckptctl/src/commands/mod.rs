@@ -59,7 +59,8 @@ pub enum Command {
     Projects,
     #[command(flatten)]
     Hook(HookCommand),
-    /// Wait until every change made so far has been captured.
+    /// Wait until every change made so far has been captured (and the
+    /// space of files rewinds removed is free).
     Sync,
     /// Turns, newest first.
     Log(log::LogArgs),
