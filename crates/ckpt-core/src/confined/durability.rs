@@ -126,8 +126,8 @@ impl WholeFs {
 
 /// Where written files go to be made durable (`sync_while`).
 pub(crate) struct SyncQueue<'w> {
-    /// A file to fsync.
-    tx: std::sync::mpsc::SyncSender<std::fs::File>,
+    /// A file to fsync; `None`: synced here, as it is pushed.
+    tx: Option<std::sync::mpsc::SyncSender<std::fs::File>>,
     whole: Option<&'w WholeFs>,
 }
 
@@ -143,16 +143,21 @@ impl SyncQueue<'_> {
         if !fsync {
             return Ok(());
         }
-        match self.tx.send(file) {
-            Ok(()) => Ok(()),
-            // Unreachable while `sync_while` runs; sync here rather than lose it.
-            Err(std::sync::mpsc::SendError(file)) => file.sync_all(),
+        match &self.tx {
+            Some(tx) => match tx.send(file) {
+                Ok(()) => Ok(()),
+                // Unreachable while `sync_while` runs; sync here rather than lose it.
+                Err(std::sync::mpsc::SendError(file)) => file.sync_all(),
+            },
+            None => file.sync_all(),
         }
     }
 }
 
 /// Runs `work` while `threads` threads fsync the files it pushes, so writing
-/// and syncing overlap (and concurrent fsyncs share the device's flushes).
+/// and syncing overlap (and concurrent fsyncs share the device's flushes);
+/// with fewer than two, each is synced as it is pushed (a thread started
+/// for one file, as a one-file rewind did, costs more than it overlaps).
 /// Files on `whole`'s filesystem are closed at once and left to its
 /// caller's `syncfs`.
 /// Returns `work`'s result and the first sync error, after every pushed
@@ -162,13 +167,16 @@ pub(crate) fn sync_while<R>(
     whole: Option<&WholeFs>,
     work: impl FnOnce(&SyncQueue) -> R,
 ) -> (R, io::Result<()>) {
+    if threads < 2 {
+        return (work(&SyncQueue { tx: None, whole }), Ok(()));
+    }
     // Bounds the open handles waiting for a sync thread.
     const QUEUE: usize = 256;
     let (tx, rx) = std::sync::mpsc::sync_channel::<std::fs::File>(QUEUE);
     let rx = std::sync::Mutex::new(rx);
     let failed: std::sync::Mutex<Option<io::Error>> = std::sync::Mutex::new(None);
     let r = std::thread::scope(|s| {
-        for _ in 0..threads.max(1) {
+        for _ in 0..threads {
             s.spawn(|| loop {
                 let next = rx.lock().unwrap_or_else(|e| e.into_inner()).recv();
                 let Ok(file) = next else { return };
@@ -181,7 +189,10 @@ pub(crate) fn sync_while<R>(
                 }
             });
         }
-        let queue = SyncQueue { tx, whole };
+        let queue = SyncQueue {
+            tx: Some(tx),
+            whole,
+        };
         let r = work(&queue);
         drop(queue);
         r
