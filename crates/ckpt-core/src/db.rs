@@ -394,7 +394,53 @@ fn bulk_with_cache(conn: &Connection, kib: i64) -> Result<i64> {
     let before: i64 = conn.pragma_query_value(None, "cache_size", |r| r.get(0))?;
     conn.pragma_update(None, "cache_size", -kib)?;
     conn.wal_hook(Some(checkpoint_bulk));
+    BUDGET.update(None, kib << 10);
     Ok(before)
+}
+
+/// How much memory SQLite may keep across every database of the process
+/// (see [`limit_memory`]): a base, and what the bulk modes in progress
+/// were granted on top.
+struct Budget {
+    /// (base, granted), in bytes; base 0: no limit.
+    bytes: std::sync::Mutex<(i64, i64)>,
+}
+
+static BUDGET: Budget = Budget::new();
+
+impl Budget {
+    const fn new() -> Budget {
+        Budget {
+            bytes: std::sync::Mutex::new((0, 0)),
+        }
+    }
+
+    /// Sets the base (when given) and adds `grant` bytes to what is
+    /// granted (negative: gives them back); returns the limit now (0: none).
+    fn update(&self, base: Option<i64>, grant: i64) -> i64 {
+        let mut b = self.bytes.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(base) = base {
+            b.0 = base;
+        }
+        b.1 += grant;
+        let limit = if b.0 > 0 { b.0 + b.1.max(0) } else { 0 };
+        if std::ptr::eq(self, &BUDGET) {
+            // SAFETY: sets a process-wide setting, thread-safe in SQLite
+            // (set under the lock, so two updates apply in their order).
+            unsafe { rusqlite::ffi::sqlite3_soft_heap_limit64(limit) };
+        }
+        limit
+    }
+}
+
+/// Keeps SQLite's memory across every database this process has open
+/// (their page caches, above all) near `bytes`, plus what a scan or a
+/// burst in progress asked for: past it, a page read takes the place of
+/// the page least recently used by any of them, so the projects in use
+/// keep their pages and idle ones give theirs up. Without it each
+/// database's cache (2 MiB) stays as full as its project ever made it.
+pub fn limit_memory(bytes: i64) {
+    BUDGET.update(Some(bytes), 0);
 }
 
 /// Page cache during a burst of events, in KiB: the pages a 50,000-file
@@ -416,7 +462,9 @@ pub(crate) fn burst_begin(conn: &Connection) -> Result<i64> {
 pub(crate) fn bulk_end(conn: &Connection, cache_size: i64) -> Result<()> {
     let t0 = std::time::Instant::now();
     conn.wal_hook(Some(checkpoint_truncate));
+    let during: i64 = conn.pragma_query_value(None, "cache_size", |r| r.get(0))?;
     conn.pragma_update(None, "cache_size", cache_size)?;
+    BUDGET.update(None, during.min(0) << 10);
     conn.release_memory()?;
     if let Err(e) = conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE)") {
         tracing::debug!("wal checkpoint deferred: {e}");
@@ -532,6 +580,19 @@ mod tests {
         bulk_end(&conn, was).unwrap();
         assert_eq!(cache(&conn), before);
         assert_eq!(wal_len(), 0, "checkpointed and truncated");
+    }
+
+    /// A bulk mode's cache is granted on top of the budget while it lasts;
+    /// without a base there is no limit.
+    #[test]
+    fn the_memory_budget_grows_by_what_bulk_modes_hold() {
+        let b = Budget::new();
+        assert_eq!(b.update(None, 64 << 20), 0, "no base, no limit");
+        assert_eq!(b.update(Some(16 << 20), 0), 80 << 20);
+        assert_eq!(b.update(None, 16 << 20), 96 << 20);
+        assert_eq!(b.update(None, -(64 << 20)), 32 << 20);
+        assert_eq!(b.update(None, -(16 << 20)), 16 << 20);
+        assert_eq!(b.update(Some(0), 0), 0);
     }
 
     #[test]

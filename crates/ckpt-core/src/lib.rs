@@ -48,6 +48,7 @@ mod turns;
 
 pub use ckpt_types::names;
 pub use ckpt_types::names::{is_excluded_by_default, CACHE_TAG, IGNORE_FILE};
+pub use db::limit_memory;
 pub use error::{Error, ErrorKind, Result};
 pub use export::utc_fields;
 pub use export::{

@@ -31,6 +31,7 @@ struct Args {
 
 fn main() -> ExitCode {
     tune_malloc();
+    ckpt_core::limit_memory(SQLITE_MEMORY);
     raise_open_file_limit();
     let args = Args::parse();
     ckptd::init_logging(args.verbose);
@@ -51,6 +52,12 @@ fn main() -> ExitCode {
         }
     }
 }
+
+/// SQLite's memory across every project's database, page caches above all
+/// (see `limit_memory`): 20 projects under 50 clients grew the daemon by
+/// 24-26 MiB a minute without it and by 2-3 MiB with it, at the same turns
+/// a second; 32 MiB let it grow by 8.
+const SQLITE_MEMORY: i64 = 16 << 20;
 
 /// glibc gives each thread that allocates its own arena (up to 8 per core)
 /// and keeps freed memory in each: two arenas save up to ~12 MiB of peak
