@@ -40,6 +40,9 @@ const BURST_QUIET: Duration = Duration::from_millis(100);
 /// 0.2 GiB and 1.2x.
 const BURST_SETTLE: Duration = Duration::from_millis(300);
 
+/// How long events gather between batches outside a burst.
+const GATHER: Duration = Duration::from_millis(1);
+
 /// How often a project's retention policy is applied (after a batch of
 /// changes has been captured, never on a timer).
 const GC_INTERVAL: Duration = Duration::from_secs(3600);
@@ -213,11 +216,15 @@ impl ProjectHandle {
             if self.unavailable().is_none() {
                 self.maybe_gc();
             }
-            // Let events gather a little so batches are not one path each.
+            // Let events gather a little so batches are not one path each,
+            // unless a barrier waits for what came meanwhile.
             if burst.is_some() {
                 self.settle(BURST_SETTLE);
             } else {
-                std::thread::sleep(Duration::from_millis(1));
+                let _ = wait_until(&self.queue, &self.cond, Instant::now() + GATHER, |q| {
+                    let waited_for = q.draining > 0 && (q.has_paths() || !q.released.is_empty());
+                    (waited_for || q.stop).then_some(())
+                });
             }
         }
     }
