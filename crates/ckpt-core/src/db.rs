@@ -404,19 +404,26 @@ fn bulk_with_cache(conn: &Connection, kib: i64) -> Result<i64> {
 struct Budget {
     /// (base, granted), in bytes; base 0: no limit.
     bytes: std::sync::Mutex<(i64, i64)>,
+    /// Puts a limit in force.
+    apply: fn(i64),
 }
 
-static BUDGET: Budget = Budget::new();
+static BUDGET: Budget = Budget::new(|limit| {
+    // SAFETY: sets a process-wide setting; thread-safe in SQLite.
+    unsafe { rusqlite::ffi::sqlite3_soft_heap_limit64(limit) };
+});
 
 impl Budget {
-    const fn new() -> Budget {
+    const fn new(apply: fn(i64)) -> Budget {
         Budget {
             bytes: std::sync::Mutex::new((0, 0)),
+            apply,
         }
     }
 
     /// Sets the base (when given) and adds `grant` bytes to what is
-    /// granted (negative: gives them back); returns the limit now (0: none).
+    /// granted (negative: gives them back); returns the limit now in
+    /// force (0: none), applied under the lock, so in the updates' order.
     fn update(&self, base: Option<i64>, grant: i64) -> i64 {
         let mut b = self.bytes.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(base) = base {
@@ -424,11 +431,7 @@ impl Budget {
         }
         b.1 += grant;
         let limit = if b.0 > 0 { b.0 + b.1.max(0) } else { 0 };
-        if std::ptr::eq(self, &BUDGET) {
-            // SAFETY: sets a process-wide setting, thread-safe in SQLite
-            // (set under the lock, so two updates apply in their order).
-            unsafe { rusqlite::ffi::sqlite3_soft_heap_limit64(limit) };
-        }
+        (self.apply)(limit);
         limit
     }
 }
@@ -586,7 +589,7 @@ mod tests {
     /// without a base there is no limit.
     #[test]
     fn the_memory_budget_grows_by_what_bulk_modes_hold() {
-        let b = Budget::new();
+        let b = Budget::new(|_| {});
         assert_eq!(b.update(None, 64 << 20), 0, "no base, no limit");
         assert_eq!(b.update(Some(16 << 20), 0), 80 << 20);
         assert_eq!(b.update(None, 16 << 20), 96 << 20);
