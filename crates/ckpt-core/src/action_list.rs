@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 use crate::error::{Error, IoContext, Result};
 use crate::model::{Action, ActionCounts, PlanWindow};
 use crate::relpath::{self, RelPath};
-use crate::state::{Hash, State};
+use crate::state::{self, State};
 
 /// Where an [`ActionList`] goes past its window, and the window.
 #[derive(Clone, Debug, Default)]
@@ -359,26 +359,17 @@ fn put_bytes(out: &mut Vec<u8>, bytes: &[u8]) {
     out.extend_from_slice(bytes);
 }
 
+/// A state as the database's columns hold it (`state::encode`).
 fn put_state(out: &mut Vec<u8>, s: &State) {
-    match s {
-        State::Absent => out.push(0),
-        State::File { hash, size, mode } => {
+    let (kind, mode, data, size) = state::encode(s);
+    out.push(kind as u8);
+    out.extend_from_slice(&(mode as u32).to_le_bytes());
+    out.extend_from_slice(&size.to_le_bytes());
+    match data {
+        None => out.push(0),
+        Some(data) => {
             out.push(1);
-            out.extend_from_slice(&hash.0);
-            out.extend_from_slice(&size.to_le_bytes());
-            out.extend_from_slice(&mode.to_le_bytes());
-        }
-        State::Dir { mode } => {
-            out.push(2);
-            out.extend_from_slice(&mode.to_le_bytes());
-        }
-        State::Symlink { target } => {
-            out.push(3);
-            put_bytes(out, target);
-        }
-        State::Skipped { reason } => {
-            out.push(4);
-            put_bytes(out, reason.as_bytes());
+            put_bytes(out, &data);
         }
     }
 }
@@ -416,29 +407,15 @@ impl Reader<'_> {
     }
 
     fn state(&mut self) -> Result<State> {
-        Ok(match self.take(1)?[0] {
-            0 => State::Absent,
-            1 => {
-                let hash = Hash(self.take(32)?.try_into().expect("32 bytes"));
-                let size = u64::from_le_bytes(self.take(8)?.try_into().expect("8 bytes"));
-                State::File {
-                    hash,
-                    size,
-                    mode: self.u32()?,
-                }
-            }
-            2 => State::Dir { mode: self.u32()? },
-            3 => State::Symlink {
-                target: self.bytes()?,
-            },
-            4 => State::Skipped {
-                reason: String::from_utf8_lossy(&self.bytes()?).into_owned(),
-            },
-            k => {
-                return Err(Error::Corrupt(format!(
-                    "a rewind's spilled actions hold state kind {k}"
-                )))
-            }
+        let kind = self.take(1)?[0];
+        let mode = self.u32()?;
+        let size = i64::from_le_bytes(self.take(8)?.try_into().expect("8 bytes"));
+        let data = match self.take(1)?[0] {
+            0 => None,
+            _ => Some(self.bytes()?),
+        };
+        state::decode(kind.into(), mode.into(), data, size).ok_or_else(|| {
+            Error::Corrupt(format!("a rewind's spilled actions hold state kind {kind}"))
         })
     }
 }
@@ -462,7 +439,7 @@ fn decode_block(bytes: &[u8]) -> Result<Vec<Action>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::state::HashOf;
+    use crate::state::{Hash, HashOf};
 
     fn action(i: usize) -> Action {
         let path = RelPath::new(format!("d{}/f{i:05}", i % 3)).unwrap();
