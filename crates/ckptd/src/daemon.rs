@@ -10,6 +10,7 @@ use ckpt_core::{Options, Project, RelPath};
 use ckpt_proto::{ErrorKind, WirePath};
 use sha2::Digest;
 
+use crate::admission::Admission;
 use crate::backend::Shape;
 use crate::barrier::{self, BarrierConfig, BarrierOutcome};
 use crate::config::Config;
@@ -42,6 +43,8 @@ pub struct Daemon {
     registered_cv: Condvar,
     /// Closes what rewinds removed.
     pub freer: Freer,
+    /// How many requests are handled at once, and who is next.
+    pub admission: Admission,
 }
 
 /// The store id of a root: the first 16 hex digits of SHA-256 of its
@@ -64,6 +67,7 @@ pub fn core_options(hooks: &TestHooks, freer: &Freer) -> Options {
 pub fn barrier(d: &Daemon, h: &ProjectHandle) -> ReqResult<BarrierOutcome> {
     let cfg = BarrierConfig {
         cookie_dir: d.barrier.cookie_dir.clone(),
+        reader: d.barrier.reader.clone(),
         // The project's `barrier.timeout_ms`.
         timeout: h.settings().barrier_timeout(),
         quiet: d.barrier.quiet,
@@ -82,6 +86,7 @@ impl Daemon {
         );
         let barrier = BarrierConfig {
             cookie_dir: watcher.cookie_dir().map(Path::to_path_buf),
+            reader: watcher.queue_reader(),
             timeout: config.barrier_timeout,
             quiet: (watcher.shape() == Some(Shape::Recursive)).then_some(barrier::QUIET_WINDOW),
         };
@@ -100,6 +105,7 @@ impl Daemon {
             registered: Mutex::new(false),
             registered_cv: Condvar::new(),
             freer: Freer::new(),
+            admission: Admission::for_this_machine(),
         })
     }
 

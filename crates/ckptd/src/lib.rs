@@ -19,6 +19,7 @@
 // own: (test_hooks, shape, config, error, lock, mutex, pathmap, socket) < cookie <
 // backend < project < registry < router < watcher < barrier < daemon <
 // handlers < server.
+mod admission;
 mod backend;
 mod barrier;
 mod config;

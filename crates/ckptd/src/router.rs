@@ -9,7 +9,7 @@
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use ckpt_core::names::{is_excluded_by_default, is_internal_name};
 use ckpt_core::RelPath;
@@ -17,12 +17,16 @@ use notify::event::{AccessKind, AccessMode, CreateKind, ModifyKind, RenameMode};
 
 use crate::backend::{self, Event, EventKind};
 use crate::cookie;
+use crate::mutex::lock;
 use crate::project::{DegradedReason, ProjectHandle};
 use crate::registry::Registry;
 
 pub struct Router {
     registry: Arc<Registry>,
     cookie_dir: PathBuf,
+    /// Projects whose worker or barriers are to be woken once the events
+    /// read are handed on ([`Router::wake`]).
+    to_wake: Mutex<Vec<Arc<ProjectHandle>>>,
 }
 
 impl Router {
@@ -30,7 +34,26 @@ impl Router {
         Router {
             registry,
             cookie_dir,
+            to_wake: Mutex::new(Vec::new()),
         }
+    }
+
+    /// Wakes the workers and barriers of the projects the events handed
+    /// on since the last call concern. Called by the backend once it has
+    /// let its queue go: a thread woken while the reader holds it may take
+    /// the reader's core, and every barrier waiting to read stalls behind
+    /// it.
+    pub fn wake(&self) {
+        let mut to_wake = std::mem::take(&mut *lock(&self.to_wake));
+        to_wake.sort_unstable_by_key(Arc::as_ptr);
+        to_wake.dedup_by(|a, b| Arc::ptr_eq(a, b));
+        for h in to_wake {
+            h.wake();
+        }
+    }
+
+    fn wake_later(&self, h: Arc<ProjectHandle>) {
+        lock(&self.to_wake).push(h);
     }
 
     pub fn handle(&self, res: backend::Result<Event>) {
@@ -64,7 +87,9 @@ impl Router {
             if dir == self.cookie_dir.as_os_str().as_bytes() {
                 if let EventKind::Create(_) = &event.kind {
                     if let Some(h) = cookie::project_of(name).and_then(|id| self.registry.get(id)) {
-                        h.cookie_arrived(name);
+                        if h.cookie_arrived(name) {
+                            self.wake_later(h);
+                        }
                     }
                 }
                 continue;
@@ -154,7 +179,9 @@ impl Router {
             return;
         }
         if let Ok(rel) = RelPath::new(rel) {
-            h.enqueue(rel, recheck);
+            if h.enqueue(rel, recheck) {
+                self.wake_later(h);
+            }
         }
     }
 }
@@ -178,6 +205,25 @@ mod tests {
         let mut v: Vec<String> = h.queue().pending.iter().map(|p| p.display()).collect();
         v.sort();
         v
+    }
+
+    /// The worker an event calls for is woken once the read is over
+    /// (`wake`), not while the reader holds the watcher's queue.
+    #[test]
+    fn wakes_the_worker_only_once_the_read_is_over() {
+        let (_t, _r, h, router) = setup();
+        h.spawn_worker();
+        std::fs::write(h.root.join("f"), "1").unwrap();
+        // Long enough for the worker to wait for paths, unwoken.
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let modify = EventKind::Modify(ModifyKind::Any);
+        router.handle(Ok(Event::new(modify).add_path(h.root.join("f"))));
+        let seq = h.queue().enqueued;
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        assert!(h.queue().processed < seq, "woken before the read was over");
+        router.wake();
+        assert!(h.wait_processed(seq, std::time::Duration::from_secs(30)));
+        h.stop_worker();
     }
 
     #[test]

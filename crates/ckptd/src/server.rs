@@ -5,8 +5,9 @@
 //! between requests gives its thread back and waits on the runtime's IO
 //! driver (parked), so idle clients cannot starve the others.
 
+use std::panic::AssertUnwindSafe;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use ckpt_proto::{
@@ -20,48 +21,127 @@ use crate::error::panic_message;
 use crate::handlers;
 use crate::socket;
 
-/// Accepts until `shutdown` resolves, on a thread of its own: the kernel
-/// wakes that thread directly, where an async accept first wakes the
-/// runtime's IO driver, then the task. Each connection is served on a
-/// thread of the runtime's blocking pool while it talks.
+/// Accepts until `shutdown` resolves. Each connection is served on the
+/// thread that accepted it ([`Acceptors`]).
 pub async fn accept_loop(
     listener: Listener,
     socket: PathBuf,
     d: Arc<Daemon>,
     shutdown: impl std::future::Future<Output = ()>,
 ) {
-    let stopping = Arc::new(AtomicBool::new(false));
-    let rt = tokio::runtime::Handle::current();
-    let stop = Arc::clone(&stopping);
-    let spawned = std::thread::Builder::new()
-        .name("ckptd-accept".into())
-        .spawn(move || {
-            for conn in listener.incoming() {
-                if stop.load(Ordering::Acquire) {
-                    return;
-                }
-                match conn {
-                    Ok(stream) => {
-                        let d = Arc::clone(&d);
-                        rt.spawn_blocking(move || serve_connection(stream, d));
-                    }
-                    Err(e) => {
-                        tracing::warn!(error = %e, "accept failed");
-                        // Out of file descriptors and the like: do not spin.
-                        std::thread::sleep(std::time::Duration::from_millis(50));
-                    }
-                }
-            }
-        });
-    if let Err(e) = spawned {
-        tracing::error!(error = %e, "cannot start the accept thread");
+    let acceptors = Arc::new(Acceptors {
+        listener,
+        d,
+        rt: tokio::runtime::Handle::current(),
+        stopping: AtomicBool::new(false),
+        idle: AtomicUsize::new(0),
+        alive: AtomicUsize::new(0),
+    });
+    if !acceptors.start() {
         return;
     }
     shutdown.await;
-    stopping.store(true, Ordering::Release);
-    // Wake the blocked accept so the thread sees the flag and drops the
-    // listener.
-    let _ = socket::connect(&socket);
+    acceptors.stopping.store(true, Ordering::Release);
+    // Wake each waiting acceptor so it sees the flag; one more for one
+    // that is about to wait.
+    for _ in 0..=acceptors.idle.load(Ordering::Acquire) {
+        let _ = socket::connect(&socket);
+    }
+}
+
+/// Threads that each wait in `accept` and serve the connection they
+/// took, then wait again. One accept thread handing every connection to
+/// the blocking pool was a hand-off per call, and on two saturated cores
+/// that thread waited for a core 0.8 s of every second, every call behind
+/// it. A new acceptor starts when the last waiting one takes a
+/// connection; past [`IDLE_ACCEPTORS`] waiting, one that finishes ends.
+struct Acceptors {
+    listener: Listener,
+    d: Arc<Daemon>,
+    rt: tokio::runtime::Handle,
+    stopping: AtomicBool,
+    /// Acceptors waiting in `accept` (or about to).
+    idle: AtomicUsize,
+    /// Acceptor threads running.
+    alive: AtomicUsize,
+}
+
+/// Most acceptors left waiting: enough for a burst of hook calls without
+/// starting threads, few enough to cost nothing idle.
+const IDLE_ACCEPTORS: usize = 16;
+
+/// Most acceptor threads (tokio's blocking pool's default): past it a
+/// connection waits for one to finish or park its silent connection.
+const MAX_ACCEPTORS: usize = 512;
+
+impl Acceptors {
+    /// Starts an acceptor; false at [`MAX_ACCEPTORS`] or if no thread
+    /// could be started.
+    fn start(self: &Arc<Self>) -> bool {
+        if self.alive.fetch_add(1, Ordering::AcqRel) >= MAX_ACCEPTORS {
+            self.alive.fetch_sub(1, Ordering::AcqRel);
+            return false;
+        }
+        self.idle.fetch_add(1, Ordering::AcqRel);
+        let me = Arc::clone(self);
+        match std::thread::Builder::new()
+            .name("ckptd-accept".into())
+            .spawn(move || me.run())
+        {
+            Ok(_) => true,
+            Err(e) => {
+                self.idle.fetch_sub(1, Ordering::AcqRel);
+                self.alive.fetch_sub(1, Ordering::AcqRel);
+                tracing::error!(error = %e, "cannot start an accept thread");
+                false
+            }
+        }
+    }
+
+    fn run(self: Arc<Self>) {
+        // Parked connections are watched by the runtime (see `park`).
+        let _rt = self.rt.enter();
+        self.accept_and_serve();
+        self.alive.fetch_sub(1, Ordering::AcqRel);
+    }
+
+    fn accept_and_serve(self: &Arc<Self>) {
+        loop {
+            if self.stopping.load(Ordering::Acquire) {
+                return;
+            }
+            let conn = self.listener.accept();
+            let idle = self.idle.fetch_sub(1, Ordering::AcqRel) - 1;
+            if self.stopping.load(Ordering::Acquire) {
+                return;
+            }
+            if idle == 0 {
+                // Someone keeps accepting while this one serves (or,
+                // with no thread to be had, this one after serving).
+                self.start();
+            }
+            match conn {
+                Ok(stream) => {
+                    let d = Arc::clone(&self.d);
+                    let served = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                        serve_connection(stream, d);
+                    }));
+                    if let Err(p) = served {
+                        tracing::error!(panic = %panic_message(p.as_ref()), "serving a connection");
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "accept failed");
+                    // Out of file descriptors and the like: do not spin.
+                    std::thread::sleep(std::time::Duration::from_millis(50));
+                }
+            }
+            if self.idle.load(Ordering::Acquire) >= IDLE_ACCEPTORS {
+                return;
+            }
+            self.idle.fetch_add(1, Ordering::AcqRel);
+        }
+    }
 }
 
 /// How long a connection may be silent before its next request and keep
@@ -75,7 +155,7 @@ const IDLE: std::time::Duration = std::time::Duration::from_millis(100);
 /// client that stops mid-frame is dropped, not waited for.
 const MID_FRAME: std::time::Duration = std::time::Duration::from_secs(30);
 
-/// Serves one connection on a blocking thread: reading, handling and
+/// Serves one connection on the calling thread: reading, handling and
 /// answering a request on the same thread spares each call two thread
 /// hand-offs (a `ckptctl` call is a few milliseconds, mostly process
 /// start-up, so every hop shows).
@@ -146,6 +226,7 @@ fn serve(mut stream: Stream, d: Arc<Daemon>, mut greeted: Option<Greeted>) {
                 .then(|| socket::duplicate(&stream).ok())
                 .flatten();
             let at_once = d.config.hooks.progress_at_once();
+            let _admitted = d.admission.enter();
             crate::progress::while_handling(out, at_once, || handle(&d, req))
         } else {
             let progress = matches!(req, Request::Hello { progress: true, .. });
@@ -214,7 +295,7 @@ fn release_freed_memory() {
 
 /// Runs a handler; a panic becomes an error reply and the daemon stays up.
 fn handle(d: &Arc<Daemon>, req: Request) -> Response {
-    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handlers::handle(d, req))) {
+    match std::panic::catch_unwind(AssertUnwindSafe(|| handlers::handle(d, req))) {
         Ok(r) => r,
         Err(p) => error(
             ErrorKind::Internal,

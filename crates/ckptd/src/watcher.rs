@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::backend::{Backend, Shape, WatchFailure};
+use crate::backend::{Backend, QueueReader, Shape, WatchFailure};
 use crate::cookie;
 use crate::project::{DegradedReason, ProjectHandle};
 use crate::registry::Registry;
@@ -33,8 +33,13 @@ impl Watcher {
         let prepared =
             cookie::prepare_dir(&cookie_dir).and_then(|()| std::fs::canonicalize(&cookie_dir));
         let cookie_dir = prepared.as_ref().map_or(cookie_dir, Clone::clone);
-        let router = Router::new(registry, cookie_dir.clone());
-        let backend = match Backend::start(shape, move |res| router.handle(res)) {
+        let router = Arc::new(Router::new(registry, cookie_dir.clone()));
+        let woken = Arc::clone(&router);
+        let backend = match Backend::start(
+            shape,
+            move |res| router.handle(res),
+            move || woken.wake(),
+        ) {
             Ok(b) => Some(Arc::new(b)),
             Err(e) => {
                 tracing::error!(error = %e, "cannot start the file watcher; capture falls back to scans");
@@ -70,6 +75,11 @@ impl Watcher {
     /// The kernel watches held in all, where the backend counts them.
     pub fn watch_count(&self) -> Option<u64> {
         self.backend.as_ref().map_or(Some(0), |b| b.watch_count())
+    }
+
+    /// Reads the event queue on a barrier's thread, where the backend can.
+    pub fn queue_reader(&self) -> Option<QueueReader> {
+        self.backend.as_ref().and_then(|b| b.queue_reader())
     }
 
     /// The watched directory where barriers create their cookies.

@@ -8,10 +8,10 @@
 use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::io;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, TryLockError};
 use std::time::{Duration, Instant};
 
 use inotify::{EventMask, WatchDescriptor, WatchMask, Watches};
@@ -82,70 +82,162 @@ impl Map {
 
 pub struct Inotify {
     map: Arc<Mutex<Map>>,
+    reader: QueueReader,
     stop: Arc<AtomicBool>,
     /// Wakes the event thread to stop.
     wake: OwnedFd,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
+/// Reads the kernel's queue and hands each event on, in order: on the
+/// event thread, or on a barrier's thread that would otherwise wait for it
+/// (see [`QueueReader`]). One at a time, so the order holds.
+struct Reader {
+    inotify: inotify::Inotify,
+    buf: Vec<u8>,
+    map: Arc<Mutex<Map>>,
+    handler: Box<dyn FnMut(notify::Result<Event>) + Send>,
+}
+
+impl Reader {
+    /// Reads what is queued now and hands it on: the number of kernel
+    /// events read (0: none was queued). A failed instance is reported to
+    /// the handler, and then as `Err`: nothing more can be read.
+    fn read(&mut self) -> Result<usize, ()> {
+        let Reader {
+            inotify,
+            buf,
+            map,
+            handler,
+        } = self;
+        let events = match inotify.read_events(buf) {
+            Ok(events) => events,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(0),
+            Err(e) => {
+                handler(Err(notify::Error::io(e)));
+                return Err(());
+            }
+        };
+        let mut read = 0;
+        for ev in events {
+            read += 1;
+            for out in translate(map, ev.wd, ev.mask, ev.name) {
+                handler(Ok(out));
+            }
+        }
+        Ok(read)
+    }
+}
+
+/// Reads the queue on the caller's thread. Under load the event thread
+/// waited for a core most of the time (on two saturated cores, 0.9 s of
+/// every second), and each barrier with it; the barrier's own thread is
+/// already running.
+#[derive(Clone)]
+pub struct QueueReader {
+    reader: Arc<Mutex<Reader>>,
+    after_read: Arc<dyn Fn() + Send + Sync + std::panic::RefUnwindSafe>,
+}
+
+impl QueueReader {
+    /// Reads and hands on what is queued until the queue is empty, unless
+    /// another thread is reading it (false): that one reads it empty.
+    pub fn try_read_all(&self) -> bool {
+        let mut reader = match self.reader.try_lock() {
+            Ok(reader) => reader,
+            Err(TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(TryLockError::WouldBlock) => return false,
+        };
+        // Bounded: a flood of events is the event thread's to read.
+        for _ in 0..READS_AT_MOST {
+            if !matches!(reader.read(), Ok(n) if n > 0) {
+                break;
+            }
+        }
+        drop(reader);
+        (self.after_read)();
+        true
+    }
+}
+
+/// Most reads [`QueueReader::try_read_all`] makes: each takes up to a
+/// buffer's worth (64 KiB, some 2,000 events), more than the kernel's
+/// default queue (16,384 events).
+const READS_AT_MOST: usize = 16;
+
 impl Inotify {
-    /// Starts the event thread; `handler` gets every event, in order.
+    /// Starts the event thread; `handler` gets every event, in order, and
+    /// `after_read` is called after each read, once the queue is let go.
     pub fn new(
-        mut handler: impl FnMut(notify::Result<Event>) + Send + 'static,
+        handler: impl FnMut(notify::Result<Event>) + Send + 'static,
+        after_read: impl Fn() + Send + Sync + std::panic::RefUnwindSafe + 'static,
     ) -> io::Result<Inotify> {
-        let mut inotify = inotify::Inotify::init()?;
+        let inotify = inotify::Inotify::init()?;
         let map = Arc::new(Mutex::new(Map {
             watches: inotify.watches(),
             by_path: PathMap::default(),
             by_wd: HashMap::new(),
         }));
+        // Polled by the event thread, which holds the reader that owns it.
+        let queue = inotify.as_fd().as_raw_fd();
+        let reader = Arc::new(Mutex::new(Reader {
+            inotify,
+            buf: vec![0u8; 64 << 10],
+            map: Arc::clone(&map),
+            handler: Box::new(handler),
+        }));
         let stop = Arc::new(AtomicBool::new(false));
         let wake = rustix::event::eventfd(0, rustix::event::EventfdFlags::CLOEXEC)?;
-        let (map2, stop2, wake2) = (Arc::clone(&map), Arc::clone(&stop), wake.try_clone()?);
+        let queue_reader = QueueReader {
+            reader,
+            after_read: Arc::new(after_read),
+        };
+        let (reader, stop2, wake2) = (queue_reader.clone(), Arc::clone(&stop), wake.try_clone()?);
         let thread = std::thread::Builder::new()
             .name("ckpt-inotify".into())
             .spawn(move || {
-                let mut buf = vec![0u8; 64 << 10];
+                // SAFETY: `reader` owns the instance and lives as long as
+                // this thread (a second descriptor would show its watches
+                // twice in /proc).
+                let queue = unsafe { BorrowedFd::borrow_raw(queue) };
                 let mut pace = Pace::default();
                 loop {
                     let mut fds = [
-                        rustix::event::PollFd::new(&inotify, rustix::event::PollFlags::IN),
+                        rustix::event::PollFd::new(&queue, rustix::event::PollFlags::IN),
                         rustix::event::PollFd::new(&wake2, rustix::event::PollFlags::IN),
                     ];
                     match rustix::event::poll(&mut fds, None) {
                         Ok(_) | Err(rustix::io::Errno::INTR) => {}
                         Err(e) => {
-                            handler(Err(notify::Error::io(e.into())));
+                            (lock(&reader.reader).handler)(Err(notify::Error::io(e.into())));
                             return;
                         }
                     }
                     if stop2.load(Ordering::Acquire) {
                         return;
                     }
-                    let events = match inotify.read_events(&mut buf) {
-                        Ok(events) => events,
-                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
-                        Err(e) => {
-                            handler(Err(notify::Error::io(e)));
-                            return;
-                        }
-                    };
-                    let mut read = 0;
-                    for ev in events {
-                        read += 1;
-                        for out in translate(&map2, ev.wd, ev.mask, ev.name) {
-                            handler(Ok(out));
-                        }
+                    let read = lock(&reader.reader).read();
+                    (reader.after_read)();
+                    match read {
+                        // A barrier read them first.
+                        Ok(0) => {}
+                        Ok(read) => pace.after_read(read),
+                        Err(()) => return,
                     }
-                    pace.after_read(read);
                 }
             })?;
         Ok(Inotify {
             map,
+            reader: queue_reader,
             stop,
             wake,
             thread: Some(thread),
         })
+    }
+
+    /// Reads the queue on a caller's thread.
+    pub fn queue_reader(&self) -> QueueReader {
+        self.reader.clone()
     }
 
     /// Watches one directory (not its subdirectories).
@@ -358,9 +450,12 @@ mod tests {
         let t = tempfile::tempdir().unwrap();
         let root = t.path().canonicalize().unwrap();
         let (tx, rx) = mpsc::channel();
-        let w = Inotify::new(move |res: notify::Result<Event>| {
-            let _ = tx.send(res.unwrap());
-        })
+        let w = Inotify::new(
+            move |res: notify::Result<Event>| {
+                let _ = tx.send(res.unwrap());
+            },
+            || {},
+        )
         .unwrap();
         w.watch_dir(&root).unwrap();
         let n = 3000;
@@ -380,6 +475,96 @@ mod tests {
         assert!(got.iter().all(|e| !e.need_rescan()), "the queue overflowed");
     }
 
+    /// Read by the event thread and by barriers at once, a stream still
+    /// arrives whole and in order, and every read is followed by
+    /// `after_read`.
+    #[test]
+    fn a_stream_read_by_callers_and_the_thread_arrives_whole_and_in_order() {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().canonicalize().unwrap();
+        let (tx, rx) = mpsc::channel();
+        let after = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let after2 = Arc::clone(&after);
+        let w = Inotify::new(
+            move |res: notify::Result<Event>| {
+                let _ = tx.send(res.unwrap());
+            },
+            move || {
+                after2.fetch_add(1, Ordering::SeqCst);
+            },
+        )
+        .unwrap();
+        w.watch_dir(&root).unwrap();
+        let done = Arc::new(AtomicBool::new(false));
+        let readers: Vec<_> = (0..3)
+            .map(|_| {
+                let (reader, done) = (w.queue_reader(), Arc::clone(&done));
+                std::thread::spawn(move || {
+                    let mut read = 0;
+                    while !done.load(Ordering::SeqCst) {
+                        read += usize::from(reader.try_read_all());
+                    }
+                    read
+                })
+            })
+            .collect();
+        let n = 3000;
+        for i in 0..n {
+            std::fs::write(root.join(format!("f{i}")), "x").unwrap();
+        }
+        let close = EventKind::Access(AccessKind::Close(AccessMode::Write));
+        let last = root.join(format!("f{}", n - 1));
+        let got = collect(&rx, |e| has(e, close, &last));
+        done.store(true, Ordering::SeqCst);
+        let callers_read: usize = readers.into_iter().map(|r| r.join().unwrap()).sum();
+        let closed: Vec<&PathBuf> = got
+            .iter()
+            .filter(|e| e.kind == close)
+            .map(|e| &e.paths[0])
+            .collect();
+        let want: Vec<PathBuf> = (0..n).map(|i| root.join(format!("f{i}"))).collect();
+        assert_eq!(closed, want.iter().collect::<Vec<_>>());
+        assert!(got.iter().all(|e| !e.need_rescan()), "the queue overflowed");
+        assert!(callers_read > 0);
+        assert!(after.load(Ordering::SeqCst) >= callers_read);
+    }
+
+    /// A caller's read hands what is queued on, on the caller's thread
+    /// (here with the event thread stopped); while another thread reads,
+    /// it leaves the queue to that one.
+    #[test]
+    fn a_caller_reads_the_queue_on_its_own_thread_unless_another_does() {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().canonicalize().unwrap();
+        let (tx, rx) = mpsc::channel();
+        let mut w = Inotify::new(
+            move |res: notify::Result<Event>| {
+                let _ = tx.send((std::thread::current().id(), res.unwrap()));
+            },
+            || {},
+        )
+        .unwrap();
+        w.watch_dir(&root).unwrap();
+        w.stop.store(true, Ordering::Release);
+        rustix::io::write(w.wake.as_fd(), &1u64.to_ne_bytes()).unwrap();
+        w.thread.take().unwrap().join().unwrap();
+
+        std::fs::write(root.join("f"), "x").unwrap();
+        let reader = w.queue_reader();
+        let held = lock(&reader.reader);
+        assert!(!reader.try_read_all(), "another thread is reading");
+        drop(held);
+        assert!(rx.try_recv().is_err(), "nothing was read");
+        assert!(reader.try_read_all());
+        let got: Vec<_> = rx.try_iter().collect();
+        let me = std::thread::current().id();
+        assert!(
+            got.iter()
+                .any(|(id, e)| *id == me && e.paths == [root.join("f")]),
+            "{got:?}"
+        );
+    }
+
     #[test]
     fn reports_changes_by_path_and_forgets_a_moved_directory_with_its_subtree() {
         let t = tempfile::tempdir().unwrap();
@@ -388,9 +573,12 @@ mod tests {
             std::fs::create_dir_all(root.join(d)).unwrap();
         }
         let (tx, rx) = mpsc::channel();
-        let w = Inotify::new(move |res: notify::Result<Event>| {
-            let _ = tx.send(res.unwrap());
-        })
+        let w = Inotify::new(
+            move |res: notify::Result<Event>| {
+                let _ = tx.send(res.unwrap());
+            },
+            || {},
+        )
         .unwrap();
         for d in ["", "a", "a/b", "a/b/c", "a-b", "ab"] {
             w.watch_dir(&root.join(d)).unwrap();

@@ -43,17 +43,38 @@ enum Imp {
 pub struct Backend {
     shape: Shape,
     inner: Mutex<Option<Imp>>,
+    /// Outside `inner`: what a read hands on may watch or unwatch.
+    reader: Option<QueueReader>,
+}
+
+/// Reads the watcher's queue on the caller's thread (inotify only; a
+/// recursive backend's events come on its own thread).
+#[cfg(target_os = "linux")]
+pub use inotify::QueueReader;
+#[cfg(not(target_os = "linux"))]
+#[derive(Clone)]
+pub enum QueueReader {}
+#[cfg(not(target_os = "linux"))]
+impl QueueReader {
+    pub fn try_read_all(&self) -> bool {
+        match *self {}
+    }
 }
 
 impl Backend {
-    /// Starts the backend's thread; `handler` gets every event, in order.
+    /// Starts the backend's thread; `handler` gets every event, in order,
+    /// and `after_read` is called after each read of events, once the
+    /// backend has let its queue go.
     pub fn start(
         shape: Shape,
-        handler: impl FnMut(Result<Event>) + Send + 'static,
+        mut handler: impl FnMut(Result<Event>) + Send + 'static,
+        after_read: impl Fn() + Send + Sync + std::panic::RefUnwindSafe + 'static,
     ) -> Result<Backend> {
         let imp = match shape {
             #[cfg(target_os = "linux")]
-            Shape::PerDirectory => Imp::Dirs(inotify::Inotify::new(handler).map_err(Error::io)?),
+            Shape::PerDirectory => {
+                Imp::Dirs(inotify::Inotify::new(handler, after_read).map_err(Error::io)?)
+            }
             #[cfg(not(target_os = "linux"))]
             Shape::PerDirectory => return Err(Error::generic("no per-directory watcher here")),
             Shape::Recursive => {
@@ -65,13 +86,27 @@ impl Backend {
                 let config = notify::Config::default()
                     .with_follow_symlinks(false)
                     .with_event_kinds(EventKindMask::CORE | EventKindMask::ACCESS_CLOSE);
-                Imp::Tree(TreeWatcher::new(handler, config)?)
+                let each = move |res| {
+                    handler(res);
+                    after_read();
+                };
+                Imp::Tree(TreeWatcher::new(each, config)?)
             }
+        };
+        let reader = match &imp {
+            #[cfg(target_os = "linux")]
+            Imp::Dirs(w) => Some(w.queue_reader()),
+            Imp::Tree(_) => None,
         };
         Ok(Backend {
             shape,
             inner: Mutex::new(Some(imp)),
+            reader,
         })
+    }
+
+    pub fn queue_reader(&self) -> Option<QueueReader> {
+        self.reader.clone()
     }
 
     pub fn shape(&self) -> Shape {

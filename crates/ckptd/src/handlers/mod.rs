@@ -1,7 +1,7 @@
 //! Request handlers, one file each, behind one central `match`: each takes
 //! its request whole, and the barrier its request declares ([`Gate`]). Handlers are
-//! synchronous: the server runs them on the blocking pool, so one project's
-//! long call never holds up another project or `status`.
+//! synchronous: the server runs each on its connection's own thread, so
+//! one project's long call never holds up another project or `status`.
 
 use std::sync::Arc;
 

@@ -78,7 +78,10 @@ impl Queue {
 }
 
 impl ProjectHandle {
-    pub fn enqueue(&self, path: RelPath, recheck_at_cookie: bool) {
+    /// Queues a path for the worker; true when a [`Self::wake`] is due
+    /// (the router wakes once it has let the watcher's queue go).
+    #[must_use]
+    pub fn enqueue(&self, path: RelPath, recheck_at_cookie: bool) -> bool {
         let mut q = lock(&self.queue);
         if recheck_at_cookie {
             q.recheck.insert(path.clone());
@@ -95,9 +98,19 @@ impl ProjectHandle {
         }
         q.enqueued += 1;
         q.last_event = Some(Instant::now());
-        drop(q);
-        if wake {
-            self.cond.notify_all();
+        wake
+    }
+
+    /// Wakes whoever waits on the queue: the worker, barriers.
+    pub fn wake(&self) {
+        self.cond.notify_all();
+    }
+
+    /// Queues a path and wakes the worker if it waits, as the router does.
+    #[cfg(test)]
+    pub fn enqueue_now(&self, path: RelPath, recheck_at_cookie: bool) {
+        if self.enqueue(path, recheck_at_cookie) {
+            self.wake();
         }
     }
 
@@ -134,11 +147,13 @@ impl ProjectHandle {
     }
 
     /// A cookie's event came through the watcher: it marks the queue
-    /// position a barrier waits for, and releases the rechecks.
-    pub fn cookie_arrived(&self, name: &OsStr) {
+    /// position a barrier waits for, and releases the rechecks. True when
+    /// a [`Self::wake`] is due, as for [`Self::enqueue`].
+    #[must_use]
+    pub fn cookie_arrived(&self, name: &OsStr) -> bool {
         let mut q = lock(&self.queue);
         if !q.cookies_expected.remove(name) {
-            return;
+            return false;
         }
         let recheck = std::mem::take(&mut q.recheck);
         for p in recheck {
@@ -147,8 +162,17 @@ impl ProjectHandle {
         }
         let seq = q.enqueued;
         q.cookies_seen.insert(name.to_os_string(), seq);
-        drop(q);
-        self.cond.notify_all();
+        true
+    }
+
+    /// Whether the cookie's event comes within `timeout`; it stays for
+    /// [`Self::wait_cookie`] to take.
+    pub fn cookie_came_within(&self, name: &OsStr, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        wait_until(&self.queue, &self.cond, deadline, |q| {
+            q.cookies_seen.contains_key(name).then_some(())
+        })
+        .is_ok()
     }
 
     /// Waits for the cookie's event; returns the queue position it marks,
@@ -243,7 +267,7 @@ mod tests {
         h.queue().pending_max = 2;
         let rel = |p: &str| RelPath::new(p).unwrap();
         for p in ["a/1", "a/2", "a/1", "a/3", "b/c/4", "top", "b/c/5"] {
-            h.enqueue(rel(p), false);
+            h.enqueue_now(rel(p), false);
         }
         let q = h.queue();
         let mut pending: Vec<_> = q.pending.iter().map(|p| p.display()).collect();
@@ -266,7 +290,7 @@ mod tests {
         assert_eq!(h.wait_quiet(quiet, Duration::from_secs(5)), 0);
         assert!(start.elapsed() < quiet, "nothing queued: no wait");
 
-        h.enqueue(RelPath::new("a").unwrap(), false);
+        h.enqueue_now(RelPath::new("a").unwrap(), false);
         let queued = Instant::now();
         assert_eq!(h.wait_quiet(quiet, Duration::from_secs(5)), 1);
         assert!(queued.elapsed() >= quiet);
@@ -276,11 +300,11 @@ mod tests {
         let stop2 = std::sync::Arc::clone(&stop);
         let writer = std::thread::spawn(move || {
             while !stop2.load(std::sync::atomic::Ordering::Relaxed) {
-                busy.enqueue(RelPath::new("b").unwrap(), false);
+                busy.enqueue_now(RelPath::new("b").unwrap(), false);
                 std::thread::sleep(Duration::from_millis(10));
             }
         });
-        h.enqueue(RelPath::new("b").unwrap(), false);
+        h.enqueue_now(RelPath::new("b").unwrap(), false);
         let start = Instant::now();
         h.wait_quiet(quiet, Duration::from_millis(400));
         let waited = start.elapsed();

@@ -346,7 +346,7 @@ mod tests {
             let t = tempfile::tempdir().unwrap();
             let h = crate::project::for_test(t.path());
             let root = h.root.clone();
-            let backend = Arc::new(Backend::start(shape, |_| {}).unwrap());
+            let backend = Arc::new(Backend::start(shape, |_| {}, || {}).unwrap());
             h.start_watching(&backend);
             for d in ["new/sub", "new/node_modules/m", "new/tagged/in"] {
                 std::fs::create_dir_all(root.join(d)).unwrap();

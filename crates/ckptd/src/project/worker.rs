@@ -399,7 +399,7 @@ mod tests {
         let t0 = Instant::now();
         assert!(!h.more_events_soon());
         assert!(t0.elapsed() >= BURST_QUIET);
-        h.enqueue(RelPath::new("a").unwrap(), false);
+        h.enqueue_now(RelPath::new("a").unwrap(), false);
         assert!(h.more_events_soon(), "an event came");
         let name = h.expect_cookie();
         assert!(!h.more_events_soon(), "a barrier waits for its cookie");
@@ -411,11 +411,11 @@ mod tests {
         assert!(!h.more_events_soon(), "a barrier waits on the worker");
         h.queue().draining -= 1;
         // The events paused: what came is checked now.
-        h.enqueue(RelPath::new("b").unwrap(), false);
+        h.enqueue_now(RelPath::new("b").unwrap(), false);
         std::thread::sleep(Duration::from_millis(20));
         h.settle(long);
         for i in 0..CHECK_WINDOW {
-            h.enqueue(RelPath::new(format!("f{i}")).unwrap(), false);
+            h.enqueue_now(RelPath::new(format!("f{i}")).unwrap(), false);
         }
         h.settle(long);
         assert!(t0.elapsed() < long / 2, "none of them waited");
@@ -437,17 +437,17 @@ mod tests {
         assert_eq!(h.last_change_ns(), None);
 
         std::fs::write(h.root.join("f"), "1").unwrap();
-        h.enqueue(f.clone(), false);
+        h.enqueue_now(f.clone(), false);
         settle(&h);
         let first = h.last_change_ns().expect("a captured change is noted");
 
         // An event for a path that did not change (a touch of nothing).
-        h.enqueue(f.clone(), false);
+        h.enqueue_now(f.clone(), false);
         settle(&h);
         assert_eq!(h.last_change_ns(), Some(first));
 
         std::fs::write(h.root.join("f"), "22").unwrap();
-        h.enqueue(f, false);
+        h.enqueue_now(f, false);
         settle(&h);
         assert!(h.last_change_ns().expect("noted") > first);
         h.stop_worker();
@@ -467,7 +467,7 @@ mod tests {
         let content = |i: usize| format!("file {i}\n").repeat(300);
         for i in 0..n {
             std::fs::write(h.root.join(format!("f{i}")), content(i)).unwrap();
-            h.enqueue(RelPath::new(format!("f{i}")).unwrap(), false);
+            h.enqueue_now(RelPath::new(format!("f{i}")).unwrap(), false);
         }
         // Queued before the worker starts, so it takes them at once.
         let seq = h.queue().enqueued;
