@@ -486,6 +486,8 @@ mod tests {
                     let mut read = 0;
                     while !done.load(Ordering::SeqCst) {
                         read += usize::from(reader.try_read_all());
+                        // Often, without taking a core from the writer.
+                        std::thread::sleep(Duration::from_micros(100));
                     }
                     read
                 })
