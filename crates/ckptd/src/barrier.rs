@@ -43,8 +43,6 @@ pub struct BarrierConfig {
     /// Reads the watcher's queue up to the cookie on the barrier's own
     /// thread; `None`: the cookie is waited for.
     pub reader: Option<QueueReader>,
-    /// How long to wait for the cookie before scanning instead.
-    pub timeout: Duration,
     /// The quiet spell to wait for after the cookie, on a backend that may
     /// deliver events after it ([`QUIET_WINDOW`]); `None` when its order
     /// is enough.
@@ -56,7 +54,13 @@ pub struct BarrierOutcome {
     pub elapsed: Duration,
 }
 
-pub fn pass(cfg: &BarrierConfig, h: &ProjectHandle) -> ReqResult<BarrierOutcome> {
+/// Passes the barrier for `h`, waiting up to `timeout` for the cookie
+/// before scanning instead.
+pub fn pass(
+    cfg: &BarrierConfig,
+    timeout: Duration,
+    h: &ProjectHandle,
+) -> ReqResult<BarrierOutcome> {
     h.ensure_available()?;
     let start = Instant::now();
     let Some(dir) = &cfg.cookie_dir else {
@@ -74,10 +78,12 @@ pub fn pass(cfg: &BarrierConfig, h: &ProjectHandle) -> ReqResult<BarrierOutcome>
             return full_scan(h, start);
         }
     };
+    // One deadline for reading and waiting.
+    let deadline = Instant::now() + timeout;
     if let Some(reader) = &cfg.reader {
-        read_to_cookie(reader, h, &name, Instant::now() + cfg.timeout);
+        read_to_cookie(reader, h, &name, deadline);
     }
-    let arrived = h.wait_cookie(&name, cfg.timeout);
+    let arrived = h.wait_cookie(&name, deadline.saturating_duration_since(Instant::now()));
     if let Err(e) = std::fs::remove_file(&path) {
         tracing::warn!(cookie = %path.display(), error = %e, "cannot remove barrier cookie");
     }

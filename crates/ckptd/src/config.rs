@@ -2,7 +2,6 @@
 //! hooks (`test_hooks.rs`, with the `test-hooks` feature only).
 
 use std::path::PathBuf;
-use std::time::Duration;
 
 use anyhow::Context;
 
@@ -16,9 +15,6 @@ use crate::test_hooks::TestHooks;
 pub struct Config {
     pub socket: PathBuf,
     pub data_dir: PathBuf,
-    /// How long a barrier waits for its cookie before falling back to a
-    /// full scan, unless a project's settings say otherwise.
-    pub barrier_timeout: Duration,
     /// The `CKPT_<KEY>` settings in this process's environment.
     pub settings_env: Result<Layer, SettingsError>,
     /// The file watcher's shape (`CKPT_WATCHER`).
@@ -37,14 +33,11 @@ impl Config {
                 .context("cannot tell the data directory (no home directory); pass --data-dir")?,
         };
         let settings_env = ckpt_settings::env_layer(|n| std::env::var(n).ok());
-        let barrier_timeout =
-            ckpt_settings::resolve(&settings_env.iter().collect::<Vec<_>>()).barrier_timeout();
         let watcher = std::env::var("CKPT_WATCHER").ok();
         let watcher = Shape::from_setting(watcher.as_deref()).map_err(anyhow::Error::msg)?;
         Ok(Config {
             socket: absolute(socket)?,
             data_dir: absolute(data_dir)?,
-            barrier_timeout,
             settings_env,
             watcher,
             hooks: TestHooks::from_env(),

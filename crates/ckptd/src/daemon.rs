@@ -62,17 +62,10 @@ pub fn core_options(hooks: &TestHooks, freer: &Freer) -> Options {
     }
 }
 
-/// Passes the barrier for `h` with this daemon's cookie directory and
-/// timeout.
+/// Passes the barrier for `h` with this daemon's cookie directory and the
+/// project's `barrier.timeout_ms`.
 pub fn barrier(d: &Daemon, h: &ProjectHandle) -> ReqResult<BarrierOutcome> {
-    let cfg = BarrierConfig {
-        cookie_dir: d.barrier.cookie_dir.clone(),
-        reader: d.barrier.reader.clone(),
-        // The project's `barrier.timeout_ms`.
-        timeout: h.settings().barrier_timeout(),
-        quiet: d.barrier.quiet,
-    };
-    barrier::pass(&cfg, h)
+    barrier::pass(&d.barrier, h.settings().barrier_timeout(), h)
 }
 
 impl Daemon {
@@ -87,7 +80,6 @@ impl Daemon {
         let barrier = BarrierConfig {
             cookie_dir: watcher.cookie_dir().map(Path::to_path_buf),
             reader: watcher.queue_reader(),
-            timeout: config.barrier_timeout,
             quiet: (watcher.shape() == Some(Shape::Recursive)).then_some(barrier::QUIET_WINDOW),
         };
         Arc::new(Daemon {
