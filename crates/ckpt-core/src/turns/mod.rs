@@ -3,6 +3,7 @@
 
 use rusqlite::Connection;
 
+use crate::db;
 use crate::error::{Error, Result};
 use crate::history;
 use crate::model::{
@@ -68,13 +69,17 @@ impl Turns<'_> {
 
     /// [`Turns::turn_start`], also returning the turn it closed.
     pub(crate) fn turn_start_closing(&self, meta: TurnMeta) -> Result<(Option<i64>, i64)> {
-        // A tool window a lost hook left open ends with its turn (closing
-        // it clears the count).
-        let closed = history::open_turn_of(self.conn, meta.session.as_deref())?;
-        if let Some(open) = closed {
-            self.close_turn(open)?;
-        }
-        Ok((closed, history::insert_turn(self.conn, &meta, now_ns())?))
+        // One transaction: each statement on its own took and dropped
+        // SQLite's locks (see `db::writing`).
+        db::writing(self.conn, || {
+            // A tool window a lost hook left open ends with its turn
+            // (closing it clears the count).
+            let closed = history::open_turn_of(self.conn, meta.session.as_deref())?;
+            if let Some(open) = closed {
+                history::close_turn(self.conn, open, now_ns())?;
+            }
+            Ok((closed, history::insert_turn(self.conn, &meta, now_ns())?))
+        })
     }
 
     /// A tool call of `session` starts: until it ends, a change seen while
@@ -172,17 +177,16 @@ impl Turns<'_> {
         transcript: Option<&str>,
         list: Option<u64>,
     ) -> Result<TurnDetail> {
-        // Closing the turn ends its session's tool windows.
-        let (turn, _) = self.open_for(session)?.ok_or(Error::NoOpenTurn)?;
-        if let Some(t) = transcript {
-            history::note_transcript(self.conn, turn, t)?;
-        }
-        let t0 = std::time::Instant::now();
-        self.close_turn(turn)?;
-        let closed = t0.elapsed();
-        let detail = self.show_listing(turn, list);
-        tracing::debug!(turn, close = ?closed, listing = ?(t0.elapsed() - closed), "turn ended");
-        detail
+        // One transaction, the listing read in it (see `db::writing`).
+        db::writing(self.conn, || {
+            // Closing the turn ends its session's tool windows.
+            let (turn, _) = self.open_for(session)?.ok_or(Error::NoOpenTurn)?;
+            if let Some(t) = transcript {
+                history::note_transcript(self.conn, turn, t)?;
+            }
+            history::close_turn(self.conn, turn, now_ns())?;
+            self.listing(turn, list)
+        })
     }
 
     /// The turn `turn_end_of(session)` would close, with its session.
@@ -206,10 +210,7 @@ impl Turns<'_> {
     }
 
     fn close_turn(&self, turn: i64) -> Result<()> {
-        let tx = self.conn.unchecked_transaction()?;
-        history::close_turn(&tx, turn, now_ns())?;
-        tx.commit()?;
-        Ok(())
+        db::writing(self.conn, || history::close_turn(self.conn, turn, now_ns()))
     }
 
     /// The newest open turn, of any session.
@@ -236,11 +237,13 @@ impl Turns<'_> {
 
     /// Turns, newest first; with `session`, only that session's.
     pub(crate) fn log_of(&self, limit: usize, session: Option<&str>) -> Result<Vec<TurnInfo>> {
-        let ids = history::newest_turns(self.conn, limit, session)?;
-        // No entries: a log line is the turn's counts.
-        ids.into_iter()
-            .map(|id| Ok(self.show_listing(id, Some(0))?.info))
-            .collect()
+        db::reading(self.conn, || {
+            let ids = history::newest_turns(self.conn, limit, session)?;
+            // No entries: a log line is the turn's counts.
+            ids.into_iter()
+                .map(|id| Ok(self.listing(id, Some(0))?.info))
+                .collect()
+        })
     }
 
     /// A turn with its entries. While the turn is open, `post` is `None` and
@@ -254,6 +257,11 @@ impl Turns<'_> {
     /// The counts, gaps and partial rewinds are of every entry, read one
     /// at a time: a hook lists none of a 50,000-file turn and holds none.
     pub(crate) fn show_listing(&self, turn: i64, list: Option<u64>) -> Result<TurnDetail> {
+        db::reading(self.conn, || self.listing(turn, list))
+    }
+
+    /// [`Turns::show_listing`] in the caller's transaction.
+    fn listing(&self, turn: i64, list: Option<u64>) -> Result<TurnDetail> {
         let row = history::turn(self.conn, turn)?.ok_or(Error::UnknownTurn(turn))?;
         let mut counts = Counts::default();
         let mut gaps = Gaps::noted(self.conn, turn)?;
@@ -313,4 +321,46 @@ fn effects_of(turn: i64, commands: &[String], root: &std::path::Path) -> Vec<Eff
                 })
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    use super::*;
+
+    /// A turn boundary is one transaction: its statements on their own
+    /// took and dropped SQLite's locks each, and a turn-start that closed
+    /// the session's turn could stop between the close and the open.
+    #[test]
+    fn each_turn_boundary_commits_once() {
+        let (_t, root, mut p) = crate::project::tests::reconciled(&[("f", "1")]);
+        let commits = Arc::new(AtomicUsize::new(0));
+        let counted = Arc::clone(&commits);
+        p.conn.commit_hook(Some(move || {
+            counted.fetch_add(1, Ordering::Relaxed);
+            false
+        }));
+        let meta = TurnMeta {
+            session: Some("s".into()),
+            ..TurnMeta::default()
+        };
+        let first = p.turn_start(meta.clone()).unwrap();
+        assert_eq!(commits.swap(0, Ordering::Relaxed), 1);
+        // Closes the session's open turn and opens the next.
+        let (closed, second) = p.turn_start_closing(meta).unwrap();
+        assert_eq!(
+            (closed, commits.swap(0, Ordering::Relaxed)),
+            (Some(first), 1)
+        );
+        std::fs::write(root.join("f"), "2").unwrap();
+        p.check_paths([crate::RelPath::new("f").unwrap()]).unwrap();
+        commits.store(0, Ordering::Relaxed);
+        let ended = p.turn_end_of(Some("s"), Some("t.jsonl"), None).unwrap();
+        assert_eq!(commits.load(Ordering::Relaxed), 1);
+        assert_eq!((ended.info.id, ended.entries.len()), (second, 1));
+        assert_eq!(ended.info.transcript.as_deref(), Some("t.jsonl"));
+        assert_eq!(ended.info.status, crate::model::TurnStatus::Closed);
+    }
 }

@@ -54,7 +54,7 @@ impl ProjectHandle {
             // The worker then polls for the root's return; it reads the
             // state under the queue lock, so this wake-up is not lost.
             drop(lock(&self.queue));
-            self.cond.notify_all();
+            self.work.notify_all();
         }
     }
 

@@ -44,12 +44,19 @@ pub struct ProjectHandle {
     pub store_dir: PathBuf,
     core: Mutex<Project>,
     queue: Mutex<queue::Queue>,
-    /// Signalled on every queue change: new paths, cookies, progress, stop.
-    cond: Condvar,
+    /// The worker waits on this: signalled when work is queued, a barrier
+    /// waits on a round it cannot run, or the worker stops.
+    work: Condvar,
+    /// Barriers wait on this: signalled when a cookie arrives, a round
+    /// ends, or the worker stops. (One condition for both woke the worker
+    /// at every cookie and every barrier's wait.)
+    progress: Condvar,
     health: Mutex<health::HealthState>,
     loaded: Condvar,
     status_cache: Mutex<Option<ProjectStatus>>,
     worker: Mutex<Option<JoinHandle<()>>>,
+    /// Held while a round of the worker runs (worker.rs).
+    rounds: Mutex<worker::Rounds>,
     /// The directories watched for this project.
     watches: Mutex<DirWatches>,
     last_gc: Mutex<Option<Instant>>,
@@ -82,11 +89,13 @@ impl ProjectHandle {
             store_dir,
             core: Mutex::new(project),
             queue: Mutex::new(queue::Queue::new(pending_max)),
-            cond: Condvar::new(),
+            work: Condvar::new(),
+            progress: Condvar::new(),
             health: Mutex::new(health::HealthState::default()),
             loaded: Condvar::new(),
             status_cache: Mutex::new(None),
             worker: Mutex::new(None),
+            rounds: Mutex::new(worker::Rounds::default()),
             watches: Mutex::new(DirWatches::default()),
             last_gc: Mutex::new(None),
             reattaching: Mutex::new(()),

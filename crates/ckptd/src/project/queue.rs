@@ -71,6 +71,14 @@ impl Queue {
         !self.pending.is_empty() || !self.crowded.is_empty()
     }
 
+    /// Whether anything waits for a round of the worker.
+    pub fn has_work(&self) -> bool {
+        self.has_paths()
+            || !self.released.is_empty()
+            || !self.rescan.is_empty()
+            || self.reconcile_needed
+    }
+
     /// Whether a barrier waits for its cookie or for the worker.
     pub fn barrier_waits(&self) -> bool {
         !self.cookies_expected.is_empty() || !self.cookies_seen.is_empty() || self.draining > 0
@@ -101,9 +109,19 @@ impl ProjectHandle {
         wake
     }
 
-    /// Wakes whoever waits on the queue: the worker, barriers.
+    /// Wakes whoever waits on what was queued: the worker for paths or
+    /// rechecks, barriers for a cookie.
     pub fn wake(&self) {
-        self.cond.notify_all();
+        let (work, barriers) = {
+            let q = lock(&self.queue);
+            (q.has_work(), q.barrier_waits())
+        };
+        if work {
+            self.work.notify_all();
+        }
+        if barriers {
+            self.progress.notify_all();
+        }
     }
 
     /// Queues a path and wakes the worker if it waits, as the router does.
@@ -121,7 +139,7 @@ impl ProjectHandle {
         q.enqueued += 1;
         q.last_event = Some(Instant::now());
         drop(q);
-        self.cond.notify_all();
+        self.work.notify_all();
     }
 
     /// Paths to check again at the next cookie.
@@ -135,9 +153,6 @@ impl ProjectHandle {
         let name = cookie::name(&self.id, q.next_cookie);
         q.next_cookie += 1;
         q.cookies_expected.insert(name.clone());
-        drop(q);
-        // A worker letting a burst's events gather stops waiting.
-        self.cond.notify_all();
         name
     }
 
@@ -169,7 +184,7 @@ impl ProjectHandle {
     /// [`Self::wait_cookie`] to take.
     pub fn cookie_came_within(&self, name: &OsStr, timeout: Duration) -> bool {
         let deadline = Instant::now() + timeout;
-        wait_until(&self.queue, &self.cond, deadline, |q| {
+        wait_until(&self.queue, &self.progress, deadline, |q| {
             q.cookies_seen.contains_key(name).then_some(())
         })
         .is_ok()
@@ -179,7 +194,7 @@ impl ProjectHandle {
     /// or `None` (and expects it no more) after `timeout`.
     pub fn wait_cookie(&self, name: &OsStr, timeout: Duration) -> Option<u64> {
         let deadline = Instant::now() + timeout;
-        match wait_until(&self.queue, &self.cond, deadline, |q| {
+        match wait_until(&self.queue, &self.progress, deadline, |q| {
             q.cookies_seen.remove(name)
         }) {
             Ok(seq) => Some(seq),
@@ -193,11 +208,20 @@ impl ProjectHandle {
     /// Waits until the worker has checked everything queued up to `seq`;
     /// false after `timeout` or when the worker stops.
     pub fn wait_processed(&self, seq: u64, timeout: Duration) -> bool {
-        lock(&self.queue).draining += 1;
-        // A worker letting a burst's events gather stops waiting.
-        self.cond.notify_all();
+        let behind = {
+            let mut q = lock(&self.queue);
+            q.draining += 1;
+            q.processed < seq && !q.stop
+        };
+        // Unless the worker is in a round, this thread runs it: waking the
+        // worker and being woken back took two context switches per turn
+        // boundary on saturated cores.
+        if behind && !self.try_round() {
+            // A worker waiting for a burst's next events ends its round.
+            self.work.notify_all();
+        }
         let deadline = Instant::now() + timeout;
-        let done = wait_until(&self.queue, &self.cond, deadline, |q| {
+        let done = wait_until(&self.queue, &self.progress, deadline, |q| {
             if q.processed >= seq {
                 Some(true)
             } else if q.stop {
@@ -224,7 +248,7 @@ impl ProjectHandle {
             }
             let wait = calm_at.min(deadline) - now;
             q = self
-                .cond
+                .progress
                 .wait_timeout(q, wait)
                 .unwrap_or_else(|p| p.into_inner())
                 .0;
@@ -233,7 +257,7 @@ impl ProjectHandle {
 
     pub fn request_reconcile(&self) {
         lock(&self.queue).reconcile_needed = true;
-        self.cond.notify_all();
+        self.work.notify_all();
     }
 
     /// Enqueued paths the worker has not finished checking (those of the

@@ -54,6 +54,16 @@ const BUDGET_CHECK: Duration = Duration::from_secs(60);
 /// stat, only for such projects.
 const ROOT_POLL: Duration = Duration::from_secs(1);
 
+/// What the worker's rounds carry from one to the next. Held while a
+/// round runs, by the worker or by a barrier that runs one itself.
+#[derive(Default)]
+pub(super) struct Rounds {
+    /// The cache size a burst restores when it ends.
+    burst: Option<i64>,
+    /// Paths taken since the queue was last found empty.
+    run: usize,
+}
+
 impl ProjectHandle {
     /// Starts the thread that turns queued paths into `check_paths` calls.
     pub fn spawn_worker(self: &Arc<Self>) {
@@ -70,163 +80,190 @@ impl ProjectHandle {
 
     pub fn stop_worker(&self) {
         lock(&self.queue).stop = true;
-        self.cond.notify_all();
+        self.work.notify_all();
+        self.progress.notify_all();
         if let Some(j) = lock(&self.worker).take() {
             let _ = j.join();
         }
     }
 
     fn worker_loop(&self) {
-        // The cache size a burst restores when it ends.
-        let mut burst: Option<i64> = None;
-        // Paths taken since the queue was last found empty.
-        let mut run = 0;
         loop {
             self.poll_root();
-            let (mut batch, crowded, mut maybe_dirs, released, rescan, seq, reconcile) = {
+            let drained = {
                 let mut q = lock(&self.queue);
-                if !q.has_paths() {
-                    run = 0;
-                }
+                let drained = !q.has_paths();
                 // No timeout: an idle daemon does not wake up. (A deleted
                 // root sends no event while we hold it open; every request
                 // checks the root instead.) Only a project whose root is
                 // gone looks for it again, once per ROOT_POLL.
-                while !q.has_paths()
-                    && q.released.is_empty()
-                    && q.rescan.is_empty()
-                    && !q.reconcile_needed
-                    && !q.stop
-                {
+                while !q.has_work() && !q.stop {
                     if self.unavailable().is_some() {
                         q = self
-                            .cond
+                            .work
                             .wait_timeout(q, ROOT_POLL)
                             .unwrap_or_else(|p| p.into_inner())
                             .0;
                         break;
                     }
-                    q = self.cond.wait(q).unwrap_or_else(|p| p.into_inner());
+                    q = self.work.wait(q).unwrap_or_else(|p| p.into_inner());
                 }
                 if q.stop {
                     return;
                 }
-                let reconcile = std::mem::take(&mut q.reconcile_needed);
-                let batch: Vec<RelPath> = q.pending.drain().collect();
-                let crowded = std::mem::take(&mut q.crowded);
-                let maybe_dirs: Vec<RelPath> = q.maybe_dirs.drain().collect();
-                let released = std::mem::take(&mut q.released);
-                let rescan = std::mem::take(&mut q.rescan);
-                let seq = q.enqueued;
-                (batch, crowded, maybe_dirs, released, rescan, seq, reconcile)
+                drained
             };
-            // Every path checked in this round.
-            let mut taken = 0;
-            if self.unavailable().is_none() {
-                if reconcile {
-                    self.reconcile_now();
-                } else {
-                    let mut check = |window: &mut [RelPath]| {
-                        if window.is_empty() {
-                            return;
-                        }
-                        taken += window.len();
-                        run += window.len();
-                        if burst.is_none() && run >= BURST_PATHS {
-                            // Without it the batches are checked as before.
-                            burst = self.call(|p| p.burst_begin()).ok();
-                        }
-                        // In path order, so a window holds neighbours.
-                        window.sort_unstable();
-                        self.check_window(window);
-                    };
-                    // Each as if its events had come in a batch of their own.
-                    batch.sort_unstable();
-                    for window in batch.chunks_mut(CHECK_WINDOW) {
-                        check(window);
-                    }
-                    // What is in the directories crowded out of the queue,
-                    // made, renamed in or lost to the watcher, checked a
-                    // window at a time as it is listed: a turn that made
-                    // 200,000 files listed them all at once, twice.
-                    let mut listed: Vec<RelPath> = Vec::new();
-                    let mut found = |path: RelPath, is_dir: bool| {
-                        if is_dir || path.file_name() == CACHE_TAG {
-                            maybe_dirs.push(path.clone());
-                        }
-                        listed.push(path);
-                        if listed.len() == CHECK_WINDOW {
-                            check(&mut listed);
-                            listed.clear();
-                        }
-                    };
-                    // (A directory made or renamed in among the entries
-                    // came with an event of its own: `maybe_dirs` has it.)
-                    if !crowded.is_empty() {
-                        tracing::debug!(
-                            root = %self.root.display(), dirs = crowded.len(),
-                            "the queue was full: checking every entry of the directories of the events past it"
-                        );
-                    }
-                    for dir in crowded {
-                        match self.call(|p| p.entries_of(dir.as_ref())) {
-                            Ok(entries) => entries.into_iter().for_each(|p| found(p, false)),
-                            Err(e) => self.capture_failed(&e),
-                        }
-                    }
-                    self.each_below_released(released.into_iter().collect(), &mut found);
-                    for dir in rescan {
-                        match self.call(|p| p.cached_below(&dir)) {
-                            // Any of them may have become a directory.
-                            Ok(cached) => cached.into_iter().for_each(|p| found(p, true)),
-                            Err(e) => self.capture_failed(&e),
-                        }
-                        self.each_below_released(vec![dir], &mut found);
-                    }
-                    check(&mut listed);
-                    // Watches for directories that appeared; what is in
-                    // them is listed again at the next cookie. (A stat of
-                    // every event's path cost 5% of a 50,000-file turn's
-                    // capture; a file's event cannot make a directory.)
-                    maybe_dirs.extend(batch.iter().filter(|p| p.file_name() == CACHE_TAG).cloned());
-                    maybe_dirs.sort_unstable();
-                    let fresh = self.sync_dirs(&maybe_dirs);
-                    if !fresh.is_empty() {
-                        self.recheck_at_cookie(fresh);
-                    }
+            let in_burst = {
+                let mut rounds = lock(&self.rounds);
+                if drained {
+                    rounds.run = 0;
                 }
-            }
-            // A burst ends once the queue stays drained, or its events
-            // thin out to a trickle (a log written to now and then), and
-            // before the barrier waiting on this batch returns: the WAL is
-            // as after any batch.
-            let trickle = taken < BURST_PATHS / 16;
-            if burst.is_some() && (trickle || !self.more_events_soon()) {
-                if let Some(cache_size) = burst.take() {
-                    if let Err(e) = self.call(|p| p.burst_end(cache_size)) {
-                        tracing::debug!(root = %self.root.display(), error = %e, "ending a burst");
-                    }
-                }
-            }
-            self.check_root();
-            let mut q = lock(&self.queue);
-            q.processed = q.processed.max(seq);
-            drop(q);
-            self.cond.notify_all();
+                self.round(&mut rounds);
+                rounds.burst.is_some()
+            };
             if self.unavailable().is_none() {
                 self.maybe_gc();
             }
             // Let events gather a little so batches are not one path each,
             // unless a barrier waits for what came meanwhile.
-            if burst.is_some() {
+            if in_burst {
                 self.settle(BURST_SETTLE);
             } else {
-                let _ = wait_until(&self.queue, &self.cond, Instant::now() + GATHER, |q| {
+                let _ = wait_until(&self.queue, &self.work, Instant::now() + GATHER, |q| {
                     let waited_for = q.draining > 0 && (q.has_paths() || !q.released.is_empty());
                     (waited_for || q.stop).then_some(())
                 });
             }
         }
+    }
+
+    /// Runs a round on this thread if nobody is running one: a barrier
+    /// waiting on the queue drains it itself rather than wake the worker
+    /// and wait to be woken back. False when another thread runs one.
+    pub(super) fn try_round(&self) -> bool {
+        let mut rounds = match self.rounds.try_lock() {
+            Ok(rounds) => rounds,
+            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => return false,
+        };
+        self.round(&mut rounds);
+        true
+    }
+
+    /// Takes everything queued and checks it: the paths, the directories
+    /// crowded out of the queue, the rechecks a cookie released, the
+    /// subtrees to rescan (or a full scan when one is due), and gives new
+    /// directories their watches; then marks it processed. The caller
+    /// holds `rounds`, so one round runs at a time, in queue order.
+    fn round(&self, rounds: &mut Rounds) {
+        let (mut batch, crowded, mut maybe_dirs, released, rescan, seq, reconcile) = {
+            let mut q = lock(&self.queue);
+            if !q.has_work() {
+                return;
+            }
+            let reconcile = std::mem::take(&mut q.reconcile_needed);
+            let batch: Vec<RelPath> = q.pending.drain().collect();
+            let crowded = std::mem::take(&mut q.crowded);
+            let maybe_dirs: Vec<RelPath> = q.maybe_dirs.drain().collect();
+            let released = std::mem::take(&mut q.released);
+            let rescan = std::mem::take(&mut q.rescan);
+            let seq = q.enqueued;
+            (batch, crowded, maybe_dirs, released, rescan, seq, reconcile)
+        };
+        let Rounds { burst, run } = rounds;
+        // Every path checked in this round.
+        let mut taken = 0;
+        if self.unavailable().is_none() {
+            if reconcile {
+                self.reconcile_now();
+            } else {
+                let mut check = |window: &mut [RelPath]| {
+                    if window.is_empty() {
+                        return;
+                    }
+                    taken += window.len();
+                    *run += window.len();
+                    if burst.is_none() && *run >= BURST_PATHS {
+                        // Without it the batches are checked as before.
+                        *burst = self.call(|p| p.burst_begin()).ok();
+                    }
+                    // In path order, so a window holds neighbours.
+                    window.sort_unstable();
+                    self.check_window(window);
+                };
+                // Each as if its events had come in a batch of their own.
+                batch.sort_unstable();
+                for window in batch.chunks_mut(CHECK_WINDOW) {
+                    check(window);
+                }
+                // What is in the directories crowded out of the queue,
+                // made, renamed in or lost to the watcher, checked a
+                // window at a time as it is listed: a turn that made
+                // 200,000 files listed them all at once, twice.
+                let mut listed: Vec<RelPath> = Vec::new();
+                let mut found = |path: RelPath, is_dir: bool| {
+                    if is_dir || path.file_name() == CACHE_TAG {
+                        maybe_dirs.push(path.clone());
+                    }
+                    listed.push(path);
+                    if listed.len() == CHECK_WINDOW {
+                        check(&mut listed);
+                        listed.clear();
+                    }
+                };
+                // (A directory made or renamed in among the entries
+                // came with an event of its own: `maybe_dirs` has it.)
+                if !crowded.is_empty() {
+                    tracing::debug!(
+                        root = %self.root.display(), dirs = crowded.len(),
+                        "the queue was full: checking every entry of the directories of the events past it"
+                    );
+                }
+                for dir in crowded {
+                    match self.call(|p| p.entries_of(dir.as_ref())) {
+                        Ok(entries) => entries.into_iter().for_each(|p| found(p, false)),
+                        Err(e) => self.capture_failed(&e),
+                    }
+                }
+                self.each_below_released(released.into_iter().collect(), &mut found);
+                for dir in rescan {
+                    match self.call(|p| p.cached_below(&dir)) {
+                        // Any of them may have become a directory.
+                        Ok(cached) => cached.into_iter().for_each(|p| found(p, true)),
+                        Err(e) => self.capture_failed(&e),
+                    }
+                    self.each_below_released(vec![dir], &mut found);
+                }
+                check(&mut listed);
+                // Watches for directories that appeared; what is in
+                // them is listed again at the next cookie. (A stat of
+                // every event's path cost 5% of a 50,000-file turn's
+                // capture; a file's event cannot make a directory.)
+                maybe_dirs.extend(batch.iter().filter(|p| p.file_name() == CACHE_TAG).cloned());
+                maybe_dirs.sort_unstable();
+                let fresh = self.sync_dirs(&maybe_dirs);
+                if !fresh.is_empty() {
+                    self.recheck_at_cookie(fresh);
+                }
+            }
+        }
+        // A burst ends once the queue stays drained, or its events
+        // thin out to a trickle (a log written to now and then), and
+        // before the barrier waiting on this batch returns: the WAL is
+        // as after any batch.
+        let trickle = taken < BURST_PATHS / 16;
+        if burst.is_some() && (trickle || !self.more_events_soon()) {
+            if let Some(cache_size) = burst.take() {
+                if let Err(e) = self.call(|p| p.burst_end(cache_size)) {
+                    tracing::debug!(root = %self.root.display(), error = %e, "ending a burst");
+                }
+            }
+        }
+        self.check_root();
+        let mut q = lock(&self.queue);
+        q.processed = q.processed.max(seq);
+        drop(q);
+        self.progress.notify_all();
     }
 
     /// Checks one window of paths and notes what changed.
@@ -248,7 +285,7 @@ impl ProjectHandle {
     /// a full scan is due (it has a bulk mode of its own).
     fn more_events_soon(&self) -> bool {
         let deadline = Instant::now() + BURST_QUIET;
-        wait_until(&self.queue, &self.cond, deadline, |q| {
+        wait_until(&self.queue, &self.work, deadline, |q| {
             if q.stop || q.reconcile_needed || q.barrier_waits() {
                 Some(false)
             } else if q.has_paths() || !q.rescan.is_empty() {
@@ -270,7 +307,7 @@ impl ProjectHandle {
         let deadline = Instant::now() + d;
         while let Some(left) = deadline.checked_duration_since(Instant::now()) {
             let step = Instant::now() + left.min(SETTLE_STEP);
-            let done = wait_until(&self.queue, &self.cond, step, |q| {
+            let done = wait_until(&self.queue, &self.work, step, |q| {
                 let paused = q.last_event.is_some_and(|t| t.elapsed() >= SETTLE_STEP);
                 (q.stop || q.barrier_waits() || q.pending.len() >= BURST_BATCH || paused)
                     .then_some(())
@@ -419,6 +456,34 @@ mod tests {
         }
         h.settle(long);
         assert!(t0.elapsed() < long / 2, "none of them waited");
+    }
+
+    /// A barrier finding the worker between rounds checks the queued
+    /// paths on its own thread (no worker runs here at all), but never
+    /// while another round runs: it waits for that one.
+    #[test]
+    fn a_barrier_runs_the_round_itself_unless_one_is_running() {
+        let t = tempfile::tempdir().unwrap();
+        let h = crate::project::for_test(t.path());
+        h.call(|p| p.reconcile()).unwrap();
+        let turn = h
+            .call(|p| p.turn_start(ckpt_core::TurnMeta::default()))
+            .unwrap();
+        std::fs::write(h.root.join("f"), "1").unwrap();
+        h.enqueue_now(RelPath::new("f").unwrap(), false);
+        let seq = h.queue().enqueued;
+
+        let held = lock(&h.rounds);
+        let t0 = Instant::now();
+        assert!(!h.wait_processed(seq, Duration::from_millis(100)));
+        assert!(t0.elapsed() >= Duration::from_millis(100), "it waited");
+        assert_eq!(h.unchecked(), 1, "nothing checked beside the running round");
+        drop(held);
+
+        assert!(h.wait_processed(seq, Duration::from_secs(30)));
+        assert_eq!(h.unchecked(), 0);
+        let entries = h.call(|p| p.show(turn)).unwrap().entries;
+        assert_eq!(entries.len(), 1, "the change was captured: {entries:?}");
     }
 
     /// `ckptctl run --bursts` polls this time: it must move when a batch
