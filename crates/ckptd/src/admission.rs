@@ -70,7 +70,7 @@ impl Admission {
 
     /// Waits until this request may be handled.
     pub fn enter(&self) -> Admitted<'_> {
-        let waiter = {
+        let (waiter, mut until) = {
             let mut s = lock(&self.state);
             if s.counted.len() < self.slots && s.waiting.is_empty() {
                 let id = s.admit();
@@ -81,14 +81,11 @@ impl Admission {
             }
             let waiter = Arc::new(Waiter::default());
             s.waiting.push_back(Arc::clone(&waiter));
-            waiter
+            (waiter, s.long_at(self.long))
         };
         loop {
             // Woken when let in, or once the oldest counted request has
             // run for `long`, to let the first in line in past it.
-            let until = lock(&self.state)
-                .oldest()
-                .map_or(Instant::now() + self.long, |t| t + self.long);
             match wait_until(&waiter.admitted, &waiter.cond, until, |a| *a) {
                 Ok(id) => {
                     return Admitted {
@@ -99,35 +96,47 @@ impl Admission {
                 // Let go of it: letting in locks it.
                 Err(unadmitted) => drop(unadmitted),
             }
-            self.pass_long_ones();
+            until = self.pass_long_ones();
         }
     }
 
     /// Stops counting requests handled for `long` or more, letting in as
-    /// many of those waiting.
-    fn pass_long_ones(&self) {
-        let mut s = lock(&self.state);
-        let now = Instant::now();
-        s.counted
-            .retain(|&(_, since)| now.duration_since(since) < self.long);
-        while s.counted.len() < self.slots {
-            let Some(next) = s.waiting.pop_front() else {
-                break;
-            };
-            let id = s.admit();
+    /// many of those waiting; returns when the oldest still counted will
+    /// have run for `long`.
+    fn pass_long_ones(&self) -> Instant {
+        let mut let_in = Vec::new();
+        let until = {
+            let mut s = lock(&self.state);
+            let now = Instant::now();
+            s.counted
+                .retain(|&(_, since)| now.duration_since(since) < self.long);
+            while s.counted.len() < self.slots {
+                let Some(next) = s.waiting.pop_front() else {
+                    break;
+                };
+                let_in.push((next, s.admit()));
+            }
+            s.long_at(self.long)
+        };
+        for (next, id) in let_in {
             next.let_in(id);
         }
+        until
     }
 
     fn leave(&self, id: u64) {
-        let mut s = lock(&self.state);
-        let Some(at) = s.counted.iter().position(|&(i, _)| i == id) else {
-            // No longer counted: its place was given away already.
-            return;
+        let next = {
+            let mut s = lock(&self.state);
+            let Some(at) = s.counted.iter().position(|&(i, _)| i == id) else {
+                // No longer counted: its place was given away already.
+                return;
+            };
+            s.counted.swap_remove(at);
+            s.waiting.pop_front().map(|next| (next, s.admit()))
         };
-        s.counted.swap_remove(at);
-        if let Some(next) = s.waiting.pop_front() {
-            let id = s.admit();
+        // Woken outside the lock: with the wake-up inside it, every
+        // request that came or left meanwhile waited for that syscall.
+        if let Some((next, id)) = next {
             next.let_in(id);
         }
     }
@@ -140,8 +149,11 @@ impl State {
         self.next_id
     }
 
-    fn oldest(&self) -> Option<Instant> {
-        self.counted.iter().map(|&(_, since)| since).min()
+    /// When the oldest request counted will have run for `long` (in
+    /// `long` when none is).
+    fn long_at(&self, long: Duration) -> Instant {
+        let oldest = self.counted.iter().map(|&(_, since)| since).min();
+        oldest.unwrap_or_else(Instant::now) + long
     }
 }
 
