@@ -371,9 +371,6 @@ impl Calls<'_> {
         let mut out = ckpt_proto::encode(&hello)?;
         out.extend(ckpt_proto::encode(&req)?);
         s.write_all(&out)?;
-        // Nothing more to send, as a hook's ckptctl: the daemon reads the
-        // end right after its reply instead of waiting for it.
-        s.shutdown(std::net::Shutdown::Write)?;
         match ckpt_proto::read_frame(&mut s)? {
             Response::Hello(_) => Ok(ckpt_proto::read_frame(&mut s)?),
             other => bail!("hello: {other:?}"),
