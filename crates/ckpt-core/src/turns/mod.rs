@@ -203,14 +203,12 @@ impl Turns<'_> {
 
     /// Closes every open turn (when a project is no longer watched).
     pub(crate) fn close_open_turns(&self) -> Result<()> {
-        for (turn, _) in history::open_turns(self.conn)? {
-            self.close_turn(turn)?;
-        }
-        Ok(())
-    }
-
-    fn close_turn(&self, turn: i64) -> Result<()> {
-        db::writing(self.conn, || history::close_turn(self.conn, turn, now_ns()))
+        db::writing(self.conn, || {
+            for (turn, _) in history::open_turns(self.conn)? {
+                history::close_turn(self.conn, turn, now_ns())?;
+            }
+            Ok(())
+        })
     }
 
     /// The newest open turn, of any session.
