@@ -17,6 +17,7 @@ pub mod diff;
 pub mod export;
 mod fsck;
 mod hook;
+mod hook_line;
 pub mod ledger;
 pub mod log;
 mod mcp;
@@ -149,7 +150,7 @@ pub enum Command {
     Trace(Family),
 }
 
-/// The commands agents' hooks call: parsed by [`HookCli`] alone, without
+/// The commands agents' hooks call: read by [`hook_line`] without
 /// building the whole command tree, and shown in `--help` where they sit.
 #[derive(Subcommand, Debug)]
 pub enum HookCommand {
@@ -166,65 +167,11 @@ pub enum HookCommand {
     ToolEnd(tool::ToolArgs),
 }
 
-/// The hook path's parser: [`Cli`] with the [`HookCommand`]s only. clap
-/// builds every argument of every subcommand before it parses, which
-/// took a hook call's instructions from 0.80 M to 1.13 M once `ckptctl`
-/// had 37 commands (docs/measurements.md, stop 42).
-#[derive(Parser, Debug)]
-#[command(name = "ckptctl", version, propagate_version = true)]
-struct HookCli {
-    #[command(flatten)]
-    global: Global,
-    #[command(subcommand)]
-    command: HookCommand,
-}
-
-/// Parses the command line: a hook command (or `--version` alone) with
-/// [`HookCli`], anything else, or anything it does not take, with [`Cli`]
-/// (so every message is the whole parser's).
+/// Parses the command line: a hook command with [`hook_line`], anything
+/// else, or anything it does not take, with [`Cli`] (so every message is
+/// clap's).
 pub fn parse(args: Vec<std::ffi::OsString>) -> Cli {
-    if on_hook_path(&args) {
-        match HookCli::try_parse_from(&args) {
-            Ok(h) => {
-                return Cli {
-                    global: h.global,
-                    command: Command::Hook(h.command),
-                }
-            }
-            Err(e) if e.kind() == clap::error::ErrorKind::DisplayVersion => e.exit(),
-            // Help and errors from the whole parser: the same words.
-            Err(_) => {}
-        }
-    }
-    Cli::parse_from(args)
-}
-
-/// Whether the command line names a [`HookCommand`] (its first word that
-/// is neither a flag nor a global option's value) or is `--version` alone.
-fn on_hook_path(args: &[std::ffi::OsString]) -> bool {
-    const HOOK: [&str; 4] = ["turn-start", "turn-end", "tool-start", "tool-end"];
-    // The global options that take a value as the next word.
-    const VALUED: [&str; 4] = ["--socket", "--data-dir", "--color", "-C"];
-    let mut words = args.iter().skip(1);
-    if let [v] = &args[1.min(args.len())..] {
-        if v == "--version" || v == "-V" {
-            return true;
-        }
-    }
-    while let Some(w) = words.next() {
-        let Some(w) = w.to_str() else {
-            return false;
-        };
-        if !w.starts_with('-') {
-            return HOOK.contains(&w);
-        }
-        // `-C DIR`, also after other short flags (`-qC DIR`).
-        let short_c = !w.starts_with("--") && w.ends_with('C');
-        if VALUED.contains(&w) || short_c {
-            words.next();
-        }
-    }
-    false
+    hook_line::parse(&args).unwrap_or_else(|| Cli::parse_from(args))
 }
 
 impl Command {
@@ -426,47 +373,5 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Ui(_) => sibling::forward(sibling::UI, "the terminal timeline"),
         // git, JSON schemas of other tools: ckpt-trace runs it.
         Command::Trace(_) => sibling::forward(sibling::TRACE, "the provenance tool"),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn words(line: &str) -> Vec<std::ffi::OsString> {
-        line.split_whitespace().map(Into::into).collect()
-    }
-
-    /// The hook commands (and `--version` alone) take the small parser,
-    /// past global options and their values; nothing else does.
-    #[test]
-    fn only_hook_commands_take_the_hook_path() {
-        for line in [
-            "ckptctl turn-start",
-            "ckptctl -q -C /p turn-end --session s",
-            "ckptctl --socket /s -qC /p tool-start",
-            "ckptctl --color never turn-start --from-hook=codex",
-            "ckptctl --version",
-        ] {
-            assert!(on_hook_path(&words(line)), "{line}");
-            // (`--version` would print and exit the test.)
-            if !line.ends_with("--version") {
-                assert!(matches!(parse(words(line)).command, Command::Hook(_)));
-            }
-        }
-        for line in [
-            "ckptctl log",
-            "ckptctl -C turn-start log",
-            "ckptctl --socket turn-end status",
-            "ckptctl",
-            "ckptctl --version log",
-        ] {
-            assert!(!on_hook_path(&words(line)), "{line}");
-        }
-        // Both parsers read a hook command alike.
-        let line = words("ckptctl -q -C /p turn-start --label x --session s");
-        let small = format!("{:?}", parse(line.clone()));
-        let whole = format!("{:?}", Cli::parse_from(line));
-        assert_eq!(small, whole);
     }
 }
