@@ -290,6 +290,13 @@ impl Ckpt {
     }
 }
 
+impl Ckpt {
+    /// `ckptctl turn-start -q`, as an agent's hook starts a turn.
+    pub fn hook_turn_start(&mut self) -> Result<()> {
+        self.ctl_quiet(&["turn-start"])
+    }
+}
+
 impl System for Ckpt {
     fn name(&self) -> &'static str {
         "ckpt"

@@ -7,10 +7,11 @@
 //!   (`floors.rs`), once;
 //! - then, every size in turn within each of `--reps` repetitions (so the
 //!   machine's load falls on all sizes alike): an idle turn (`ckptctl
-//!   turn-start`, then `turn-end`, each timed as the process it is), the
-//!   hook call's floor (a static binary that connects to a socket the
-//!   bench serves and makes one round trip of a turn-start's bytes), and a
-//!   one-file turn rewound (`ckptctl rewind N`) and checked.
+//!   turn-start -q`, then `turn-end -q`, as a hook runs them), the hook
+//!   call's floor (a static binary that connects to a socket the bench
+//!   serves and makes one round trip of a turn-start's bytes), each
+//!   spawned and reaped alike (`cmd::run`), and a one-file turn rewound
+//!   (`ckptctl rewind N`) and checked.
 //!
 //! Prints per size the ratios to the floors and to the smallest tree, the
 //! daemon's RSS, and a table of p50 and p99 per operation and size.
@@ -18,12 +19,13 @@
 use std::io::{Read, Write};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
 use crate::ckpt_runner::{Bins, Ckpt};
+use crate::cmd;
 use crate::floors::{floor_restart, floor_watch};
 use crate::procstat;
 use crate::system::System;
@@ -84,7 +86,7 @@ pub fn run(
     }
     for rep in 0..reps {
         for size in all.iter_mut() {
-            size.time_calls(rep, &client, &socket)?;
+            size.time_calls(rep, &client, &socket, timeout)?;
         }
     }
     let mut ok = true;
@@ -99,9 +101,10 @@ pub fn run(
         let base = |k: usize, q: f64| smallest.as_ref().map_or(1.0, |b| percentile(&b[k], q));
         println!(
             "{} files: first watch {:.2} s vs floor {:.2} s ({:.2}x); restart to synced {:.2} s \
-             vs floor {:.2} s ({:.2}x); turn-start vs the hook floor: p50 {:.2}x, p99 {:.2}x; \
-             against the smallest tree: turn-start p50 {:.2}x, one-file rewind p50 {:.2}x; \
-             daemon RSS after the turns {:.1} MiB; {} of {reps} rewinds not exact",
+             vs floor {:.2} s ({:.2}x); against the hook floor: turn-start p50 {:.2}x, p99 \
+             {:.2}x, turn-end p50 {:.2}x, p99 {:.2}x; against the smallest tree: turn-start \
+             p50 {:.2}x, one-file rewind p50 {:.2}x; daemon RSS after the turns {:.1} MiB; \
+             {} of {reps} rewinds not exact",
             size.n,
             size.watch.0,
             size.watch.1,
@@ -111,6 +114,8 @@ pub fn run(
             size.restart.0 / size.restart.1,
             p50(0) / p50(2),
             p99(0) / p99(2),
+            p50(1) / p50(2),
+            p99(1) / p99(2),
             p50(0) / base(0, 0.50),
             p50(3) / base(3, 0.50),
             rss as f64 / (1 << 20) as f64,
@@ -185,17 +190,21 @@ fn watched(bins: &Bins, work: &Path, n: usize, timeout: Duration) -> Result<Size
 
 impl Size {
     /// One repetition of every timed call.
-    fn time_calls(&mut self, rep: usize, client: &Path, socket: &Path) -> Result<()> {
+    fn time_calls(
+        &mut self,
+        rep: usize,
+        client: &Path,
+        socket: &Path,
+        timeout: Duration,
+    ) -> Result<()> {
         let t = Instant::now();
-        self.sys.turn_start()?;
+        self.sys.hook_turn_start()?;
         self.samples[0].push(t.elapsed().as_secs_f64());
         let t = Instant::now();
         self.sys.turn_end()?;
         self.samples[1].push(t.elapsed().as_secs_f64());
 
-        let t = Instant::now();
-        round_trip(client, socket)?;
-        self.samples[2].push(t.elapsed().as_secs_f64());
+        self.samples[2].push(round_trip(client, socket, timeout)?);
 
         // A file spread over the tree, so no cache stays warm for it.
         let i = (rep * 7919) % self.n;
@@ -234,16 +243,12 @@ fn floor_client() -> Result<PathBuf> {
 }
 
 /// Spawns the floor client against `socket` and waits for it.
-fn round_trip(client: &Path, socket: &Path) -> Result<()> {
-    let st = Command::new(client)
-        .arg(socket)
-        .arg(REQUEST.to_string())
-        .stdin(Stdio::null())
-        .status()?;
-    if !st.success() {
-        bail!("the hook floor's client failed: {st}");
-    }
-    Ok(())
+/// One run of the floor's client, spawned and reaped as every `ckptctl`
+/// call is (`cmd::run`: its output read through pipes), in seconds.
+fn round_trip(client: &Path, socket: &Path, timeout: Duration) -> Result<f64> {
+    let mut c = Command::new(client);
+    c.arg(socket).arg(REQUEST.to_string());
+    Ok(cmd::run_ok(&mut c, None, timeout)?.elapsed.as_secs_f64())
 }
 
 /// Answers each connection's one frame with a reply of `REPLY` bytes, on a
