@@ -29,10 +29,11 @@ pub fn handle(d: &Arc<Daemon>, g: Gate, r: TurnEnd) -> ReqResult<About<TurnEnded
             ended => Ok((ended?, false)),
         })
     })?;
+    // Debug, as turn-start's: every prompt ends one.
     if left_open {
-        tracing::info!(root = %h.root.display(), turn = detail.info.id, "turn of another session left open");
+        tracing::debug!(root = %h.root.display(), turn = detail.info.id, "turn of another session left open");
     } else {
-        tracing::info!(root = %h.root.display(), turn = detail.info.id, paths = detail.total_entries(), "turn ended");
+        tracing::debug!(root = %h.root.display(), turn = detail.info.id, paths = detail.total_entries(), "turn ended");
     }
     let body = TurnEndedBody {
         turn: detail,
