@@ -643,15 +643,17 @@ fn gc_keeps_a_work_copys_apply_until_the_copy_is_removed() {
         status.contains(&format!("kept from turn {t} on (a work copy's apply)")),
         "{status}"
     );
+    // The turn before the apply goes: dropped by this gc, or already by
+    // the worker's own retention (its first round may come after the apply).
     let r = env.ctl_json(&proj, &["gc"]);
-    assert_eq!(r["through"], t - 1, "{r}");
+    assert!(r["through"].is_null() || r["through"] == t - 1, "{r}");
     let ids: Vec<i64> = env.ctl_json(&proj, &["log"])["turns"]
         .as_array()
         .unwrap()
         .iter()
         .map(|x| x["id"].as_i64().unwrap())
         .collect();
-    assert!(ids.contains(&t), "{ids:?}");
+    assert!(ids.contains(&t) && !ids.contains(&(t - 1)), "{ids:?}");
     let st = env.ctl_ok(&proj, &["workcopy", "status", "w"]);
     assert!(st.contains(&format!("applied as turn {t}")), "{st}");
     // Still undoable.
