@@ -167,10 +167,14 @@ pub enum HookCommand {
     ToolEnd(tool::ToolArgs),
 }
 
-/// Parses the command line: a hook command with [`hook_line`], anything
-/// else, or anything it does not take, with [`Cli`] (so every message is
-/// clap's).
+/// Parses the command line: a hook command (or `--version` alone) with
+/// [`hook_line`], anything else, or anything it does not take, with
+/// [`Cli`] (so every message is clap's).
 pub fn parse(args: Vec<std::ffi::OsString>) -> Cli {
+    if let Some(version) = hook_line::version(&args) {
+        print!("{version}");
+        std::process::exit(0);
+    }
     hook_line::parse(&args).unwrap_or_else(|| Cli::parse_from(args))
 }
 
