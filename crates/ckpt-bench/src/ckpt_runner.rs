@@ -165,6 +165,11 @@ impl Ckpt {
         self.ctl_as(args, "--json")
     }
 
+    /// `ckptctl turn-start -q`, as an agent's hook starts a turn.
+    pub fn hook_turn_start(&mut self) -> Result<()> {
+        self.ctl_quiet(&["turn-start"])
+    }
+
     /// One `ckptctl ARGS -q` process, as an agent's hook runs it: the
     /// daemon's reply lists only what the client may print.
     fn ctl_quiet(&mut self, args: &[&str]) -> Result<()> {
@@ -287,13 +292,6 @@ impl Ckpt {
         let _ = d.child.wait();
         self.notes
             .push("ckptd did not exit within 10 s of SIGTERM; killed".into());
-    }
-}
-
-impl Ckpt {
-    /// `ckptctl turn-start -q`, as an agent's hook starts a turn.
-    pub fn hook_turn_start(&mut self) -> Result<()> {
-        self.ctl_quiet(&["turn-start"])
     }
 }
 

@@ -242,7 +242,6 @@ fn floor_client() -> Result<PathBuf> {
     Ok(client)
 }
 
-/// Spawns the floor client against `socket` and waits for it.
 /// One run of the floor's client, spawned and reaped as every `ckptctl`
 /// call is (`cmd::run`: its output read through pipes), in seconds.
 fn round_trip(client: &Path, socket: &Path, timeout: Duration) -> Result<f64> {
