@@ -210,11 +210,19 @@ fn fsck_names_the_turns_and_paths_that_use_a_damaged_blob() {
     env.ctl_ok(&proj, &["sync"]);
     let before_turn = object_files(&store);
     assert_eq!(before_turn.len(), 1, "big.bin's content: {before_turn:?}");
+    // Written whole (renamed into place): read half-written on a loaded
+    // machine, big.bin was captured twice more, and the turns' contents
+    // went to a pack as deltas instead of to object files of their own.
+    let write_whole = |seed| {
+        let tmp = proj.with_extension("big.tmp");
+        std::fs::write(&tmp, noise(300 << 10, seed)).unwrap();
+        std::fs::rename(&tmp, proj.join("big.bin")).unwrap();
+    };
     env.ctl_ok(&proj, &["turn-start"]);
-    std::fs::write(proj.join("big.bin"), noise(300 << 10, 4)).unwrap();
+    write_whole(4);
     env.ctl_ok(&proj, &["turn-end"]);
     env.ctl_ok(&proj, &["turn-start"]);
-    std::fs::write(proj.join("big.bin"), noise(300 << 10, 5)).unwrap();
+    write_whole(5);
     env.ctl_ok(&proj, &["turn-end"]);
     env.ctl_ok(&proj, &["sync"]);
     // The content turn 1 replaced, and the one turn 1 wrote (which turn 2
