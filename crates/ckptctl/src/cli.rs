@@ -239,6 +239,10 @@ pub struct TurnMeta {
     pub transcript: Option<String>,
 }
 
+/// The agent a bare `--from-hook` names (Claude Code's hooks were the
+/// first to pass it without a value).
+pub const BARE_FROM_HOOK: Agent = Agent::ClaudeCode;
+
 #[derive(Args, Debug, Clone, Default)]
 pub struct FromHook {
     /// Called from AGENT's hook (`ckptctl hooks install` writes these):
@@ -250,7 +254,7 @@ pub struct FromHook {
         value_name = "AGENT",
         num_args = 0..=1,
         require_equals = true,
-        default_missing_value = "claude-code"
+        default_missing_value = BARE_FROM_HOOK.name()
     )]
     pub from_hook: Option<Agent>,
 }

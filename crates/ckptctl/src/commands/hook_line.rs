@@ -14,7 +14,7 @@ use clap::ValueEnum;
 use lexopt::{Arg, Parser};
 
 use super::{turn_end, turn_start, Cli, Command, HookCommand};
-use crate::cli::{FromHook, Global, TurnMeta};
+use crate::cli::{FromHook, Global, TurnMeta, BARE_FROM_HOOK};
 use crate::term::When;
 
 #[derive(Clone, Copy, PartialEq)]
@@ -141,13 +141,13 @@ impl Line {
     }
 }
 
-/// `--from-hook` alone is Claude Code's; `--from-hook AGENT` (without
-/// `=`) is clap's to refuse. The tool hooks take only the agents that
+/// `--from-hook` alone is [`BARE_FROM_HOOK`]; `--from-hook AGENT`
+/// (without `=`) is clap's to refuse. The tool hooks take only the agents that
 /// have them.
 fn from_hook(p: &mut Parser, kind: Kind) -> Option<Agent> {
     let agent = match p.optional_value() {
         Some(name) => Agent::from_str(name.to_str()?, false).ok()?,
-        None => Agent::ClaudeCode,
+        None => BARE_FROM_HOOK,
     };
     let tool = matches!(kind, Kind::ToolStart | Kind::ToolEnd);
     (!tool || Agent::WITH_TOOL_HOOKS.contains(&agent)).then_some(agent)

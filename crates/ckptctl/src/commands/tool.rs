@@ -33,7 +33,7 @@ pub struct FromToolHook {
         value_name = "AGENT",
         num_args = 0..=1,
         require_equals = true,
-        default_missing_value = "claude-code",
+        default_missing_value = crate::cli::BARE_FROM_HOOK.name(),
         value_parser = tool_hook_agent()
     )]
     pub from_hook: Option<Agent>,
